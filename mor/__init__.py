@@ -1,0 +1,46 @@
+"""mor: merge-on-read row-level deletes for Apache Iceberg v2 tables."""
+
+from mor.api.catalog import Catalog, load_catalog
+from mor.api.scan import Scan
+from mor.api.table import StaticTable, Table
+from mor.errors import (
+    CommitConflictError,
+    CommitStateUnknownError,
+    CorruptMetadataError,
+    InvalidFilterError,
+    MorError,
+    NamespaceNotEmptyError,
+    NoSuchNamespaceError,
+    NoSuchSnapshotError,
+    NoSuchTableError,
+    SchemaMismatchError,
+    TableAlreadyExistsError,
+    UnsupportedFeatureError,
+)
+from mor.format.content_file import DataFile, DeleteFile
+from mor.format.spec import FileContent
+from mor.planning.task import FileScanTask
+
+__all__ = [
+    "Catalog",
+    "CommitConflictError",
+    "CommitStateUnknownError",
+    "CorruptMetadataError",
+    "DataFile",
+    "DeleteFile",
+    "FileContent",
+    "FileScanTask",
+    "InvalidFilterError",
+    "MorError",
+    "NamespaceNotEmptyError",
+    "NoSuchNamespaceError",
+    "NoSuchSnapshotError",
+    "NoSuchTableError",
+    "Scan",
+    "SchemaMismatchError",
+    "StaticTable",
+    "Table",
+    "TableAlreadyExistsError",
+    "UnsupportedFeatureError",
+    "load_catalog",
+]

@@ -1,0 +1,199 @@
+"""Snapshot production: validate -> write manifests -> write manifest list -> swap; retry.
+
+New files go into new manifests once (ADDED entries inherit their sequence number, so those
+manifests stay valid across retries). On each attempt the base snapshot's manifests are
+carried over, and those holding removed files are rewritten with the files marked DELETED.
+Only a lost race is retried; after an unknown outcome nothing is cleaned up.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Callable, Protocol
+
+from pyiceberg.schema import Schema
+
+from mor.commit.summary import build_summary
+from mor.commit.table_ops import CommitFailedError
+from mor.errors import CommitConflictError, CommitStateUnknownError
+from mor.format.content_file import ContentFile, DataFile, DeleteFile
+from mor.format.manifest import EntryToWrite, ManifestFile, read_manifest, write_manifest
+from mor.format.manifest_list import read_manifest_list, write_manifest_list
+from mor.format.metadata import Snapshot, TableMetadata, now_ms, with_snapshot
+from mor.format.spec import ManifestContent, ManifestEntryStatus
+from mor.io.fileio import FileIO
+
+MAX_ATTEMPTS = 5
+
+
+class TableOperations(Protocol):
+    def refresh(self) -> tuple[TableMetadata, str]: ...
+    def commit(self, base: TableMetadata, base_location: str, new: TableMetadata) -> str: ...
+
+
+@dataclass
+class Changes:
+    """What one commit does to the table."""
+
+    operation: str
+    added_data: list[DataFile] = field(default_factory=list)
+    added_deletes: list[DeleteFile] = field(default_factory=list)
+    removed_data: list[DataFile] = field(default_factory=list)
+    removed_deletes: list[DeleteFile] = field(default_factory=list)
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.added_data or self.added_deletes or self.removed_data or self.removed_deletes)
+
+
+# validate(base the operation read, current base) raises CommitConflictError when our changes
+# no longer make sense on top of what others committed since.
+Validator = Callable[[TableMetadata, TableMetadata], None]
+
+
+def new_snapshot_id() -> int:
+    return uuid.uuid4().int & ((1 << 63) - 1) or 1
+
+
+def commit_changes(
+    io: FileIO,
+    ops: TableOperations,
+    read_base: TableMetadata,
+    read_base_location: str,
+    changes: Changes,
+    validate: Validator | None = None,
+) -> tuple[TableMetadata, str]:
+    """Commit `changes` made against `read_base`; returns the new metadata and its location."""
+    snapshot_id = new_snapshot_id()
+    schema = read_base.schema()
+    new_manifests = _write_new_file_manifests(io, read_base, schema, snapshot_id, changes)
+    base, base_location = read_base, read_base_location
+    try:
+        for attempt in range(MAX_ATTEMPTS):
+            if attempt:
+                base, base_location = ops.refresh()
+            if validate is not None and base.current_snapshot_id != read_base.current_snapshot_id:
+                validate(read_base, base)
+            carried, rewritten = _carry_manifests(io, base, schema, snapshot_id, changes)
+            sequence_number = base.last_sequence_number + 1
+            manifest_list = f"{base.location.rstrip('/')}/metadata/snap-{snapshot_id}-{attempt + 1}-{uuid.uuid4()}.avro"
+            parent = base.current_snapshot()
+            write_manifest_list(
+                io,
+                manifest_list,
+                snapshot_id=snapshot_id,
+                parent_snapshot_id=parent.snapshot_id if parent else None,
+                sequence_number=sequence_number,
+                manifests=new_manifests + rewritten + carried,
+            )
+            summary = build_summary(
+                changes.operation,
+                [*changes.added_data, *changes.added_deletes],
+                [*changes.removed_data, *changes.removed_deletes],
+                parent.summary if parent else None,
+            )
+            snapshot = Snapshot(
+                snapshot_id=snapshot_id,
+                parent_snapshot_id=parent.snapshot_id if parent else None,
+                sequence_number=sequence_number,
+                timestamp_ms=max(now_ms(), base.last_updated_ms + 1),
+                manifest_list=manifest_list,
+                summary=summary,
+                schema_id=base.current_schema_id,
+            )
+            new = with_snapshot(base, snapshot)
+            try:
+                location = ops.commit(base, base_location, new)
+                return new, location
+            except CommitFailedError:
+                for path in [manifest_list, *(m.manifest_path for m in rewritten)]:
+                    io.delete(path)
+                time.sleep(min(2.0, 0.05 * 2**attempt) * (0.5 + random.random()))
+        raise CommitConflictError(f"gave up after {MAX_ATTEMPTS} attempts: the table kept changing")
+    except CommitStateUnknownError:
+        raise
+    except BaseException:
+        for m in new_manifests:
+            io.delete(m.manifest_path)
+        raise
+
+
+def _manifest_location(metadata: TableMetadata, snapshot_id: int, index: int) -> str:
+    return f"{metadata.location.rstrip('/')}/metadata/{uuid.uuid4()}-{snapshot_id}-m{index}.avro"
+
+
+def _write_new_file_manifests(
+    io: FileIO, metadata: TableMetadata, schema: Schema, snapshot_id: int, changes: Changes
+) -> list[ManifestFile]:
+    specs = metadata.specs()
+    out = []
+    groups: dict[tuple[ManifestContent, int], list[ContentFile]] = {}
+    for f in [*changes.added_data, *changes.added_deletes]:
+        content = ManifestContent.DELETES if f.is_delete else ManifestContent.DATA
+        groups.setdefault((content, f.spec_id), []).append(f)
+    for (content, spec_id), files in groups.items():
+        entries = [EntryToWrite(ManifestEntryStatus.ADDED, snapshot_id, f) for f in files]
+        location = _manifest_location(metadata, snapshot_id, len(out))
+        out.append(
+            write_manifest(io, location, spec=specs[spec_id], schema=schema, content=content, snapshot_id=snapshot_id, entries=entries)
+        )
+    return out
+
+
+def _carry_manifests(
+    io: FileIO, base: TableMetadata, schema: Schema, snapshot_id: int, changes: Changes
+) -> tuple[list[ManifestFile], list[ManifestFile]]:
+    """(manifests kept as they are, manifests rewritten to mark removed files DELETED)."""
+    parent = base.current_snapshot()
+    if parent is None:
+        if changes.removed_data or changes.removed_deletes:
+            raise CommitConflictError("the table has no snapshot any more; files to remove are gone")
+        return [], []
+    to_remove = {f.file_path for f in [*changes.removed_data, *changes.removed_deletes]}
+    found: set[str] = set()
+    specs = base.specs()
+    carried, rewritten = [], []
+    for manifest in read_manifest_list(io, parent.manifest_list):
+        if not to_remove:
+            if manifest.has_live_files:
+                carried.append(manifest)
+            continue
+        entries = read_manifest(io, manifest, specs, schema)
+        hits = {e.file.file_path for e in entries if e.is_live and e.file.file_path in to_remove}
+        if not hits:
+            if manifest.has_live_files:
+                carried.append(manifest)
+            continue
+        found |= hits
+        kept = [
+            EntryToWrite(
+                ManifestEntryStatus.DELETED if e.file.file_path in hits else ManifestEntryStatus.EXISTING,
+                snapshot_id if e.file.file_path in hits else e.snapshot_id,
+                e.file,
+                e.data_sequence_number,
+                e.file_sequence_number,
+            )
+            for e in entries
+            if e.is_live
+        ]
+        rewritten.append(
+            write_manifest(
+                io,
+                _manifest_location(base, snapshot_id, 100 + len(rewritten)),
+                spec=specs[manifest.partition_spec_id],
+                schema=schema,
+                content=manifest.content,
+                snapshot_id=snapshot_id,
+                entries=kept,
+            )
+        )
+    missing = to_remove - found
+    if missing:
+        for m in rewritten:
+            io.delete(m.manifest_path)
+        raise CommitConflictError(f"files to remove are no longer in the table (removed concurrently?): {sorted(missing)[:3]}")
+    return carried, rewritten
+

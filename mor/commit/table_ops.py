@@ -1,0 +1,68 @@
+"""TableOperations: read the current metadata, and commit new metadata by an atomic swap.
+
+A commit writes a new metadata file (never overwriting one) and asks the catalog to move the
+table's pointer from the version we started from to it. A lost race is `CommitFailedError`
+(retryable: nothing became visible); an unknown outcome is `CommitStateUnknownError`.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass
+
+from mor.catalog.sql import SqlCatalogStore
+from mor.errors import CorruptMetadataError, MorError
+from mor.format.metadata import TableMetadata, with_previous_file
+from mor.io.fileio import FileIO
+
+_VERSION = re.compile(r"(?:^|/)(?:v)?(\d+)(?:-[^/]*)?\.metadata\.json$")
+
+
+class CommitFailedError(MorError):
+    """Internal: another writer moved the pointer first. Retry on the new base."""
+
+
+def read_metadata(io: FileIO, location: str) -> TableMetadata:
+    try:
+        text = io.read_bytes(location)
+    except OSError as e:
+        raise CorruptMetadataError(f"cannot read table metadata {location}: {e}") from e
+    return TableMetadata.from_json(text)
+
+
+def metadata_version(location: str | None) -> int:
+    if location is None:
+        return -1
+    match = _VERSION.search(location)
+    return int(match.group(1)) if match else 0
+
+
+def new_metadata_location(table_location: str, previous_location: str | None) -> str:
+    version = metadata_version(previous_location) + 1
+    return f"{table_location.rstrip('/')}/metadata/{version:05d}-{uuid.uuid4()}.metadata.json"
+
+
+def write_metadata(io: FileIO, location: str, metadata: TableMetadata) -> None:
+    io.write_bytes_exclusive(location, metadata.to_json().encode("utf-8"))
+
+
+@dataclass
+class CatalogTableOperations:
+    store: SqlCatalogStore
+    namespace: str
+    name: str
+    io: FileIO
+
+    def refresh(self) -> tuple[TableMetadata, str]:
+        location = self.store.metadata_location(self.namespace, self.name)
+        return read_metadata(self.io, location), location
+
+    def commit(self, base: TableMetadata, base_location: str, new: TableMetadata) -> str:
+        new = with_previous_file(new, base_location, base)
+        location = new_metadata_location(new.location, base_location)
+        write_metadata(self.io, location, new)
+        if not self.store.swap(self.namespace, self.name, base_location, location):
+            self.io.delete(location)  # the swap did not happen: the file is ours alone
+            raise CommitFailedError(f"{self.namespace}.{self.name} changed since {base_location}")
+        return location

@@ -1,0 +1,66 @@
+"""The one exception tree of mor.
+
+    MorError
+    ├── NoSuchTableError          the table (or namespace) is not in the catalog
+    ├── NoSuchNamespaceError
+    ├── NoSuchSnapshotError       time travel to a snapshot id or time the table does not have
+    ├── TableAlreadyExistsError
+    ├── NamespaceNotEmptyError
+    ├── InvalidFilterError        bad predicate text, or a column the schema does not have
+    ├── SchemaMismatchError       appended or updated data does not fit the table schema
+    ├── CommitConflictError       a concurrent commit made ours invalid (after retrying what is retryable)
+    ├── CommitStateUnknownError   the catalog may or may not hold our commit: never clean up after it
+    ├── CorruptMetadataError      metadata, manifest or delete file that breaks the spec
+    └── UnsupportedFeatureError   a valid Iceberg feature we do not implement yet
+
+Every error leaves the table as it was: files written before a failed commit are never made
+visible, and nothing is ever deleted after a commit whose outcome is unknown.
+"""
+
+
+class MorError(Exception):
+    """Root of every error mor raises on purpose."""
+
+
+class NoSuchTableError(MorError):
+    pass
+
+
+class NoSuchNamespaceError(MorError):
+    pass
+
+
+class NoSuchSnapshotError(MorError):
+    pass
+
+
+class TableAlreadyExistsError(MorError):
+    pass
+
+
+class NamespaceNotEmptyError(MorError):
+    pass
+
+
+class InvalidFilterError(MorError):
+    pass
+
+
+class SchemaMismatchError(MorError):
+    pass
+
+
+class CommitConflictError(MorError):
+    pass
+
+
+class CommitStateUnknownError(MorError):
+    pass
+
+
+class CorruptMetadataError(MorError):
+    pass
+
+
+class UnsupportedFeatureError(MorError):
+    pass

@@ -1,0 +1,76 @@
+"""Content files: data files and delete files as described by manifest entries.
+
+Values are frozen and picklable (Spark ships them to executors). Partition values are kept in
+Iceberg's internal representation (dates as day ints, timestamps as microsecond ints) in
+partition-spec field order, so planning compares them without conversions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from mor.format.spec import FileContent, ManifestEntryStatus
+
+PartitionValues = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class ContentFile:
+    content: FileContent
+    file_path: str
+    file_format: str
+    spec_id: int
+    partition: PartitionValues
+    record_count: int
+    file_size_in_bytes: int
+    column_sizes: dict[int, int] | None = None
+    value_counts: dict[int, int] | None = None
+    null_value_counts: dict[int, int] | None = None
+    nan_value_counts: dict[int, int] | None = None
+    lower_bounds: dict[int, bytes] | None = None
+    upper_bounds: dict[int, bytes] | None = None
+    key_metadata: bytes | None = None
+    split_offsets: tuple[int, ...] | None = None
+    equality_ids: tuple[int, ...] | None = None
+    sort_order_id: int | None = None
+    referenced_data_file: str | None = None
+    # Resolved on read from the manifest entry (sequence-number inheritance applied); None only
+    # for files that are being written and have no sequence number yet.
+    data_sequence_number: int | None = field(default=None, compare=False)
+    file_sequence_number: int | None = field(default=None, compare=False)
+
+    def __hash__(self) -> int:
+        return hash(self.file_path)
+
+    @property
+    def is_delete(self) -> bool:
+        return self.content != FileContent.DATA
+
+
+class DataFile(ContentFile):
+    """A file of table rows (content 0)."""
+
+
+class DeleteFile(ContentFile):
+    """A position (content 1) or equality (content 2) delete file."""
+
+
+def make_content_file(content: FileContent, **fields: Any) -> ContentFile:
+    cls = DataFile if content == FileContent.DATA else DeleteFile
+    return cls(content=FileContent(content), **fields)
+
+
+@dataclass(frozen=True)
+class ManifestEntry:
+    """One row of a manifest, with sequence numbers and snapshot id always resolved."""
+
+    status: ManifestEntryStatus
+    snapshot_id: int
+    data_sequence_number: int
+    file_sequence_number: int
+    file: ContentFile
+
+    @property
+    def is_live(self) -> bool:
+        return self.status != ManifestEntryStatus.DELETED

@@ -1,0 +1,249 @@
+"""Manifests: Avro files of manifest entries, one content kind and one partition spec each.
+
+Sequence-number inheritance is resolved here, once: an ADDED entry written with null
+sequence numbers or snapshot id takes them from its manifest's manifest-list row.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass, replace
+from typing import Any, Iterable
+
+import fastavro
+from pyiceberg.partitioning import PartitionSpec
+from pyiceberg.schema import Schema
+
+from mor.errors import CorruptMetadataError
+from mor.format.avro_schemas import manifest_entry_schema
+from mor.format.content_file import ContentFile, ManifestEntry, make_content_file
+from mor.format.partition_values import from_avro_record, to_avro_record, value_to_bytes
+from mor.format.spec import FORMAT_VERSION, FileContent, ManifestContent, ManifestEntryStatus
+from mor.io.fileio import FileIO
+
+
+@dataclass(frozen=True)
+class PartitionFieldSummary:
+    contains_null: bool
+    contains_nan: bool | None = None
+    lower_bound: bytes | None = None
+    upper_bound: bytes | None = None
+
+
+@dataclass(frozen=True)
+class ManifestFile:
+    """A manifest-list row. `sequence_number`/`min_sequence_number` are None for a manifest
+    written by a commit in progress: the commit assigns its sequence number when it wins."""
+
+    manifest_path: str
+    manifest_length: int
+    partition_spec_id: int
+    content: ManifestContent
+    sequence_number: int | None
+    min_sequence_number: int | None
+    added_snapshot_id: int
+    added_files_count: int
+    existing_files_count: int
+    deleted_files_count: int
+    added_rows_count: int
+    existing_rows_count: int
+    deleted_rows_count: int
+    partitions: tuple[PartitionFieldSummary, ...] | None = None
+    key_metadata: bytes | None = None
+
+    @property
+    def has_live_files(self) -> bool:
+        return self.added_files_count > 0 or self.existing_files_count > 0
+
+    def with_sequence_number(self, sequence_number: int) -> ManifestFile:
+        return replace(
+            self,
+            sequence_number=sequence_number,
+            min_sequence_number=(
+                sequence_number if self.min_sequence_number is None else min(self.min_sequence_number, sequence_number)
+            ),
+        )
+
+
+@dataclass(frozen=True)
+class EntryToWrite:
+    """An entry for a new manifest. ADDED entries leave sequence numbers None (inherited)."""
+
+    status: ManifestEntryStatus
+    snapshot_id: int
+    file: ContentFile
+    data_sequence_number: int | None = None
+    file_sequence_number: int | None = None
+
+
+def write_manifest(
+    io_: FileIO,
+    location: str,
+    *,
+    spec: PartitionSpec,
+    schema: Schema,
+    content: ManifestContent,
+    snapshot_id: int,
+    entries: Iterable[EntryToWrite],
+) -> ManifestFile:
+    entries = list(entries)
+    partition_type = spec.partition_type(schema)
+    records = [_entry_to_avro(e, partition_type) for e in entries]
+    metadata = {
+        "schema": schema.model_dump_json(),
+        "schema-id": str(schema.schema_id),
+        "partition-spec": json.dumps([json.loads(f.model_dump_json(by_alias=True)) for f in spec.fields]),
+        "partition-spec-id": str(spec.spec_id),
+        "format-version": str(FORMAT_VERSION),
+        "content": "deletes" if content == ManifestContent.DELETES else "data",
+    }
+    buffer = io.BytesIO()
+    avro_schema = fastavro.parse_schema(manifest_entry_schema(spec, schema))
+    fastavro.writer(buffer, avro_schema, records, codec="deflate", metadata=metadata)
+    data = buffer.getvalue()
+    io_.write_bytes_exclusive(location, data)
+
+    counts = {status: [0, 0] for status in ManifestEntryStatus}
+    for e in entries:
+        counts[e.status][0] += 1
+        counts[e.status][1] += e.file.record_count
+    explicit = [
+        e.data_sequence_number
+        for e in entries
+        if e.status != ManifestEntryStatus.DELETED and e.data_sequence_number is not None
+    ]
+    return ManifestFile(
+        manifest_path=location,
+        manifest_length=len(data),
+        partition_spec_id=spec.spec_id,
+        content=content,
+        sequence_number=None,
+        min_sequence_number=min(explicit) if explicit else None,
+        added_snapshot_id=snapshot_id,
+        added_files_count=counts[ManifestEntryStatus.ADDED][0],
+        existing_files_count=counts[ManifestEntryStatus.EXISTING][0],
+        deleted_files_count=counts[ManifestEntryStatus.DELETED][0],
+        added_rows_count=counts[ManifestEntryStatus.ADDED][1],
+        existing_rows_count=counts[ManifestEntryStatus.EXISTING][1],
+        deleted_rows_count=counts[ManifestEntryStatus.DELETED][1],
+        partitions=_partition_summaries(entries, spec, schema),
+    )
+
+
+def read_manifest(io_: FileIO, manifest: ManifestFile, specs: dict[int, PartitionSpec], schema: Schema) -> list[ManifestEntry]:
+    if manifest.sequence_number is None:
+        raise CorruptMetadataError(f"manifest {manifest.manifest_path} has no sequence number")
+    spec = specs.get(manifest.partition_spec_id)
+    if spec is None:
+        raise CorruptMetadataError(f"manifest {manifest.manifest_path} uses unknown spec {manifest.partition_spec_id}")
+    partition_type = spec.partition_type(schema)
+    try:
+        with io_.open_input(manifest.manifest_path) as f:
+            records = list(fastavro.reader(f))
+    except (OSError, ValueError, EOFError) as e:
+        raise CorruptMetadataError(f"cannot read manifest {manifest.manifest_path}: {e}") from e
+    return [_entry_from_avro(r, manifest, partition_type) for r in records]
+
+
+def _entry_to_avro(entry: EntryToWrite, partition_type: Any) -> dict[str, Any]:
+    f = entry.file
+    return {
+        "status": int(entry.status),
+        "snapshot_id": entry.snapshot_id,
+        "sequence_number": entry.data_sequence_number,
+        "file_sequence_number": entry.file_sequence_number,
+        "data_file": {
+            "content": int(f.content),
+            "file_path": f.file_path,
+            "file_format": f.file_format,
+            "partition": to_avro_record(f.partition, partition_type),
+            "record_count": f.record_count,
+            "file_size_in_bytes": f.file_size_in_bytes,
+            "column_sizes": _map_to_avro(f.column_sizes if f.column_sizes is not None else {}),
+            "value_counts": _map_to_avro(f.value_counts),
+            "null_value_counts": _map_to_avro(f.null_value_counts),
+            "nan_value_counts": _map_to_avro(f.nan_value_counts),
+            "lower_bounds": _map_to_avro(f.lower_bounds),
+            "upper_bounds": _map_to_avro(f.upper_bounds),
+            "key_metadata": f.key_metadata,
+            "split_offsets": list(f.split_offsets) if f.split_offsets is not None else None,
+            "equality_ids": list(f.equality_ids) if f.equality_ids is not None else None,
+            "sort_order_id": f.sort_order_id,
+            "referenced_data_file": f.referenced_data_file,
+        },
+    }
+
+
+def _entry_from_avro(record: dict[str, Any], manifest: ManifestFile, partition_type: Any) -> ManifestEntry:
+    status = ManifestEntryStatus(record["status"])
+    snapshot_id = record.get("snapshot_id")
+    data_seq = record.get("sequence_number")
+    file_seq = record.get("file_sequence_number")
+    if status == ManifestEntryStatus.ADDED:
+        snapshot_id = manifest.added_snapshot_id if snapshot_id is None else snapshot_id
+        data_seq = manifest.sequence_number if data_seq is None else data_seq
+        file_seq = manifest.sequence_number if file_seq is None else file_seq
+    if snapshot_id is None or data_seq is None or file_seq is None:
+        raise CorruptMetadataError(f"{manifest.manifest_path}: a non-added entry lacks its snapshot id or sequence numbers")
+    d = record["data_file"]
+    content = FileContent(d.get("content", 0))
+    expected = ManifestContent.DELETES if content != FileContent.DATA else ManifestContent.DATA
+    if expected != manifest.content:
+        raise CorruptMetadataError(f"{manifest.manifest_path}: {content.name} entry in a {manifest.content.name} manifest")
+    file = make_content_file(
+        content,
+        file_path=d["file_path"],
+        file_format=d["file_format"].upper(),
+        spec_id=manifest.partition_spec_id,
+        partition=from_avro_record(d.get("partition"), partition_type),
+        record_count=d["record_count"],
+        file_size_in_bytes=d["file_size_in_bytes"],
+        column_sizes=_map_from_avro(d.get("column_sizes")),
+        value_counts=_map_from_avro(d.get("value_counts")),
+        null_value_counts=_map_from_avro(d.get("null_value_counts")),
+        nan_value_counts=_map_from_avro(d.get("nan_value_counts")),
+        lower_bounds=_map_from_avro(d.get("lower_bounds")),
+        upper_bounds=_map_from_avro(d.get("upper_bounds")),
+        key_metadata=d.get("key_metadata"),
+        split_offsets=tuple(d["split_offsets"]) if d.get("split_offsets") is not None else None,
+        equality_ids=tuple(d["equality_ids"]) if d.get("equality_ids") is not None else None,
+        sort_order_id=d.get("sort_order_id"),
+        referenced_data_file=d.get("referenced_data_file"),
+        data_sequence_number=data_seq,
+        file_sequence_number=file_seq,
+    )
+    return ManifestEntry(status, snapshot_id, data_seq, file_seq, file)
+
+
+def _map_to_avro(values: dict[int, Any] | None) -> list[dict[str, Any]] | None:
+    if values is None:
+        return None
+    return [{"key": k, "value": v} for k, v in sorted(values.items())]
+
+
+def _map_from_avro(items: list[dict[str, Any]] | None) -> dict[int, Any] | None:
+    if items is None:
+        return None
+    return {item["key"]: item["value"] for item in items}
+
+
+def _partition_summaries(
+    entries: list[EntryToWrite], spec: PartitionSpec, schema: Schema
+) -> tuple[PartitionFieldSummary, ...]:
+    partition_type = spec.partition_type(schema)
+    summaries = []
+    for i, pfield in enumerate(partition_type.fields):
+        values = [e.file.partition[i] for e in entries]
+        present = [v for v in values if v is not None]
+        nan = any(isinstance(v, float) and v != v for v in present)
+        ordered = [v for v in present if not (isinstance(v, float) and v != v)]
+        summaries.append(
+            PartitionFieldSummary(
+                contains_null=len(present) < len(values),
+                contains_nan=nan,
+                lower_bound=value_to_bytes(pfield.field_type, min(ordered)) if ordered else None,
+                upper_bound=value_to_bytes(pfield.field_type, max(ordered)) if ordered else None,
+            )
+        )
+    return tuple(summaries)

@@ -1,0 +1,109 @@
+"""Manifest lists: one Avro file per snapshot naming its manifests."""
+
+from __future__ import annotations
+
+import io
+from typing import Any, Iterable
+
+import fastavro
+
+from mor.errors import CorruptMetadataError
+from mor.format.avro_schemas import MANIFEST_FILE_SCHEMA
+from mor.format.manifest import ManifestFile, PartitionFieldSummary
+from mor.format.spec import FORMAT_VERSION, INITIAL_SEQUENCE_NUMBER, ManifestContent
+from mor.io.fileio import FileIO
+
+_PARSED_SCHEMA = fastavro.parse_schema(MANIFEST_FILE_SCHEMA)
+
+
+def write_manifest_list(
+    io_: FileIO,
+    location: str,
+    *,
+    snapshot_id: int,
+    parent_snapshot_id: int | None,
+    sequence_number: int,
+    manifests: Iterable[ManifestFile],
+) -> list[ManifestFile]:
+    """Write the list; manifests written by this commit get its sequence number here."""
+    final = [m if m.sequence_number is not None else m.with_sequence_number(sequence_number) for m in manifests]
+    metadata = {
+        "snapshot-id": str(snapshot_id),
+        "parent-snapshot-id": "null" if parent_snapshot_id is None else str(parent_snapshot_id),
+        "sequence-number": str(sequence_number),
+        "format-version": str(FORMAT_VERSION),
+    }
+    buffer = io.BytesIO()
+    fastavro.writer(buffer, _PARSED_SCHEMA, [_to_avro(m) for m in final], codec="deflate", metadata=metadata)
+    io_.write_bytes_exclusive(location, buffer.getvalue())
+    return final
+
+
+def read_manifest_list(io_: FileIO, location: str) -> list[ManifestFile]:
+    try:
+        with io_.open_input(location) as f:
+            return [_from_avro(r) for r in fastavro.reader(f)]
+    except (OSError, ValueError, EOFError) as e:
+        raise CorruptMetadataError(f"cannot read manifest list {location}: {e}") from e
+
+
+def _to_avro(m: ManifestFile) -> dict[str, Any]:
+    return {
+        "manifest_path": m.manifest_path,
+        "manifest_length": m.manifest_length,
+        "partition_spec_id": m.partition_spec_id,
+        "content": int(m.content),
+        "sequence_number": m.sequence_number,
+        "min_sequence_number": m.min_sequence_number,
+        "added_snapshot_id": m.added_snapshot_id,
+        "added_files_count": m.added_files_count,
+        "existing_files_count": m.existing_files_count,
+        "deleted_files_count": m.deleted_files_count,
+        "added_rows_count": m.added_rows_count,
+        "existing_rows_count": m.existing_rows_count,
+        "deleted_rows_count": m.deleted_rows_count,
+        "partitions": (
+            None
+            if m.partitions is None
+            else [
+                {
+                    "contains_null": p.contains_null,
+                    "contains_nan": p.contains_nan,
+                    "lower_bound": p.lower_bound,
+                    "upper_bound": p.upper_bound,
+                }
+                for p in m.partitions
+            ]
+        ),
+        "key_metadata": m.key_metadata,
+    }
+
+
+def _from_avro(r: dict[str, Any]) -> ManifestFile:
+    # v1 lists lack the sequence-number fields: everything in them is at the initial number.
+    seq = r.get("sequence_number", INITIAL_SEQUENCE_NUMBER)
+    partitions = r.get("partitions")
+    return ManifestFile(
+        manifest_path=r["manifest_path"],
+        manifest_length=r["manifest_length"],
+        partition_spec_id=r["partition_spec_id"],
+        content=ManifestContent(r.get("content", 0)),
+        sequence_number=seq,
+        min_sequence_number=r.get("min_sequence_number", seq),
+        added_snapshot_id=r["added_snapshot_id"],
+        added_files_count=r.get("added_files_count") or 0,
+        existing_files_count=r.get("existing_files_count") or 0,
+        deleted_files_count=r.get("deleted_files_count") or 0,
+        added_rows_count=r.get("added_rows_count") or 0,
+        existing_rows_count=r.get("existing_rows_count") or 0,
+        deleted_rows_count=r.get("deleted_rows_count") or 0,
+        partitions=(
+            None
+            if partitions is None
+            else tuple(
+                PartitionFieldSummary(p["contains_null"], p.get("contains_nan"), p.get("lower_bound"), p.get("upper_bound"))
+                for p in partitions
+            )
+        ),
+        key_metadata=r.get("key_metadata"),
+    )

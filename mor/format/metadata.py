@@ -1,0 +1,265 @@
+"""Table metadata (format v2): the JSON document each commit writes, as frozen values.
+
+Everything the spec lists for v2 is kept; keys we do not model (statistics, ...) are carried
+through untouched so a commit never drops what another engine wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pyiceberg.partitioning import PartitionSpec
+from pyiceberg.schema import Schema
+from pyiceberg.table.sorting import SortOrder
+
+from mor.errors import CorruptMetadataError, UnsupportedFeatureError
+from mor.format.spec import FORMAT_VERSION, INITIAL_SEQUENCE_NUMBER, MAIN_BRANCH, UNPARTITIONED_LAST_PARTITION_ID
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    snapshot_id: int
+    parent_snapshot_id: int | None
+    sequence_number: int
+    timestamp_ms: int
+    manifest_list: str
+    summary: dict[str, str]
+    schema_id: int | None = None
+
+    @property
+    def operation(self) -> str:
+        return self.summary.get("operation", "")
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"snapshot-id": self.snapshot_id}
+        if self.parent_snapshot_id is not None:
+            out["parent-snapshot-id"] = self.parent_snapshot_id
+        out.update(
+            {
+                "sequence-number": self.sequence_number,
+                "timestamp-ms": self.timestamp_ms,
+                "manifest-list": self.manifest_list,
+                "summary": self.summary,
+            }
+        )
+        if self.schema_id is not None:
+            out["schema-id"] = self.schema_id
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Snapshot:
+        if "manifest-list" not in d:
+            raise UnsupportedFeatureError("snapshots without a manifest list (v1 manifests) are not supported")
+        return cls(
+            snapshot_id=d["snapshot-id"],
+            parent_snapshot_id=d.get("parent-snapshot-id"),
+            sequence_number=d.get("sequence-number", INITIAL_SEQUENCE_NUMBER),
+            timestamp_ms=d["timestamp-ms"],
+            manifest_list=d["manifest-list"],
+            summary=dict(d.get("summary") or {"operation": "append"}),
+            schema_id=d.get("schema-id"),
+        )
+
+
+@dataclass(frozen=True)
+class TableMetadata:
+    table_uuid: str
+    location: str
+    last_sequence_number: int
+    last_updated_ms: int
+    last_column_id: int
+    schemas: tuple[Schema, ...]
+    current_schema_id: int
+    partition_specs: tuple[PartitionSpec, ...]
+    default_spec_id: int
+    last_partition_id: int
+    sort_orders: tuple[SortOrder, ...]
+    default_sort_order_id: int
+    properties: dict[str, str] = field(default_factory=dict)
+    current_snapshot_id: int | None = None
+    snapshots: tuple[Snapshot, ...] = ()
+    snapshot_log: tuple[tuple[int, int], ...] = ()  # (timestamp-ms, snapshot-id)
+    metadata_log: tuple[tuple[int, str], ...] = ()  # (timestamp-ms, metadata-file)
+    refs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)  # keys we carry through unmodelled
+    format_version: int = FORMAT_VERSION
+
+    # -- lookups -------------------------------------------------------------------------
+    def schema(self) -> Schema:
+        return self.schema_by_id(self.current_schema_id)
+
+    def schema_by_id(self, schema_id: int) -> Schema:
+        for s in self.schemas:
+            if s.schema_id == schema_id:
+                return s
+        raise CorruptMetadataError(f"no schema with id {schema_id}")
+
+    def spec(self) -> PartitionSpec:
+        return self.specs()[self.default_spec_id]
+
+    def specs(self) -> dict[int, PartitionSpec]:
+        return {s.spec_id: s for s in self.partition_specs}
+
+    def current_snapshot(self) -> Snapshot | None:
+        return None if self.current_snapshot_id is None else self.snapshot_by_id(self.current_snapshot_id)
+
+    def snapshot_by_id(self, snapshot_id: int) -> Snapshot:
+        for s in self.snapshots:
+            if s.snapshot_id == snapshot_id:
+                return s
+        raise KeyError(snapshot_id)
+
+    def snapshot_as_of(self, timestamp_ms: int) -> Snapshot | None:
+        """The snapshot that was current at `timestamp_ms`, by the snapshot log."""
+        current = None
+        for ts, snapshot_id in self.snapshot_log:
+            if ts <= timestamp_ms:
+                current = snapshot_id
+        return None if current is None else self.snapshot_by_id(current)
+
+    def ancestors(self, snapshot_id: int | None) -> list[Snapshot]:
+        """The snapshot and its parents, newest first."""
+        by_id = {s.snapshot_id: s for s in self.snapshots}
+        out = []
+        while snapshot_id is not None and snapshot_id in by_id:
+            out.append(by_id[snapshot_id])
+            snapshot_id = by_id[snapshot_id].parent_snapshot_id
+        return out
+
+    @property
+    def sort_order(self) -> SortOrder:
+        return next(o for o in self.sort_orders if o.order_id == self.default_sort_order_id)
+
+    # -- JSON ----------------------------------------------------------------------------
+    def to_json(self) -> str:
+        d: dict[str, Any] = {
+            "format-version": self.format_version,
+            "table-uuid": self.table_uuid,
+            "location": self.location,
+            "last-sequence-number": self.last_sequence_number,
+            "last-updated-ms": self.last_updated_ms,
+            "last-column-id": self.last_column_id,
+            "current-schema-id": self.current_schema_id,
+            "schemas": [json.loads(s.model_dump_json()) for s in self.schemas],
+            "default-spec-id": self.default_spec_id,
+            "partition-specs": [json.loads(s.model_dump_json()) for s in self.partition_specs],
+            "last-partition-id": self.last_partition_id,
+            "default-sort-order-id": self.default_sort_order_id,
+            "sort-orders": [json.loads(o.model_dump_json()) for o in self.sort_orders],
+            "properties": self.properties,
+        }
+        if self.current_snapshot_id is not None:
+            d["current-snapshot-id"] = self.current_snapshot_id
+        d["refs"] = self.refs
+        d["snapshots"] = [s.to_dict() for s in self.snapshots]
+        d["snapshot-log"] = [{"timestamp-ms": ts, "snapshot-id": sid} for ts, sid in self.snapshot_log]
+        d["metadata-log"] = [{"timestamp-ms": ts, "metadata-file": f} for ts, f in self.metadata_log]
+        d.update(self.extra)
+        return json.dumps(d, indent=2)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> TableMetadata:
+        try:
+            d = json.loads(text)
+            return cls._from_dict(d)
+        except (UnsupportedFeatureError, CorruptMetadataError):
+            raise
+        except (ValueError, KeyError, TypeError) as e:
+            raise CorruptMetadataError(f"invalid table metadata: {e!r}") from e
+
+    @classmethod
+    def _from_dict(cls, d: dict[str, Any]) -> TableMetadata:
+        version = d.get("format-version")
+        if version != FORMAT_VERSION:
+            raise UnsupportedFeatureError(f"table format-version {version} is not supported (mor reads and writes v2)")
+        known = {
+            "format-version", "table-uuid", "location", "last-sequence-number", "last-updated-ms",
+            "last-column-id", "current-schema-id", "schemas", "default-spec-id", "partition-specs",
+            "last-partition-id", "default-sort-order-id", "sort-orders", "properties",
+            "current-snapshot-id", "refs", "snapshots", "snapshot-log", "metadata-log",
+        }  # fmt: skip
+        current = d.get("current-snapshot-id")
+        if current == -1:
+            current = None
+        refs = dict(d.get("refs") or {})
+        if current is not None and MAIN_BRANCH not in refs:
+            refs[MAIN_BRANCH] = {"snapshot-id": current, "type": "branch"}
+        return cls(
+            format_version=version,
+            table_uuid=d["table-uuid"],
+            location=d["location"],
+            last_sequence_number=d["last-sequence-number"],
+            last_updated_ms=d["last-updated-ms"],
+            last_column_id=d["last-column-id"],
+            schemas=tuple(Schema.model_validate(s) for s in d["schemas"]),
+            current_schema_id=d["current-schema-id"],
+            partition_specs=tuple(PartitionSpec.model_validate(s) for s in d["partition-specs"]),
+            default_spec_id=d["default-spec-id"],
+            last_partition_id=d["last-partition-id"],
+            sort_orders=tuple(SortOrder.model_validate(o) for o in d["sort-orders"]),
+            default_sort_order_id=d["default-sort-order-id"],
+            properties=dict(d.get("properties") or {}),
+            current_snapshot_id=current,
+            snapshots=tuple(Snapshot.from_dict(s) for s in d.get("snapshots") or ()),
+            snapshot_log=tuple((e["timestamp-ms"], e["snapshot-id"]) for e in d.get("snapshot-log") or ()),
+            metadata_log=tuple((e["timestamp-ms"], e["metadata-file"]) for e in d.get("metadata-log") or ()),
+            refs=refs,
+            extra={k: v for k, v in d.items() if k not in known},
+        )
+
+
+# -- pure transitions (each returns new metadata) -----------------------------------------
+
+def new_table_metadata(
+    schema: Schema, spec: PartitionSpec, sort_order: SortOrder, location: str, properties: dict[str, str]
+) -> TableMetadata:
+    return TableMetadata(
+        table_uuid=str(uuid.uuid4()),
+        location=location,
+        last_sequence_number=INITIAL_SEQUENCE_NUMBER,
+        last_updated_ms=now_ms(),
+        last_column_id=schema.highest_field_id,
+        schemas=(schema,),
+        current_schema_id=schema.schema_id,
+        partition_specs=(spec,),
+        default_spec_id=spec.spec_id,
+        last_partition_id=max((f.field_id for f in spec.fields), default=UNPARTITIONED_LAST_PARTITION_ID),
+        sort_orders=(sort_order,),
+        default_sort_order_id=sort_order.order_id,
+        properties=dict(properties),
+    )
+
+
+def with_snapshot(base: TableMetadata, snapshot: Snapshot) -> TableMetadata:
+    """Add `snapshot` and make it the head of main."""
+    return replace(
+        base,
+        last_sequence_number=snapshot.sequence_number,
+        last_updated_ms=max(snapshot.timestamp_ms, base.last_updated_ms),
+        current_snapshot_id=snapshot.snapshot_id,
+        snapshots=base.snapshots + (snapshot,),
+        snapshot_log=base.snapshot_log + ((snapshot.timestamp_ms, snapshot.snapshot_id),),
+        refs={**base.refs, MAIN_BRANCH: {"snapshot-id": snapshot.snapshot_id, "type": "branch"}},
+    )
+
+
+def with_previous_file(new: TableMetadata, previous_location: str | None, previous: TableMetadata | None) -> TableMetadata:
+    """Record the metadata file this version replaces, keeping the log bounded by the table property."""
+    if previous_location is None or previous is None:
+        return new
+    keep = int(new.properties.get("write.metadata.previous-versions-max", "100"))
+    log = previous.metadata_log + ((previous.last_updated_ms, previous_location),)
+    return replace(new, metadata_log=log[-keep:] if keep > 0 else ())
+
+
+def with_properties(base: TableMetadata, updates: dict[str, str], removals: tuple[str, ...] = ()) -> TableMetadata:
+    props = {k: v for k, v in {**base.properties, **updates}.items() if k not in removals}
+    return replace(base, properties=props, last_updated_ms=now_ms())
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)

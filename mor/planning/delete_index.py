@@ -1,0 +1,111 @@
+"""When a delete file applies to a data file: the spec's rules, and nothing else.
+
+From the Iceberg spec, "Scan Planning":
+  "A position delete file must be applied to a data file when all of the following are true:
+   - The data file's data sequence number is less than or equal to the delete file's data
+     sequence number
+   - The data file's partition (both spec and partition values) is equal to the delete file's
+     partition"
+  "An equality delete file must be applied to a data file when all of the following are true:
+   - The data file's data sequence number is strictly less than the delete's data sequence number
+   - The data file's partition (both spec id and partition values) is equal to the delete
+     file's partition or the delete file's partition spec is unpartitioned"
+A position delete that names its data file (`referenced_data_file`, or `file_path` bounds)
+can only apply to that file. `applies_to` states the rules for one pair; `DeleteFileIndex`
+answers the same question fast for many data files and is tested against `applies_to`.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections import defaultdict
+from typing import Iterable
+
+from mor.format.content_file import DataFile, DeleteFile
+from mor.format.spec import DELETE_FILE_PATH_ID, FileContent
+
+
+
+def applies_to(delete: DeleteFile, data: DataFile, unpartitioned_spec_ids: frozenset[int]) -> bool:
+    assert data.data_sequence_number is not None and delete.data_sequence_number is not None
+    if delete.content == FileContent.POSITION_DELETES:
+        return (
+            data.data_sequence_number <= delete.data_sequence_number
+            and _same_partition(delete, data)
+            and _may_reference(delete, data.file_path)
+        )
+    if delete.content == FileContent.EQUALITY_DELETES:
+        return data.data_sequence_number < delete.data_sequence_number and (
+            delete.spec_id in unpartitioned_spec_ids or _same_partition(delete, data)
+        )
+    raise ValueError(f"{delete.file_path} is not a delete file")
+
+
+def referenced_path(delete: DeleteFile) -> str | None:
+    """The one data file a position delete file can touch, if it says so."""
+    if delete.referenced_data_file is not None:
+        return delete.referenced_data_file
+    lower = (delete.lower_bounds or {}).get(DELETE_FILE_PATH_ID)
+    upper = (delete.upper_bounds or {}).get(DELETE_FILE_PATH_ID)
+    if lower is not None and lower == upper:
+        return lower.decode("utf-8")
+    return None
+
+
+def _same_partition(delete: DeleteFile, data: DataFile) -> bool:
+    return delete.spec_id == data.spec_id and delete.partition == data.partition
+
+
+def _may_reference(delete: DeleteFile, data_path: str) -> bool:
+    if delete.referenced_data_file is not None:
+        return delete.referenced_data_file == data_path
+    lower = (delete.lower_bounds or {}).get(DELETE_FILE_PATH_ID)
+    upper = (delete.upper_bounds or {}).get(DELETE_FILE_PATH_ID)
+    path = data_path.encode("utf-8")
+    return (lower is None or lower <= path) and (upper is None or path <= upper)
+
+
+class _BySequence:
+    """Delete files ordered by data sequence number, for 'every delete at seq >= s'."""
+
+    def __init__(self, files: Iterable[DeleteFile]):
+        self.files = sorted(files, key=lambda f: f.data_sequence_number or 0)
+        self.seqs = [f.data_sequence_number or 0 for f in self.files]
+
+    def at_or_after(self, seq: int) -> list[DeleteFile]:
+        return self.files[bisect_left(self.seqs, seq) :]
+
+
+class DeleteFileIndex:
+    def __init__(self, delete_files: Iterable[DeleteFile], unpartitioned_spec_ids: frozenset[int]):
+        self.unpartitioned_spec_ids = unpartitioned_spec_ids
+        by_path: dict[str, list[DeleteFile]] = defaultdict(list)
+        by_partition: dict[tuple[int, tuple], list[DeleteFile]] = defaultdict(list)
+        global_eq: list[DeleteFile] = []
+        for f in delete_files:
+            if f.content == FileContent.POSITION_DELETES and (path := referenced_path(f)) is not None:
+                by_path[path].append(f)
+            elif f.content == FileContent.EQUALITY_DELETES and f.spec_id in unpartitioned_spec_ids:
+                global_eq.append(f)
+            else:
+                by_partition[(f.spec_id, f.partition)].append(f)
+        self._by_path = {k: _BySequence(v) for k, v in by_path.items()}
+        self._by_partition = {k: _BySequence(v) for k, v in by_partition.items()}
+        self._global = _BySequence(global_eq)
+
+    def __bool__(self) -> bool:
+        return bool(self._by_path or self._by_partition or self._global.files)
+
+    def for_data_file(self, data: DataFile) -> tuple[DeleteFile, ...]:
+        """The delete files that apply to `data`, ordered by (sequence number, path)."""
+        seq = data.data_sequence_number
+        assert seq is not None
+        candidates: list[DeleteFile] = []
+        if (group := self._by_path.get(data.file_path)) is not None:
+            candidates += group.at_or_after(seq)
+        if (group := self._by_partition.get((data.spec_id, data.partition))) is not None:
+            candidates += group.at_or_after(seq)
+        candidates += self._global.at_or_after(seq + 1)
+        matched = [f for f in candidates if applies_to(f, data, self.unpartitioned_spec_ids)]
+        matched.sort(key=lambda f: (f.data_sequence_number or 0, f.file_path))
+        return tuple(matched)

@@ -1,0 +1,55 @@
+"""Reading many tasks: a shared delete cache, streaming in order, or in parallel to a table."""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Iterator, Sequence
+
+import pyarrow as pa
+from pyiceberg.expressions import BooleanExpression
+from pyiceberg.schema import Schema
+
+from mor.io.fileio import FileIO
+from mor.planning.task import FileScanTask
+from mor.read.position_deletes import DeleteFileCache
+from mor.read.task_reader import TaskReader
+
+
+def _reader(io: FileIO, schema: Schema, projection: Schema, row_filter: BooleanExpression, case_sensitive: bool) -> TaskReader:
+    return TaskReader(io, schema, projection, row_filter, DeleteFileCache(io), case_sensitive)
+
+
+def read_batches(
+    io: FileIO,
+    tasks: Sequence[FileScanTask],
+    schema: Schema,
+    projection: Schema,
+    row_filter: BooleanExpression,
+    case_sensitive: bool = True,
+) -> Iterator[pa.RecordBatch]:
+    reader = _reader(io, schema, projection, row_filter, case_sensitive)
+    for task in tasks:
+        yield from reader.read(task)
+
+
+def read_table(
+    io: FileIO,
+    tasks: Sequence[FileScanTask],
+    schema: Schema,
+    projection: Schema,
+    row_filter: BooleanExpression,
+    case_sensitive: bool = True,
+    max_workers: int | None = None,
+) -> pa.Table:
+    """All rows of all tasks, in task order; tasks are read in parallel threads (pyarrow
+    releases the GIL while decoding)."""
+    reader = _reader(io, schema, projection, row_filter, case_sensitive)
+    workers = max_workers or min(len(tasks), (os.cpu_count() or 1) * 2) or 1
+    if workers == 1:
+        parts = [list(reader.read(t)) for t in tasks]
+    else:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            parts = list(pool.map(lambda t: list(reader.read(t)), tasks))
+    batches = [b for part in parts for b in part]
+    return pa.Table.from_batches(batches, schema=reader.output_schema)

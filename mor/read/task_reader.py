@@ -1,0 +1,135 @@
+"""Reading one FileScanTask: stream its Parquet batches with deletes and the filter applied.
+
+Columns are matched to the table schema by Parquet field id (names may differ after a rename);
+a column the file does not have reads as nulls.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyiceberg.expressions import AlwaysTrue, BooleanExpression
+from pyiceberg.io.pyarrow import expression_to_pyarrow
+from pyiceberg.schema import Schema
+
+from mor.errors import CorruptMetadataError, UnsupportedFeatureError
+from mor.io.fileio import FileIO
+from mor.planning.filters import bind_filter, filter_field_ids, metrics_evaluator
+from mor.planning.task import FileScanTask
+from mor.read.position_deletes import DeleteFileCache, apply_mask, deleted_positions, keep_mask
+from mor.read.row_groups import row_group_metrics
+from mor.write.arrow_schema import FIELD_ID_KEY, to_arrow_field, to_arrow_schema
+
+DEFAULT_BATCH_ROWS = 1 << 17
+POSITION_COLUMN = "_pos"  # row position in the data file, for DML that writes position deletes
+
+
+class TaskReader:
+    """Reads tasks of one scan: same schema, projection, filter and delete cache."""
+
+    def __init__(
+        self,
+        io: FileIO,
+        schema: Schema,
+        projection: Schema,
+        row_filter: BooleanExpression,
+        cache: DeleteFileCache,
+        case_sensitive: bool = True,
+        batch_rows: int = DEFAULT_BATCH_ROWS,
+        with_positions: bool = False,
+    ):
+        self.io = io
+        self.schema = schema
+        self.cache = cache
+        self.batch_rows = batch_rows
+        self.with_positions = with_positions
+        self.output_schema = to_arrow_schema(projection)
+        if with_positions:
+            self.output_schema = self.output_schema.append(pa.field(POSITION_COLUMN, pa.int64(), nullable=False))
+        self.has_filter = not isinstance(row_filter, AlwaysTrue)
+        self.arrow_filter = expression_to_pyarrow(bind_filter(schema, row_filter, case_sensitive)) if self.has_filter else None
+        self.may_match = metrics_evaluator(schema, row_filter, case_sensitive) if self.has_filter else None
+        wanted = {f.field_id for f in projection.fields} | (
+            filter_field_ids(schema, row_filter, case_sensitive) if self.has_filter else set()
+        )
+        self.read_fields = [f for f in schema.fields if f.field_id in wanted]
+
+    def read(self, task: FileScanTask) -> Iterator[pa.RecordBatch]:
+        if task.equality_deletes:
+            raise UnsupportedFeatureError(
+                f"equality delete files are not read yet (data file {task.data_file.file_path})"
+            )
+        deleted = deleted_positions(task.data_file.file_path, task.position_deletes, self.cache)
+        path = task.data_file.file_path
+        try:
+            source = self.io.open_input(path)
+        except OSError as e:
+            raise CorruptMetadataError(f"data file {path} cannot be opened: {e}") from e
+        with source:
+            parquet = pq.ParquetFile(source)
+            yield from self._read_file(parquet, deleted)
+
+    def _read_file(self, parquet: pq.ParquetFile, deleted: np.ndarray) -> Iterator[pa.RecordBatch]:
+        column_by_id = _columns_by_field_id(parquet.schema_arrow, self.schema)
+        id_by_column = {name: fid for fid, name in column_by_id.items()}
+        file_columns = [column_by_id[f.field_id] for f in self.read_fields if f.field_id in column_by_id]
+        meta = parquet.metadata
+        start = 0
+        for rg in range(meta.num_row_groups):
+            rows = meta.row_group(rg).num_rows
+            rg_start, start = start, start + rows
+            if rows == 0 or _all_deleted(deleted, rg_start, rows):
+                continue
+            if self.may_match is not None and not self.may_match(row_group_metrics(meta, rg, id_by_column, self.schema)):
+                continue
+            position = rg_start
+            for batch in parquet.iter_batches(
+                batch_size=self.batch_rows, row_groups=[rg], columns=file_columns, use_threads=True
+            ):
+                mask = keep_mask(deleted, position, batch.num_rows)
+                positions = np.arange(position, position + batch.num_rows, dtype=np.int64) if self.with_positions else None
+                position += batch.num_rows
+                if positions is not None and mask is not None:
+                    positions = positions[mask]
+                out = self._finish(apply_mask(batch, mask), column_by_id, positions)
+                if out.num_rows:
+                    yield out
+
+    def _finish(self, batch: pa.RecordBatch, column_by_id: dict[int, str], positions: np.ndarray | None) -> pa.RecordBatch:
+        """File columns -> table columns (renamed, missing ones as nulls), filtered, projected."""
+        arrays = []
+        fields = []
+        for f in self.read_fields:
+            target = to_arrow_field(f)
+            name = column_by_id.get(f.field_id)
+            array = batch.column(name) if name is not None else pa.nulls(batch.num_rows, target.type)
+            arrays.append(array)
+            fields.append(target.with_type(array.type).with_nullable(True))
+        if positions is not None:
+            arrays.append(pa.array(positions))
+            fields.append(pa.field(POSITION_COLUMN, pa.int64()))
+        table_batch = pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
+        if self.arrow_filter is not None:
+            table_batch = table_batch.filter(self.arrow_filter)
+        return table_batch.select(self.output_schema.names).cast(self.output_schema)
+
+
+def _all_deleted(deleted: np.ndarray, start: int, rows: int) -> bool:
+    lo, hi = np.searchsorted(deleted, [start, start + rows])
+    return bool(hi - lo == rows)
+
+
+def _columns_by_field_id(file_schema: pa.Schema, table_schema: Schema) -> dict[int, str]:
+    """Top-level field id -> column name in the file. Files without ids map by current name."""
+    by_id = {}
+    for f in file_schema:
+        raw = (f.metadata or {}).get(FIELD_ID_KEY)
+        if raw is not None:
+            by_id[int(raw)] = f.name
+    if by_id:
+        return by_id
+    names = set(file_schema.names)
+    return {f.field_id: f.name for f in table_schema.fields if f.name in names}

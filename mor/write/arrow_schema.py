@@ -1,0 +1,177 @@
+"""Iceberg schema <-> Arrow schema, and the check that appended data fits the table."""
+
+from __future__ import annotations
+
+from itertools import count
+from typing import Iterator
+
+import pyarrow as pa
+from pyiceberg.schema import Schema
+from pyiceberg.types import (
+    BinaryType,
+    BooleanType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FixedType,
+    FloatType,
+    IcebergType,
+    IntegerType,
+    ListType,
+    LongType,
+    MapType,
+    NestedField,
+    StringType,
+    StructType,
+    TimestampType,
+    TimestamptzType,
+    TimeType,
+    UUIDType,
+)
+
+from mor.errors import SchemaMismatchError
+
+FIELD_ID_KEY = b"PARQUET:field_id"
+
+_PRIMITIVE_TO_ARROW: dict[type, pa.DataType] = {
+    BooleanType: pa.bool_(),
+    IntegerType: pa.int32(),
+    LongType: pa.int64(),
+    FloatType: pa.float32(),
+    DoubleType: pa.float64(),
+    DateType: pa.date32(),
+    TimeType: pa.time64("us"),
+    TimestampType: pa.timestamp("us"),
+    TimestamptzType: pa.timestamp("us", tz="UTC"),
+    StringType: pa.string(),
+    UUIDType: pa.binary(16),
+    BinaryType: pa.binary(),
+}
+
+
+def to_arrow_type(t: IcebergType) -> pa.DataType:
+    if type(t) in _PRIMITIVE_TO_ARROW:
+        return _PRIMITIVE_TO_ARROW[type(t)]
+    if isinstance(t, DecimalType):
+        return pa.decimal128(t.precision, t.scale)
+    if isinstance(t, FixedType):
+        return pa.binary(len(t))
+    if isinstance(t, StructType):
+        return pa.struct([to_arrow_field(f) for f in t.fields])
+    if isinstance(t, ListType):
+        return pa.list_(to_arrow_field(t.element_field))
+    if isinstance(t, MapType):
+        return pa.map_(to_arrow_field(t.key_field), to_arrow_field(t.value_field))
+    raise SchemaMismatchError(f"no Arrow type for Iceberg type {t}")
+
+
+def to_arrow_field(f: NestedField) -> pa.Field:
+    return pa.field(f.name, to_arrow_type(f.field_type), nullable=not f.required, metadata={FIELD_ID_KEY: str(f.field_id)})
+
+
+def to_arrow_schema(schema: Schema) -> pa.Schema:
+    return pa.schema([to_arrow_field(f) for f in schema.fields])
+
+
+def from_arrow_schema(arrow_schema: pa.Schema) -> Schema:
+    """A new Iceberg schema with fresh ids (1..n, depth first) for a user's Arrow schema."""
+    ids = count(1)
+    top_ids = [next(ids) for _ in arrow_schema]  # top-level fields first, as Iceberg does
+    fields = [_to_nested(f, fid, ids) for f, fid in zip(arrow_schema, top_ids)]
+    return Schema(*fields, schema_id=0)
+
+
+def _to_nested(f: pa.Field, field_id: int, ids: Iterator[int]) -> NestedField:
+    return NestedField(field_id, f.name, _from_arrow_type(f.type, ids), required=not f.nullable)
+
+
+def _from_arrow_type(t: pa.DataType, ids: Iterator[int]) -> IcebergType:
+    if pa.types.is_boolean(t):
+        return BooleanType()
+    if pa.types.is_int8(t) or pa.types.is_int16(t) or pa.types.is_int32(t) or pa.types.is_uint8(t) or pa.types.is_uint16(t):
+        return IntegerType()
+    if pa.types.is_int64(t) or pa.types.is_uint32(t):
+        return LongType()
+    if pa.types.is_float32(t):
+        return FloatType()
+    if pa.types.is_float64(t):
+        return DoubleType()
+    if pa.types.is_decimal(t):
+        return DecimalType(t.precision, t.scale)
+    if pa.types.is_date32(t) or pa.types.is_date64(t):
+        return DateType()
+    if pa.types.is_time(t):
+        return TimeType()
+    if pa.types.is_timestamp(t):
+        return TimestamptzType() if t.tz is not None else TimestampType()
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return StringType()
+    if pa.types.is_fixed_size_binary(t):
+        return FixedType(t.byte_width)
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+        return BinaryType()
+    if pa.types.is_struct(t):
+        top = [next(ids) for _ in range(t.num_fields)]
+        return StructType(*[_to_nested(t.field(i), top[i], ids) for i in range(t.num_fields)])
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        element_id = next(ids)
+        v = t.value_field
+        return ListType(element_id, _from_arrow_type(v.type, ids), element_required=not v.nullable)
+    if pa.types.is_map(t):
+        key_id, value_id = next(ids), next(ids)
+        return MapType(key_id, _from_arrow_type(t.key_type, ids), value_id, _from_arrow_type(t.item_type, ids),
+                       value_required=not t.item_field.nullable)
+    raise SchemaMismatchError(f"Arrow type {t} has no Iceberg equivalent")
+
+
+def _compatible(source: pa.DataType, target: pa.DataType) -> bool:
+    """Casts that never change a value: same type, string/binary size variants, widening."""
+    if source == target or pa.types.is_null(source):
+        return True
+    same_family = [
+        (pa.types.is_string, pa.types.is_large_string, pa.types.is_string_view),
+        (pa.types.is_binary, pa.types.is_large_binary, pa.types.is_binary_view),
+    ]
+    for family in same_family:
+        if any(p(source) for p in family) and any(p(target) for p in family):
+            return True
+    if pa.types.is_integer(source) and pa.types.is_integer(target):
+        return source.bit_width <= target.bit_width and (pa.types.is_signed_integer(source) or source.bit_width < target.bit_width)
+    if pa.types.is_floating(source) and pa.types.is_floating(target):
+        return source.bit_width <= target.bit_width
+    if pa.types.is_timestamp(source) and pa.types.is_timestamp(target):
+        return (source.tz is None) == (target.tz is None)  # unit changes are checked by a safe cast
+    if pa.types.is_date(source) and pa.types.is_date(target):
+        return True
+    if pa.types.is_struct(source) and pa.types.is_struct(target):
+        return _fields_compatible(list(source), list(target))
+    if (pa.types.is_list(source) or pa.types.is_large_list(source)) and pa.types.is_list(target):
+        return _compatible(source.value_type, target.value_type)
+    if pa.types.is_map(source) and pa.types.is_map(target):
+        return _compatible(source.key_type, target.key_type) and _compatible(source.item_type, target.item_type)
+    return False
+
+
+def _fields_compatible(source: list[pa.Field], target: list[pa.Field]) -> bool:
+    by_name = {f.name: f for f in source}
+    return set(by_name) == {f.name for f in target} and all(_compatible(by_name[f.name].type, f.type) for f in target)
+
+
+def conform(data: pa.Table, schema: Schema) -> pa.Table:
+    """`data` cast to the table's Arrow schema, or SchemaMismatchError naming the difference."""
+    target = to_arrow_schema(schema)
+    names = set(data.column_names)
+    missing = [f.name for f in target if f.name not in names]
+    extra = [n for n in data.column_names if target.get_field_index(n) < 0]
+    if missing or extra:
+        raise SchemaMismatchError(f"columns do not match the table: missing {missing}, unexpected {extra}")
+    for f in target:
+        source = data.schema.field(f.name)
+        if not _compatible(source.type, f.type):
+            raise SchemaMismatchError(f"column {f.name!r}: {source.type} does not fit the table's {f.type}")
+        if not f.nullable and data.column(f.name).null_count > 0:
+            raise SchemaMismatchError(f"column {f.name!r} is required but has {data.column(f.name).null_count} nulls")
+    try:
+        return data.select(target.names).cast(target, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        raise SchemaMismatchError(f"data does not fit the table schema: {e}") from e

@@ -1,0 +1,132 @@
+"""Writing Parquet data files and position delete files, with Iceberg field ids and metrics."""
+
+from __future__ import annotations
+
+import uuid
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyiceberg.partitioning import PartitionSpec
+from pyiceberg.schema import Schema
+from pyiceberg.types import LongType, NestedField, StringType
+
+from mor.format.content_file import DataFile, DeleteFile, PartitionValues
+from mor.format.partition_values import partition_path
+from mor.format.spec import DELETE_FILE_PATH_ID, DELETE_FILE_PATH_NAME, DELETE_POS_ID, DELETE_POS_NAME, FileContent
+from mor.io.fileio import FileIO
+from mor.write.arrow_schema import to_arrow_schema
+from mor.write.metrics import collect_metrics
+from mor.write.partitioning import split_by_partition
+
+POSITION_DELETE_SCHEMA = Schema(
+    NestedField(DELETE_FILE_PATH_ID, DELETE_FILE_PATH_NAME, StringType(), required=True),
+    NestedField(DELETE_POS_ID, DELETE_POS_NAME, LongType(), required=True),
+)
+DEFAULT_ROW_GROUP_ROWS = 1 << 20
+
+
+class WriteOptions:
+    """Parquet settings from table properties (Iceberg's names)."""
+
+    def __init__(self, properties: dict[str, str]):
+        self.compression = properties.get("write.parquet.compression-codec", "zstd")
+        self.row_group_rows = int(properties.get("write.parquet.row-group-limit", DEFAULT_ROW_GROUP_ROWS))
+
+
+def _file_location(table_location: str, spec: PartitionSpec, schema: Schema, partition: PartitionValues, suffix: str) -> str:
+    folder = f"{table_location.rstrip('/')}/data"
+    if spec.fields:
+        folder += "/" + partition_path(spec, schema, partition)
+    return f"{folder}/{uuid.uuid4()}{suffix}.parquet"
+
+
+def _write_parquet(io: FileIO, location: str, table: pa.Table, options: WriteOptions) -> pq.FileMetaData:
+    io.make_parent_dirs(location)
+    collector: list[pq.FileMetaData] = []
+    pq.write_table(
+        table,
+        io.path(location),
+        filesystem=io.fs,
+        compression=options.compression,
+        row_group_size=options.row_group_rows,
+        metadata_collector=collector,
+        write_statistics=True,
+    )
+    return collector[0]
+
+
+def write_data_files(
+    io: FileIO, table_location: str, schema: Schema, spec: PartitionSpec, data: pa.Table, options: WriteOptions
+) -> list[DataFile]:
+    """One Parquet file per partition value present in `data` (already conformed to `schema`)."""
+    arrow_schema = to_arrow_schema(schema)
+    files = []
+    for partition, rows in split_by_partition(spec, schema, data):
+        if rows.num_rows == 0:
+            continue
+        location = _file_location(table_location, spec, schema, partition, "")
+        rows = rows.cast(arrow_schema)
+        meta = _write_parquet(io, location, rows, options)
+        metrics = collect_metrics(meta, schema, rows)
+        files.append(
+            DataFile(
+                content=FileContent.DATA,
+                file_path=location,
+                file_format="PARQUET",
+                spec_id=spec.spec_id,
+                partition=partition,
+                record_count=rows.num_rows,
+                file_size_in_bytes=io.size(location),
+                column_sizes=metrics.column_sizes,
+                value_counts=metrics.value_counts,
+                null_value_counts=metrics.null_value_counts,
+                nan_value_counts=metrics.nan_value_counts,
+                lower_bounds=metrics.lower_bounds,
+                upper_bounds=metrics.upper_bounds,
+                split_offsets=metrics.split_offsets,
+                sort_order_id=0,
+            )
+        )
+    return files
+
+
+def write_position_delete_file(
+    io: FileIO,
+    table_location: str,
+    schema: Schema,
+    spec: PartitionSpec,
+    data_file: DataFile,
+    positions: np.ndarray,
+    options: WriteOptions,
+) -> DeleteFile:
+    """A delete file for one data file: rows (file_path, pos) sorted by pos, bounds untruncated."""
+    positions = np.unique(np.asarray(positions, dtype=np.int64))  # sorted, no duplicates
+    location = _file_location(table_location, spec, schema, data_file.partition, "-deletes")
+    # The path repeats on every row: a dictionary column keeps it one string in memory and
+    # in the file, and Parquet readers see a plain required string column.
+    arrow_schema = to_arrow_schema(POSITION_DELETE_SCHEMA)
+    path_field = arrow_schema.field(DELETE_FILE_PATH_NAME)
+    paths = pa.DictionaryArray.from_arrays(pa.array(np.zeros(len(positions), dtype=np.int32)), pa.array([data_file.file_path]))
+    rows = pa.Table.from_arrays(
+        [paths, pa.array(positions, pa.int64())],
+        schema=pa.schema([path_field.with_type(paths.type), arrow_schema.field(DELETE_POS_NAME)]),
+    )
+    meta = _write_parquet(io, location, rows, options)
+    metrics = collect_metrics(meta, POSITION_DELETE_SCHEMA, untruncated=frozenset({DELETE_FILE_PATH_ID}))
+    return DeleteFile(
+        content=FileContent.POSITION_DELETES,
+        file_path=location,
+        file_format="PARQUET",
+        spec_id=data_file.spec_id,
+        partition=data_file.partition,
+        record_count=len(positions),
+        file_size_in_bytes=io.size(location),
+        column_sizes=metrics.column_sizes,
+        value_counts=metrics.value_counts,
+        null_value_counts=metrics.null_value_counts,
+        lower_bounds=metrics.lower_bounds,
+        upper_bounds=metrics.upper_bounds,
+        split_offsets=metrics.split_offsets,
+        referenced_data_file=data_file.file_path,
+    )
