@@ -59,10 +59,10 @@ def find_matches(table: Table, row_filter: BooleanExpression) -> list[FileMatch]
     reader = TaskReader(table.io, schema, predicate_columns, row_filter, cache, with_positions=True)
     matches = []
     for task in tasks:
-        if task.equality_deletes:
-            reader.read(task)  # raises the reader's UnsupportedFeatureError for equality deletes
         deleted = deleted_positions(task.data_file.file_path, task.position_deletes, cache)
-        live = task.data_file.record_count - len(deleted)
+        # With equality deletes the live count is unknown without a read: never drop the whole
+        # file then (a position delete file is written instead, which is always correct).
+        live = task.data_file.record_count - len(deleted) if not task.equality_deletes else -1
         if not task.delete_files and strict.file_must_match(task.data_file):
             positions = np.arange(task.data_file.record_count, dtype=np.int64)  # metadata says: all rows
         else:

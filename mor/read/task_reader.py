@@ -14,11 +14,13 @@ import pyarrow.parquet as pq
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.io.pyarrow import expression_to_pyarrow
 from pyiceberg.schema import Schema
+from pyiceberg.types import NestedField
 
-from mor.errors import CorruptMetadataError, UnsupportedFeatureError
+from mor.errors import CorruptMetadataError
 from mor.io.fileio import FileIO
 from mor.planning.filters import bind_filter, filter_field_ids, metrics_evaluator
 from mor.planning.task import FileScanTask
+from mor.read.equality_deletes import EqualityDeleteCache, EqualityKeySet
 from mor.read.position_deletes import DeleteFileCache, apply_mask, deleted_positions, keep_mask
 from mor.read.row_groups import row_group_metrics
 from mor.write.arrow_schema import FIELD_ID_KEY, to_arrow_field, to_arrow_schema
@@ -55,14 +57,15 @@ class TaskReader:
         wanted = {f.field_id for f in projection.fields} | (
             filter_field_ids(schema, row_filter, case_sensitive) if self.has_filter else set()
         )
-        self.read_fields = [f for f in schema.fields if f.field_id in wanted]
+        self.wanted_ids = wanted
+        self.equality_cache = EqualityDeleteCache(io, schema)
 
     def read(self, task: FileScanTask) -> Iterator[pa.RecordBatch]:
-        if task.equality_deletes:
-            raise UnsupportedFeatureError(
-                f"equality delete files are not read yet (data file {task.data_file.file_path})"
-            )
         deleted = deleted_positions(task.data_file.file_path, task.position_deletes, self.cache)
+        key_sets = self.equality_cache.key_sets(task.equality_deletes) if task.equality_deletes else []
+        # Equality key columns are read even when not selected, and dropped again at the end.
+        ids = self.wanted_ids | {i for f in task.equality_deletes for i in f.equality_ids or ()}
+        fields = [f for f in self.schema.fields if f.field_id in ids]
         path = task.data_file.file_path
         try:
             source = self.io.open_input(path)
@@ -70,12 +73,14 @@ class TaskReader:
             raise CorruptMetadataError(f"data file {path} cannot be opened: {e}") from e
         with source:
             parquet = pq.ParquetFile(source)
-            yield from self._read_file(parquet, deleted)
+            yield from self._read_file(parquet, deleted, fields, key_sets)
 
-    def _read_file(self, parquet: pq.ParquetFile, deleted: np.ndarray) -> Iterator[pa.RecordBatch]:
+    def _read_file(
+        self, parquet: pq.ParquetFile, deleted: np.ndarray, fields: list[NestedField], key_sets: list[EqualityKeySet]
+    ) -> Iterator[pa.RecordBatch]:
         column_by_id = _columns_by_field_id(parquet.schema_arrow, self.schema)
         id_by_column = {name: fid for fid, name in column_by_id.items()}
-        file_columns = [column_by_id[f.field_id] for f in self.read_fields if f.field_id in column_by_id]
+        file_columns = [column_by_id[f.field_id] for f in fields if f.field_id in column_by_id]
         meta = parquet.metadata
         start = 0
         for rg in range(meta.num_row_groups):
@@ -94,15 +99,23 @@ class TaskReader:
                 position += batch.num_rows
                 if positions is not None and mask is not None:
                     positions = positions[mask]
-                out = self._finish(apply_mask(batch, mask), column_by_id, positions)
+                out = self._finish(apply_mask(batch, mask), column_by_id, positions, fields, key_sets)
                 if out.num_rows:
                     yield out
 
-    def _finish(self, batch: pa.RecordBatch, column_by_id: dict[int, str], positions: np.ndarray | None) -> pa.RecordBatch:
-        """File columns -> table columns (renamed, missing ones as nulls), filtered, projected."""
+    def _finish(
+        self,
+        batch: pa.RecordBatch,
+        column_by_id: dict[int, str],
+        positions: np.ndarray | None,
+        read_fields: list[NestedField],
+        key_sets: list[EqualityKeySet],
+    ) -> pa.RecordBatch:
+        """File columns -> table columns (renamed, missing ones as nulls), equality deletes
+        anti-joined, filtered, projected."""
         arrays = []
         fields = []
-        for f in self.read_fields:
+        for f in read_fields:
             target = to_arrow_field(f)
             name = column_by_id.get(f.field_id)
             array = batch.column(name) if name is not None else pa.nulls(batch.num_rows, target.type)
@@ -112,6 +125,12 @@ class TaskReader:
             arrays.append(pa.array(positions))
             fields.append(pa.field(POSITION_COLUMN, pa.int64()))
         table_batch = pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
+        if key_sets and table_batch.num_rows:
+            deleted = np.zeros(table_batch.num_rows, dtype=bool)
+            for key_set in key_sets:
+                deleted |= key_set.deleted_mask(table_batch)
+            if deleted.any():
+                table_batch = table_batch.filter(pa.array(~deleted))
         if self.arrow_filter is not None:
             table_batch = table_batch.filter(self.arrow_filter)
         return table_batch.select(self.output_schema.names).cast(self.output_schema)

@@ -1,0 +1,5 @@
+import sys
+
+from mor.cli import main
+
+sys.exit(main())

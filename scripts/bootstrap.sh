@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Create the project's virtual environment (.venv, inside the checkout) and install mor into it.
+#   scripts/bootstrap.sh          runtime + test dependencies (mor[dev])
+# Idempotent: re-running only installs what changed in pyproject.toml.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+stamp=.venv/.mor-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  .venv/bin/python -m pip install --disable-pip-version-check -q -e ".[dev]" 2>&1 | grep -v "^WARNING: Location" || true
+  .venv/bin/python -c "import mor, pyiceberg, pytest, hypothesis" 
+  touch "$stamp"
+fi
