@@ -7,6 +7,8 @@
     ├── TableAlreadyExistsError
     ├── NamespaceNotEmptyError
     ├── InvalidFilterError        bad predicate text, or a column the schema does not have
+    ├── InvalidArgumentError      an argument that makes no sense (also a ValueError)
+    │   └── DuplicateKeyError     UPSERT/MERGE source rows that repeat a key
     ├── SchemaMismatchError       appended or updated data does not fit the table schema
     ├── CommitConflictError       a concurrent commit made ours invalid (after retrying what is retryable)
     ├── CommitStateUnknownError   the catalog may or may not hold our commit: never clean up after it
@@ -43,6 +45,14 @@ class NamespaceNotEmptyError(MorError):
 
 
 class InvalidFilterError(MorError):
+    pass
+
+
+class InvalidArgumentError(MorError, ValueError):
+    pass
+
+
+class DuplicateKeyError(InvalidArgumentError):
     pass
 
 

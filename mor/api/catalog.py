@@ -9,7 +9,8 @@ import pyarrow as pa
 from pyiceberg.schema import Schema
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 
-from mor.api.delete import DELETE_MODE_PROPERTY, MERGE_ON_READ
+from mor.api.delete import DELETE_MODE_PROPERTY
+from mor.api.row_changes import MERGE_ON_READ
 from mor.api.table import Table
 from mor.catalog.sql import SqlCatalogStore
 from mor.commit.table_ops import CatalogTableOperations, new_metadata_location, read_metadata, write_metadata

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 import pyarrow as pa
 from pyiceberg.schema import Schema
 
-from mor.errors import InvalidFilterError, NoSuchSnapshotError
+from mor.errors import InvalidArgumentError, InvalidFilterError, NoSuchSnapshotError
 from mor.format.metadata import Snapshot
 from mor.planning.filters import FilterLike, bind_filter, parse_filter
 from mor.planning.planner import plan_files
@@ -66,7 +66,7 @@ def _project(schema: Schema, columns: Sequence[str] | None, case_sensitive: bool
 def _choose_snapshot(table: Table, snapshot_id: int | None, as_of: dt.datetime | int | None) -> Snapshot | None:
     metadata = table.metadata
     if snapshot_id is not None and as_of is not None:
-        raise ValueError("give snapshot_id or as_of, not both")
+        raise InvalidArgumentError("give snapshot_id or as_of, not both")
     if snapshot_id is not None:
         try:
             return metadata.snapshot_by_id(snapshot_id)

@@ -8,14 +8,20 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 
-from mor.api.delete import COPY_ON_WRITE, DELETE_MODE_PROPERTY, MERGE_ON_READ, delete_validator, delete_where
+from mor.api.delete import DELETE_MODE_PROPERTY, delete_where
+from mor.api.row_changes import COPY_ON_WRITE, MERGE_ON_READ, MODES
+from mor.api.delete_rows import equality_delete_changes
+from mor.api.expressions import Assignments
+from mor.api.merge import MERGE_MODE_PROPERTY, MergeClauses, merge_rows, upsert_rows
 from mor.api.scan import Scan
-from mor.commit.snapshot_producer import Changes, TableOperations, commit_changes
+from mor.api.update import UPDATE_MODE_PROPERTY, update_where
+from mor.commit.snapshot_producer import Changes, TableOperations, Validator, commit_changes
 from mor.commit.table_ops import CommitFailedError, read_metadata
-from mor.errors import CommitConflictError, CommitStateUnknownError, MorError, SchemaMismatchError
+from mor.errors import CommitConflictError, CommitStateUnknownError, InvalidArgumentError, MorError, SchemaMismatchError
 from mor.format.metadata import Snapshot, TableMetadata, with_properties
 from mor.format.spec import Operation
 from mor.io.fileio import FileIO
@@ -105,15 +111,57 @@ class Table:
     def delete(self, where: FilterLike, mode: str | None = None) -> Snapshot | None:
         """Delete the rows matching `where`. Returns the new snapshot, or None if none matched."""
         self._writable()
-        mode = mode or self.metadata.properties.get(DELETE_MODE_PROPERTY, MERGE_ON_READ)
-        if mode not in (MERGE_ON_READ, COPY_ON_WRITE):
-            raise ValueError(f"mode must be {MERGE_ON_READ!r} or {COPY_ON_WRITE!r}, got {mode!r}")
+        mode = self._mode(mode, DELETE_MODE_PROPERTY)
         row_filter = parse_filter(where)
         bind_filter(self.schema(), row_filter)
-        changes = delete_where(self, row_filter, mode)
-        if changes is None:
+        found = delete_where(self, row_filter, mode)
+        if found is None:
             return None
-        return self._commit(changes, delete_validator(self, row_filter, changes))
+        return self._commit(*found)
+
+    def delete_rows(self, keys: pa.Table) -> Snapshot | None:
+        """Blind delete by value: an equality delete file on `keys`' columns; reads no data."""
+        self._writable()
+        changes = equality_delete_changes(self, keys)
+        return None if changes is None else self._commit(changes)
+
+    def update(self, set: Assignments, where: FilterLike = None, mode: str | None = None) -> Snapshot | None:
+        """Set columns (literals or `pyarrow.compute` expressions of the old row) where
+        `where` matches. Returns the new snapshot, or None if no row matched."""
+        self._writable()
+        mode = self._mode(mode, UPDATE_MODE_PROPERTY)
+        row_filter = parse_filter(where)
+        bind_filter(self.schema(), row_filter)
+        found = update_where(self, set, row_filter, mode)
+        return None if found is None else self._commit(*found)
+
+    def upsert(self, rows: pa.Table, on: Sequence[str], mode: str | None = None, strategy: str = "position") -> Snapshot | None:
+        """Replace the rows whose key (`on`) exists, insert the others, in one snapshot.
+        Merge-on-read strategies: "position" (join, position deletes) or "equality"
+        (equality deletes on the keys, no scan)."""
+        self._writable()
+        found = upsert_rows(self, rows, on, self._mode(mode, MERGE_MODE_PROPERTY), strategy)
+        return None if found is None else self._commit(*found)
+
+    def merge(
+        self,
+        source: pa.Table,
+        on: Sequence[str],
+        when_matched_update: Assignments | str | None = None,
+        when_matched_delete: bool | pc.Expression = False,
+        when_not_matched_insert: Assignments | str | None = None,
+        when_matched_update_if: pc.Expression | None = None,
+        when_not_matched_insert_if: pc.Expression | None = None,
+        mode: str | None = None,
+    ) -> Snapshot | None:
+        """MERGE INTO: see mor/api/merge.py for the clause rules. `"*"` means all columns
+        from the source; source columns are `pc.field("source.<name>")` in expressions."""
+        self._writable()
+        clauses = MergeClauses(
+            when_matched_delete, when_matched_update, when_matched_update_if, when_not_matched_insert, when_not_matched_insert_if
+        )
+        found = merge_rows(self, source, on, clauses, self._mode(mode, MERGE_MODE_PROPERTY))
+        return None if found is None else self._commit(*found)
 
     def set_properties(self, **updates: str) -> None:
         ops = self._writable()
@@ -128,7 +176,13 @@ class Table:
                 time.sleep(0.05)
         raise CommitConflictError("could not set properties: the table kept changing")
 
-    def _commit(self, changes: Changes, validate=None) -> Snapshot:  # type: ignore[no-untyped-def]
+    def _mode(self, mode: str | None, property_name: str) -> str:
+        mode = mode or self.metadata.properties.get(property_name, MERGE_ON_READ)
+        if mode not in MODES:
+            raise InvalidArgumentError(f"mode must be {MERGE_ON_READ!r} or {COPY_ON_WRITE!r}, got {mode!r}")
+        return mode
+
+    def _commit(self, changes: Changes, validate: Validator | None = None) -> Snapshot:
         ops = self._writable()
         try:
             self.metadata, self.metadata_location = commit_changes(

@@ -14,15 +14,16 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
+from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 
 from mor.commit.summary import build_summary
 from mor.commit.table_ops import CommitFailedError
-from mor.errors import CommitConflictError, CommitStateUnknownError
+from mor.errors import CommitConflictError, CommitStateUnknownError, CorruptMetadataError
 from mor.format.content_file import ContentFile, DataFile, DeleteFile
 from mor.format.manifest import EntryToWrite, ManifestFile, read_manifest, write_manifest
 from mor.format.manifest_list import read_manifest_list, write_manifest_list
-from mor.format.metadata import Snapshot, TableMetadata, now_ms, with_snapshot
+from mor.format.metadata import Snapshot, TableMetadata, now_ms, with_snapshot, with_spec
 from mor.format.spec import ManifestContent, ManifestEntryStatus
 from mor.io.fileio import FileIO
 
@@ -43,6 +44,7 @@ class Changes:
     added_deletes: list[DeleteFile] = field(default_factory=list)
     removed_data: list[DataFile] = field(default_factory=list)
     removed_deletes: list[DeleteFile] = field(default_factory=list)
+    added_spec: PartitionSpec | None = None  # a spec the added files use that the table lacks
 
     @property
     def is_empty(self) -> bool:
@@ -69,12 +71,14 @@ def commit_changes(
     """Commit `changes` made against `read_base`; returns the new metadata and its location."""
     snapshot_id = new_snapshot_id()
     schema = read_base.schema()
+    read_base = _with_added_spec(read_base, changes)
     new_manifests = _write_new_file_manifests(io, read_base, schema, snapshot_id, changes)
     base, base_location = read_base, read_base_location
     try:
         for attempt in range(MAX_ATTEMPTS):
             if attempt:
                 base, base_location = ops.refresh()
+                base = _with_added_spec(base, changes)
             if validate is not None and base.current_snapshot_id != read_base.current_snapshot_id:
                 validate(read_base, base)
             carried, rewritten = _carry_manifests(io, base, schema, snapshot_id, changes)
@@ -119,6 +123,15 @@ def commit_changes(
         for m in new_manifests:
             io.delete(m.manifest_path)
         raise
+
+
+def _with_added_spec(base: TableMetadata, changes: Changes) -> TableMetadata:
+    if changes.added_spec is None:
+        return base
+    try:
+        return with_spec(base, changes.added_spec)
+    except CorruptMetadataError as e:
+        raise CommitConflictError(f"a concurrent commit added partition spec {changes.added_spec.spec_id}: {e}") from e
 
 
 def _manifest_location(metadata: TableMetadata, snapshot_id: int, index: int) -> str:

@@ -263,3 +263,22 @@ def with_properties(base: TableMetadata, updates: dict[str, str], removals: tupl
 
 def now_ms() -> int:
     return int(time.time() * 1000)
+
+
+def with_spec(base: TableMetadata, spec: PartitionSpec) -> TableMetadata:
+    """Add a partition spec (not as the default). Idempotent for a spec already present."""
+    existing = base.specs().get(spec.spec_id)
+    if existing is not None:
+        if existing.fields != spec.fields:
+            raise CorruptMetadataError(f"partition spec {spec.spec_id} already exists with other fields")
+        return base
+    last_partition_id = max([base.last_partition_id, *(f.field_id for f in spec.fields)])
+    return replace(base, partition_specs=base.partition_specs + (spec,), last_partition_id=last_partition_id)
+
+
+def unpartitioned_spec(base: TableMetadata) -> PartitionSpec:
+    """The table's spec with no fields, or a new one to add (for table-wide equality deletes)."""
+    for spec in base.partition_specs:
+        if not spec.fields:
+            return spec
+    return PartitionSpec(spec_id=max(s.spec_id for s in base.partition_specs) + 1)

@@ -26,7 +26,8 @@ from mor.write.arrow_schema import FIELD_ID_KEY, to_arrow_type
 
 
 class EqualityKeySet:
-    """The deleted key tuples of one `equality_ids` group, ready to probe batches with."""
+    """A set of key tuples (the deleted keys of one `equality_ids` group, or the keys of DML
+    source rows), ready to probe batches with: null-safe, vectorized."""
 
     def __init__(self, names: list[str], keys: pa.Table):
         self.names = names
@@ -43,21 +44,34 @@ class EqualityKeySet:
                 self.pair_sets.append(pc.unique(pair))
                 c = _index_in(pair, self.pair_sets[-1], skip_nulls=True)
             code = c
-        self.codes = code if code is not None else pa.array([], pa.int64())
+        if code is None:
+            raise ValueError("an equality key needs at least one column")
+        # Every code in 0..n-1 occurs among the key rows; remember one key row for each.
+        distinct = len(self.pair_sets[-1]) if self.pair_sets else len(self.value_sets[0])
+        key_row_of_code = np.empty(distinct, dtype=np.int64)
+        key_row_of_code[code.to_numpy(zero_copy_only=False)] = np.arange(len(code), dtype=np.int64)
+        self.key_row_of_code = pa.array(key_row_of_code)
+        self.distinct_keys = distinct
 
-    def deleted_mask(self, batch: pa.RecordBatch) -> np.ndarray:
-        """True for rows whose key tuple is deleted."""
+    def row_codes(self, rows: pa.RecordBatch | pa.Table) -> pa.Array:
+        """Per row, the index of its key tuple among the key rows this set was built from
+        (any one of them when keys repeat), or null when its tuple is not a key."""
         code = None
         for i, (name, values) in enumerate(zip(self.names, self.value_sets)):
-            column = batch.column(name)
+            column = rows.column(name)
             if column.type != self.types[i]:
                 column = column.cast(self.types[i])
             c = _index_in(column, values, skip_nulls=False)
             if code is not None:
                 c = _index_in(pc.add(pc.multiply(code, len(values)), c), self.pair_sets[i - 1], skip_nulls=True)
             code = c
-        hit = pc.is_in(code, value_set=self.codes, skip_nulls=True)
-        return np.asarray(pc.fill_null(hit, False).to_numpy(zero_copy_only=False), dtype=bool)
+        # `code` indexes the last prefix set; map it back to a key row.
+        return pc.take(self.key_row_of_code, code) if code is not None else pa.nulls(rows.num_rows, pa.int64())
+
+    def deleted_mask(self, batch: pa.RecordBatch) -> np.ndarray:
+        """True for rows whose key tuple is deleted."""
+        valid = pc.is_valid(self.row_codes(batch))
+        return np.asarray(valid.to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def _index_in(values: pa.Array | pa.ChunkedArray, value_set: pa.Array, skip_nulls: bool) -> pa.Array:

@@ -130,3 +130,46 @@ def write_position_delete_file(
         split_offsets=metrics.split_offsets,
         referenced_data_file=data_file.file_path,
     )
+
+
+def write_equality_delete_files(
+    io: FileIO,
+    table_location: str,
+    schema: Schema,
+    spec: PartitionSpec,
+    keys: pa.Table,
+    equality_ids: tuple[int, ...],
+    options: WriteOptions,
+) -> list[DeleteFile]:
+    """Equality delete files holding `keys` (columns = the equality columns, table names and
+    types); one per partition value when `spec` is partitioned (its source columns must be
+    among the keys), else one table-wide file."""
+    key_schema = Schema(*[schema.find_field(i) for i in equality_ids])
+    files = []
+    for partition, rows in split_by_partition(spec, schema, keys):
+        if rows.num_rows == 0:
+            continue
+        location = _file_location(table_location, spec, schema, partition, "-eq-deletes")
+        rows = rows.select(key_schema.column_names).cast(to_arrow_schema(key_schema))
+        meta = _write_parquet(io, location, rows, options)
+        metrics = collect_metrics(meta, key_schema, rows)
+        files.append(
+            DeleteFile(
+                content=FileContent.EQUALITY_DELETES,
+                file_path=location,
+                file_format="PARQUET",
+                spec_id=spec.spec_id,
+                partition=partition,
+                record_count=rows.num_rows,
+                file_size_in_bytes=io.size(location),
+                column_sizes=metrics.column_sizes,
+                value_counts=metrics.value_counts,
+                null_value_counts=metrics.null_value_counts,
+                nan_value_counts=metrics.nan_value_counts,
+                lower_bounds=metrics.lower_bounds,
+                upper_bounds=metrics.upper_bounds,
+                split_offsets=metrics.split_offsets,
+                equality_ids=tuple(equality_ids),
+            )
+        )
+    return files

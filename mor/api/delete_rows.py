@@ -1,0 +1,53 @@
+"""delete_rows: a blind, value-based delete. Writes equality delete files; reads no data.
+
+This is how CDC and streaming writers delete: they know the keys, not the files. The delete
+applies to rows written before it (a strictly lower data sequence number), so rows written
+later with the same key survive.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+from pyiceberg.schema import Schema
+
+from mor.api.keys import is_partition_scoped, key_fields
+from mor.commit.snapshot_producer import Changes
+from mor.format.content_file import DeleteFile
+from mor.format.metadata import unpartitioned_spec
+from mor.format.spec import Operation
+from mor.write.arrow_schema import conform
+from mor.write.parquet_files import WriteOptions, write_equality_delete_files
+
+if TYPE_CHECKING:
+    from mor.api.table import Table
+
+
+def equality_delete_changes(table: Table, keys: pa.Table) -> Changes | None:
+    """Write equality delete files for `keys` (columns: the key columns); None for no keys."""
+    files, added_spec = write_key_deletes(table, keys)
+    if not files:
+        return None
+    return Changes(Operation.DELETE, added_deletes=files, added_spec=added_spec)
+
+
+def write_key_deletes(table: Table, keys: pa.Table):  # type: ignore[no-untyped-def]
+    """(equality delete files, spec to add or None). Partition-scoped when every partition
+    source column is a key column; otherwise under an unpartitioned spec (table-wide)."""
+    metadata = table.metadata
+    schema = metadata.schema()
+    fields = key_fields(schema, keys.column_names)
+    keys = conform(keys, Schema(*fields))
+    if keys.num_rows == 0:
+        return [], None
+    keys = keys.group_by(keys.column_names, use_threads=False).aggregate([])  # each key once
+    spec = metadata.spec()
+    added_spec = None
+    if not is_partition_scoped(spec, schema, keys.column_names):
+        spec = unpartitioned_spec(metadata)
+        added_spec = None if spec.spec_id in metadata.specs() else spec
+    files: list[DeleteFile] = write_equality_delete_files(
+        table.io, metadata.location, schema, spec, keys, tuple(f.field_id for f in fields), WriteOptions(metadata.properties)
+    )
+    return files, added_spec

@@ -1,0 +1,157 @@
+"""MERGE INTO and UPSERT: match source rows to live table rows by key, then act per clause.
+
+Keys match null-safely (null equals null, as in equality deletes). Each key may appear once in
+the source; a table key may occur in several rows, and each of them is matched. In expressions
+and conditions, table columns are `pc.field("col")` and source columns `pc.field("source.col")`.
+Clauses on a matched pair are tried in order: delete, then update.
+
+UPSERT is MERGE with "update all columns" and "insert all columns". Merge-on-read offers two
+strategies: `position` (a join finds the old rows; position deletes, as MERGE does) and
+`equality` (equality deletes on the keys plus an append: no scan of the table at all).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from mor.api.delete_rows import write_key_deletes
+from mor.api.expressions import Assignments, as_expression, evaluate_condition, project
+from mor.api.keys import key_fields, key_range, unique_key_set
+from mor.api.row_changes import MERGE_ON_READ, FileMatch, build_changes, find_key_matches, rows_validator
+from mor.commit.snapshot_producer import Changes, Validator
+from mor.errors import InvalidArgumentError, SchemaMismatchError
+from mor.format.spec import Operation
+from mor.read.task_reader import POSITION_COLUMN
+from mor.write.arrow_schema import conform, to_arrow_schema
+from mor.write.parquet_files import WriteOptions, write_data_files
+
+if TYPE_CHECKING:
+    from mor.api.table import Table
+
+MERGE_MODE_PROPERTY = "write.merge.mode"
+SOURCE = "source."
+ALL = "*"
+STRATEGIES = ("position", "equality")
+_MATCH = "__mor_match"
+
+
+@dataclass
+class MergeClauses:
+    matched_delete: bool | pc.Expression = False
+    matched_update: Assignments | str | None = None
+    matched_update_if: pc.Expression | None = None
+    not_matched_insert: Assignments | str | None = None
+    not_matched_insert_if: pc.Expression | None = None
+
+    def check(self) -> None:
+        if not (self.matched_delete is not False or self.matched_update or self.not_matched_insert):
+            raise InvalidArgumentError("MERGE needs at least one clause (matched delete/update, not-matched insert)")
+        if self.matched_delete is True and self.matched_update:
+            raise InvalidArgumentError(
+                "an unconditional WHEN MATCHED DELETE leaves the WHEN MATCHED UPDATE clause nothing to do; give the delete a condition"
+            )
+        if self.matched_update_if is not None and not self.matched_update:
+            raise InvalidArgumentError("a condition for WHEN MATCHED UPDATE needs the update clause")
+        if self.not_matched_insert_if is not None and not self.not_matched_insert:
+            raise InvalidArgumentError("a condition for WHEN NOT MATCHED INSERT needs the insert clause")
+
+
+def merge_rows(
+    table: Table, source: pa.Table, on: Sequence[str], clauses: MergeClauses, mode: str
+) -> tuple[Changes, Validator | None] | None:
+    clauses.check()
+    schema = table.schema()
+    key_fields(schema, on)
+    missing = [k for k in on if k not in source.column_names]
+    if missing:
+        raise SchemaMismatchError(f"source lacks key columns {missing}")
+    update_columns = _assignments(table, source, clauses.matched_update, target_visible=True)
+    insert_columns = _assignments(table, source, clauses.not_matched_insert, target_visible=False)
+    keys = unique_key_set(source, on)
+    prefixed = source.rename_columns([SOURCE + c for c in source.column_names])
+
+    matches = find_key_matches(table, keys, key_range(schema, source.select(list(on))))
+    removed: list[FileMatch] = []
+    new_parts: list[pa.Table] = []
+    matched_source = np.zeros(source.num_rows, dtype=bool)
+    for m in matches:
+        assert m.rows is not None
+        codes = keys.row_codes(m.rows)
+        source_index = codes.to_numpy(zero_copy_only=False)
+        matched_source[source_index] = True
+        joined = pa.concat_tables([m.rows]).append_column(_MATCH, codes)
+        for c in prefixed.column_names:
+            joined = joined.append_column(c, prefixed.column(c).take(codes))
+        delete = _condition(joined, clauses.matched_delete)
+        update = pc.and_(pc.invert(delete), evaluate_condition(joined, clauses.matched_update_if)) if update_columns else None
+        gone = delete if update is None else pc.or_(delete, update)
+        positions = m.rows.column(POSITION_COLUMN).filter(gone).to_numpy()
+        if positions.size:
+            removed.append(FileMatch(m.task, positions, m.live_rows))
+        if update is not None and update_columns is not None:
+            new_parts.append(conform(project(joined.filter(update), update_columns), schema))
+    if insert_columns is not None:
+        unmatched = prefixed.filter(pa.array(~matched_source))
+        unmatched = unmatched.filter(evaluate_condition(unmatched, clauses.not_matched_insert_if))
+        new_parts.append(conform(project(unmatched, insert_columns), schema))
+    new_rows = pa.concat_tables(new_parts) if new_parts else None
+    if not removed and (new_rows is None or new_rows.num_rows == 0):
+        return None
+    changes = build_changes(table, removed, new_rows, mode)
+    return changes, rows_validator(table, key_range(schema, source.select(list(on))), removed, changes)
+
+
+def upsert_rows(table: Table, rows: pa.Table, on: Sequence[str], mode: str, strategy: str) -> tuple[Changes, Validator | None] | None:
+    if strategy not in STRATEGIES:
+        raise InvalidArgumentError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
+    rows = conform(rows, table.schema())
+    if rows.num_rows == 0:
+        return None
+    if strategy == "position" or mode != MERGE_ON_READ:
+        if strategy == "equality":
+            raise InvalidArgumentError("the equality strategy is merge-on-read only")
+        return merge_rows(table, rows, on, MergeClauses(matched_update=ALL, not_matched_insert=ALL), mode)
+    key_fields(table.schema(), on)
+    unique_key_set(rows, on)
+    deletes, added_spec = write_key_deletes(table, rows.select(list(on)))
+    metadata = table.metadata
+    data = write_data_files(table.io, metadata.location, metadata.schema(), metadata.spec(), rows, WriteOptions(metadata.properties))
+    # Blind: no rows were read, so there is nothing a concurrent commit could invalidate.
+    return Changes(Operation.OVERWRITE, added_data=data, added_deletes=deletes, added_spec=added_spec), None
+
+
+def _condition(rows: pa.Table, clause: bool | pc.Expression) -> pa.Array:
+    if clause is False:
+        return pa.array([False] * rows.num_rows, pa.bool_())
+    return evaluate_condition(rows, None if clause is True else clause)
+
+
+def _assignments(table: Table, source: pa.Table, clause: Assignments | str | None, target_visible: bool) -> dict[str, pc.Expression] | None:
+    """Output columns of an update/insert clause, as expressions over the joined rows."""
+    if not clause:
+        return None
+    arrow_schema = to_arrow_schema(table.schema())
+    if clause == ALL:
+        absent = [f.name for f in arrow_schema if f.name not in source.column_names]
+        if absent:
+            raise SchemaMismatchError(f"'*' needs every table column in the source; missing {absent}")
+        return {f.name: pc.field(SOURCE + f.name) for f in arrow_schema}
+    if not isinstance(clause, dict):
+        raise InvalidArgumentError(f"a clause is '*' or a dict of column -> value, got {clause!r}")
+    unknown = [c for c in clause if arrow_schema.get_field_index(c) < 0]
+    if unknown:
+        raise SchemaMismatchError(f"clause sets columns the table does not have: {unknown}")
+    out: dict[str, Any] = {}
+    for f in arrow_schema:
+        if f.name in clause:
+            out[f.name] = as_expression(clause[f.name], f.type)
+        elif target_visible:
+            out[f.name] = pc.field(f.name)  # UPDATE keeps what it does not set
+        else:
+            out[f.name] = pc.scalar(pa.scalar(None, type=f.type))  # INSERT leaves it null
+    return out

@@ -1,0 +1,55 @@
+"""UPDATE ... SET ... WHERE: remove the matching rows, add them back with new values.
+
+Merge-on-read writes position deletes for the old rows and a data file with the new ones, in
+one `overwrite` snapshot; copy-on-write rewrites the touched files. A row whose partition
+column changes lands in its new partition.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyiceberg.expressions import BooleanExpression
+
+from mor.api.expressions import Assignments, as_expression, project
+from mor.api.row_changes import build_changes, drop_position_column, find_matches, rows_validator
+from mor.commit.snapshot_producer import Changes, Validator
+from mor.errors import InvalidArgumentError, SchemaMismatchError
+from mor.write.arrow_schema import conform, to_arrow_schema
+
+if TYPE_CHECKING:
+    from mor.api.table import Table
+
+UPDATE_MODE_PROPERTY = "write.update.mode"
+
+
+def updated_columns(table: Table, assignments: Assignments) -> dict[str, pc.Expression]:
+    """Every table column as an expression of the old row; checked on an empty table so a
+    bad column or type fails before anything is written."""
+    if not assignments:
+        raise InvalidArgumentError("UPDATE needs at least one column to set")
+    arrow_schema = to_arrow_schema(table.schema())
+    unknown = [c for c in assignments if arrow_schema.get_field_index(c) < 0]
+    if unknown:
+        raise SchemaMismatchError(f"UPDATE sets columns the table does not have: {unknown}")
+    columns = {
+        f.name: as_expression(assignments[f.name], f.type) if f.name in assignments else pc.field(f.name)
+        for f in arrow_schema
+    }
+    conform(project(arrow_schema.empty_table(), columns), table.schema())
+    return columns
+
+
+def update_where(
+    table: Table, assignments: Assignments, row_filter: BooleanExpression, mode: str
+) -> tuple[Changes, Validator] | None:
+    columns = updated_columns(table, assignments)
+    matches = find_matches(table, row_filter, with_rows=True)
+    if not matches:
+        return None
+    old_rows = pa.concat_tables([drop_position_column(m.rows) for m in matches if m.rows is not None])
+    new_rows = conform(project(old_rows, columns), table.schema())
+    changes = build_changes(table, matches, new_rows, mode)
+    return changes, rows_validator(table, row_filter, matches, changes)
