@@ -1,4 +1,5 @@
-"""Random appends and deletes (both modes) against a list-of-rows model, at every snapshot."""
+"""Random DML (append, DELETE, UPDATE, UPSERT, MERGE, delete_rows; every mode and strategy)
+against a list-of-rows model, checked at every snapshot."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import tempfile
 from typing import Any, Callable
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
@@ -16,6 +18,9 @@ import mor
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("category", pa.string()), ("value", pa.float64())])
 CATEGORIES = ["a", "b", "c", None]
+MODES = ["merge-on-read", "copy-on-write"]
+IDS = st.lists(st.integers(0, 70), min_size=1, max_size=8, unique=True)
+VALUES = st.one_of(st.none(), st.floats(0, 100, allow_nan=False))
 Row = dict[str, Any]
 
 # Each predicate: (filter text, the same test in Python).
@@ -58,17 +63,67 @@ class TableMachine(RuleBasedStateMachine):
         self.model += rows
         self.history.append((snapshot.snapshot_id, list(self.model)))
 
-    @rule(predicate=st.sampled_from(PREDICATES), mode=st.sampled_from(["merge-on-read", "copy-on-write"]))
+    @rule(predicate=st.sampled_from(PREDICATES), mode=st.sampled_from(MODES))
     def delete(self, predicate: tuple[str, Callable[[Row], bool]], mode: str) -> None:
         text, matches = predicate
-        before = self.table.metadata_location
-        snapshot = self.table.delete(text, mode=mode)
-        remaining = [r for r in self.model if not matches(r)]
-        if len(remaining) == len(self.model):
-            assert snapshot is None and self.table.metadata_location == before
+        self._expect(self.table.delete(text, mode=mode), [r for r in self.model if not matches(r)])
+
+    @rule(predicate=st.sampled_from(PREDICATES), mode=st.sampled_from(MODES))
+    def update(self, predicate: tuple[str, Callable[[Row], bool]], mode: str) -> None:
+        text, matches = predicate
+        new = [
+            {**r, "category": "z", "value": None if r["value"] is None else r["value"] * 2} if matches(r) else r
+            for r in self.model
+        ]
+        snapshot = self.table.update({"category": "z", "value": pc.field("value") * 2}, where=text, mode=mode)
+        self._expect(snapshot, new, changed=any(matches(r) for r in self.model))
+
+    @rule(ids=IDS, data=st.data(), mode=st.sampled_from(MODES), strategy=st.sampled_from(["position", "equality"]))
+    def upsert(self, ids: list[int], data: st.DataObject, mode: str, strategy: str) -> None:
+        if mode == "copy-on-write":
+            strategy = "position"  # the equality strategy is merge-on-read only
+        rows = [{"id": i, "category": data.draw(st.sampled_from(CATEGORIES)), "value": data.draw(VALUES)} for i in ids]
+        snapshot = self.table.upsert(pa.Table.from_pylist(rows, schema=SCHEMA), on=["id"], mode=mode, strategy=strategy)
+        self._expect(snapshot, [r for r in self.model if r["id"] not in ids] + rows, changed=True)
+
+    @rule(ids=IDS, data=st.data(), mode=st.sampled_from(MODES))
+    def merge(self, ids: list[int], data: st.DataObject, mode: str) -> None:
+        ops = {i: data.draw(st.sampled_from("DUI")) for i in ids}
+        values = {i: data.draw(VALUES) for i in ids}
+        source = pa.table({"id": ids, "op": [ops[i] for i in ids], "value": [values[i] for i in ids]},
+                          schema=pa.schema([("id", pa.int64()), ("op", pa.string()), ("value", pa.float64())]))
+        snapshot = self.table.merge(
+            source, on=["id"], mode=mode,
+            when_matched_delete=pc.field("source.op") == "D",
+            when_matched_update={"value": pc.field("source.value")},
+            when_not_matched_insert={"id": pc.field("source.id"), "value": pc.field("source.value"), "category": "new"},
+            when_not_matched_insert_if=pc.field("source.op") != "D",
+        )  # fmt: skip
+        present = {r["id"] for r in self.model}
+        new = [
+            {**r, "value": values[r["id"]]} if r["id"] in ops else r
+            for r in self.model
+            if ops.get(r["id"]) != "D"
+        ]
+        new += [{"id": i, "category": "new", "value": values[i]} for i in ids if i not in present and ops[i] != "D"]
+        changed = any(i in present for i in ids) or any(ops[i] != "D" for i in ids if i not in present)
+        self._expect(snapshot, new, changed=changed)
+
+    @rule(categories=st.lists(st.sampled_from(CATEGORIES), min_size=1, max_size=3, unique=True))
+    def delete_rows(self, categories: list[str | None]) -> None:
+        keys = pa.table({"category": pa.array(categories, pa.string())})
+        snapshot = self.table.delete_rows(keys)  # blind: commits even if nothing matches
+        self._expect(snapshot, [r for r in self.model if r["category"] not in categories], changed=True)
+
+    def _expect(self, snapshot: Any, rows: list[Row], changed: bool | None = None) -> None:
+        """Record the snapshot an operation made (or check it made none) and the new model."""
+        if changed is None:
+            changed = _sorted(rows) != _sorted(self.model)
+        if not changed:
+            assert snapshot is None
             return
-        assert snapshot is not None
-        self.model = remaining
+        assert snapshot is not None and snapshot.snapshot_id == self.table.current_snapshot().snapshot_id
+        self.model = rows
         self.history.append((snapshot.snapshot_id, list(self.model)))
 
     @rule(predicate=st.sampled_from(PREDICATES))
@@ -91,5 +146,5 @@ def _sorted(rows: Any) -> list[tuple]:
     return sorted((r["id"], r["category"] or "", r["value"] if r["value"] is not None else -1.0) for r in rows)
 
 
-TableMachine.TestCase.settings = settings(max_examples=25, stateful_step_count=8, deadline=None)
+TableMachine.TestCase.settings = settings(max_examples=40, stateful_step_count=10, deadline=None)
 test_table_matches_model = TableMachine.TestCase
