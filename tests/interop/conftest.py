@@ -1,0 +1,37 @@
+"""Shared fixtures for the interop tests.
+
+The Iceberg Java fixtures hold absolute paths under ``file:///tmp/mor-fixtures/iceberg-java``
+(see ``shared/fixtures/iceberg-java/README.md``), so they are copied back there once per session
+before anything reads them.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+SHARED_DIR = Path(__file__).resolve().parents[2].parent / "shared"
+JAVA_FIXTURES_SOURCE = SHARED_DIR / "fixtures" / "iceberg-java"
+JAVA_FIXTURES_ROOT = Path("/tmp/mor-fixtures/iceberg-java")
+
+
+@pytest.fixture(scope="session")
+def java_fixtures() -> Path:
+    """The Iceberg Java fixtures, copied to the absolute location their metadata refers to.
+
+    Equivalent to the README's
+    ``rm -rf /tmp/mor-fixtures/iceberg-java && mkdir -p /tmp/mor-fixtures && cp -r ...``.
+    """
+    if not (JAVA_FIXTURES_SOURCE / "expected").is_dir():
+        pytest.fail(
+            f"Iceberg Java fixtures not found at {JAVA_FIXTURES_SOURCE}: the interop tests need "
+            "the shared/ folder beside this checkout (shared/fixtures/iceberg-java/expected).",
+            pytrace=False,
+        )
+    if JAVA_FIXTURES_ROOT.exists():
+        shutil.rmtree(JAVA_FIXTURES_ROOT)
+    JAVA_FIXTURES_ROOT.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(JAVA_FIXTURES_SOURCE, JAVA_FIXTURES_ROOT)
+    return JAVA_FIXTURES_ROOT
