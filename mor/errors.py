@@ -5,6 +5,7 @@
     ├── NoSuchNamespaceError
     ├── NoSuchSnapshotError       time travel to a snapshot id or time the table does not have
     ├── TableAlreadyExistsError
+    ├── NamespaceAlreadyExistsError
     ├── NamespaceNotEmptyError
     ├── InvalidFilterError        bad predicate text, or a column the schema does not have
     ├── InvalidArgumentError      an argument that makes no sense (also a ValueError)
@@ -37,6 +38,10 @@ class NoSuchSnapshotError(MorError):
 
 
 class TableAlreadyExistsError(MorError):
+    pass
+
+
+class NamespaceAlreadyExistsError(MorError):
     pass
 
 

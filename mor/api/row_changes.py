@@ -70,9 +70,10 @@ def find_matches(table: Table, row_filter: BooleanExpression, with_rows: bool = 
     else:
         projection = schema.select(*[schema.find_column_name(i) for i in sorted(filter_field_ids(schema, row_filter))])
     reader = TaskReader(table.io, schema, projection, row_filter, cache, with_positions=True)
+    predicate_ids = filter_field_ids(schema, row_filter) if not isinstance(row_filter, AlwaysTrue) else set()
     matches = []
     for task in table.scan(filter=row_filter).plan_files():
-        if not with_rows and not task.delete_files and strict.file_must_match(task.data_file):
+        if not with_rows and not task.delete_files and _null_free(task, predicate_ids) and strict.file_must_match(task.data_file):
             # Column metrics prove every row matches: no need to read the file.
             positions = np.arange(task.data_file.record_count, dtype=np.int64)
             matches.append(FileMatch(task, positions, task.data_file.record_count))
@@ -82,6 +83,15 @@ def find_matches(table: Table, row_filter: BooleanExpression, with_rows: bool = 
             positions = rows.column(POSITION_COLUMN).to_numpy()
             matches.append(FileMatch(task, positions, _live_rows(task, cache), rows if with_rows else None))
     return matches
+
+
+def _null_free(task: FileScanTask, field_ids: set[int]) -> bool:
+    """Iceberg's strict metrics test treats a null as matching `!=` and `not in`, where the row
+    filter (SQL semantics) does not; so trust it only for columns the metrics say hold no null
+    or NaN."""
+    f = task.data_file
+    nulls, nans = f.null_value_counts or {}, f.nan_value_counts or {}
+    return all(nulls.get(i) == 0 and nans.get(i, 0) == 0 for i in field_ids)
 
 
 def find_key_matches(table: Table, keys: EqualityKeySet, key_range: BooleanExpression) -> list[FileMatch]:

@@ -168,8 +168,7 @@ class Table:
         for _ in range(5):
             new = with_properties(self.metadata, {k.replace("_", "."): str(v) for k, v in updates.items()})
             try:
-                self.metadata_location = ops.commit(self.metadata, self.metadata_location, new)
-                self.metadata = new
+                self.metadata, self.metadata_location = ops.commit(self.metadata, self.metadata_location, new)
                 return
             except CommitFailedError:
                 self.refresh()

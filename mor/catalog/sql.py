@@ -25,6 +25,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from mor.errors import (
     CommitStateUnknownError,
+    NamespaceAlreadyExistsError,
     NamespaceNotEmptyError,
     NoSuchNamespaceError,
     NoSuchTableError,
@@ -64,13 +65,18 @@ class SqlCatalogStore:
     # -- namespaces ----------------------------------------------------------------------
     def create_namespace(self, namespace: str, properties: dict[str, str] | None = None) -> None:
         props = {"exists": "true", **(properties or {})}
-        with self.engine.begin() as conn:
-            for key, value in props.items():
-                conn.execute(
-                    insert(NAMESPACE_PROPERTIES).values(
-                        catalog_name=self.catalog_name, namespace=namespace, property_key=key, property_value=value
+        if self.namespace_exists(namespace):
+            raise NamespaceAlreadyExistsError(f"namespace {namespace!r} already exists")
+        try:
+            with self.engine.begin() as conn:
+                for key, value in props.items():
+                    conn.execute(
+                        insert(NAMESPACE_PROPERTIES).values(
+                            catalog_name=self.catalog_name, namespace=namespace, property_key=key, property_value=value
+                        )
                     )
-                )
+        except IntegrityError as e:  # created concurrently
+            raise NamespaceAlreadyExistsError(f"namespace {namespace!r} already exists") from e
 
     def namespace_exists(self, namespace: str) -> bool:
         with self.engine.connect() as conn:

@@ -32,7 +32,7 @@ MAX_ATTEMPTS = 5
 
 class TableOperations(Protocol):
     def refresh(self) -> tuple[TableMetadata, str]: ...
-    def commit(self, base: TableMetadata, base_location: str, new: TableMetadata) -> str: ...
+    def commit(self, base: TableMetadata, base_location: str, new: TableMetadata) -> tuple[TableMetadata, str]: ...
 
 
 @dataclass
@@ -110,8 +110,7 @@ def commit_changes(
             )
             new = with_snapshot(base, snapshot)
             try:
-                location = ops.commit(base, base_location, new)
-                return new, location
+                return ops.commit(base, base_location, new)
             except CommitFailedError:
                 for path in [manifest_list, *(m.manifest_path for m in rewritten)]:
                     io.delete(path)

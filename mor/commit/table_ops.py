@@ -58,11 +58,12 @@ class CatalogTableOperations:
         location = self.store.metadata_location(self.namespace, self.name)
         return read_metadata(self.io, location), location
 
-    def commit(self, base: TableMetadata, base_location: str, new: TableMetadata) -> str:
+    def commit(self, base: TableMetadata, base_location: str, new: TableMetadata) -> tuple[TableMetadata, str]:
+        """Swap to `new` (its metadata-log extended by `base`); the metadata as written and its location."""
         new = with_previous_file(new, base_location, base)
         location = new_metadata_location(new.location, base_location)
         write_metadata(self.io, location, new)
         if not self.store.swap(self.namespace, self.name, base_location, location):
             self.io.delete(location)  # the swap did not happen: the file is ours alone
             raise CommitFailedError(f"{self.namespace}.{self.name} changed since {base_location}")
-        return location
+        return new, location

@@ -124,7 +124,8 @@ class TaskReader:
         if positions is not None:
             arrays.append(pa.array(positions))
             fields.append(pa.field(POSITION_COLUMN, pa.int64()))
-        table_batch = pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
+        # With no columns at all, keep the row count (from_arrays([]) would have 0 rows).
+        table_batch = pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields)) if arrays else batch.select([])
         if key_sets and table_batch.num_rows:
             deleted = np.zeros(table_batch.num_rows, dtype=bool)
             for key_set in key_sets:
@@ -133,7 +134,8 @@ class TaskReader:
                 table_batch = table_batch.filter(pa.array(~deleted))
         if self.arrow_filter is not None:
             table_batch = table_batch.filter(self.arrow_filter)
-        return table_batch.select(self.output_schema.names).cast(self.output_schema)
+        projected = table_batch.select(self.output_schema.names)
+        return projected.cast(self.output_schema) if len(self.output_schema) else projected
 
 
 def _all_deleted(deleted: np.ndarray, start: int, rows: int) -> bool:

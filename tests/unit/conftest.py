@@ -1,0 +1,43 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from unit_helpers import SCHEMA, make_rows
+
+import mor
+from mor.io.fileio import FileIO, to_uri
+
+
+@pytest.fixture
+def warehouse(tmp_path: Path) -> Path:
+    return tmp_path / "warehouse"
+
+
+@pytest.fixture
+def catalog(warehouse: Path) -> mor.Catalog:
+    return mor.load_catalog(warehouse)
+
+
+@pytest.fixture
+def make_table(catalog: mor.Catalog) -> Callable[..., mor.Table]:
+    """A table `db.<name>` with the helpers' schema and the given appends (lists of ids)."""
+
+    def make(*appends: range | list[int], name: str = "t", **create_args: object) -> mor.Table:
+        table = catalog.create_table(f"db.{name}", schema=SCHEMA, **create_args)  # type: ignore[arg-type]
+        for ids in appends:
+            table.append(make_rows(ids))
+        return table
+
+    return make
+
+
+@pytest.fixture
+def io() -> FileIO:
+    return FileIO()
+
+
+@pytest.fixture
+def metadata_dir(tmp_path: Path) -> str:
+    return to_uri(tmp_path) + "/metadata"

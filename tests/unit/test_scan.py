@@ -1,0 +1,54 @@
+"""Scan results: the same rows however they are asked for."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pyarrow as pa
+import pytest
+from unit_helpers import assert_rows_are
+
+import mor
+
+MakeTable = Callable[..., mor.Table]
+
+
+@pytest.fixture
+def table(make_table: MakeTable) -> mor.Table:
+    t = make_table(range(0, 300), range(300, 500), properties={"write.parquet.row-group-limit": "100"})
+    t.delete("id < 10 or id in (150, 250, 499)")
+    return t
+
+
+LIVE = [i for i in range(500) if not (i < 10 or i in (150, 250, 499))]
+
+
+def test_to_batches_and_to_arrow_agree(table: mor.Table) -> None:
+    batches = list(table.scan(filter="id >= 100").to_batches())
+    assert_rows_are(pa.Table.from_batches(batches), [i for i in LIVE if i >= 100])
+    assert_rows_are(table.scan(filter="id >= 100").to_arrow(), [i for i in LIVE if i >= 100])
+
+
+def test_count(table: mor.Table) -> None:
+    assert table.scan().count() == len(LIVE)
+    assert table.scan(filter="id >= 100", columns=["name"]).count() == len([i for i in LIVE if i >= 100])
+
+
+def test_projection_keeps_the_table_types(table: mor.Table) -> None:
+    got = table.scan(columns=["value", "id"]).to_arrow()
+    assert set(got.column_names) == {"id", "value"}
+    assert got.schema.field("id").type == pa.int64()
+    assert not got.schema.field("id").nullable
+    assert got.schema.field("value").type == pa.float64()
+    assert got.num_rows == len(LIVE)
+
+
+def test_a_projection_of_no_columns_keeps_the_row_count(table: mor.Table) -> None:
+    got = table.scan(columns=[]).to_arrow()
+    assert got.column_names == []
+    assert got.num_rows == len(LIVE)
+
+
+def test_case_insensitive_scan(table: mor.Table) -> None:
+    got = table.scan(filter="ID < 20", columns=["NAME"], case_sensitive=False).to_arrow()
+    assert sorted(got.column("name").to_pylist()) == sorted(f"n{i}" for i in range(10, 20))
