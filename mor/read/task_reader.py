@@ -135,7 +135,15 @@ class TaskReader:
         if self.arrow_filter is not None:
             table_batch = table_batch.filter(self.arrow_filter)
         projected = table_batch.select(self.output_schema.names)
-        return projected.cast(self.output_schema) if len(self.output_schema) else projected
+        if not len(self.output_schema):
+            return projected
+        if _same_types(projected.schema, self.output_schema):  # the common case: no cast needed
+            return pa.RecordBatch.from_arrays(projected.columns, schema=self.output_schema)
+        return projected.cast(self.output_schema)
+
+
+def _same_types(a: pa.Schema, b: pa.Schema) -> bool:
+    return all(x.type == y.type for x, y in zip(a, b, strict=True))
 
 
 def _all_deleted(deleted: np.ndarray, start: int, rows: int) -> bool:
