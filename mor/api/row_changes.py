@@ -17,7 +17,7 @@ from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.schema import Schema
 
 from mor.commit.snapshot_producer import Changes
-from mor.commit.validation import validate_files_still_live, validate_no_new_deletes_for, validate_no_new_matching_data
+from mor.planning.conflicts import validate_files_still_live, validate_no_new_deletes_for, validate_no_new_matching_data
 from mor.format.metadata import TableMetadata
 from mor.format.spec import Operation
 from mor.planning.delete_index import referenced_path
@@ -169,7 +169,7 @@ def _remove_data_file(changes: Changes, task: FileScanTask) -> None:
 def rows_validator(
     table: Table, row_filter: BooleanExpression, matches: list[FileMatch], changes: Changes
 ) -> Callable[[TableMetadata, TableMetadata], None]:
-    """Conflict checks for DML that read `table.metadata` (see commit/validation.py)."""
+    """Conflict checks for DML that read `table.metadata` (see planning/conflicts.py)."""
     io = table.io
     touched = [m.task.data_file for m in matches]
 
