@@ -48,6 +48,16 @@ class MergeClauses:
     not_matched_insert: Assignments | str | None = None
     not_matched_insert_if: pc.Expression | None = None
 
+    @property
+    def reads_target_columns(self) -> bool:
+        """Do the clauses look at table columns other than the keys? Only expressions and
+        partial updates (which keep the columns they do not set) do; "*" and literals do not."""
+        expressions = [self.matched_update_if, self.not_matched_insert_if]
+        if isinstance(self.matched_delete, pc.Expression):
+            expressions.append(self.matched_delete)
+        partial_update = isinstance(self.matched_update, dict)
+        return partial_update or any(e is not None for e in expressions)
+
     def check(self) -> None:
         if not (self.matched_delete is not False or self.matched_update or self.not_matched_insert):
             raise InvalidArgumentError("MERGE needs at least one clause (matched delete/update, not-matched insert)")
@@ -75,7 +85,7 @@ def merge_rows(
     keys = unique_key_set(source, on)
     prefixed = source.rename_columns([SOURCE + c for c in source.column_names])
 
-    matches = find_key_matches(table, keys, key_range(schema, source.select(list(on))))
+    matches = find_key_matches(table, keys, key_range(schema, source.select(list(on))), clauses.reads_target_columns)
     removed: list[FileMatch] = []
     new_parts: list[pa.Table] = []
     matched_source = np.zeros(source.num_rows, dtype=bool)

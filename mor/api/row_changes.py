@@ -94,12 +94,15 @@ def _null_free(task: FileScanTask, field_ids: set[int]) -> bool:
     return all(nulls.get(i) == 0 and nans.get(i, 0) == 0 for i in field_ids)
 
 
-def find_key_matches(table: Table, keys: EqualityKeySet, key_range: BooleanExpression) -> list[FileMatch]:
-    """Live rows whose key tuple is in `keys` (null-safe), with all columns. `key_range` is a
-    filter that every such row satisfies; it prunes files and row groups by their metrics."""
+def find_key_matches(
+    table: Table, keys: EqualityKeySet, key_range: BooleanExpression, all_columns: bool = True
+) -> list[FileMatch]:
+    """Live rows whose key tuple is in `keys` (null-safe): all their columns, or only the key
+    columns. `key_range` is a filter every such row satisfies; it prunes files and row groups."""
     schema = table.metadata.schema()
     cache = DeleteFileCache(table.io)
-    reader = TaskReader(table.io, schema, schema, key_range, cache, with_positions=True)
+    projection = schema if all_columns else schema.select(*keys.names)
+    reader = TaskReader(table.io, schema, projection, key_range, cache, with_positions=True)
     matches = []
     for task in table.scan(filter=key_range).plan_files():
         parts = []
