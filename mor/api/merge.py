@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyiceberg.schema import Schema
+from pyiceberg.types import NestedField
 
 from mor.api.delete_rows import write_key_deletes
 from mor.api.expressions import Assignments, as_expression, evaluate_condition, project
@@ -76,10 +78,7 @@ def merge_rows(
 ) -> tuple[Changes, Validator | None] | None:
     clauses.check()
     schema = table.schema()
-    key_fields(schema, on)
-    missing = [k for k in on if k not in source.column_names]
-    if missing:
-        raise SchemaMismatchError(f"source lacks key columns {missing}")
+    source = _conform_keys(schema, source, on)
     update_columns = _assignments(table, source, clauses.matched_update, target_visible=True)
     insert_columns = _assignments(table, source, clauses.not_matched_insert, target_visible=False)
     keys = unique_key_set(source, on)
@@ -122,17 +121,37 @@ def upsert_rows(table: Table, rows: pa.Table, on: Sequence[str], mode: str, stra
     rows = conform(rows, table.schema())
     if rows.num_rows == 0:
         return None
+    schema = table.schema()
+    key_fields(schema, on)
+    keys = unique_key_set(rows, on)
     if strategy == "position" or mode != MERGE_ON_READ:
         if strategy == "equality":
             raise InvalidArgumentError("the equality strategy is merge-on-read only")
-        return merge_rows(table, rows, on, MergeClauses(matched_update=ALL, not_matched_insert=ALL), mode)
-    key_fields(table.schema(), on)
-    unique_key_set(rows, on)
+        # Every live row with one of the keys goes (a key may be held by several rows), and
+        # each source row is added once: the same rows the equality strategy leaves.
+        rows_range = key_range(schema, rows.select(list(on)))
+        matches = find_key_matches(table, keys, rows_range, all_columns=False)
+        changes = build_changes(table, matches, rows, mode)
+        return changes, rows_validator(table, rows_range, matches, changes)
     deletes, added_spec = write_key_deletes(table, rows.select(list(on)))
     metadata = table.metadata
     data = write_data_files(table.io, metadata.location, metadata.schema(), metadata.spec(), rows, WriteOptions(metadata.properties))
     # Blind: no rows were read, so there is nothing a concurrent commit could invalidate.
     return Changes(Operation.OVERWRITE, added_data=data, added_deletes=deletes, added_spec=added_spec), None
+
+
+def _conform_keys(schema: Schema, source: pa.Table, on: Sequence[str]) -> pa.Table:
+    """The source with its key columns cast to the table's key types (never silently by
+    value: "3" does not match 3). A null key is allowed; it matches only null keys."""
+    fields = key_fields(schema, on)
+    missing = [k for k in on if k not in source.column_names]
+    if missing:
+        raise SchemaMismatchError(f"source lacks key columns {missing}")
+    optional = Schema(*[NestedField(f.field_id, f.name, f.field_type, required=False) for f in fields])
+    converted = conform(source.select(list(on)), optional)
+    for name in on:
+        source = source.set_column(source.schema.get_field_index(name), name, converted.column(name))
+    return source
 
 
 def _condition(rows: pa.Table, clause: bool | pc.Expression) -> pa.Array:
@@ -158,6 +177,11 @@ def _assignments(table: Table, source: pa.Table, clause: Assignments | str | Non
         raise SchemaMismatchError(f"clause sets columns the table does not have: {unknown}")
     out: dict[str, Any] = {}
     for f in arrow_schema:
+        set_to_null = f.name in clause and clause[f.name] is None
+        left_out_of_insert = f.name not in clause and not target_visible
+        if not f.nullable and (set_to_null or left_out_of_insert):
+            # Checked here, before any row is seen, so the error does not depend on the data.
+            raise SchemaMismatchError(f"clause leaves required column {f.name!r} null")
         if f.name in clause:
             out[f.name] = as_expression(clause[f.name], f.type)
         elif target_visible:

@@ -34,6 +34,9 @@ def updated_columns(table: Table, assignments: Assignments) -> dict[str, pc.Expr
     unknown = [c for c in assignments if arrow_schema.get_field_index(c) < 0]
     if unknown:
         raise SchemaMismatchError(f"UPDATE sets columns the table does not have: {unknown}")
+    nulled = [f.name for f in arrow_schema if not f.nullable and f.name in assignments and assignments[f.name] is None]
+    if nulled:
+        raise SchemaMismatchError(f"UPDATE sets required columns to null: {nulled}")
     columns = {
         f.name: as_expression(assignments[f.name], f.type) if f.name in assignments else pc.field(f.name)
         for f in arrow_schema

@@ -15,6 +15,7 @@ from typing import Any
 
 import fastavro
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 import mor
 from mor.io.fileio import FileIO, to_local_path
@@ -213,3 +214,63 @@ class RelocatingFileIO(FileIO):
         if p.startswith(JAVA_PREFIX):
             return str(JAVA_FIXTURES) + p[len(JAVA_PREFIX) :]
         return p
+
+
+# -- shared by the value-based DML tests (delete_rows, update, upsert, merge) ------------------
+
+
+class RecordingFileIO(FileIO):
+    """Remembers every location opened for reading: proves a blind write reads no data file
+    (a fake file system, not a mock). Install it with `table.io = RecordingFileIO()`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.opened: list[str] = []
+
+    def open_input(self, location: str) -> pa.NativeFile:
+        self.opened.append(location)
+        return super().open_input(location)
+
+
+def rows_of(rows: list[dict[str, Any]]) -> pa.Table:
+    """Rows given as dicts, in the helpers' schema (missing keys are null)."""
+    return pa.Table.from_pylist([{f.name: r.get(f.name) for f in SCHEMA} for r in rows], schema=SCHEMA)
+
+
+def _null_first(row: dict[str, Any]) -> tuple[tuple[bool, Any], ...]:
+    return tuple((v is not None, v) for v in row.values())
+
+
+def sorted_rows(data: pa.Table | list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Whole rows in the helpers' column order, sorted (nulls first), for exact comparisons."""
+    rows = data.select(SCHEMA.names).to_pylist() if isinstance(data, pa.Table) else data
+    return sorted(({n: r.get(n) for n in SCHEMA.names} for r in rows), key=_null_first)
+
+
+def table_rows(table: mor.Table, **scan_args: Any) -> list[dict[str, Any]]:
+    return sorted_rows(table.scan(**scan_args).to_arrow())
+
+
+class TableState:
+    """What an operation that fails (or does nothing) must leave as it was."""
+
+    def __init__(self, table: mor.Table):
+        self.table = table
+        self.metadata_location = table.metadata_location
+        self.files = files_under(table.location)
+        self.snapshots = len(table.snapshots())
+
+    def assert_unchanged(self) -> None:
+        assert self.table.metadata_location == self.metadata_location
+        assert len(self.table.snapshots()) == self.snapshots
+        assert files_under(self.table.location) == self.files
+        self.table.refresh()
+        assert self.table.metadata_location == self.metadata_location
+
+
+def data_file_holding(table: mor.Table, row_id: int) -> str:
+    """The live data file whose rows include `row_id` (read straight from Parquet)."""
+    for path in live_data_paths(table):
+        if row_id in pq.read_table(local(path), columns=["id"]).column("id").to_pylist():
+            return path
+    raise AssertionError(f"no live data file holds id {row_id}")
