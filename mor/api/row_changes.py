@@ -18,6 +18,7 @@ from pyiceberg.schema import Schema
 
 from mor.commit.snapshot_producer import Changes
 from mor.planning.conflicts import validate_files_still_live, validate_no_new_deletes_for, validate_no_new_matching_data
+from mor.format.content_file import DataFile
 from mor.format.metadata import TableMetadata
 from mor.format.spec import Operation
 from mor.planning.delete_index import referenced_path
@@ -25,6 +26,7 @@ from mor.planning.filters import FileFilter, filter_field_ids
 from mor.planning.task import FileScanTask
 from mor.read.equality_deletes import EqualityKeySet
 from mor.read.position_deletes import DeleteFileCache, deleted_positions
+from mor.read.scan_reader import parallel_map
 from mor.read.task_reader import POSITION_COLUMN, TaskReader
 from mor.write.parquet_files import WriteOptions, write_data_files, write_position_delete_file
 
@@ -71,18 +73,18 @@ def find_matches(table: Table, row_filter: BooleanExpression, with_rows: bool = 
         projection = schema.select(*[schema.find_column_name(i) for i in sorted(filter_field_ids(schema, row_filter))])
     reader = TaskReader(table.io, schema, projection, row_filter, cache, with_positions=True)
     predicate_ids = filter_field_ids(schema, row_filter) if not isinstance(row_filter, AlwaysTrue) else set()
-    matches = []
-    for task in table.scan(filter=row_filter).plan_files():
+
+    def match(task: FileScanTask) -> FileMatch | None:
         if not with_rows and not task.delete_files and _null_free(task, predicate_ids) and strict.file_must_match(task.data_file):
             # Column metrics prove every row matches: no need to read the file.
             positions = np.arange(task.data_file.record_count, dtype=np.int64)
-            matches.append(FileMatch(task, positions, task.data_file.record_count))
-            continue
+            return FileMatch(task, positions, task.data_file.record_count)
         rows = pa.Table.from_batches(list(reader.read(task)), schema=reader.output_schema)
-        if rows.num_rows:
-            positions = rows.column(POSITION_COLUMN).to_numpy()
-            matches.append(FileMatch(task, positions, _live_rows(task, cache), rows if with_rows else None))
-    return matches
+        if not rows.num_rows:
+            return None
+        return FileMatch(task, rows.column(POSITION_COLUMN).to_numpy(), _live_rows(task, cache), rows if with_rows else None)
+
+    return [m for m in parallel_map(match, table.scan(filter=row_filter).plan_files()) if m is not None]
 
 
 def _null_free(task: FileScanTask, field_ids: set[int]) -> bool:
@@ -102,18 +104,17 @@ def find_key_matches(
     schema = table.metadata.schema()
     cache = DeleteFileCache(table.io)
     projection = schema if all_columns else schema.select(*keys.names)
-    reader = TaskReader(table.io, schema, projection, key_range, cache, with_positions=True)
-    matches = []
-    for task in table.scan(filter=key_range).plan_files():
-        parts = []
-        for batch in reader.read(task):
-            hit = batch.filter(pa.array(keys.deleted_mask(batch)))
-            if hit.num_rows:
-                parts.append(hit)
-        if parts:
-            rows = pa.Table.from_batches(parts, schema=reader.output_schema)
-            matches.append(FileMatch(task, rows.column(POSITION_COLUMN).to_numpy(), _live_rows(task, cache), rows))
-    return matches
+    # The key set selects rows exactly; the range only skips files and row groups.
+    reader = TaskReader(table.io, schema, projection, key_range, cache, with_positions=True, filter_rows=False)
+
+    def match(task: FileScanTask) -> FileMatch | None:
+        hits = [batch.filter(pa.array(keys.deleted_mask(batch))) for batch in reader.read(task)]
+        rows = pa.Table.from_batches([h for h in hits if h.num_rows], schema=reader.output_schema)
+        if not rows.num_rows:
+            return None
+        return FileMatch(task, rows.column(POSITION_COLUMN).to_numpy(), _live_rows(task, cache), rows)
+
+    return [m for m in parallel_map(match, table.scan(filter=key_range).plan_files()) if m is not None]
 
 
 def build_changes(table: Table, matches: list[FileMatch], new_rows: pa.Table | None, mode: str) -> Changes:
@@ -143,15 +144,19 @@ def _rewrite_files(table: Table, matches: list[FileMatch], changes: Changes, opt
     metadata = table.metadata
     schema = metadata.schema()
     reader = TaskReader(table.io, schema, schema, AlwaysTrue(), DeleteFileCache(table.io), with_positions=True)
-    for m in matches:
-        _remove_data_file(changes, m.task)
+
+    def rewrite(m: FileMatch) -> list[DataFile]:
         if m.all_live_rows_match:
-            continue
+            return []
         live = pa.Table.from_batches(list(reader.read(m.task)), schema=reader.output_schema)
         keep = ~np.isin(live.column(POSITION_COLUMN).to_numpy(), m.positions, assume_unique=True)
         survivors = live.drop_columns([POSITION_COLUMN]).filter(pa.array(keep))
         spec = metadata.specs()[m.task.data_file.spec_id]
-        changes.added_data += write_data_files(table.io, metadata.location, schema, spec, survivors, options)
+        return write_data_files(table.io, metadata.location, schema, spec, survivors, options)
+
+    for m, rewritten in zip(matches, parallel_map(rewrite, matches)):
+        _remove_data_file(changes, m.task)
+        changes.added_data += rewritten
 
 
 def _operation(changes: Changes) -> str:

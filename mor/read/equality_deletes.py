@@ -27,58 +27,135 @@ from mor.write.arrow_schema import FIELD_ID_KEY, to_arrow_type
 
 class EqualityKeySet:
     """A set of key tuples (the deleted keys of one `equality_ids` group, or the keys of DML
-    source rows), ready to probe batches with: null-safe, vectorized."""
+    source rows), ready to probe batches with: null-safe, vectorized.
+
+    A tuple gets one integer code, column by column: the code of the column prefix so far
+    combined with the value's code in that column, then looked up among the combinations that
+    occur in the keys, so codes stay below the number of keys. -1 means "not a key"."""
 
     def __init__(self, names: list[str], keys: pa.Table):
+        if not names:
+            raise ValueError("an equality key needs at least one column")
         self.names = names
         self.types = [keys.schema.field(n).type for n in names]
-        self.value_sets = [pc.unique(keys.column(n).combine_chunks()) for n in names]
-        # Codes of column prefixes: pair_sets[i] holds the (prefix code, value code) pairs of
-        # columns 0..i+1 that occur in the deletes, so codes stay below the number of deletes.
-        self.pair_sets: list[pa.Array] = []
-        code = None
-        for column, values in zip((keys.column(n) for n in names), self.value_sets):
-            c = _index_in(column, values, skip_nulls=False)
-            if code is not None:
-                pair = pc.add(pc.multiply(code, len(values)), c)
-                self.pair_sets.append(pc.unique(pair))
-                c = _index_in(pair, self.pair_sets[-1], skip_nulls=True)
-            code = c
-        if code is None:
-            raise ValueError("an equality key needs at least one column")
+        self.columns = [_ValueIndex(pc.unique(keys.column(n).combine_chunks())) for n in names]
+        self.prefixes: list[np.ndarray] = []  # sorted distinct (prefix, value) pair codes, per extra column
+        code = self.columns[0].lookup(keys.column(names[0]))
+        for name, index in zip(names[1:], self.columns[1:]):
+            pair = code * len(index) + index.lookup(keys.column(name))
+            self.prefixes.append(np.unique(pair))
+            code = np.searchsorted(self.prefixes[-1], pair)
+        self.distinct_keys = len(self.prefixes[-1]) if self.prefixes else len(self.columns[0])
         # Every code in 0..n-1 occurs among the key rows; remember one key row for each.
-        distinct = len(self.pair_sets[-1]) if self.pair_sets else len(self.value_sets[0])
-        key_row_of_code = np.empty(distinct, dtype=np.int64)
-        key_row_of_code[code.to_numpy(zero_copy_only=False)] = np.arange(len(code), dtype=np.int64)
-        self.key_row_of_code = pa.array(key_row_of_code)
-        self.distinct_keys = distinct
+        self.key_row_of_code = np.empty(self.distinct_keys, dtype=np.int64)
+        self.key_row_of_code[code] = np.arange(len(code), dtype=np.int64)
+
+    def _codes(self, rows: pa.RecordBatch | pa.Table) -> np.ndarray:
+        code = None
+        for name, expected, index, prefixes in zip(self.names, self.types, self.columns, [None, *self.prefixes]):
+            column = rows.column(name)
+            if column.type != expected:
+                column = column.cast(expected)
+            c = index.lookup(column)
+            if code is None:
+                code = c
+                continue
+            assert prefixes is not None
+            known = (code >= 0) & (c >= 0)
+            pair = np.where(known, code * len(index) + c, -1)
+            code = _find_sorted(prefixes, pair, known)
+        assert code is not None
+        return code
 
     def row_codes(self, rows: pa.RecordBatch | pa.Table) -> pa.Array:
-        """Per row, the index of its key tuple among the key rows this set was built from
-        (any one of them when keys repeat), or null when its tuple is not a key."""
-        code = None
-        for i, (name, values) in enumerate(zip(self.names, self.value_sets)):
-            column = rows.column(name)
-            if column.type != self.types[i]:
-                column = column.cast(self.types[i])
-            c = _index_in(column, values, skip_nulls=False)
-            if code is not None:
-                c = _index_in(pc.add(pc.multiply(code, len(values)), c), self.pair_sets[i - 1], skip_nulls=True)
-            code = c
-        # `code` indexes the last prefix set; map it back to a key row.
-        return pc.take(self.key_row_of_code, code) if code is not None else pa.nulls(rows.num_rows, pa.int64())
+        """Per row, the index of a key row with the same tuple, or null when its tuple is
+        not a key."""
+        code = self._codes(rows)
+        found = code >= 0
+        key_rows = np.zeros(len(code), dtype=np.int64)
+        key_rows[found] = self.key_row_of_code[code[found]]
+        return pa.array(key_rows, type=pa.int64(), mask=~found)
 
     def deleted_mask(self, batch: pa.RecordBatch) -> np.ndarray:
-        """True for rows whose key tuple is deleted."""
-        valid = pc.is_valid(self.row_codes(batch))
-        return np.asarray(valid.to_numpy(zero_copy_only=False), dtype=bool)
+        """True for rows whose key tuple is in the set."""
+        return self._codes(batch) >= 0
 
 
-def _index_in(values: pa.Array | pa.ChunkedArray, value_set: pa.Array, skip_nulls: bool) -> pa.Array:
-    out = pc.index_in(values, value_set=value_set, skip_nulls=skip_nulls)
-    if isinstance(out, pa.ChunkedArray):
-        out = out.combine_chunks()
-    return pc.cast(out, pa.int64())
+_INT32_VIEW = (pa.types.is_date32, pa.types.is_time32)
+_INT64_VIEW = (pa.types.is_date64, pa.types.is_time64, pa.types.is_timestamp, pa.types.is_duration)
+
+
+DENSE_LOOKUP_MAX_ENTRIES = 1 << 24  # int32 codes: at most 64 MiB per key column
+
+
+class _ValueIndex:
+    """The code of each value in a fixed set of distinct values (its index there), or -1. A
+    null value matches a null in the set. Integer-like values are found through a table built
+    once (a dense array over [min, max] when that range is small enough, else a sorted copy for
+    binary search), so no hash table is rebuilt per batch."""
+
+    def __init__(self, values: pa.Array):
+        self.values = values
+        nulls = np.asarray(values.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+        self.null_code = int(np.flatnonzero(nulls)[0]) if nulls.any() else -1
+        self.sorted: np.ndarray | None = None
+        if _integer_like(values.type):
+            present = np.flatnonzero(~nulls)
+            ints = _as_int64(values)[present]
+            order = np.argsort(ints, kind="stable")
+            self.sorted, self.sorted_codes = ints[order], present[order]
+        self.dense: np.ndarray | None = None
+        if self.sorted is not None and len(self.sorted):
+            self.low, high = int(self.sorted[0]), int(self.sorted[-1])
+            if high - self.low < DENSE_LOOKUP_MAX_ENTRIES:
+                self.dense = np.full(high - self.low + 1, -1, dtype=np.int32)
+                self.dense[self.sorted - self.low] = self.sorted_codes
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def lookup(self, column: pa.Array | pa.ChunkedArray) -> np.ndarray:
+        if isinstance(column, pa.ChunkedArray):
+            column = column.combine_chunks()
+        if self.sorted is None:
+            found = pc.index_in(column, value_set=self.values, skip_nulls=False)
+            return np.asarray(pc.fill_null(found, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
+        data = _as_int64(column)
+        codes = np.full(len(data), -1, dtype=np.int64)
+        if self.dense is not None:
+            offset = data - self.low
+            inside = (offset >= 0) & (offset < len(self.dense))
+            codes[inside] = self.dense[offset[inside]]
+        elif len(self.sorted):
+            pos = np.minimum(np.searchsorted(self.sorted, data), len(self.sorted) - 1)
+            hit = self.sorted[pos] == data
+            codes[hit] = self.sorted_codes[pos[hit]]
+        if column.null_count:
+            codes[np.asarray(column.is_null().to_numpy(zero_copy_only=False), dtype=bool)] = self.null_code
+        return codes
+
+
+def _find_sorted(sorted_values: np.ndarray, values: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """Index of each valid value in `sorted_values`, or -1."""
+    if not len(sorted_values):
+        return np.full(len(values), -1, dtype=np.int64)
+    pos = np.minimum(np.searchsorted(sorted_values, values), len(sorted_values) - 1)
+    return np.where(valid & (sorted_values[pos] == values), pos, -1)
+
+
+def _integer_like(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or any(p(t) for p in _INT32_VIEW + _INT64_VIEW)
+
+
+def _as_int64(array: pa.Array) -> np.ndarray:
+    """Integer-like values as int64 (nulls as 0: callers look at validity separately)."""
+    if any(p(array.type) for p in _INT32_VIEW):
+        array = array.view(pa.int32())
+    elif any(p(array.type) for p in _INT64_VIEW):
+        array = array.view(pa.int64())
+    if array.null_count:
+        array = pc.fill_null(array, 0)
+    return np.asarray(array.to_numpy(zero_copy_only=False)).astype(np.int64, copy=False)
 
 
 def read_equality_delete_file(io: FileIO, delete_file: DeleteFile, schema: Schema) -> pa.Table:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence, TypeVar
 
 import pyarrow as pa
 from pyiceberg.expressions import BooleanExpression
@@ -14,6 +14,20 @@ from mor.io.fileio import FileIO
 from mor.planning.task import FileScanTask
 from mor.read.position_deletes import DeleteFileCache
 from mor.read.task_reader import TaskReader
+
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def parallel_map(fn: Callable[[T], R], items: Sequence[T], max_workers: int | None = None) -> list[R]:
+    """`[fn(x) for x in items]` on a thread pool, in order. Reading tasks in threads pays off
+    because pyarrow releases the GIL while it decodes and filters."""
+    workers = max_workers or min(len(items), (os.cpu_count() or 1) * 2) or 1
+    if workers == 1:
+        return [fn(x) for x in items]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(fn, items))
 
 
 def _reader(io: FileIO, schema: Schema, projection: Schema, row_filter: BooleanExpression, case_sensitive: bool) -> TaskReader:
@@ -45,11 +59,6 @@ def read_table(
     """All rows of all tasks, in task order; tasks are read in parallel threads (pyarrow
     releases the GIL while decoding)."""
     reader = _reader(io, schema, projection, row_filter, case_sensitive)
-    workers = max_workers or min(len(tasks), (os.cpu_count() or 1) * 2) or 1
-    if workers == 1:
-        parts = [list(reader.read(t)) for t in tasks]
-    else:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            parts = list(pool.map(lambda t: list(reader.read(t)), tasks))
+    parts = parallel_map(lambda t: list(reader.read(t)), tasks, max_workers)
     batches = [b for part in parts for b in part]
     return pa.Table.from_batches(batches, schema=reader.output_schema)

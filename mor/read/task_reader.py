@@ -42,7 +42,10 @@ class TaskReader:
         case_sensitive: bool = True,
         batch_rows: int = DEFAULT_BATCH_ROWS,
         with_positions: bool = False,
+        filter_rows: bool = True,
     ):
+        """`filter_rows=False` uses `row_filter` only to skip row groups (for callers that
+        select rows exactly themselves); rows are then not filtered by it."""
         self.io = io
         self.schema = schema
         self.cache = cache
@@ -51,11 +54,12 @@ class TaskReader:
         self.output_schema = to_arrow_schema(projection)
         if with_positions:
             self.output_schema = self.output_schema.append(pa.field(POSITION_COLUMN, pa.int64(), nullable=False))
-        self.has_filter = not isinstance(row_filter, AlwaysTrue)
-        self.arrow_filter = expression_to_pyarrow(bind_filter(schema, row_filter, case_sensitive)) if self.has_filter else None
-        self.may_match = metrics_evaluator(schema, row_filter, case_sensitive) if self.has_filter else None
+        has_filter = not isinstance(row_filter, AlwaysTrue)
+        filter_rows = filter_rows and has_filter
+        self.arrow_filter = expression_to_pyarrow(bind_filter(schema, row_filter, case_sensitive)) if filter_rows else None
+        self.may_match = metrics_evaluator(schema, row_filter, case_sensitive) if has_filter else None
         wanted = {f.field_id for f in projection.fields} | (
-            filter_field_ids(schema, row_filter, case_sensitive) if self.has_filter else set()
+            filter_field_ids(schema, row_filter, case_sensitive) if filter_rows else set()
         )
         self.wanted_ids = wanted
         self.equality_cache = EqualityDeleteCache(io, schema)
