@@ -76,7 +76,7 @@ class TaskReader:
         except OSError as e:
             raise CorruptMetadataError(f"data file {path} cannot be opened: {e}") from e
         with source:
-            parquet = pq.ParquetFile(source)
+            parquet = pq.ParquetFile(source, pre_buffer=True)
             yield from self._read_file(parquet, deleted, fields, key_sets)
 
     def _read_file(
