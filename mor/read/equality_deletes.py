@@ -108,8 +108,9 @@ class _ValueIndex:
         if self.sorted is not None and len(self.sorted):
             self.low, high = int(self.sorted[0]), int(self.sorted[-1])
             if high - self.low < DENSE_LOOKUP_MAX_ENTRIES:
-                self.dense = np.full(high - self.low + 1, -1, dtype=np.int32)
-                self.dense[self.sorted - self.low] = self.sorted_codes
+                # Codes for low-1 .. high+1: values outside the range clip onto a -1 at either end.
+                self.dense = np.full(high - self.low + 3, -1, dtype=np.int32)
+                self.dense[self.sorted - self.low + 1] = self.sorted_codes
 
     def __len__(self) -> int:
         return len(self.values)
@@ -121,15 +122,13 @@ class _ValueIndex:
             found = pc.index_in(column, value_set=self.values, skip_nulls=False)
             return np.asarray(pc.fill_null(found, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
         data = _as_int64(column)
-        codes = np.full(len(data), -1, dtype=np.int64)
         if self.dense is not None:
-            offset = data - self.low
-            inside = (offset >= 0) & (offset < len(self.dense))
-            codes[inside] = self.dense[offset[inside]]
+            codes = self.dense.take(np.clip(data - (self.low - 1), 0, len(self.dense) - 1)).astype(np.int64)
         elif len(self.sorted):
             pos = np.minimum(np.searchsorted(self.sorted, data), len(self.sorted) - 1)
-            hit = self.sorted[pos] == data
-            codes[hit] = self.sorted_codes[pos[hit]]
+            codes = np.where(self.sorted[pos] == data, self.sorted_codes[pos], -1)
+        else:
+            codes = np.full(len(data), -1, dtype=np.int64)
         if column.null_count:
             codes[np.asarray(column.is_null().to_numpy(zero_copy_only=False), dtype=bool)] = self.null_code
         return codes
