@@ -5,9 +5,10 @@ the source; a table key may occur in several rows, and each of them is matched. 
 and conditions, table columns are `pc.field("col")` and source columns `pc.field("source.col")`.
 Clauses on a matched pair are tried in order: delete, then update.
 
-UPSERT is MERGE with "update all columns" and "insert all columns". Merge-on-read offers two
-strategies: `position` (a join finds the old rows; position deletes, as MERGE does) and
-`equality` (equality deletes on the keys plus an append: no scan of the table at all).
+UPSERT replaces every live row holding one of the source keys with the source row for that key,
+and inserts the source rows whose key is new. Merge-on-read offers two strategies: `position`
+(a join on the key columns finds the old rows; position deletes) and `equality` (equality
+deletes on the keys plus an append: no scan of the table at all). Both leave the same rows.
 """
 
 from __future__ import annotations
@@ -39,7 +40,6 @@ MERGE_MODE_PROPERTY = "write.merge.mode"
 SOURCE = "source."
 ALL = "*"
 STRATEGIES = ("position", "equality")
-_MATCH = "__mor_match"
 
 
 @dataclass
@@ -93,7 +93,7 @@ def merge_rows(
         codes = keys.row_codes(m.rows)
         source_index = codes.to_numpy(zero_copy_only=False)
         matched_source[source_index] = True
-        joined = pa.concat_tables([m.rows]).append_column(_MATCH, codes)
+        joined = m.rows
         for c in prefixed.column_names:
             joined = joined.append_column(c, prefixed.column(c).take(codes))
         delete = _condition(joined, clauses.matched_delete)
