@@ -32,6 +32,18 @@ class FileMetrics:
     upper_bounds: dict[int, bytes]
     split_offsets: tuple[int, ...]
 
+    def as_fields(self) -> dict[str, Any]:
+        """The content-file fields these metrics fill."""
+        return {
+            "column_sizes": self.column_sizes,
+            "value_counts": self.value_counts,
+            "null_value_counts": self.null_value_counts,
+            "nan_value_counts": self.nan_value_counts,
+            "lower_bounds": self.lower_bounds,
+            "upper_bounds": self.upper_bounds,
+            "split_offsets": self.split_offsets,
+        }
+
 
 def collect_metrics(
     meta: pq.FileMetaData, schema: Schema, data: pa.Table | None = None, untruncated: frozenset[int] = frozenset()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -11,7 +12,7 @@ from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 
-from mor.format.content_file import DataFile, DeleteFile, PartitionValues
+from mor.format.content_file import ContentFile, DataFile, DeleteFile, PartitionValues, make_content_file
 from mor.format.partition_values import partition_path
 from mor.format.spec import DELETE_FILE_PATH_ID, DELETE_FILE_PATH_NAME, DELETE_POS_ID, DELETE_POS_NAME, FileContent
 from mor.io.fileio import FileIO
@@ -60,32 +61,42 @@ def write_data_files(
     io: FileIO, table_location: str, schema: Schema, spec: PartitionSpec, data: pa.Table, options: WriteOptions
 ) -> list[DataFile]:
     """One Parquet file per partition value present in `data` (already conformed to `schema`)."""
-    arrow_schema = to_arrow_schema(schema)
+    files = _write_by_partition(io, table_location, schema, spec, data, options, schema, FileContent.DATA, "", sort_order_id=0)
+    return [f for f in files if isinstance(f, DataFile)]
+
+
+def _write_by_partition(
+    io: FileIO,
+    table_location: str,
+    schema: Schema,
+    spec: PartitionSpec,
+    data: pa.Table,
+    options: WriteOptions,
+    file_schema: Schema,
+    content: FileContent,
+    suffix: str,
+    **fields: Any,
+) -> list[ContentFile]:
+    """Write `data` (columns of `file_schema`) as one file per partition value of `spec`."""
+    arrow_schema = to_arrow_schema(file_schema)
     files = []
     for partition, rows in split_by_partition(spec, schema, data):
         if rows.num_rows == 0:
             continue
-        location = _file_location(table_location, spec, schema, partition, "")
-        rows = rows.cast(arrow_schema)
+        location = _file_location(table_location, spec, schema, partition, suffix)
+        rows = rows.select(arrow_schema.names).cast(arrow_schema)
         meta = _write_parquet(io, location, rows, options)
-        metrics = collect_metrics(meta, schema, rows)
         files.append(
-            DataFile(
-                content=FileContent.DATA,
+            make_content_file(
+                content,
                 file_path=location,
                 file_format="PARQUET",
                 spec_id=spec.spec_id,
                 partition=partition,
                 record_count=rows.num_rows,
                 file_size_in_bytes=io.size(location),
-                column_sizes=metrics.column_sizes,
-                value_counts=metrics.value_counts,
-                null_value_counts=metrics.null_value_counts,
-                nan_value_counts=metrics.nan_value_counts,
-                lower_bounds=metrics.lower_bounds,
-                upper_bounds=metrics.upper_bounds,
-                split_offsets=metrics.split_offsets,
-                sort_order_id=0,
+                **collect_metrics(meta, file_schema, rows).as_fields(),
+                **fields,
             )
         )
     return files
@@ -122,12 +133,7 @@ def write_position_delete_file(
         partition=data_file.partition,
         record_count=len(positions),
         file_size_in_bytes=io.size(location),
-        column_sizes=metrics.column_sizes,
-        value_counts=metrics.value_counts,
-        null_value_counts=metrics.null_value_counts,
-        lower_bounds=metrics.lower_bounds,
-        upper_bounds=metrics.upper_bounds,
-        split_offsets=metrics.split_offsets,
+        **metrics.as_fields(),
         referenced_data_file=data_file.file_path,
     )
 
@@ -145,31 +151,8 @@ def write_equality_delete_files(
     types); one per partition value when `spec` is partitioned (its source columns must be
     among the keys), else one table-wide file."""
     key_schema = Schema(*[schema.find_field(i) for i in equality_ids])
-    files = []
-    for partition, rows in split_by_partition(spec, schema, keys):
-        if rows.num_rows == 0:
-            continue
-        location = _file_location(table_location, spec, schema, partition, "-eq-deletes")
-        rows = rows.select(key_schema.column_names).cast(to_arrow_schema(key_schema))
-        meta = _write_parquet(io, location, rows, options)
-        metrics = collect_metrics(meta, key_schema, rows)
-        files.append(
-            DeleteFile(
-                content=FileContent.EQUALITY_DELETES,
-                file_path=location,
-                file_format="PARQUET",
-                spec_id=spec.spec_id,
-                partition=partition,
-                record_count=rows.num_rows,
-                file_size_in_bytes=io.size(location),
-                column_sizes=metrics.column_sizes,
-                value_counts=metrics.value_counts,
-                null_value_counts=metrics.null_value_counts,
-                nan_value_counts=metrics.nan_value_counts,
-                lower_bounds=metrics.lower_bounds,
-                upper_bounds=metrics.upper_bounds,
-                split_offsets=metrics.split_offsets,
-                equality_ids=tuple(equality_ids),
-            )
-        )
-    return files
+    files = _write_by_partition(
+        io, table_location, schema, spec, keys, options, key_schema, FileContent.EQUALITY_DELETES, "-eq-deletes",
+        equality_ids=tuple(equality_ids),
+    )  # fmt: skip
+    return [f for f in files if isinstance(f, DeleteFile)]
