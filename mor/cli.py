@@ -7,12 +7,14 @@ import datetime as dt
 import sys
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 import mor
 
 
 def quickstart(warehouse: str) -> None:
-    """Create a table, append twice, delete both ways, and show rows and history."""
+    """Create a table, append twice, DELETE both ways, UPDATE, UPSERT and delete by key; show
+    rows and history."""
     catalog = mor.load_catalog(warehouse)
     if catalog.table_exists("demo.events"):
         catalog.drop_table("demo.events")
@@ -45,6 +47,9 @@ def quickstart(warehouse: str) -> None:
     table.delete("id < 20 and amount > 5")  # merge-on-read: one position delete file per data file hit
     table.delete("id in (21, 23, 1500)")  # merge-on-read again: the deletes stack
     table.delete("category = 'music' and id >= 1900", mode="copy-on-write")  # baseline: rewrites the file
+    table.update({"amount": pc.field("amount") * 2}, where="id in (2, 3)")  # position deletes + new rows
+    table.upsert(rows(range(24, 27)).set_column(3, "amount", pa.array([-1.0] * 3)), on=["id"])
+    table.delete_rows(pa.table({"id": pa.array([25], pa.int64())}))  # equality delete: reads no data
     current = table.scan(filter="id < 30").to_arrow().sort_by("id")
     print(f"\nrows with id < 30 now (of {table.scan().count()}):")
     print(_format(current))
@@ -71,7 +76,7 @@ def _format(t: pa.Table) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mor", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    q = sub.add_parser("quickstart", help="create a demo table, DELETE from it, print rows and history")
+    q = sub.add_parser("quickstart", help="create a demo table, change rows every way, print rows and history")
     q.add_argument("--warehouse", default="warehouse")
     s = sub.add_parser("scan", help="print a table's rows")
     s.add_argument("table")
