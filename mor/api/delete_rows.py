@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
+from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 
 from mor.api.keys import is_partition_scoped, key_fields
@@ -32,7 +33,7 @@ def equality_delete_changes(table: Table, keys: pa.Table) -> Changes | None:
     return Changes(Operation.DELETE, added_deletes=files, added_spec=added_spec)
 
 
-def write_key_deletes(table: Table, keys: pa.Table):  # type: ignore[no-untyped-def]
+def write_key_deletes(table: Table, keys: pa.Table) -> tuple[list[DeleteFile], PartitionSpec | None]:
     """(equality delete files, spec to add or None). Partition-scoped when every partition
     source column is a key column; otherwise under an unpartitioned spec (table-wide)."""
     metadata = table.metadata

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 import pyarrow as pa
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
-from pyiceberg.schema import Schema
 
 from mor.commit.snapshot_producer import Changes
 from mor.planning.conflicts import validate_files_still_live, validate_no_new_deletes_for, validate_no_new_matching_data
@@ -193,6 +192,3 @@ def rows_validator(
 def drop_position_column(rows: pa.Table) -> pa.Table:
     return rows.drop_columns([POSITION_COLUMN]) if POSITION_COLUMN in rows.column_names else rows
 
-
-def schema_names(schema: Schema) -> list[str]:
-    return [f.name for f in schema.fields]

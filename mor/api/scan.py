@@ -49,7 +49,9 @@ class Scan:
         return read_table(self.table.io, self.plan_files(), self.schema, self.projection, self.row_filter, self.case_sensitive)
 
     def count(self) -> int:
-        return self.to_arrow().num_rows
+        """Live rows matching the filter; reads only the filter's and delete keys' columns."""
+        tasks = self.plan_files()
+        return read_table(self.table.io, tasks, self.schema, self.schema.select(), self.row_filter, self.case_sensitive).num_rows
 
 
 def _project(schema: Schema, columns: Sequence[str] | None, case_sensitive: bool) -> Schema:

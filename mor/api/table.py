@@ -20,7 +20,7 @@ from mor.api.merge import MERGE_MODE_PROPERTY, MergeClauses, merge_rows, upsert_
 from mor.api.scan import Scan
 from mor.api.update import UPDATE_MODE_PROPERTY, update_where
 from mor.commit.snapshot_producer import Changes, TableOperations, Validator, commit_changes
-from mor.commit.table_ops import CommitFailedError, read_metadata
+from mor.commit.table_ops import CommitFailedError, metadata_version, read_metadata
 from mor.errors import CommitConflictError, CommitStateUnknownError, InvalidArgumentError, MorError, SchemaMismatchError
 from mor.format.metadata import Snapshot, TableMetadata, with_properties
 from mor.format.spec import Operation
@@ -164,9 +164,13 @@ class Table:
         return None if found is None else self._commit(*found)
 
     def set_properties(self, **updates: str) -> None:
+        """Set table properties, e.g. `set_properties(**{"write.delete.mode": "copy-on-write"})`."""
         ops = self._writable()
+        bad = {k: v for k, v in updates.items() if not isinstance(v, str)}
+        if bad:
+            raise InvalidArgumentError(f"property values must be strings: {bad}")
         for _ in range(5):
-            new = with_properties(self.metadata, {k.replace("_", "."): str(v) for k, v in updates.items()})
+            new = with_properties(self.metadata, updates)
             try:
                 self.metadata, self.metadata_location = ops.commit(self.metadata, self.metadata_location, new)
                 return
@@ -224,8 +228,6 @@ def _resolve_metadata_file(io: FileIO, location: str) -> str:
     if io.exists(hint):
         version = io.read_bytes(hint).decode().strip()
         return f"{folder}/v{version}.metadata.json"
-    from mor.commit.table_ops import metadata_version
-
     files = [i.path for i in io.list_files(folder) if i.path.endswith(".metadata.json")]
     if not files:
         raise MorError(f"no metadata file under {location}")

@@ -46,10 +46,6 @@ class Changes:
     removed_deletes: list[DeleteFile] = field(default_factory=list)
     added_spec: PartitionSpec | None = None  # a spec the added files use that the table lacks
 
-    @property
-    def is_empty(self) -> bool:
-        return not (self.added_data or self.added_deletes or self.removed_data or self.removed_deletes)
-
 
 # validate(base the operation read, current base) raises CommitConflictError when our changes
 # no longer make sense on top of what others committed since.

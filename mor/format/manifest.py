@@ -12,13 +12,14 @@ from dataclasses import dataclass, replace
 from typing import Any, Iterable
 
 import fastavro
+from pyiceberg.conversions import to_bytes
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 
 from mor.errors import CorruptMetadataError
 from mor.format.avro_schemas import manifest_entry_schema
 from mor.format.content_file import ContentFile, ManifestEntry, make_content_file
-from mor.format.partition_values import from_avro_record, to_avro_record, value_to_bytes
+from mor.format.partition_values import from_avro_record, to_avro_record
 from mor.format.spec import FORMAT_VERSION, FileContent, ManifestContent, ManifestEntryStatus
 from mor.io.fileio import FileIO
 
@@ -242,8 +243,8 @@ def _partition_summaries(
             PartitionFieldSummary(
                 contains_null=len(present) < len(values),
                 contains_nan=nan,
-                lower_bound=value_to_bytes(pfield.field_type, min(ordered)) if ordered else None,
-                upper_bound=value_to_bytes(pfield.field_type, max(ordered)) if ordered else None,
+                lower_bound=to_bytes(pfield.field_type, min(ordered)) if ordered else None,
+                upper_bound=to_bytes(pfield.field_type, max(ordered)) if ordered else None,
             )
         )
     return tuple(summaries)

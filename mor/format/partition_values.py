@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
-from decimal import Decimal
 from typing import Any
 from uuid import UUID
 
-from pyiceberg.conversions import from_bytes, to_bytes
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.typedef import Record
-from pyiceberg.types import PrimitiveType, StructType
+from pyiceberg.types import StructType
 
 from mor.format.content_file import PartitionValues
 
@@ -53,18 +51,6 @@ def as_record(values: PartitionValues) -> Record:
     return Record(*values)
 
 
-def partition_type_of(spec: PartitionSpec, schema: Schema) -> StructType:
-    return spec.partition_type(schema)
-
-
-def value_to_bytes(field_type: PrimitiveType, value: Any) -> bytes:
-    return to_bytes(field_type, value)
-
-
-def value_from_bytes(field_type: PrimitiveType, data: bytes) -> Any:
-    return from_bytes(field_type, data)
-
-
 def partition_path(spec: PartitionSpec, schema: Schema, values: PartitionValues) -> str:
     """Hive-style directory name (`category=a/ts_day=2024-01-02`), for humans only."""
     parts = []
@@ -78,14 +64,3 @@ def partition_path(spec: PartitionSpec, schema: Schema, values: PartitionValues)
 def _escape(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else f"%{ord(c):02X}" for c in text)
 
-
-__all__ = [
-    "Decimal",
-    "as_record",
-    "from_avro_record",
-    "partition_path",
-    "partition_type_of",
-    "to_avro_record",
-    "value_from_bytes",
-    "value_to_bytes",
-]
