@@ -9,7 +9,7 @@ import pyarrow as pa
 from pyiceberg.schema import Schema
 
 from mor.errors import InvalidArgumentError, InvalidFilterError, NoSuchSnapshotError
-from mor.format.metadata import Snapshot
+from mor.format.metadata import Snapshot, TableMetadata
 from mor.planning.filters import FilterLike, bind_filter, parse_filter
 from mor.planning.planner import plan_files
 from mor.planning.task import FileScanTask
@@ -32,13 +32,15 @@ class Scan:
         self.table = table
         self.case_sensitive = case_sensitive
         self.snapshot = _choose_snapshot(table, snapshot_id, as_of)
-        self.schema = table.metadata.schema()
+        self.schema = snapshot_schema(table.metadata, self.snapshot)
         self.row_filter = parse_filter(filter)
         bind_filter(self.schema, self.row_filter, case_sensitive)
         self.projection = _project(self.schema, columns, case_sensitive)
 
     def plan_files(self) -> list[FileScanTask]:
-        return plan_files(self.table.io, self.table.metadata, self.snapshot, self.row_filter, self.case_sensitive)
+        return plan_files(
+            self.table.io, self.table.metadata, self.snapshot, self.row_filter, self.case_sensitive, self.schema
+        )
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         return read_batches(
@@ -52,6 +54,14 @@ class Scan:
         """Live rows matching the filter; reads only the filter's and delete keys' columns."""
         tasks = self.plan_files()
         return read_table(self.table.io, tasks, self.schema, self.schema.select(), self.row_filter, self.case_sensitive).num_rows
+
+
+def snapshot_schema(metadata: TableMetadata, snapshot: Snapshot | None) -> Schema:
+    """The schema a snapshot was written with (time travel reads it, as Iceberg does); the
+    current schema when the snapshot does not say."""
+    if snapshot is None or snapshot.schema_id is None:
+        return metadata.schema()
+    return metadata.schema_by_id(snapshot.schema_id)
 
 
 def _project(schema: Schema, columns: Sequence[str] | None, case_sensitive: bool) -> Schema:

@@ -1,0 +1,43 @@
+"""PySpark integration: `spark.read/write/readStream.format("mor")`, a fast read path, and
+distributed DELETE/UPDATE/MERGE. Needs the `mor[spark]` extra (pyspark >= 4.1).
+
+    import mor.spark                     # registers format "mor" with the active session, if any
+    mor.spark.register(spark)            # or explicitly
+    df = spark.read.format("mor").option("warehouse", "warehouse").load("db.events")
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mor.spark.source import FORMAT, PARALLELISM_ENV, PUSHDOWN_ENV, MorDataSource
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+
+__all__ = ["FORMAT", "MorDataSource", "register"]
+
+
+def register(spark: SparkSession) -> None:
+    """Register format "mor" with `spark`. Spark runs the data source in Python processes of
+    its own; the session's filter-pushdown setting and default parallelism reach them through
+    the environment captured here, so call this again after changing
+    `spark.sql.python.filterPushdown.enabled`."""
+    sc = spark.sparkContext
+    pushdown = (spark.conf.get(PUSHDOWN_CONF, "false") or "false").strip().lower() == "true"
+    sc.environment[PUSHDOWN_ENV] = "true" if pushdown else "false"
+    sc.environment[PARALLELISM_ENV] = str(sc.defaultParallelism)
+    spark.dataSource.register(MorDataSource)
+
+
+def _register_with_active_session() -> None:
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        register(active)
+
+
+_register_with_active_session()

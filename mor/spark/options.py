@@ -1,0 +1,98 @@
+"""Options of `spark.read/write.format("mor")`: which table, which snapshot, what to read.
+
+A table is named by the load/save path: either `namespace.table` in a catalog (option
+`warehouse`, and/or `uri` for another SQLAlchemy catalog database), or a metadata location
+(`.../metadata/v5.metadata.json`, or a table folder) for a read-only table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+from mor.api.catalog import load_catalog
+from mor.api.table import StaticTable, Table
+from mor.errors import InvalidArgumentError
+from mor.planning.filters import FilterLike, parse_filter
+
+TABLE_OPTIONS = ("path", "table")
+
+
+@dataclass(frozen=True)
+class TableRef:
+    """Where a table is: picklable, so executors can open the same table again."""
+
+    name: str
+    warehouse: str | None = None
+    uri: str | None = None
+
+    @property
+    def is_metadata_location(self) -> bool:
+        return is_metadata_location(self.name)
+
+    def open(self) -> Table:
+        if self.is_metadata_location:
+            return StaticTable.from_metadata(self.name)
+        if self.warehouse is None and self.uri is None:
+            raise InvalidArgumentError(
+                f"table {self.name!r}: give option 'warehouse' (or 'uri' for a catalog database), "
+                "or load a metadata location instead"
+            )
+        return load_catalog(self.warehouse or ".", uri=self.uri).load_table(self.name)
+
+
+def is_metadata_location(name: str) -> bool:
+    return name.endswith(".metadata.json") or "/" in name or name.startswith("file:")
+
+
+def table_ref(options: Mapping[str, str]) -> TableRef:
+    name = next((options[k] for k in TABLE_OPTIONS if options.get(k)), None)
+    if not name:
+        raise InvalidArgumentError('name the table: .load("db.table") or .load(".../metadata/vN.metadata.json")')
+    return TableRef(name, options.get("warehouse") or None, options.get("uri") or None)
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    snapshot_id: int | None = None
+    as_of_ms: int | None = None
+    columns: tuple[str, ...] | None = None
+    filter: FilterLike = None
+    partitions: int | None = None
+    metadata_columns: bool = False  # add _file and _pos (row position in the data file)
+
+
+def read_options(options: Mapping[str, str]) -> ReadOptions:
+    columns = options.get("columns")
+    return ReadOptions(
+        snapshot_id=_int(options, "snapshot-id"),
+        as_of_ms=_int(options, "as-of-timestamp"),
+        columns=tuple(c.strip() for c in columns.split(",") if c.strip()) if columns else None,
+        filter=parse_filter(options["filter"]) if options.get("filter") else None,
+        partitions=_positive(options, "partitions"),
+        metadata_columns=_bool(options, "metadata-columns"),
+    )
+
+
+def _int(options: Mapping[str, str], key: str) -> int | None:
+    raw = options.get(key)
+    if raw is None or raw == "":
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise InvalidArgumentError(f"option {key!r} must be an integer, got {raw!r}") from None
+
+
+def _bool(options: Mapping[str, str], key: str) -> bool:
+    raw = (options.get(key) or "false").strip().lower()
+    if raw not in ("true", "false"):
+        raise InvalidArgumentError(f"option {key!r} must be true or false, got {raw!r}")
+    return raw == "true"
+
+
+def _positive(options: Mapping[str, str], key: str) -> int | None:
+    value = _int(options, key)
+    if value is not None and value < 1:
+        raise InvalidArgumentError(f"option {key!r} must be at least 1, got {value}")
+    return value

@@ -1,0 +1,110 @@
+"""A Spark read of a mor table: the plan made on the driver, and the read of one task group
+on an executor with the local reader."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Iterator, Sequence
+
+import pyarrow as pa
+from pyiceberg.expressions import AlwaysTrue, And, BooleanExpression
+from pyiceberg.schema import Schema
+from pyspark.sql.datasource import Filter
+from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+from mor.api.scan import Scan
+from mor.api.table import Table
+from mor.io.fileio import FileIO
+from mor.planning.packing import pack_tasks
+from mor.planning.planner import plan_files
+from mor.planning.task import FileScanTask
+from mor.read.position_deletes import DeleteFileCache
+from mor.read.task_reader import POSITION_COLUMN, TaskReader
+from mor.spark.filters import to_row_filter
+from mor.spark.options import ReadOptions, TableRef
+from mor.spark.types import check_requested_schema, spark_arrow_schema, spark_schema, to_spark_batch
+
+CASE_SENSITIVE = False  # Spark resolves column names case-insensitively by default
+FILE_COLUMN = "_file"  # with option metadata-columns: the data file's path ...
+POS_COLUMN = POSITION_COLUMN  # ... and the row's position in it (what position deletes name)
+METADATA_FIELDS = [StructField(FILE_COLUMN, StringType(), False), StructField(POS_COLUMN, LongType(), False)]
+
+
+@dataclass(frozen=True)
+class ScanPlan:
+    """What to read, resolved once on the driver; small and picklable (Spark ships it with
+    every task)."""
+
+    ref: TableRef
+    options: ReadOptions
+    snapshot_id: int | None
+    schema: Schema  # the snapshot's schema
+    projection: Schema
+    row_filter: BooleanExpression
+    output: StructType
+    table: Table | None = field(default=None, compare=False)  # the driver's handle; not shipped
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["table"] = None
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+
+    def with_pushed(self, filters: Sequence[Filter]) -> ScanPlan:
+        pushed = to_row_filter(filters, self.schema)
+        if isinstance(pushed, AlwaysTrue):
+            return self
+        combined = pushed if isinstance(self.row_filter, AlwaysTrue) else And(self.row_filter, pushed)
+        return replace(self, row_filter=combined)
+
+    def tasks(self) -> list[FileScanTask]:
+        table = self.table or self.ref.open()
+        if self.snapshot_id is None:
+            return []
+        snapshot = table.metadata.snapshot_by_id(self.snapshot_id)
+        return plan_files(table.io, table.metadata, snapshot, self.row_filter, CASE_SENSITIVE, self.schema)
+
+    def packed_tasks(self, groups: int) -> list[list[FileScanTask]]:
+        return pack_tasks(self.tasks(), groups)
+
+
+def plan_scan(ref: TableRef, options: ReadOptions, requested: StructType | None) -> ScanPlan:
+    """Resolve the table, snapshot (time travel uses that snapshot's schema) and columns: the
+    `columns` option, else the user's `.schema(...)`, else every column."""
+    table = ref.open()
+    scan = Scan(table, options.filter, options.columns, options.snapshot_id, options.as_of_ms, CASE_SENSITIVE)
+    projection, output = scan.projection, spark_schema(scan.projection)
+    if requested is not None:
+        extra = (FILE_COLUMN, POS_COLUMN) if options.metadata_columns else ()
+        table_columns = StructType([f for f in requested.fields if f.name not in extra])
+        projection = projection.select(*check_requested_schema(table_columns, projection))
+        output = requested
+    elif options.metadata_columns:
+        output = StructType([*output.fields, *METADATA_FIELDS])
+    return ScanPlan(
+        ref=ref,
+        options=options,
+        snapshot_id=scan.snapshot.snapshot_id if scan.snapshot else None,
+        schema=scan.schema,
+        projection=projection,
+        row_filter=scan.row_filter,
+        output=output,
+        table=table,
+    )
+
+
+def read_group(plan: ScanPlan, tasks: Sequence[FileScanTask]) -> Iterator[pa.RecordBatch]:
+    """The live rows of `tasks`, as batches of exactly Spark's Arrow schema."""
+    io = FileIO()
+    with_positions = plan.options.metadata_columns
+    reader = TaskReader(
+        io, plan.schema, plan.projection, plan.row_filter, DeleteFileCache(io), CASE_SENSITIVE, with_positions=with_positions
+    )
+    target = spark_arrow_schema(plan.output)
+    for task in tasks:
+        for batch in reader.read(task):
+            if with_positions:
+                batch = batch.append_column(FILE_COLUMN, pa.repeat(task.data_file.file_path, batch.num_rows))
+            yield to_spark_batch(batch, target)

@@ -1,0 +1,85 @@
+"""The `mor` PySpark data source: `spark.read/write/readStream.format("mor")`.
+
+Spark creates these objects in Python processes it starts itself (planner and executor
+workers), so everything here is pickled by reference from the installed `mor` package, and
+the objects hold only small, picklable state: a table reference, schemas and a row filter.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Iterator
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.types import StructType
+
+from mor.spark.options import read_options, table_ref
+from mor.spark.scan import ScanPlan, plan_scan, read_group
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql.datasource import DataSourceStreamReader, DataSourceWriter, Filter
+
+FORMAT = "mor"
+PUSHDOWN_ENV = "MOR_SPARK_FILTER_PUSHDOWN"  # "true" when the session enabled Python filter pushdown
+PARALLELISM_ENV = "MOR_SPARK_PARALLELISM"  # the session's defaultParallelism, set by register()
+
+
+class MorDataSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def schema(self) -> StructType:
+        plan = plan_scan(table_ref(self.options), read_options(self.options), requested=None)
+        return plan.output
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        cls = MorFilteringReader if os.environ.get(PUSHDOWN_ENV) == "true" else MorReader
+        return cls(plan_scan(table_ref(self.options), read_options(self.options), requested=schema))
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from mor.spark.write import MorWriter
+
+        return MorWriter(table_ref(self.options), self.options, schema, overwrite)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        from mor.spark.stream import MorStreamReader
+
+        return MorStreamReader(table_ref(self.options), self.options, schema)
+
+
+class TaskGroup(InputPartition):
+    """One Spark input partition: scan tasks packed together (see planning/packing.py)."""
+
+    def __init__(self, tasks: list) -> None:  # list[FileScanTask]
+        super().__init__(None)
+        self.tasks = tasks
+
+    def __repr__(self) -> str:
+        return f"TaskGroup({len(self.tasks)} tasks)"
+
+
+class MorReader(DataSourceReader):
+    """Plans on the driver; each executor task reads its group with the local reader."""
+
+    def __init__(self, plan: ScanPlan):
+        self.plan = plan
+
+    def partitions(self) -> list[InputPartition]:
+        target = self.plan.options.partitions or int(os.environ.get(PARALLELISM_ENV) or os.cpu_count() or 1)
+        return [TaskGroup(group) for group in self.plan.packed_tasks(target)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, TaskGroup)
+        return read_group(self.plan, partition.tasks)
+
+
+class MorFilteringReader(MorReader):
+    """Also takes Spark's pushed filters, to prune partitions, files and row groups. Used only
+    when the session enables `spark.sql.python.filterPushdown.enabled` (Spark refuses a reader
+    with pushFilters otherwise)."""
+
+    def pushFilters(self, filters: list[Filter]) -> list[Filter]:
+        self.plan = self.plan.with_pushed(filters)
+        return filters  # Spark still evaluates each one: pruning only ever keeps too much
