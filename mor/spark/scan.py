@@ -22,7 +22,12 @@ from mor.read.position_deletes import DeleteFileCache
 from mor.read.task_reader import POSITION_COLUMN, TaskReader
 from mor.spark.filters import to_row_filter
 from mor.spark.options import ReadOptions, TableRef
-from mor.spark.types import check_requested_schema, spark_arrow_schema, spark_schema, to_spark_batch
+from mor.spark.types import (
+    check_requested_schema,
+    spark_arrow_schema,
+    spark_schema,
+    to_spark_batch,
+)
 
 CASE_SENSITIVE = False  # Spark resolves column names case-insensitively by default
 FILE_COLUMN = "_file"  # with option metadata-columns: the data file's path ...

@@ -23,6 +23,11 @@ if TYPE_CHECKING:
 FORMAT = "mor"
 PUSHDOWN_ENV = "MOR_SPARK_FILTER_PUSHDOWN"  # "true" when the session enabled Python filter pushdown
 PARALLELISM_ENV = "MOR_SPARK_PARALLELISM"  # the session's defaultParallelism, set by register()
+# Up to pyspark 4.3, Spark keeps the reader planned by a filter pushdown on the DataFrame's
+# relation and reuses it for the next query on that DataFrame that pushes no filter: a pruned
+# read would then return too few rows (`df.filter("id > 3").count(); df.count()`). Spark scoped
+# that reader to its scan when it added limit pushdown, so pushed filters prune only there.
+PUSHDOWN_IS_SCOPED = hasattr(DataSourceReader, "pushLimit")
 
 
 class MorDataSource(DataSource):
@@ -35,7 +40,7 @@ class MorDataSource(DataSource):
         return plan.output
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        cls = MorFilteringReader if os.environ.get(PUSHDOWN_ENV) == "true" else MorReader
+        cls = MorFilteringReader if os.environ.get(PUSHDOWN_ENV) == "true" and PUSHDOWN_IS_SCOPED else MorReader
         return cls(plan_scan(table_ref(self.options), read_options(self.options), requested=schema))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
@@ -68,7 +73,8 @@ class MorReader(DataSourceReader):
 
     def partitions(self) -> list[InputPartition]:
         target = self.plan.options.partitions or int(os.environ.get(PARALLELISM_ENV) or os.cpu_count() or 1)
-        return [TaskGroup(group) for group in self.plan.packed_tasks(target)]
+        groups = self.plan.packed_tasks(target)
+        return [TaskGroup(group) for group in groups] if groups else [TaskGroup([])]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, TaskGroup)

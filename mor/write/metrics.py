@@ -9,6 +9,7 @@ to data files by them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
@@ -16,7 +17,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyiceberg.conversions import to_bytes
 from pyiceberg.schema import Schema
-from pyiceberg.types import BinaryType, DoubleType, FloatType, PrimitiveType, StringType
+from pyiceberg.types import BinaryType, DecimalType, DoubleType, FloatType, PrimitiveType, StringType
 
 TRUNCATE_LENGTH = 16
 
@@ -97,6 +98,10 @@ def collect_metrics(
 
 
 def _physical(ftype: PrimitiveType, raw: Any) -> Any:
+    if isinstance(ftype, DecimalType):
+        # Parquet keeps the unscaled value: an int, or big-endian two's complement bytes.
+        unscaled = int.from_bytes(raw, "big", signed=True) if isinstance(raw, bytes) else int(raw)
+        return Decimal(unscaled).scaleb(-ftype.scale)
     if isinstance(ftype, StringType) and isinstance(raw, bytes):
         return raw.decode("utf-8")
     if isinstance(ftype, BinaryType) and isinstance(raw, str):

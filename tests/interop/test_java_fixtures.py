@@ -7,22 +7,27 @@ table, the rows Iceberg Java 1.10.2 read back (``expected/<table>/<snapshot_id>.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
-from collections import Counter
-from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
+from java_fixtures import (
+    FIXTURE_TABLES,
+    SNAPSHOT_PARAMS,
+    TABLE_PARAMS,
+    JavaSnapshot,
+    describe_row_differences,
+    expected_rows_file,
+    read_json_lines,
+    row_sort_key,
+    to_json_rows,
+)
 
 import mor
 
 pytestmark = pytest.mark.interop
-
-FIXTURES_SOURCE = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "iceberg-java"
 
 # The Arrow types the public API promises for each Iceberg primitive type.
 ARROW_TYPE_OF = {
@@ -34,134 +39,6 @@ ARROW_TYPE_OF = {
     "timestamp": pa.timestamp("us"),
     "date": pa.date32(),
 }
-
-FORMAT_V3_PENDING = "format v3 tables (deletion vectors) are not supported yet (a later issue)"
-
-
-@dataclass(frozen=True)
-class JavaSnapshot:
-    """One snapshot of one fixture table, as ``expected/<table>/snapshots.json`` describes it."""
-
-    table: str
-    format_version: int
-    final_metadata_file: str  # relative to the fixtures root
-    metadata_file: str  # first metadata file where this snapshot is current
-    snapshot_id: int
-    sequence_number: int
-
-    @property
-    def test_id(self) -> str:
-        return f"{self.table}-seq{self.sequence_number}"
-
-
-def read_json_lines(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def load_fixture_tables() -> dict[str, dict[str, Any]]:
-    expected = FIXTURES_SOURCE / "expected"
-    if not expected.is_dir():
-        pytest.fail(
-            f"Iceberg Java fixtures not found at {FIXTURES_SOURCE}: the interop tests need the "
-            "shared/ folder beside this checkout (shared/fixtures/iceberg-java/expected).",
-            pytrace=False,
-        )
-    return {
-        table_dir.name: json.loads((table_dir / "snapshots.json").read_text())
-        for table_dir in sorted(expected.iterdir())
-        if (table_dir / "snapshots.json").is_file()
-    }
-
-
-def load_java_snapshots(tables: dict[str, dict[str, Any]]) -> list[JavaSnapshot]:
-    return [
-        JavaSnapshot(
-            table=name,
-            format_version=info["format_version"],
-            final_metadata_file=info["final_metadata_file"],
-            metadata_file=snap["metadata_file"],
-            snapshot_id=snap["snapshot_id"],
-            sequence_number=snap["sequence_number"],
-        )
-        for name, info in tables.items()
-        for snap in info["snapshots"]
-    ]
-
-
-def expected_failure(format_version: int) -> list[pytest.MarkDecorator]:
-    """mor must read every v2 fixture, equality deletes included; v3 is a later issue."""
-    if format_version < 3:
-        return []
-    # An explicit refusal (UnsupportedFeatureError) or wrong rows are the expected failures;
-    # any other exception is a bug and fails the test.
-    return [
-        pytest.mark.xfail(
-            strict=True, reason=FORMAT_V3_PENDING, raises=(AssertionError, mor.UnsupportedFeatureError)
-        )
-    ]
-
-
-FIXTURE_TABLES = load_fixture_tables()
-JAVA_SNAPSHOTS = load_java_snapshots(FIXTURE_TABLES)
-
-SNAPSHOT_PARAMS = [
-    pytest.param(snap, id=snap.test_id, marks=expected_failure(snap.format_version))
-    for snap in JAVA_SNAPSHOTS
-]
-TABLE_PARAMS = [
-    pytest.param(name, id=name, marks=expected_failure(info["format_version"]))
-    for name, info in FIXTURE_TABLES.items()
-]
-
-
-# ---------------------------------------------------------------------------------------------
-# Rows in the fixtures' JSON-lines form
-# ---------------------------------------------------------------------------------------------
-
-
-def json_value(value: Any) -> Any:
-    """A value as the fixtures spell it in JSON (timestamps: ISO-8601 UTC, 6 fraction digits)."""
-    if isinstance(value, dt.datetime):
-        if value.tzinfo is not None:
-            value = value.astimezone(dt.timezone.utc)
-        return value.isoformat(timespec="microseconds")
-    if isinstance(value, dt.date):
-        return value.isoformat()
-    return value
-
-
-def to_json_rows(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows as they come back from writing them as JSON lines and parsing them again."""
-    plain = [{name: json_value(value) for name, value in row.items()} for row in rows]
-    return json.loads(json.dumps(plain))
-
-
-def row_sort_key(row: dict[str, Any]) -> tuple[tuple[bool, Any], ...]:
-    """Sort by all columns in schema order, NULLs first."""
-    return tuple((value is not None, value) for value in row.values())
-
-
-def describe_row_differences(expected: list[dict[str, Any]], actual: list[dict[str, Any]]) -> str:
-    """Empty when the two row multisets are equal; else which ids are missing, extra or changed."""
-    expected_counts = Counter(json.dumps(row) for row in expected)
-    actual_counts = Counter(json.dumps(row) for row in actual)
-    missing = [json.loads(row) for row in (expected_counts - actual_counts).elements()]
-    extra = [json.loads(row) for row in (actual_counts - expected_counts).elements()]
-    if not missing and not extra:
-        return ""
-    missing_ids = sorted({row.get("id") for row in missing}, key=str)
-    extra_ids = sorted({row.get("id") for row in extra}, key=str)
-    changed_ids = sorted(set(missing_ids) & set(extra_ids), key=str)
-    lines = [
-        f"expected {len(expected)} rows, got {len(actual)}",
-        f"missing ids ({len(missing)} rows): {missing_ids[:40]}",
-        f"extra ids ({len(extra)} rows): {extra_ids[:40]}",
-        f"ids with changed values: {changed_ids[:40]}",
-    ]
-    lines += [f"  missing: {row}" for row in missing[:5]]
-    lines += [f"  extra:   {row}" for row in extra[:5]]
-    return "\n".join(lines)
-
 
 def assert_rows_equal_expected(
     actual: pa.Table, expected_file: Path, *, how: str
@@ -182,10 +59,6 @@ def rows_from_batches(scan: Any, schema: pa.Schema) -> pa.Table:
 # ---------------------------------------------------------------------------------------------
 # Rows: every snapshot, read two ways
 # ---------------------------------------------------------------------------------------------
-
-
-def expected_rows_file(root: Path, snap: JavaSnapshot) -> Path:
-    return root / "expected" / snap.table / f"{snap.snapshot_id}.json"
 
 
 @pytest.mark.parametrize("snap", SNAPSHOT_PARAMS)

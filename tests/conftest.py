@@ -1,4 +1,4 @@
-"""Shared fixtures for the interop tests.
+"""Fixtures shared by the interop and Spark tests.
 
 The Iceberg Java fixtures hold absolute paths under ``file:///tmp/mor-fixtures/iceberg-java``
 (see ``shared/fixtures/iceberg-java/README.md``), so they are copied back there once per session
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-SHARED_DIR = Path(__file__).resolve().parents[2].parent / "shared"
+SHARED_DIR = Path(__file__).resolve().parents[1].parent / "shared"
 JAVA_FIXTURES_SOURCE = SHARED_DIR / "fixtures" / "iceberg-java"
 JAVA_FIXTURES_ROOT = Path("/tmp/mor-fixtures/iceberg-java")
 
