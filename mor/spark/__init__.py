@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from mor.spark.fast_path import read_table
 from mor.spark.source import FORMAT, PARALLELISM_ENV, PUSHDOWN_ENV, MorDataSource
 
 if TYPE_CHECKING:
@@ -17,7 +18,8 @@ if TYPE_CHECKING:
 
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
-__all__ = ["FORMAT", "MorDataSource", "register"]
+__all__ = ["FORMAT", "MorDataSource", "read_table", "register"]
+
 
 
 def register(spark: SparkSession) -> None:

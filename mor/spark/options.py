@@ -7,6 +7,7 @@ A table is named by the load/save path: either `namespace.table` in a catalog (o
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -60,6 +61,7 @@ class ReadOptions:
     filter: FilterLike = None
     partitions: int | None = None
     metadata_columns: bool = False  # add _file and _pos (row position in the data file)
+    data_files: frozenset[str] | None = None  # read only these data files (the fast path's share)
 
 
 def read_options(options: Mapping[str, str]) -> ReadOptions:
@@ -71,6 +73,7 @@ def read_options(options: Mapping[str, str]) -> ReadOptions:
         filter=parse_filter(options["filter"]) if options.get("filter") else None,
         partitions=_positive(options, "partitions"),
         metadata_columns=_bool(options, "metadata-columns"),
+        data_files=_string_set(options, "data-files"),
     )
 
 
@@ -82,6 +85,19 @@ def _int(options: Mapping[str, str], key: str) -> int | None:
         return int(raw)
     except ValueError:
         raise InvalidArgumentError(f"option {key!r} must be an integer, got {raw!r}") from None
+
+
+def _string_set(options: Mapping[str, str], key: str) -> frozenset[str] | None:
+    raw = options.get(key)
+    if raw is None:
+        return None
+    try:
+        values = json.loads(raw)
+    except ValueError:
+        values = None
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise InvalidArgumentError(f"option {key!r} must be a JSON list of strings")
+    return frozenset(values)
 
 
 def _bool(options: Mapping[str, str], key: str) -> bool:

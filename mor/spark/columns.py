@@ -1,0 +1,114 @@
+"""A mor row filter (pyiceberg expression, bound to the table schema) as a Spark Column, so
+Spark's native Parquet reader selects the rows the local reader selects.
+
+SQL's three-valued logic holds on both sides (a NULL operand selects nothing). Spark orders NaN
+above every number while Arrow's comparisons are false for NaN, so `>`/`>=` on floating point
+columns also exclude NaN here.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+from typing import Any
+
+from pyiceberg.expressions import (
+    AlwaysFalse,
+    AlwaysTrue,
+    And,
+    BooleanExpression,
+    BoundEqualTo,
+    BoundGreaterThan,
+    BoundGreaterThanOrEqual,
+    BoundIn,
+    BoundIsNaN,
+    BoundIsNull,
+    BoundLessThan,
+    BoundLessThanOrEqual,
+    BoundNotEqualTo,
+    BoundNotIn,
+    BoundNotNaN,
+    BoundNotNull,
+    BoundNotStartsWith,
+    BoundStartsWith,
+    Not,
+    Or,
+)
+from pyiceberg.types import (
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IcebergType,
+    TimestampType,
+    TimestamptzType,
+)
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from mor.errors import UnsupportedFeatureError
+
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def to_column(expr: BooleanExpression) -> Column:
+    """`expr` must be bound (mor.planning.filters.bind_filter)."""
+    if isinstance(expr, AlwaysTrue):
+        return F.lit(True)
+    if isinstance(expr, AlwaysFalse):
+        return F.lit(False)
+    if isinstance(expr, And):
+        return to_column(expr.left) & to_column(expr.right)
+    if isinstance(expr, Or):
+        return to_column(expr.left) | to_column(expr.right)
+    if isinstance(expr, Not):
+        return ~to_column(expr.child)
+    field = expr.term.ref().field  # type: ignore[attr-defined]
+    column = F.col(f"`{field.name}`")
+    ftype = field.field_type
+    if isinstance(expr, BoundIsNull):
+        return column.isNull()
+    if isinstance(expr, BoundNotNull):
+        return column.isNotNull()
+    if isinstance(expr, BoundIsNaN):
+        return F.isnan(column)
+    if isinstance(expr, BoundNotNaN):
+        return column.isNotNull() & ~F.isnan(column)  # a NULL operand selects nothing
+    if isinstance(expr, (BoundIn, BoundNotIn)):
+        values = [_value(ftype, lit.value) for lit in expr.literals]
+        matched = column.isin(values)
+        return matched if isinstance(expr, BoundIn) else ~matched
+    value = _value(ftype, expr.literal.value)  # type: ignore[attr-defined]
+    if isinstance(expr, BoundStartsWith):
+        return column.startswith(value)
+    if isinstance(expr, BoundNotStartsWith):
+        return ~column.startswith(value)
+    comparisons = {
+        BoundEqualTo: lambda: column == value,
+        BoundNotEqualTo: lambda: column != value,
+        BoundLessThan: lambda: column < value,
+        BoundLessThanOrEqual: lambda: column <= value,
+        BoundGreaterThan: lambda: _not_nan(column > value, column, ftype),
+        BoundGreaterThanOrEqual: lambda: _not_nan(column >= value, column, ftype),
+    }
+    for kind, build in comparisons.items():
+        if isinstance(expr, kind):
+            return build()
+    raise UnsupportedFeatureError(f"no Spark form for filter {expr}")
+
+
+def _not_nan(condition: Column, column: Column, ftype: IcebergType) -> Column:
+    return condition & ~F.isnan(column) if isinstance(ftype, (FloatType, DoubleType)) else condition
+
+
+def _value(ftype: IcebergType, value: Any) -> Any:
+    """Iceberg's internal literal (micros, days, unscaled) as the Python value Spark expects."""
+    if isinstance(ftype, TimestamptzType):
+        return EPOCH + dt.timedelta(microseconds=value)
+    if isinstance(ftype, TimestampType):
+        return (EPOCH + dt.timedelta(microseconds=value)).replace(tzinfo=None)
+    if isinstance(ftype, DateType):
+        return dt.date(1970, 1, 1) + dt.timedelta(days=value)
+    if isinstance(ftype, DecimalType) and not isinstance(value, Decimal):
+        return Decimal(value)
+    return value
