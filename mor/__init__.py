@@ -17,6 +17,7 @@ from mor.errors import (
     NoSuchSnapshotError,
     NoSuchTableError,
     SchemaMismatchError,
+    StreamingChangeError,
     TableAlreadyExistsError,
     UnsupportedFeatureError,
 )
@@ -45,6 +46,7 @@ __all__ = [
     "Scan",
     "SchemaMismatchError",
     "StaticTable",
+    "StreamingChangeError",
     "Table",
     "TableAlreadyExistsError",
     "UnsupportedFeatureError",

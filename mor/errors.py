@@ -14,6 +14,8 @@
     ├── CommitConflictError       a concurrent commit made ours invalid (after retrying what is retryable)
     ├── CommitStateUnknownError   the catalog may or may not hold our commit: never clean up after it
     ├── CorruptMetadataError      metadata, manifest or delete file that breaks the spec
+    ├── StreamingChangeError      a stream of appends met a snapshot it cannot emit (delete, overwrite)
+    │                             or lost its place in the history (rollback, expired snapshots)
     └── UnsupportedFeatureError   a valid Iceberg feature we do not implement yet
 
 Every error leaves the table as it was: files written before a failed commit are never made
@@ -74,6 +76,10 @@ class CommitStateUnknownError(MorError):
 
 
 class CorruptMetadataError(MorError):
+    pass
+
+
+class StreamingChangeError(MorError):
     pass
 
 

@@ -67,17 +67,17 @@ class ReadOptions:
 def read_options(options: Mapping[str, str]) -> ReadOptions:
     columns = options.get("columns")
     return ReadOptions(
-        snapshot_id=_int(options, "snapshot-id"),
-        as_of_ms=_int(options, "as-of-timestamp"),
+        snapshot_id=int_option(options, "snapshot-id"),
+        as_of_ms=int_option(options, "as-of-timestamp"),
         columns=tuple(c.strip() for c in columns.split(",") if c.strip()) if columns else None,
         filter=parse_filter(options["filter"]) if options.get("filter") else None,
-        partitions=_positive(options, "partitions"),
-        metadata_columns=_bool(options, "metadata-columns"),
-        data_files=_string_set(options, "data-files"),
+        partitions=positive_option(options, "partitions"),
+        metadata_columns=bool_option(options, "metadata-columns"),
+        data_files=string_set_option(options, "data-files"),
     )
 
 
-def _int(options: Mapping[str, str], key: str) -> int | None:
+def int_option(options: Mapping[str, str], key: str) -> int | None:
     raw = options.get(key)
     if raw is None or raw == "":
         return None
@@ -87,7 +87,7 @@ def _int(options: Mapping[str, str], key: str) -> int | None:
         raise InvalidArgumentError(f"option {key!r} must be an integer, got {raw!r}") from None
 
 
-def _string_set(options: Mapping[str, str], key: str) -> frozenset[str] | None:
+def string_set_option(options: Mapping[str, str], key: str) -> frozenset[str] | None:
     raw = options.get(key)
     if raw is None:
         return None
@@ -100,15 +100,15 @@ def _string_set(options: Mapping[str, str], key: str) -> frozenset[str] | None:
     return frozenset(values)
 
 
-def _bool(options: Mapping[str, str], key: str) -> bool:
+def bool_option(options: Mapping[str, str], key: str) -> bool:
     raw = (options.get(key) or "false").strip().lower()
     if raw not in ("true", "false"):
         raise InvalidArgumentError(f"option {key!r} must be true or false, got {raw!r}")
     return raw == "true"
 
 
-def _positive(options: Mapping[str, str], key: str) -> int | None:
-    value = _int(options, key)
+def positive_option(options: Mapping[str, str], key: str) -> int | None:
+    value = int_option(options, key)
     if value is not None and value < 1:
         raise InvalidArgumentError(f"option {key!r} must be at least 1, got {value}")
     return value
