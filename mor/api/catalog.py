@@ -93,7 +93,7 @@ class Catalog:
             raise TableAlreadyExistsError(f"table {identifier} already exists")
         iceberg_schema = from_arrow_schema(schema) if isinstance(schema, pa.Schema) else schema
         spec = parse_partition_by(iceberg_schema, partition_by)
-        table_location = location or f"{self.warehouse}/{namespace}.db/{name}"
+        table_location = location or self.default_location(identifier)
         metadata = new_table_metadata(
             iceberg_schema, spec, UNSORTED_SORT_ORDER, table_location, {**DEFAULT_PROPERTIES, **(properties or {})}
         )
@@ -106,6 +106,11 @@ class Catalog:
             self.io.delete(metadata_location)
             raise
         return self._table(identifier, namespace, name)
+
+    def default_location(self, identifier: str) -> str:
+        """Where `create_table` puts a table when no location is given."""
+        namespace, name = split_identifier(identifier)
+        return f"{self.warehouse}/{namespace}.db/{name}"
 
     def load_table(self, identifier: str) -> Table:
         namespace, name = split_identifier(identifier)

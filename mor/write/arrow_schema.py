@@ -157,18 +157,29 @@ def _fields_compatible(source: list[pa.Field], target: list[pa.Field]) -> bool:
     return set(by_name) == {f.name for f in target} and all(_compatible(by_name[f.name].type, f.type) for f in target)
 
 
-def conform(data: pa.Table, schema: Schema) -> pa.Table:
-    """`data` cast to the table's Arrow schema, or SchemaMismatchError naming the difference."""
+def check_fits(source: pa.Schema, schema: Schema, nullable_into_required: bool = True) -> None:
+    """SchemaMismatchError naming the difference unless data of Arrow schema `source` fits the
+    table: the same column names, types that cast without changing a value, and (unless
+    `nullable_into_required`) no nullable column where the table requires a value."""
     target = to_arrow_schema(schema)
-    names = set(data.column_names)
+    names = set(source.names)
     missing = [f.name for f in target if f.name not in names]
-    extra = [n for n in data.column_names if target.get_field_index(n) < 0]
+    extra = [n for n in source.names if target.get_field_index(n) < 0]
     if missing or extra:
         raise SchemaMismatchError(f"columns do not match the table: missing {missing}, unexpected {extra}")
     for f in target:
-        source = data.schema.field(f.name)
-        if not _compatible(source.type, f.type):
-            raise SchemaMismatchError(f"column {f.name!r}: {source.type} does not fit the table's {f.type}")
+        field = source.field(f.name)
+        if not _compatible(field.type, f.type):
+            raise SchemaMismatchError(f"column {f.name!r}: {field.type} does not fit the table's {f.type}")
+        if not nullable_into_required and field.nullable and not f.nullable:
+            raise SchemaMismatchError(f"column {f.name!r} is required in the table but nullable in the data")
+
+
+def conform(data: pa.Table, schema: Schema) -> pa.Table:
+    """`data` cast to the table's Arrow schema, or SchemaMismatchError naming the difference."""
+    target = to_arrow_schema(schema)
+    check_fits(data.schema, schema)
+    for f in target:
         if not f.nullable and data.column(f.name).null_count > 0:
             raise SchemaMismatchError(f"column {f.name!r} is required but has {data.column(f.name).null_count} nulls")
     try:

@@ -35,11 +35,13 @@ class WriteOptions:
         self.row_group_rows = int(properties.get("write.parquet.row-group-limit", DEFAULT_ROW_GROUP_ROWS))
 
 
-def _file_location(table_location: str, spec: PartitionSpec, schema: Schema, partition: PartitionValues, suffix: str) -> str:
+def _file_location(
+    table_location: str, spec: PartitionSpec, schema: Schema, partition: PartitionValues, suffix: str, prefix: str = ""
+) -> str:
     folder = f"{table_location.rstrip('/')}/data"
     if spec.fields:
         folder += "/" + partition_path(spec, schema, partition)
-    return f"{folder}/{uuid.uuid4()}{suffix}.parquet"
+    return f"{folder}/{prefix}{uuid.uuid4()}{suffix}.parquet"
 
 
 def _write_parquet(io: FileIO, location: str, table: pa.Table, options: WriteOptions) -> pq.FileMetaData:
@@ -58,10 +60,19 @@ def _write_parquet(io: FileIO, location: str, table: pa.Table, options: WriteOpt
 
 
 def write_data_files(
-    io: FileIO, table_location: str, schema: Schema, spec: PartitionSpec, data: pa.Table, options: WriteOptions
+    io: FileIO,
+    table_location: str,
+    schema: Schema,
+    spec: PartitionSpec,
+    data: pa.Table,
+    options: WriteOptions,
+    file_prefix: str = "",
 ) -> list[DataFile]:
-    """One Parquet file per partition value present in `data` (already conformed to `schema`)."""
-    files = _write_by_partition(io, table_location, schema, spec, data, options, schema, FileContent.DATA, "", sort_order_id=0)
+    """One Parquet file per partition value present in `data` (already conformed to `schema`).
+    `file_prefix` starts every file name (a distributed job names its files to find them again)."""
+    files = _write_by_partition(
+        io, table_location, schema, spec, data, options, schema, FileContent.DATA, "", file_prefix, sort_order_id=0
+    )
     return [f for f in files if isinstance(f, DataFile)]
 
 
@@ -75,6 +86,7 @@ def _write_by_partition(
     file_schema: Schema,
     content: FileContent,
     suffix: str,
+    prefix: str = "",
     **fields: Any,
 ) -> list[ContentFile]:
     """Write `data` (columns of `file_schema`) as one file per partition value of `spec`."""
@@ -83,7 +95,7 @@ def _write_by_partition(
     for partition, rows in split_by_partition(spec, schema, data):
         if rows.num_rows == 0:
             continue
-        location = _file_location(table_location, spec, schema, partition, suffix)
+        location = _file_location(table_location, spec, schema, partition, suffix, prefix)
         rows = rows.select(arrow_schema.names).cast(arrow_schema)
         meta = _write_parquet(io, location, rows, options)
         files.append(

@@ -35,6 +35,24 @@ def parse_partition_by(schema: Schema, partition_by: list[str] | None) -> Partit
     return PartitionSpec(*fields, spec_id=0)
 
 
+def split_partition_terms(text: str) -> list[str]:
+    """`"category, day(ts), bucket(16, id)"` -> `["category", "day(ts)", "bucket(16, id)"]`:
+    split on the commas outside parentheses."""
+    if not text.strip():
+        return []
+    terms, depth, start = [], 0, 0
+    for i, char in enumerate(text + ","):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth < 0 or (i == len(text) and depth):
+            raise InvalidFilterError(f"unbalanced parentheses in partition terms {text!r}")
+        if char == "," and depth == 0:
+            terms.append(text[start:i].strip())
+            start = i + 1
+    if not all(terms):
+        raise InvalidFilterError(f"empty partition term in {text!r}")
+    return terms
+
+
 def _split_term(text: str) -> tuple[str, str, str]:
     text = text.strip()
     if "(" not in text:

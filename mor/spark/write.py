@@ -1,0 +1,342 @@
+"""The batch writer of format "mor": `df.write.format("mor").mode("append" | "overwrite").save("db.t")`.
+
+Spark runs it in three places, each a Python process of its own, and pickles the writer between
+them: `MorWriter(...)` on the driver (resolve the table, check the schema, before any file
+exists), `write` in every task (Arrow batches in, Parquet data files out, through the same
+`write_data_files` as `Table.append`), then `commit` or `abort` on the driver. The driver commits
+exactly one snapshot through `commit_changes`, so retries and conflict checks are those of the
+local API: `append` adds the files; `overwrite` removes every live data and delete file of the
+table as it was when the job was planned and adds the new ones, failing with CommitConflictError
+if a concurrent commit added or removed files meanwhile. A table that does not exist is created
+from the DataFrame's schema (option `partition-by`, e.g. `"category, day(ts), bucket(16, id)"`)
+by the commit itself, so it appears with its first snapshot or not at all.
+
+Options: `warehouse` and/or `uri` (the catalog, as for reading); `partition-by` (new tables);
+`target-file-size-bytes` (default: table property `write.target-file-size-bytes`, else 512 MB);
+`check-nullability` (default true: a nullable DataFrame column cannot go into a required table
+column; with false, only actual nulls are refused, by the task that meets them).
+
+Save modes: Spark hands a Python data source only append or overwrite. `mode("error")` (also the
+default when no mode is given) and `mode("ignore")` fail in Spark's analysis with
+UNSUPPORTED_DATA_SOURCE_SAVE_MODE before this writer exists, and `.partitionBy(...)` fails there
+too (the source reports no partitioning): use option `partition-by`.
+
+Memory: a task buffers conformed Arrow batches and writes them once they reach the target size
+(counted in Arrow bytes, so files on disk come out smaller, being compressed), one file per
+partition value present in the buffer. A task holds one target size of rows at a time, twice
+that while splitting it by partition. Repartition by the partition columns first for fewer,
+larger files on partitioned tables.
+
+Failures: a task whose writer fails deletes the files it wrote. `abort` deletes the files of
+the job: those in the successful tasks' messages and, found by the job's file-name prefix, those
+of failed tasks, since a task failing upstream of its writer (in a UDF, say) ends the writer's
+input as if complete and Spark drops its message. A commit that fails deletes the job's files,
+except after CommitStateUnknownError (the commit may have landed); Spark then calls `abort` too,
+with every message present, and abort leaves the files alone. Files can still be left behind,
+never referenced, when Spark kills a task's Python process mid-write or a task still running
+writes after abort (orphan-file removal, a later issue, is what finds those).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import dataclass
+from typing import Iterator, Mapping, Sequence
+
+import pyarrow as pa
+from pyiceberg.expressions import AlwaysTrue
+from pyiceberg.partitioning import PartitionSpec
+from pyiceberg.schema import Schema
+from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
+from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
+from pyspark.sql.pandas.types import to_arrow_schema as spark_to_arrow_schema
+from pyspark.sql.types import StructType
+from sqlalchemy.exc import SQLAlchemyError  # how the catalog reports a connection failure
+
+from mor.api.catalog import DEFAULT_PROPERTIES, Catalog, load_catalog, split_identifier
+from mor.commit.snapshot_producer import Changes, TableOperations, Validator, commit_changes
+from mor.commit.table_ops import CatalogTableOperations, new_metadata_location, read_metadata, write_metadata
+from mor.errors import (
+    CommitConflictError,
+    CommitStateUnknownError,
+    InvalidArgumentError,
+    NamespaceAlreadyExistsError,
+    SchemaMismatchError,
+    TableAlreadyExistsError,
+)
+from mor.format.content_file import DataFile, DeleteFile
+from mor.format.metadata import TableMetadata, new_table_metadata
+from mor.format.spec import ManifestContent, Operation
+from mor.io.fileio import FileIO
+from mor.planning.conflicts import validate_no_new_deletes_for, validate_no_new_matching_data
+from mor.planning.planner import live_entries
+from mor.spark.options import TableRef
+from mor.spark.types import check_no_duplicates
+from mor.write.arrow_schema import check_fits, conform, from_arrow_schema
+from mor.write.parquet_files import WriteOptions, write_data_files
+from mor.write.partitioning import parse_partition_by, split_partition_terms
+
+TARGET_FILE_SIZE_PROPERTY = "write.target-file-size-bytes"
+DEFAULT_TARGET_FILE_SIZE = 512 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class MorCommitMessage(WriterCommitMessage):
+    """What one task wrote."""
+
+    files: tuple[DataFile, ...]
+
+
+@dataclass(frozen=True)
+class WriteTarget:
+    """The table as the job was planned: what tasks need to write files and what the commit
+    checks. Plain values only; the writer is pickled to every task."""
+
+    identifier: str
+    location: str
+    schema: Schema
+    spec: PartitionSpec
+    properties: Mapping[str, str]
+    renames: Mapping[str, str]  # DataFrame column -> table column, where only the case differs
+    base_location: str | None  # the table's metadata file then; None: the commit creates the table
+    table_uuid: str | None
+
+
+class MorWriter(DataSourceArrowWriter):
+    def __init__(self, ref: TableRef, options: Mapping[str, str], schema: StructType, overwrite: bool):
+        if ref.is_metadata_location:
+            raise InvalidArgumentError(
+                f"{ref.name!r} is a metadata location, which is read-only: save to 'namespace.table' "
+                "with option 'warehouse' (or 'uri')"
+            )
+        check_no_duplicates(schema)
+        self.ref = ref
+        self.overwrite = overwrite
+        self.target = plan_target(ref, options, schema)
+        self.target_file_bytes = _target_file_bytes(options, self.target.properties)
+        self.file_prefix = f"{uuid.uuid4().hex}-"  # names this job's files, so abort can find them all
+
+    # -- executors -------------------------------------------------------------------------
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> MorCommitMessage:
+        io, t = FileIO(), self.target
+        options = WriteOptions(dict(t.properties))
+        files: list[DataFile] = []
+        try:
+            for rows in self._chunks(iterator):
+                files += write_data_files(io, t.location, t.schema, t.spec, rows, options, self.file_prefix)
+        except BaseException:
+            _delete(io, files)
+            raise
+        return MorCommitMessage(tuple(files))
+
+    def _chunks(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Table]:
+        """The rows conformed to the table schema, in tables of about the target file size."""
+        pending: list[pa.Table] = []
+        size = 0
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            rows = pa.Table.from_batches([batch])
+            rows = conform(rows.rename_columns([self.target.renames.get(n, n) for n in rows.column_names]), self.target.schema)
+            pending.append(rows)
+            size += rows.nbytes
+            if size >= self.target_file_bytes:
+                yield pa.concat_tables(pending)
+                pending, size = [], 0
+        if pending:
+            yield pa.concat_tables(pending)
+
+    # -- driver ----------------------------------------------------------------------------
+    def commit(self, messages: Sequence[WriterCommitMessage | None]) -> None:
+        files = _files(messages)
+        io = FileIO()
+        try:
+            ops, base, base_location = self._base()
+            changes = self._changes(io, base, files)
+            commit_changes(io, ops, base, base_location, changes, self._validator(io, changes))
+        except CommitStateUnknownError:
+            raise  # the commit may have landed and made the files live: never delete them
+        except BaseException:
+            _delete(io, files)
+            raise
+
+    def abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:
+        # Spark calls abort when a task failed (its message is None: commit never ran) and also
+        # after a commit that raised (every message present). The commit has then removed the
+        # files itself unless it ended in CommitStateUnknownError, when they must stay.
+        if all(m is not None for m in messages):
+            return
+        io = FileIO()
+        _delete(io, _files(messages))
+        # A task that failed upstream of its writer (in a UDF, say) can end the writer's input
+        # as if complete: the writer returns, Spark drops its message. Its files carry our prefix.
+        for info in io.list_files(f"{self.target.location.rstrip('/')}/data"):
+            if os.path.basename(info.path).startswith(self.file_prefix):
+                io.delete(info.path)
+
+    def _base(self) -> tuple[TableOperations, TableMetadata, str]:
+        """Operations, read base and its location for the commit."""
+        t = self.target
+        catalog = open_catalog(self.ref)
+        if t.base_location is None:
+            metadata = new_table_metadata(t.schema, t.spec, UNSORTED_SORT_ORDER, t.location, dict(t.properties))
+            return CreateTableOperations(catalog, t.identifier), metadata, ""
+        ops = CatalogTableOperations(catalog.store, *split_identifier(t.identifier), catalog.io)
+        if self.overwrite:
+            # Replace what the job saw; the validator refuses what others committed since.
+            return ops, read_metadata(catalog.io, t.base_location), t.base_location
+        base, location = ops.refresh()
+        self._check_same_table(base)
+        return ops, base, location
+
+    def _changes(self, io: FileIO, base: TableMetadata, files: list[DataFile]) -> Changes:
+        if not self.overwrite:
+            return Changes(Operation.APPEND, added_data=files)
+        snapshot = base.current_snapshot()
+        data = [] if snapshot is None else live_entries(io, base, snapshot, ManifestContent.DATA)
+        deletes = [] if snapshot is None else live_entries(io, base, snapshot, ManifestContent.DELETES)
+        return Changes(
+            Operation.OVERWRITE,
+            added_data=files,
+            removed_data=[e.file for e in data if isinstance(e.file, DataFile)],
+            removed_deletes=[e.file for e in deletes if isinstance(e.file, DeleteFile)],
+        )
+
+    def _validator(self, io: FileIO, changes: Changes) -> Validator:
+        """Checks a newer base before retrying on it. Files removed concurrently make
+        commit_changes itself fail with CommitConflictError."""
+
+        def validate(read_base: TableMetadata, current: TableMetadata) -> None:
+            self._check_same_table(current)
+            if self.overwrite:  # "replace everything" would keep what others added since
+                validate_no_new_matching_data(io, read_base, current, AlwaysTrue())
+                validate_no_new_deletes_for(io, read_base, current, changes.removed_data)
+
+        return validate
+
+    def _check_same_table(self, current: TableMetadata) -> None:
+        t = self.target
+        if t.table_uuid is not None and current.table_uuid != t.table_uuid:
+            raise CommitConflictError(f"table {t.identifier} was replaced by another table during this write")
+        if current.current_schema_id != t.schema.schema_id:
+            raise CommitConflictError(f"the schema of {t.identifier} changed during this write")
+
+
+@dataclass
+class CreateTableOperations:
+    """TableOperations for a table that does not exist yet: the commit writes its first
+    metadata file and adds the catalog row, so the table appears with its first snapshot."""
+
+    catalog: Catalog
+    identifier: str
+
+    def refresh(self) -> tuple[TableMetadata, str]:
+        # commit_changes refreshes only after a lost race, which here cannot be retried.
+        raise CommitConflictError(f"table {self.identifier} was created by another writer during this write")
+
+    def commit(self, base: TableMetadata, base_location: str, new: TableMetadata) -> tuple[TableMetadata, str]:
+        namespace, name = split_identifier(self.identifier)
+        try:
+            self.catalog.create_namespace_if_not_exists(namespace)
+        except NamespaceAlreadyExistsError:
+            pass  # created concurrently
+        location = new_metadata_location(new.location, None)
+        write_metadata(self.catalog.io, location, new)
+        try:
+            self.catalog.store.create_table_row(namespace, name, location)
+        except TableAlreadyExistsError as e:
+            self.catalog.io.delete(location)
+            raise CommitConflictError(f"table {self.identifier} was created by another writer during this write") from e
+        except SQLAlchemyError as e:
+            # The INSERT may or may not have been applied: the caller must not clean up.
+            raise CommitStateUnknownError(f"creating {self.identifier} at {location}: {e}") from e
+        return new, location
+
+
+def open_catalog(ref: TableRef) -> Catalog:
+    if ref.warehouse is None and ref.uri is None:
+        raise InvalidArgumentError(f"table {ref.name!r}: give option 'warehouse' (or 'uri' for a catalog database)")
+    return load_catalog(ref.warehouse or ".", uri=ref.uri)
+
+
+def plan_target(ref: TableRef, options: Mapping[str, str], schema: StructType) -> WriteTarget:
+    """The table to write (or to create), after checking that `schema` fits it."""
+    terms = split_partition_terms(options.get("partition-by") or "")
+    nullable_ok = not _bool_option(options, "check-nullability", True)
+    catalog = open_catalog(ref)
+    if not catalog.table_exists(ref.name):
+        return _new_table(catalog, ref.name, schema, terms)
+    table = catalog.load_table(ref.name)
+    if terms and _spec_key(parse_partition_by(table.schema(), terms)) != _spec_key(table.spec()):
+        raise InvalidArgumentError(
+            f"option partition-by {terms} differs from the partitioning of {ref.name} ({table.spec()}); "
+            "it only applies when the write creates the table"
+        )
+    renames = _column_renames(schema, table.schema())
+    arrow = pa.schema([f.with_name(renames.get(f.name, f.name)) for f in _arrow_schema(schema)])
+    try:
+        check_fits(arrow, table.schema(), nullable_into_required=nullable_ok)
+    except SchemaMismatchError as e:
+        raise SchemaMismatchError(f"the DataFrame does not fit table {ref.name}: {e}") from e
+    return WriteTarget(
+        ref.name, table.location, table.schema(), table.spec(), table.properties, renames,
+        table.metadata_location, table.metadata.table_uuid,
+    )  # fmt: skip
+
+
+def _new_table(catalog: Catalog, identifier: str, schema: StructType, terms: list[str]) -> WriteTarget:
+    iceberg_schema = from_arrow_schema(_arrow_schema(schema))
+    spec = parse_partition_by(iceberg_schema, terms)
+    return WriteTarget(
+        identifier, catalog.default_location(identifier), iceberg_schema, spec, dict(DEFAULT_PROPERTIES), {}, None, None
+    )
+
+
+def _arrow_schema(schema: StructType) -> pa.Schema:
+    """The Arrow schema of the batches Spark hands the tasks (timestamps in UTC)."""
+    try:
+        return spark_to_arrow_schema(schema, timezone="UTC")
+    except (TypeError, NotImplementedError) as e:  # a Spark type with no Arrow form
+        raise SchemaMismatchError(f"cannot write {schema.simpleString()}: {e}") from e
+
+
+def _spec_key(spec: PartitionSpec) -> list[tuple[int, str]]:
+    return [(f.source_id, str(f.transform)) for f in spec.fields]
+
+
+def _column_renames(schema: StructType, table_schema: Schema) -> dict[str, str]:
+    """DataFrame columns that name a table column in another case (Spark resolves names
+    case-insensitively); exact matches and unknown names are left for check_fits."""
+    exact = {f.name for f in table_schema.fields}
+    by_lower = {f.name.lower(): f.name for f in table_schema.fields}
+    return {f.name: by_lower[f.name.lower()] for f in schema.fields if f.name not in exact and f.name.lower() in by_lower}
+
+
+def _target_file_bytes(options: Mapping[str, str], properties: Mapping[str, str]) -> int:
+    raw = options.get("target-file-size-bytes") or properties.get(TARGET_FILE_SIZE_PROPERTY)
+    if raw is None:
+        return DEFAULT_TARGET_FILE_SIZE
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise InvalidArgumentError(f"target-file-size-bytes must be a positive integer, got {raw!r}")
+    return value
+
+
+def _bool_option(options: Mapping[str, str], key: str, default: bool) -> bool:
+    raw = (options.get(key) or str(default)).strip().lower()
+    if raw not in ("true", "false"):
+        raise InvalidArgumentError(f"option {key!r} must be true or false, got {raw!r}")
+    return raw == "true"
+
+
+def _files(messages: Sequence[WriterCommitMessage | None]) -> list[DataFile]:
+    return [f for m in messages if isinstance(m, MorCommitMessage) for f in m.files]
+
+
+def _delete(io: FileIO, files: Sequence[DataFile]) -> None:
+    for f in files:
+        io.delete(f.file_path)
