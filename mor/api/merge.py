@@ -25,7 +25,7 @@ from pyiceberg.types import NestedField
 from mor.api.delete_rows import write_key_deletes
 from mor.api.expressions import Assignments, as_expression, evaluate_condition, project
 from mor.api.keys import key_fields, key_range, unique_key_set
-from mor.api.row_changes import MERGE_ON_READ, FileMatch, build_changes, find_key_matches, rows_validator
+from mor.api.row_changes import MERGE_ON_READ, FileMatch, build_changes, find_key_matches, rows_validator, touched_files
 from mor.commit.snapshot_producer import Changes, Validator
 from mor.errors import InvalidArgumentError, SchemaMismatchError
 from mor.format.spec import Operation
@@ -73,46 +73,82 @@ class MergeClauses:
             raise InvalidArgumentError("a condition for WHEN NOT MATCHED INSERT needs the insert clause")
 
 
+@dataclass(frozen=True)
+class MergeOutputs:
+    """The rows the update and insert clauses produce, as named expressions over the joined
+    rows (table columns by name, source columns as "source.<name>"); None: no such clause."""
+
+    update: dict[str, pc.Expression] | None
+    insert: dict[str, pc.Expression] | None
+
+
+def merge_outputs(table: Table, source: pa.Table, on: Sequence[str], clauses: MergeClauses) -> tuple[pa.Table, MergeOutputs]:
+    """Check the clauses against the table and the source's columns (the source may be an
+    empty table of its schema); the source with its keys in the table's types, and the outputs."""
+    clauses.check()
+    source = _conform_keys(table.schema(), source, on)
+    update = _assignments(table, source, clauses.matched_update, target_visible=True)
+    insert = _assignments(table, source, clauses.not_matched_insert, target_visible=False)
+    return source, MergeOutputs(update, insert)
+
+
+def with_source_prefix(source: pa.Table) -> pa.Table:
+    return source.rename_columns([SOURCE + c for c in source.column_names])
+
+
+def matched_changes(joined: pa.Table, clauses: MergeClauses, outputs: MergeOutputs, schema: Schema) -> tuple[pa.Array, pa.Table | None]:
+    """For matched pairs (table columns, "source." columns): which table rows go (deleted or
+    updated: the delete clause is tried first), and the updated rows."""
+    delete = _condition(joined, clauses.matched_delete)
+    if outputs.update is None:
+        return delete, None
+    update = pc.and_(pc.invert(delete), evaluate_condition(joined, clauses.matched_update_if))
+    return pc.or_(delete, update), conform(project(joined.filter(update), outputs.update), schema)
+
+
+def inserted_rows(unmatched: pa.Table, clauses: MergeClauses, outputs: MergeOutputs, schema: Schema) -> pa.Table | None:
+    """The rows the insert clause adds for source rows (with the "source." prefix) that match
+    no table row."""
+    if outputs.insert is None:
+        return None
+    unmatched = unmatched.filter(evaluate_condition(unmatched, clauses.not_matched_insert_if))
+    return conform(project(unmatched, outputs.insert), schema)
+
+
 def merge_rows(
     table: Table, source: pa.Table, on: Sequence[str], clauses: MergeClauses, mode: str
 ) -> tuple[Changes, Validator | None] | None:
-    clauses.check()
     schema = table.schema()
-    source = _conform_keys(schema, source, on)
-    update_columns = _assignments(table, source, clauses.matched_update, target_visible=True)
-    insert_columns = _assignments(table, source, clauses.not_matched_insert, target_visible=False)
+    source, outputs = merge_outputs(table, source, on, clauses)
     keys = unique_key_set(source, on)
-    prefixed = source.rename_columns([SOURCE + c for c in source.column_names])
+    prefixed = with_source_prefix(source)
+    key_filter = key_range(schema, source.select(list(on)))
 
-    matches = find_key_matches(table, keys, key_range(schema, source.select(list(on))), clauses.reads_target_columns)
+    matches = find_key_matches(table, keys, key_filter, clauses.reads_target_columns)
     removed: list[FileMatch] = []
     new_parts: list[pa.Table] = []
     matched_source = np.zeros(source.num_rows, dtype=bool)
     for m in matches:
         assert m.rows is not None
         codes = keys.row_codes(m.rows)
-        source_index = codes.to_numpy(zero_copy_only=False)
-        matched_source[source_index] = True
+        matched_source[codes.to_numpy(zero_copy_only=False)] = True
         joined = m.rows
         for c in prefixed.column_names:
             joined = joined.append_column(c, prefixed.column(c).take(codes))
-        delete = _condition(joined, clauses.matched_delete)
-        update = pc.and_(pc.invert(delete), evaluate_condition(joined, clauses.matched_update_if)) if update_columns else None
-        gone = delete if update is None else pc.or_(delete, update)
+        gone, updated = matched_changes(joined, clauses, outputs, schema)
         positions = m.rows.column(POSITION_COLUMN).filter(gone).to_numpy()
         if positions.size:
             removed.append(FileMatch(m.task, positions, m.live_rows))
-        if update is not None and update_columns is not None:
-            new_parts.append(conform(project(joined.filter(update), update_columns), schema))
-    if insert_columns is not None:
-        unmatched = prefixed.filter(pa.array(~matched_source))
-        unmatched = unmatched.filter(evaluate_condition(unmatched, clauses.not_matched_insert_if))
-        new_parts.append(conform(project(unmatched, insert_columns), schema))
+        if updated is not None:
+            new_parts.append(updated)
+    inserted = inserted_rows(prefixed.filter(pa.array(~matched_source)), clauses, outputs, schema)
+    if inserted is not None:
+        new_parts.append(inserted)
     new_rows = pa.concat_tables(new_parts) if new_parts else None
     if not removed and (new_rows is None or new_rows.num_rows == 0):
         return None
     changes = build_changes(table, removed, new_rows, mode)
-    return changes, rows_validator(table, key_range(schema, source.select(list(on))), removed, changes)
+    return changes, rows_validator(table, key_filter, touched_files(removed), changes)
 
 
 def upsert_rows(table: Table, rows: pa.Table, on: Sequence[str], mode: str, strategy: str) -> tuple[Changes, Validator | None] | None:
@@ -132,7 +168,7 @@ def upsert_rows(table: Table, rows: pa.Table, on: Sequence[str], mode: str, stra
         rows_range = key_range(schema, rows.select(list(on)))
         matches = find_key_matches(table, keys, rows_range, all_columns=False)
         changes = build_changes(table, matches, rows, mode)
-        return changes, rows_validator(table, rows_range, matches, changes)
+        return changes, rows_validator(table, rows_range, touched_files(matches), changes)
     deletes, added_spec = write_key_deletes(table, rows.select(list(on)))
     metadata = table.metadata
     data = write_data_files(table.io, metadata.location, metadata.schema(), metadata.spec(), rows, WriteOptions(metadata.properties))

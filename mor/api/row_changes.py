@@ -9,17 +9,20 @@ each touched file without them. Either way it is one snapshot.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
+from pyiceberg.partitioning import PartitionSpec
+from pyiceberg.schema import Schema
 
 from mor.commit.snapshot_producer import Changes
 from mor.planning.conflicts import validate_files_still_live, validate_no_new_deletes_for, validate_no_new_matching_data
-from mor.format.content_file import DataFile
+from mor.format.content_file import DataFile, DeleteFile
 from mor.format.metadata import TableMetadata
 from mor.format.spec import Operation
+from mor.io.fileio import FileIO
 from mor.planning.delete_index import referenced_path
 from mor.planning.filters import FileFilter, filter_field_ids
 from mor.planning.task import FileScanTask
@@ -51,39 +54,52 @@ class FileMatch:
         return len(self.positions) == self.live_rows
 
 
-def _live_rows(task: FileScanTask, cache: DeleteFileCache) -> int:
+def live_row_count(task: FileScanTask, cache: DeleteFileCache) -> int:
     if task.equality_deletes:
         return -1  # unknown without a read: then a delete file is written, never a whole-file drop
     return task.data_file.record_count - len(deleted_positions(task.data_file.file_path, task.position_deletes, cache))
 
 
-def find_matches(table: Table, row_filter: BooleanExpression, with_rows: bool = False) -> list[FileMatch]:
-    """Live rows matching `row_filter`, per data file that has any. Without `with_rows` only
-    the predicate's columns are read."""
-    metadata = table.metadata
-    schema = metadata.schema()
-    cache = DeleteFileCache(table.io)
-    strict = FileFilter(schema, metadata.specs(), row_filter)
-    if with_rows:
-        projection = schema
-    elif isinstance(row_filter, AlwaysTrue):
-        projection = schema.select()
-    else:
-        projection = schema.select(*[schema.find_column_name(i) for i in sorted(filter_field_ids(schema, row_filter))])
-    reader = TaskReader(table.io, schema, projection, row_filter, cache, with_positions=True)
-    predicate_ids = filter_field_ids(schema, row_filter) if not isinstance(row_filter, AlwaysTrue) else set()
+class RowMatcher:
+    """Finds the live rows of one task that match a row filter. Built from plain values
+    wherever tasks are read: the local thread pool shares one, a Spark task builds its own.
+    Without `with_rows` only the predicate's columns are read."""
 
-    def match(task: FileScanTask) -> FileMatch | None:
-        if not with_rows and not task.delete_files and _null_free(task, predicate_ids) and strict.file_must_match(task.data_file):
+    def __init__(
+        self, io: FileIO, schema: Schema, specs: Mapping[int, PartitionSpec], row_filter: BooleanExpression, with_rows: bool = False
+    ):
+        self.cache = DeleteFileCache(io)
+        self.with_rows = with_rows
+        self.strict = FileFilter(schema, dict(specs), row_filter)
+        self.predicate_ids = set() if isinstance(row_filter, AlwaysTrue) else filter_field_ids(schema, row_filter)
+        if with_rows:
+            projection = schema
+        else:
+            projection = schema.select(*[schema.find_column_name(i) for i in sorted(self.predicate_ids)])
+        self.reader = TaskReader(io, schema, projection, row_filter, self.cache, with_positions=True)
+
+    def match(self, task: FileScanTask) -> FileMatch | None:
+        if (
+            not self.with_rows
+            and not task.delete_files
+            and _null_free(task, self.predicate_ids)
+            and self.strict.file_must_match(task.data_file)
+        ):
             # Column metrics prove every row matches: no need to read the file.
             positions = np.arange(task.data_file.record_count, dtype=np.int64)
             return FileMatch(task, positions, task.data_file.record_count)
-        rows = pa.Table.from_batches(list(reader.read(task)), schema=reader.output_schema)
+        rows = pa.Table.from_batches(list(self.reader.read(task)), schema=self.reader.output_schema)
         if not rows.num_rows:
             return None
-        return FileMatch(task, rows.column(POSITION_COLUMN).to_numpy(), _live_rows(task, cache), rows if with_rows else None)
+        positions = rows.column(POSITION_COLUMN).to_numpy()
+        return FileMatch(task, positions, live_row_count(task, self.cache), rows if self.with_rows else None)
 
-    return [m for m in parallel_map(match, table.scan(filter=row_filter).plan_files()) if m is not None]
+
+def find_matches(table: Table, row_filter: BooleanExpression, with_rows: bool = False) -> list[FileMatch]:
+    """Live rows matching `row_filter`, per data file that has any."""
+    metadata = table.metadata
+    matcher = RowMatcher(table.io, metadata.schema(), metadata.specs(), row_filter, with_rows)
+    return [m for m in parallel_map(matcher.match, table.scan(filter=row_filter).plan_files()) if m is not None]
 
 
 def _null_free(task: FileScanTask, field_ids: set[int]) -> bool:
@@ -111,51 +127,99 @@ def find_key_matches(
         rows = pa.Table.from_batches([h for h in hits if h.num_rows], schema=reader.output_schema)
         if not rows.num_rows:
             return None
-        return FileMatch(task, rows.column(POSITION_COLUMN).to_numpy(), _live_rows(task, cache), rows)
+        return FileMatch(task, rows.column(POSITION_COLUMN).to_numpy(), live_row_count(task, cache), rows)
 
     return [m for m in parallel_map(match, table.scan(filter=key_range).plan_files()) if m is not None]
 
 
+@dataclass(frozen=True)
+class DmlTarget:
+    """Where and how a DML operation writes its files. Plain, picklable values: a Spark job
+    ships it to the executors that write."""
+
+    location: str
+    schema: Schema
+    specs: Mapping[int, PartitionSpec]
+    spec: PartitionSpec  # new rows go into the table's default spec
+    options: WriteOptions
+    mode: str
+
+    @classmethod
+    def of(cls, table: Table, mode: str) -> DmlTarget:
+        metadata = table.metadata
+        return cls(metadata.location, metadata.schema(), metadata.specs(), metadata.spec(), WriteOptions(metadata.properties), mode)
+
+    def write_rows(self, io: FileIO, rows: pa.Table) -> list[DataFile]:
+        """New rows (conformed to the schema) as data files, one per partition value."""
+        if not rows.num_rows:
+            return []
+        return write_data_files(io, self.location, self.schema, self.spec, rows, self.options)
+
+
+@dataclass(frozen=True)
+class Removal:
+    """How the targeted rows of one data file leave the table: a position delete file
+    (merge-on-read), or the data file goes, replaced by its surviving rows (copy-on-write; none
+    when every live row was targeted)."""
+
+    task: FileScanTask
+    delete_file: DeleteFile | None
+    rewritten: tuple[DataFile, ...] = ()
+
+    @property
+    def written(self) -> list[str]:
+        """Paths of the files this removal wrote."""
+        files = [*self.rewritten, *([self.delete_file] if self.delete_file is not None else [])]
+        return [f.file_path for f in files]
+
+
+class RowRemover:
+    """Writes the files that remove matched rows, one data file at a time (in threads locally,
+    in a Spark task when distributed)."""
+
+    def __init__(self, io: FileIO, target: DmlTarget):
+        self.io = io
+        self.target = target
+        # Copy-on-write reads whole files; one reader shares the delete caches between them.
+        schema = target.schema
+        self.reader = TaskReader(io, schema, schema, AlwaysTrue(), DeleteFileCache(io), with_positions=True)
+
+    def remove(self, match: FileMatch) -> Removal:
+        if match.all_live_rows_match:
+            return Removal(match.task, None)
+        t = self.target
+        data_file = match.task.data_file
+        spec = t.specs[data_file.spec_id]
+        if t.mode == MERGE_ON_READ:
+            return Removal(
+                match.task, write_position_delete_file(self.io, t.location, t.schema, spec, data_file, match.positions, t.options)
+            )
+        live = pa.Table.from_batches(list(self.reader.read(match.task)), schema=self.reader.output_schema)
+        keep = ~np.isin(live.column(POSITION_COLUMN).to_numpy(), match.positions, assume_unique=True)
+        survivors = live.drop_columns([POSITION_COLUMN]).filter(pa.array(keep))
+        return Removal(match.task, None, tuple(write_data_files(self.io, t.location, t.schema, spec, survivors, t.options)))
+
+
 def build_changes(table: Table, matches: list[FileMatch], new_rows: pa.Table | None, mode: str) -> Changes:
     """Write the files that remove the matched rows and add `new_rows`; describe the commit."""
-    metadata = table.metadata
-    schema = metadata.schema()
-    options = WriteOptions(metadata.properties)
+    target = DmlTarget.of(table, mode)
+    removals = parallel_map(RowRemover(table.io, target).remove, matches)
+    added = target.write_rows(table.io, new_rows) if new_rows is not None else []
+    return changes_for(removals, added)
+
+
+def changes_for(removals: Sequence[Removal], added: Sequence[DataFile]) -> Changes:
+    """The commit of removals and added rows: `delete`, `overwrite` or `append`."""
     changes = Changes(Operation.DELETE)
-    if mode == MERGE_ON_READ:
-        for m in matches:
-            if m.all_live_rows_match:
-                _remove_data_file(changes, m.task)
-            else:
-                spec = metadata.specs()[m.task.data_file.spec_id]
-                changes.added_deletes.append(
-                    write_position_delete_file(table.io, metadata.location, schema, spec, m.task.data_file, m.positions, options)
-                )
-    else:
-        _rewrite_files(table, matches, changes, options)
-    if new_rows is not None and new_rows.num_rows:
-        changes.added_data += write_data_files(table.io, metadata.location, schema, metadata.spec(), new_rows, options)
+    for r in removals:
+        if r.delete_file is not None:
+            changes.added_deletes.append(r.delete_file)
+        else:
+            _remove_data_file(changes, r.task)
+            changes.added_data += r.rewritten
+    changes.added_data += added
     changes.operation = _operation(changes)
     return changes
-
-
-def _rewrite_files(table: Table, matches: list[FileMatch], changes: Changes, options: WriteOptions) -> None:
-    metadata = table.metadata
-    schema = metadata.schema()
-    reader = TaskReader(table.io, schema, schema, AlwaysTrue(), DeleteFileCache(table.io), with_positions=True)
-
-    def rewrite(m: FileMatch) -> list[DataFile]:
-        if m.all_live_rows_match:
-            return []
-        live = pa.Table.from_batches(list(reader.read(m.task)), schema=reader.output_schema)
-        keep = ~np.isin(live.column(POSITION_COLUMN).to_numpy(), m.positions, assume_unique=True)
-        survivors = live.drop_columns([POSITION_COLUMN]).filter(pa.array(keep))
-        spec = metadata.specs()[m.task.data_file.spec_id]
-        return write_data_files(table.io, metadata.location, schema, spec, survivors, options)
-
-    for m, rewritten in zip(matches, parallel_map(rewrite, matches)):
-        _remove_data_file(changes, m.task)
-        changes.added_data += rewritten
 
 
 def _operation(changes: Changes) -> str:
@@ -174,11 +238,12 @@ def _remove_data_file(changes: Changes, task: FileScanTask) -> None:
 
 
 def rows_validator(
-    table: Table, row_filter: BooleanExpression, matches: list[FileMatch], changes: Changes
+    table: Table, row_filter: BooleanExpression, touched: Sequence[DataFile], changes: Changes
 ) -> Callable[[TableMetadata, TableMetadata], None]:
-    """Conflict checks for DML that read `table.metadata` (see planning/conflicts.py)."""
+    """Conflict checks for DML that read `table.metadata` and removed rows from the `touched`
+    data files (see planning/conflicts.py)."""
     io = table.io
-    touched = [m.task.data_file for m in matches]
+    touched = list(touched)
 
     def validate(read_base: TableMetadata, current: TableMetadata) -> None:
         validate_files_still_live(io, read_base, current, [f.file_path for f in touched])
@@ -187,6 +252,10 @@ def rows_validator(
             validate_no_new_deletes_for(io, read_base, current, touched)
 
     return validate
+
+
+def touched_files(matches: Sequence[FileMatch]) -> list[DataFile]:
+    return [m.task.data_file for m in matches]
 
 
 def drop_position_column(rows: pa.Table) -> pa.Table:

@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyiceberg.expressions import BooleanExpression
+from pyiceberg.schema import Schema
 
 from mor.api.expressions import Assignments, as_expression, project
-from mor.api.row_changes import build_changes, drop_position_column, find_matches, rows_validator
+from mor.api.row_changes import build_changes, drop_position_column, find_matches, rows_validator, touched_files
 from mor.commit.snapshot_producer import Changes, Validator
 from mor.errors import InvalidArgumentError, SchemaMismatchError
 from mor.write.arrow_schema import conform, to_arrow_schema
@@ -45,6 +46,11 @@ def updated_columns(table: Table, assignments: Assignments) -> dict[str, pc.Expr
     return columns
 
 
+def updated_rows(old_rows: pa.Table, columns: dict[str, pc.Expression], schema: Schema) -> pa.Table:
+    """The new versions of `old_rows` (matched rows, with or without their positions)."""
+    return conform(project(drop_position_column(old_rows), columns), schema)
+
+
 def update_where(
     table: Table, assignments: Assignments, row_filter: BooleanExpression, mode: str
 ) -> tuple[Changes, Validator] | None:
@@ -52,7 +58,7 @@ def update_where(
     matches = find_matches(table, row_filter, with_rows=True)
     if not matches:
         return None
-    old_rows = pa.concat_tables([drop_position_column(m.rows) for m in matches if m.rows is not None])
-    new_rows = conform(project(old_rows, columns), table.schema())
+    old_rows = pa.concat_tables([m.rows for m in matches if m.rows is not None])
+    new_rows = updated_rows(old_rows, columns, table.schema())
     changes = build_changes(table, matches, new_rows, mode)
-    return changes, rows_validator(table, row_filter, matches, changes)
+    return changes, rows_validator(table, row_filter, touched_files(matches), changes)

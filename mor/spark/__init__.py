@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from mor.spark.dml import delete, update
+from mor.spark.dml_merge import merge, upsert
 from mor.spark.fast_path import read_table
 from mor.spark.source import FORMAT, PARALLELISM_ENV, PUSHDOWN_ENV, MorDataSource
 
@@ -18,7 +20,7 @@ if TYPE_CHECKING:
 
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
-__all__ = ["FORMAT", "MorDataSource", "read_table", "register"]
+__all__ = ["FORMAT", "MorDataSource", "delete", "merge", "read_table", "register", "update", "upsert"]
 
 
 

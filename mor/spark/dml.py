@@ -1,0 +1,192 @@
+"""Distributed DELETE and UPDATE on Spark: rows found on the executors, one commit on the driver.
+
+    mor.spark.delete(spark, table, "id < 100")
+    mor.spark.update(spark, table, {"n": pc.field("n") + 1}, where="category = 'a'")
+
+The driver plans the scan as the local API does (`table.scan(filter=where).plan_files()`) and
+packs the tasks into about `defaultParallelism` groups (mor/planning/packing.py); each group is
+one Spark task. A task finds the matching live rows of its data files with the local matcher
+(`RowMatcher`), and removes them with the local writer (`RowRemover`): one position delete file
+per data file, sorted by position, or the whole data file when all its live rows match (or, in
+copy-on-write mode, a rewrite of the file without them); an UPDATE task also writes the new rows
+of its group as data files. Tasks send back descriptions of the files they wrote, and the driver
+commits one snapshot through `Table._commit` with the local API's conflict checks
+(`rows_validator`), so the same rows change, under the same snapshot operation and the same
+CommitConflictError, as with `table.delete/update` on the same table.
+
+Failures: a task whose work fails deletes what it wrote and returns its error rather than
+raising it, so the driver always hears of every file the job wrote; it deletes them all and
+raises the task's error (the exception the local API raises, with the executor's traceback as a
+note). A failed commit deletes the files too, except after CommitStateUnknownError. Files can be
+left behind, never referenced, when Spark kills a Python worker mid-task or discards the result
+of a task attempt that completed (speculative execution); orphan-file removal finds those.
+"""
+
+from __future__ import annotations
+
+import pickle
+import traceback
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyiceberg.expressions import BooleanExpression
+
+from mor.api.delete import DELETE_MODE_PROPERTY
+from mor.api.expressions import Assignments
+from mor.api.row_changes import DmlTarget, Removal, RowMatcher, RowRemover, changes_for, rows_validator
+from mor.api.table import Table
+from mor.api.update import UPDATE_MODE_PROPERTY, updated_columns, updated_rows
+from mor.errors import MorError
+from mor.format.content_file import DataFile
+from mor.format.metadata import Snapshot
+from mor.io.fileio import FileIO
+from mor.planning.filters import FilterLike, bind_filter, parse_filter
+from mor.planning.packing import pack_tasks
+from mor.planning.task import FileScanTask
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """What one Spark task did: rows removed per data file, rows added, or the error that
+    stopped it (after it deleted its own files)."""
+
+    removals: tuple[Removal, ...] = ()
+    added: tuple[DataFile, ...] = ()
+    error: BaseException | None = None
+
+    @property
+    def written(self) -> list[str]:
+        return [p for r in self.removals for p in r.written] + [f.file_path for f in self.added]
+
+
+def run_task(work: Callable[[FileIO, list[str]], TaskResult]) -> TaskResult:
+    """Run a task's work, which appends the path of each file to the list as it writes it.
+    An exception deletes those files and becomes the task's result (see the module docstring)."""
+    io = FileIO()
+    written: list[str] = []
+    try:
+        return work(io, written)
+    except Exception as e:
+        _delete(io, written)
+        return TaskResult(error=_transportable(e))
+    except BaseException:
+        _delete(io, written)
+        raise
+
+
+def _transportable(error: Exception) -> BaseException:
+    """The error itself when it survives pickling (with the executor's traceback as a note),
+    else a MorError describing it."""
+    trace = "".join(traceback.format_exception(error))
+    try:
+        error.add_note(f"raised in a Spark task:\n{trace}")
+        pickle.loads(pickle.dumps(error))
+        return error
+    except Exception:
+        return MorError(f"a Spark task failed: {trace}")
+
+
+def commit_results(table: Table, results: Sequence[TaskResult], row_filter: BooleanExpression) -> Snapshot | None:
+    """Commit what the tasks wrote as one snapshot (None when they found nothing to change);
+    on any error, delete every file the tasks wrote and raise."""
+    written = [p for r in results for p in r.written]
+    try:
+        errors = [r.error for r in results if r.error is not None]
+        if errors:
+            raise errors[0]
+        removals = [x for r in results for x in r.removals]
+        added = [f for r in results for f in r.added]
+        if not removals and not added:
+            return None
+        changes = changes_for(removals, added)
+        validate = rows_validator(table, row_filter, [r.task.data_file for r in removals], changes)
+    except BaseException:
+        _delete(table.io, written)
+        raise
+    return table._commit(changes, validate)  # removes the files itself if the commit fails
+
+
+def _delete(io: FileIO, paths: Sequence[str]) -> None:
+    for path in paths:
+        io.delete(path)
+
+
+# -- DELETE and UPDATE ---------------------------------------------------------------------
+
+
+def delete(spark: SparkSession, table: Table, where: FilterLike, mode: str | None = None) -> Snapshot | None:
+    """`table.delete(where)`, with the rows found and the delete files written on Spark's
+    executors. Returns the new snapshot, or None if no live row matched."""
+    table._writable()
+    mode = table._mode(mode, DELETE_MODE_PROPERTY)
+    row_filter = _bound_filter(table, where)
+    return _run(spark, table, RowsJob(DmlTarget.of(table, mode), row_filter, None))
+
+
+def update(
+    spark: SparkSession, table: Table, set: Assignments, where: FilterLike = None, mode: str | None = None
+) -> Snapshot | None:
+    """`table.update(set, where)` on Spark's executors: `set` maps columns to literals or
+    `pyarrow.compute` expressions of the old row. Returns the new snapshot, or None if no live
+    row matched."""
+    table._writable()
+    mode = table._mode(mode, UPDATE_MODE_PROPERTY)
+    row_filter = _bound_filter(table, where)
+    columns = updated_columns(table, set)  # checked here, before any task runs
+    return _run(spark, table, RowsJob(DmlTarget.of(table, mode), row_filter, columns))
+
+
+def _bound_filter(table: Table, where: FilterLike) -> BooleanExpression:
+    row_filter = parse_filter(where)
+    bind_filter(table.schema(), row_filter)  # InvalidFilterError now, not in a task
+    return row_filter
+
+
+@dataclass(frozen=True)
+class RowsJob:
+    """What every task of a DELETE or UPDATE needs; shipped to the executors."""
+
+    target: DmlTarget
+    row_filter: BooleanExpression
+    columns: dict[str, pc.Expression] | None  # UPDATE: every table column as an expression of the old row
+
+
+def _run(spark: SparkSession, table: Table, job: RowsJob) -> Snapshot | None:
+    tasks = table.scan(filter=job.row_filter).plan_files()
+    if not tasks:
+        return None
+    sc = spark.sparkContext
+    groups = pack_tasks(tasks, sc.defaultParallelism)
+    results = sc.parallelize(groups, len(groups)).mapPartitions(partial(_run_groups, job)).collect()
+    return commit_results(table, results, job.row_filter)
+
+
+def _run_groups(job: RowsJob, groups: Iterator[list[FileScanTask]]) -> Iterator[TaskResult]:
+    for tasks in groups:  # one group per partition
+        yield run_task(partial(_change_rows, job, tasks))
+
+
+def _change_rows(job: RowsJob, tasks: list[FileScanTask], io: FileIO, written: list[str]) -> TaskResult:
+    t = job.target
+    matcher = RowMatcher(io, t.schema, t.specs, job.row_filter, with_rows=job.columns is not None)
+    remover = RowRemover(io, t)
+    removals: list[Removal] = []
+    new_parts: list[pa.Table] = []
+    for task in tasks:
+        match = matcher.match(task)
+        if match is None:
+            continue
+        removal = remover.remove(match)
+        written += removal.written
+        removals.append(removal)
+        if job.columns is not None and match.rows is not None:
+            new_parts.append(updated_rows(match.rows, job.columns, t.schema))
+    added = t.write_rows(io, pa.concat_tables(new_parts)) if new_parts else []
+    written += [f.file_path for f in added]
+    return TaskResult(tuple(removals), tuple(added))

@@ -1,0 +1,342 @@
+"""Distributed MERGE INTO and UPSERT from a Spark DataFrame, with the local API's semantics
+(mor/api/merge.py): keys match null-safely, a key may appear once in the source
+(DuplicateKeyError), on a matched row the delete clause is tried before the update clause.
+
+    mor.spark.merge(spark, table, source_df, on=["id"], when_matched_update="*", when_not_matched_insert="*")
+    mor.spark.upsert(spark, table, source_df, on=["id"])
+
+Everything large stays distributed; the driver checks clauses and collects only statistics and
+file descriptions:
+1. The driver checks the clauses against the table and the source's schema, evaluating every
+   expression once on empty rows, so a bad clause fails before any job runs.
+2. One aggregation over the source: row count, distinct keys (duplicates fail here, before
+   anything is written) and min/max of the orderable key columns, which make the key range that
+   prunes the target's files (as the local API does) and that the conflict check uses.
+3. The target's live rows are read with format "mor" and its `_file`/`_pos` metadata columns,
+   pinned to the metadata the driver planned from (and to the files the key range keeps); only
+   the key columns unless the clauses read other table columns. They are joined to the source
+   with `eqNullSafe` on the keys: an inner join, or a left join from the source when there is
+   an insert clause (a source row without a match then has a null `_file`).
+4. The joined rows are repartitioned by `_file`, so each data file's removed rows meet in one
+   task (unmatched source rows spread by key hash); each task evaluates the clauses on its rows
+   with the local functions, writes one sorted position delete file per data file (or drops,
+   or under copy-on-write rewrites, the file) and writes the updated and inserted rows.
+5. The driver commits one snapshot, as in mor/spark/dml.py (which also says how failures clean
+   up). Steps 1-2 fail before anything is written, and reading and joining end at a shuffle, so
+   a failure there (an unreadable data file, say) stops the job before any task writes.
+
+UPSERT removes every live row holding a source key (a semi join of the target with the source
+keys, through the same tasks) and appends every source row once, written by about
+`defaultParallelism` tasks after a shuffle, in one Spark job.
+
+The source DataFrame is evaluated twice (statistics, then the join): cache it when computing it
+is costly or not deterministic. A task holds its share of the joined rows in memory (only the
+key columns of the target unless the clauses read others) while it writes.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+from dataclasses import dataclass, replace
+from functools import partial, reduce
+from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyiceberg.expressions import AlwaysTrue, BooleanExpression
+from pyiceberg.types import IntegerType, LongType, StringType, UUIDType
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import BinaryType, StructField, StructType
+
+from mor.api.expressions import Assignments
+from mor.api.keys import key_fields, key_range
+from mor.api.merge import (
+    MERGE_MODE_PROPERTY,
+    MergeClauses,
+    MergeOutputs,
+    inserted_rows,
+    matched_changes,
+    merge_outputs,
+    with_source_prefix,
+)
+from mor.api.row_changes import DmlTarget, FileMatch, Removal, RowRemover, live_row_count
+from mor.api.table import Table
+from mor.errors import DuplicateKeyError, UnsupportedFeatureError
+from mor.format.metadata import Snapshot
+from mor.io.fileio import FileIO
+from mor.planning.filters import bind_filter
+from mor.planning.task import FileScanTask
+from mor.read.position_deletes import DeleteFileCache
+from mor.read.task_reader import POSITION_COLUMN
+from mor.spark.columns import to_column
+from mor.spark.dml import TaskResult, commit_results, run_task
+from mor.spark.scan import FILE_COLUMN
+from mor.spark.source import FORMAT
+from mor.spark.types import spark_arrow_schema, spark_type
+from mor.write.arrow_schema import conform, to_arrow_schema, to_arrow_type
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+RESULT_SCHEMA = StructType([StructField("result", BinaryType())])  # one pickled TaskResult per task
+ORDERABLE_KEY_TYPES = (IntegerType, LongType, StringType)  # the ones key_range bounds
+
+
+@dataclass(frozen=True)
+class MergeJob:
+    """What every task needs; shipped to the executors."""
+
+    target: DmlTarget
+    keys: tuple[str, ...]
+    clauses: MergeClauses
+    outputs: MergeOutputs
+    target_columns: tuple[str, ...]  # the table columns read from the target
+    source_schema: pa.Schema  # the source as the local API sees it (keys in the table's types)
+    tasks: Mapping[str, FileScanTask]  # the planned target files, by path
+
+    def source_name(self, column: str) -> str:
+        """The source column's name in the joined rows, apart from the table's names."""
+        return f"__source_{self.source_schema.get_field_index(column)}"
+
+
+def merge(
+    spark: SparkSession,
+    table: Table,
+    source: DataFrame,
+    on: Sequence[str],
+    when_matched_update: Assignments | str | None = None,
+    when_matched_delete: bool | pc.Expression = False,
+    when_not_matched_insert: Assignments | str | None = None,
+    when_matched_update_if: pc.Expression | None = None,
+    when_not_matched_insert_if: pc.Expression | None = None,
+    mode: str | None = None,
+) -> Snapshot | None:
+    """`table.merge(...)` with a DataFrame source, run on Spark's executors (see the module
+    docstring). Returns the new snapshot, or None when no clause changed anything."""
+    table._writable()
+    clauses = MergeClauses(
+        when_matched_delete, when_matched_update, when_matched_update_if, when_not_matched_insert, when_not_matched_insert_if
+    )
+    mode = table._mode(mode, MERGE_MODE_PROPERTY)
+    keyed, outputs = merge_outputs(table, spark_arrow_schema(source.schema).empty_table(), on, clauses)
+    target_columns = [f.name for f in table.schema().fields] if clauses.reads_target_columns else list(on)
+    job = MergeJob(DmlTarget.of(table, mode), tuple(on), clauses, outputs, tuple(target_columns), keyed.schema, {})
+    _check_readable(table, target_columns)
+    _check_expressions(job)
+    renamed = _renamed_source(source, job)
+    key_filter = _key_filter(table, renamed, job)
+    if key_filter is None:
+        return None  # an empty source changes nothing
+    job, target = _target(spark, table, job, key_filter)
+    how = "left" if outputs.insert is not None else "inner"  # unmatched source rows only matter to inserts
+    joined = _by_file(renamed.join(target, _keys_match(job), how), spark, job)
+    return commit_results(table, _collect(joined.mapInArrow(partial(_merge_task, job), RESULT_SCHEMA)), key_filter)
+
+
+def upsert(spark: SparkSession, table: Table, source: DataFrame, on: Sequence[str], mode: str | None = None) -> Snapshot | None:
+    """`table.upsert(rows, on)` (its position strategy) with a DataFrame source, on Spark's
+    executors: every live row holding a source key goes, every source row is added once."""
+    table._writable()
+    mode = table._mode(mode, MERGE_MODE_PROPERTY)
+    schema = table.schema()
+    fitted = conform(spark_arrow_schema(source.schema).empty_table(), schema)  # SchemaMismatchError unless it fits
+    key_fields(schema, on)
+    job = MergeJob(DmlTarget.of(table, mode), tuple(on), MergeClauses(matched_delete=True), MergeOutputs(None, None),
+                   tuple(on), fitted.schema, {})  # fmt: skip
+    renamed = _renamed_source(source, job)
+    key_filter = _key_filter(table, renamed, job)
+    if key_filter is None:
+        return None
+    job, target = _target(spark, table, job, key_filter)
+    keys = renamed.select(*[job.source_name(k) for k in on])
+    removals = _by_file(target.join(keys, _keys_match(job), "left_semi"), spark, job)
+    # The shuffle computes the whole source before any task writes (as the join does for removals).
+    spread = source.repartition(spark.sparkContext.defaultParallelism)
+    inserts = spread.mapInArrow(partial(_insert_task, job.target), RESULT_SCHEMA)
+    results = _collect(removals.mapInArrow(partial(_merge_task, job), RESULT_SCHEMA).union(inserts))
+    return commit_results(table, results, key_filter)
+
+
+# -- driver ----------------------------------------------------------------------------------
+
+
+def _check_readable(table: Table, columns: Sequence[str]) -> None:
+    # Spark reads uuid as a string, which does not cast back to the table's 16 bytes.
+    uuids = [c for c in columns if isinstance(table.schema().find_field(c).field_type, UUIDType)]
+    if uuids:
+        raise UnsupportedFeatureError(f"Spark MERGE cannot read the uuid columns {uuids} of the table; use Table.merge")
+
+
+def _check_expressions(job: MergeJob) -> None:
+    """Evaluate every clause on empty rows: bad columns and types fail before any job runs."""
+    arrow_schema = to_arrow_schema(job.target.schema)
+    source = with_source_prefix(job.source_schema.empty_table())
+    joined = pa.schema([arrow_schema.field(c) for c in job.target_columns]).empty_table()
+    joined = joined.append_column(POSITION_COLUMN, pa.array([], pa.int64()))
+    for name in source.column_names:
+        joined = joined.append_column(name, source.column(name))
+    matched_changes(joined, job.clauses, job.outputs, job.target.schema)
+    inserted_rows(source, job.clauses, job.outputs, job.target.schema)
+
+
+def _renamed_source(source: DataFrame, job: MergeJob) -> DataFrame:
+    """The source with its columns named apart from the table's, and its keys cast to the
+    table's types (merge_outputs/conform checked that the cast keeps every value)."""
+    columns = []
+    for f in job.source_schema:
+        column = F.col(f"`{f.name}`")
+        if f.name in job.keys:
+            column = column.cast(spark_type(job.target.schema.find_field(f.name).field_type))
+        columns.append(column.alias(job.source_name(f.name)))
+    return source.select(*columns)
+
+
+def _key_filter(table: Table, renamed: DataFrame, job: MergeJob) -> BooleanExpression | None:
+    """One aggregation over the source: DuplicateKeyError if a key repeats; None when the
+    source is empty; else the key range (as the local API computes it from the keys)."""
+    schema = table.schema()
+    names = [job.source_name(k) for k in job.keys]
+    per_key = renamed.groupBy(*names).agg(F.count(F.lit(1)).alias("rows"))
+    orderable = [k for k in job.keys if isinstance(schema.find_field(k).field_type, ORDERABLE_KEY_TYPES)]
+    bounds = []
+    for i, k in enumerate(orderable):
+        c = F.col(job.source_name(k))
+        bounds += [F.min(c).alias(f"lo{i}"), F.max(c).alias(f"hi{i}"), F.max(c.isNull()).alias(f"null{i}")]
+    stats = per_key.agg(F.sum("rows").alias("rows"), F.count(F.lit(1)).alias("keys"), *bounds).first()
+    assert stats is not None  # a global aggregation has one row
+    rows = stats["rows"] or 0
+    if rows == 0:
+        return None
+    if stats["keys"] != rows:
+        raise DuplicateKeyError(f"{rows - stats['keys']} source rows repeat a key on {list(job.keys)}: each key may appear once")
+    # A few rows with the same min, max and nulls as the keys: key_range makes the same range.
+    with_nulls = any(stats[f"null{i}"] for i in range(len(orderable)))
+    extremes = {}
+    for i, k in enumerate(orderable):
+        lo, hi = stats[f"lo{i}"], stats[f"hi{i}"]
+        values = [lo, hi] + ([None if stats[f"null{i}"] else lo] if with_nulls else [])
+        extremes[k] = pa.array(values, to_arrow_type(schema.find_field(k).field_type))
+    return key_range(schema, pa.table(extremes)) if extremes else AlwaysTrue()
+
+
+def _target(spark: SparkSession, table: Table, job: MergeJob, key_filter: BooleanExpression) -> tuple[MergeJob, DataFrame]:
+    """The live target rows that may hold a key, with `_file` and `_pos`, read from exactly the
+    metadata and files the driver planned (the commit validates against that metadata)."""
+    from mor.spark import register  # mor.spark imports this module
+
+    register(spark)
+    tasks = table.scan(filter=key_filter).plan_files()
+    target = (
+        spark.read.format(FORMAT)
+        .option("metadata-columns", "true")
+        .option("columns", ",".join(job.target_columns))
+        .option("data-files", json.dumps([t.data_file.file_path for t in tasks]))
+        .load(table.metadata_location)
+    )
+    if not isinstance(key_filter, AlwaysTrue):  # the rows outside it hold no key; pushed down, it skips row groups
+        target = target.filter(to_column(bind_filter(table.schema(), key_filter)))
+    return replace(job, tasks={t.data_file.file_path: t for t in tasks}), target
+
+
+def _keys_match(job: MergeJob) -> Column:
+    return reduce(lambda a, b: a & b, [F.col(f"`{k}`").eqNullSafe(F.col(job.source_name(k))) for k in job.keys])
+
+
+def _by_file(joined: DataFrame, spark: SparkSession, job: MergeJob) -> DataFrame:
+    """Rows of one data file into one task; unmatched source rows (no `_file`) spread by key."""
+    n = spark.sparkContext.defaultParallelism
+    part = F.col(FILE_COLUMN)
+    source_keys = [job.source_name(k) for k in job.keys]
+    if all(c in joined.columns for c in source_keys):
+        # Only balance depends on this value (a bucket number never equals a file path).
+        part = F.coalesce(part, F.pmod(F.hash(*[F.col(c) for c in source_keys]), F.lit(n)).cast("string"))
+    return joined.repartition(n, part)
+
+
+def _collect(results: DataFrame) -> list[TaskResult]:
+    return [pickle.loads(row[0]) for row in results.collect()]
+
+
+# -- executors -------------------------------------------------------------------------------
+
+
+def _result_batch(result: TaskResult) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays([pa.array([pickle.dumps(result)], pa.binary())], names=["result"])
+
+
+def _merge_task(job: MergeJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    received = list(batches)  # read all input first: nothing is written before the input is complete
+    rows = pa.Table.from_batches(received) if received else None
+    if rows is not None and rows.num_rows:
+        yield _result_batch(run_task(partial(_merge_rows, job, rows)))
+
+
+def _merge_rows(job: MergeJob, rows: pa.Table, io: FileIO, written: list[str]) -> TaskResult:
+    schema = job.target.schema
+    has_file = pc.is_valid(rows.column(FILE_COLUMN))
+    matched = rows.filter(has_file)
+    removals: list[Removal] = []
+    new_parts: list[pa.Table] = []
+    if matched.num_rows:
+        gone, updated = matched_changes(_joined(job, matched), job.clauses, job.outputs, schema)
+        remover, cache = RowRemover(io, job.target), DeleteFileCache(io)
+        for path, positions in _positions_by_file(matched.filter(gone)):
+            task = job.tasks[path]
+            removal = remover.remove(FileMatch(task, positions, live_row_count(task, cache)))
+            written += removal.written
+            removals.append(removal)
+        if updated is not None:
+            new_parts.append(updated)
+    unmatched = rows.filter(pc.invert(has_file))
+    if unmatched.num_rows:
+        inserted = inserted_rows(_source_rows(job, unmatched), job.clauses, job.outputs, schema)
+        if inserted is not None:
+            new_parts.append(inserted)
+    added = job.target.write_rows(io, pa.concat_tables(new_parts)) if new_parts else []
+    written += [f.file_path for f in added]
+    return TaskResult(tuple(removals), tuple(added))
+
+
+def _joined(job: MergeJob, matched: pa.Table) -> pa.Table:
+    """Matched rows as the local API joins them: table columns in the table's types, the row
+    position, and the source columns as "source.<name>"."""
+    arrow_schema = to_arrow_schema(job.target.schema)
+    names = [*job.target_columns, POSITION_COLUMN]
+    columns = [matched.column(c).cast(arrow_schema.field(c).type) for c in job.target_columns]
+    columns.append(matched.column(POSITION_COLUMN))
+    source = _source_rows(job, matched)
+    return pa.table(columns + source.columns, names=names + source.column_names)
+
+
+def _source_rows(job: MergeJob, rows: pa.Table) -> pa.Table:
+    """The source columns present in `rows`, in the local API's types, named "source.<name>"."""
+    present = [f for f in job.source_schema if job.source_name(f.name) in rows.column_names]
+    columns = [rows.column(job.source_name(f.name)).cast(f.type) for f in present]
+    return with_source_prefix(pa.table(columns, names=[f.name for f in present]))
+
+
+def _positions_by_file(removed: pa.Table) -> Iterator[tuple[str, np.ndarray]]:
+    if not removed.num_rows:
+        return
+    files = removed.column(FILE_COLUMN).combine_chunks().dictionary_encode()
+    codes = files.indices.to_numpy(zero_copy_only=False)
+    positions = removed.column(POSITION_COLUMN).to_numpy()
+    order = np.argsort(codes, kind="stable")
+    for group in np.split(order, np.flatnonzero(np.diff(codes[order])) + 1):
+        yield files.dictionary[codes[group[0]]].as_py(), positions[group]
+
+
+def _insert_task(target: DmlTarget, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    received = list(batches)
+    rows = pa.Table.from_batches(received) if received else None
+    if rows is not None and rows.num_rows:
+        yield _result_batch(run_task(partial(_insert_rows, target, rows)))
+
+
+def _insert_rows(target: DmlTarget, rows: pa.Table, io: FileIO, written: list[str]) -> TaskResult:
+    added = target.write_rows(io, conform(rows, target.schema))
+    written += [f.file_path for f in added]
+    return TaskResult(added=tuple(added))

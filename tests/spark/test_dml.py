@@ -1,0 +1,327 @@
+"""Distributed DELETE/UPDATE/MERGE/UPSERT (mor.spark.dml, mor.spark.dml_merge) against the local
+API: each test builds twin tables with the same history, runs the local verb on one and the
+Spark verb on the other, and expects the same rows, one snapshot of the same operation, and the
+same errors; a failed Spark job leaves the table and its folder as they were."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+from pyiceberg.expressions import In
+from pyiceberg.table import StaticTable as PyIcebergStaticTable
+from pyspark.errors import PythonException
+from spark_helpers import SCHEMA, canonical, rows
+
+import mor
+from mor.io.fileio import to_local_path
+from mor.spark.dml import delete, update
+from mor.spark.dml_merge import merge, upsert
+
+FILE_PATH_ID, POS_ID = 2147483546, 2147483545
+PARTITIONINGS = [pytest.param(None, id="unpartitioned"), pytest.param(["category"], id="partitioned")]
+
+
+def make_table(catalog: mor.Catalog, name: str, partition_by: list[str] | None, equality_deletes: bool = True) -> mor.Table:
+    """Four data files (per partition), position deletes, and (optionally) equality deletes."""
+    table = catalog.create_table(name, schema=SCHEMA, partition_by=partition_by)
+    for ids in (range(0, 40), range(40, 80), range(80, 120), range(120, 160)):
+        table.append(rows(ids))
+    table.delete(In("id", [3, 13, 44, 85, 121]))
+    if equality_deletes:
+        table.delete_rows(pa.table({"id": pa.array([7, 48, 95, 150], pa.int64())}))
+    return table
+
+
+def twins(catalog: mor.Catalog, partition_by: list[str] | None, equality_deletes: bool = True) -> tuple[mor.Table, mor.Table]:
+    return make_table(catalog, "db.local", partition_by, equality_deletes), make_table(catalog, "db.spark", partition_by, equality_deletes)
+
+
+def files_under(table: mor.Table) -> set[str]:
+    return {str(p) for p in Path(to_local_path(table.location)).rglob("*") if p.is_file()}
+
+
+def live_rows(table: mor.Table) -> list[tuple]:
+    return canonical(table.scan().to_arrow())
+
+
+def source_rows(ids: list[int], n: int, categories: dict[int, str | None] | None = None) -> pa.Table:
+    data = rows(ids, n=n)
+    if categories:
+        values = [categories.get(i, c) for i, c in zip(ids, data.column("category").to_pylist())]
+        data = data.set_column(1, "category", pa.array(values, pa.string()))
+    return data
+
+
+MERGE_SOURCE = source_rows([4, 15, 16, 17, 30, 44, 90, 500, 501], n=1000, categories={17: "zzz", 501: None})
+MERGE_CLAUSES: dict[str, Any] = {
+    "when_matched_delete": pc.field("source.id") == 30,
+    "when_matched_update": {"n": pc.field("source.n") + pc.field("n"), "category": pc.field("source.category")},
+    "when_matched_update_if": pc.field("source.id") != 16,
+    "when_not_matched_insert": "*",
+    "when_not_matched_insert_if": pc.field("source.id") != 501,
+}
+UPSERT_SOURCE = source_rows([1, 2, 13, 48, 90, 150, 155, 700], n=5)
+# name -> (the local verb, the Spark verb, the snapshot operation)
+VERBS: dict[str, tuple[Callable[[mor.Table], Any], Callable[[Any, mor.Table], Any], str]] = {
+    "delete": (
+        lambda t: t.delete("n >= 30 and n < 90"),
+        lambda s, t: delete(s, t, "n >= 30 and n < 90"),
+        "delete",
+    ),
+    "update": (
+        lambda t: t.update({"n": pc.field("n") * 10, "category": "moved"}, where="id >= 20 and id < 130"),
+        lambda s, t: update(s, t, {"n": pc.field("n") * 10, "category": "moved"}, where="id >= 20 and id < 130"),
+        "overwrite",
+    ),
+    "merge": (
+        lambda t: t.merge(MERGE_SOURCE, on=["id", "category"], **MERGE_CLAUSES),
+        lambda s, t: merge(s, t, s.createDataFrame(MERGE_SOURCE), on=["id", "category"], **MERGE_CLAUSES),
+        "overwrite",
+    ),
+    "upsert": (
+        lambda t: t.upsert(UPSERT_SOURCE, on=["id"]),
+        lambda s, t: upsert(s, t, s.createDataFrame(UPSERT_SOURCE), on=["id"]),
+        "overwrite",
+    ),
+}
+
+
+@pytest.mark.parametrize("verb", list(VERBS))
+@pytest.mark.parametrize("partition_by", PARTITIONINGS)
+def test_spark_verb_leaves_the_rows_the_local_verb_leaves(spark: Any, catalog: mor.Catalog, verb: str, partition_by: Any) -> None:
+    local, distributed = twins(catalog, partition_by)
+    local_verb, spark_verb, operation = VERBS[verb]
+    before = len(distributed.snapshots())
+    assert live_rows(local) == live_rows(distributed)
+
+    expected = local_verb(local)
+    snapshot = spark_verb(spark, distributed)
+
+    assert live_rows(distributed) == live_rows(local)
+    assert live_rows(distributed) != live_rows(make_table(catalog, "db.untouched", partition_by))
+    assert len(distributed.snapshots()) == before + 1
+    assert snapshot == distributed.current_snapshot()
+    assert snapshot.operation == expected.operation == operation
+    for key in ("total-records", "added-position-deletes", "deleted-data-files", "added-records"):
+        assert snapshot.summary.get(key) == expected.summary.get(key), key
+    assert live_rows(catalog.load_table("db.spark")) == live_rows(local)
+
+
+def test_position_delete_files_are_sorted_and_reference_their_data_file(spark: Any, catalog: mor.Catalog) -> None:
+    table = make_table(catalog, "db.t", ["category"])
+    before = {d.file_path for t in table.scan().plan_files() for d in t.delete_files}
+    delete(spark, table, In("id", [1, 2, 30, 31, 39, 50, 60, 119, 122, 159]))
+
+    written = {d for t in table.scan().plan_files() for d in t.position_deletes if d.file_path not in before}
+    assert len(written) == len({d.referenced_data_file for d in written}) >= 4  # one per touched data file
+    for d in written:
+        assert d.referenced_data_file is not None
+        data = pq.read_table(to_local_path(d.file_path))
+        assert data.column_names == ["file_path", "pos"]
+        positions = data.column("pos").to_pylist()
+        assert positions == sorted(set(positions)) and len(positions) == d.record_count
+        assert set(data.column("file_path").to_pylist()) == {d.referenced_data_file}
+        assert d.lower_bounds[FILE_PATH_ID] == d.upper_bounds[FILE_PATH_ID] == d.referenced_data_file.encode()
+        assert (d.lower_bounds[POS_ID], d.upper_bounds[POS_ID]) == (
+            positions[0].to_bytes(8, "little"),
+            positions[-1].to_bytes(8, "little"),
+        )
+
+
+def test_pyiceberg_reads_what_the_spark_verbs_wrote(spark: Any, catalog: mor.Catalog) -> None:
+    local, distributed = twins(catalog, ["category"], equality_deletes=False)  # pyiceberg reads no equality deletes
+    for verb, (local_verb, spark_verb, _) in VERBS.items():
+        local_verb(local)
+        spark_verb(spark, distributed)
+        static = PyIcebergStaticTable.from_metadata(distributed.metadata_location)
+        assert canonical(static.scan().to_arrow()) == live_rows(local), verb
+
+
+def test_a_whole_file_delete_drops_the_file_and_its_position_deletes(spark: Any, catalog: mor.Catalog) -> None:
+    # Without equality deletes: they make the live row count unknown, so no file is dropped.
+    local, distributed = twins(catalog, ["category"], equality_deletes=False)
+    files_a = {t.data_file.file_path for t in distributed.scan(filter="category = 'a'").plan_files()}
+    assert len(files_a) == 4
+
+    expected = local.delete("category = 'a'")
+    snapshot = delete(spark, distributed, "category = 'a'")
+
+    assert live_rows(distributed) == live_rows(local)
+    assert snapshot.summary["deleted-data-files"] == expected.summary["deleted-data-files"] == "4"
+    assert "added-delete-files" not in snapshot.summary
+    # The position delete file of id 3 (category 'a') could only apply to a dropped file.
+    assert snapshot.summary["removed-position-delete-files"] == expected.summary["removed-position-delete-files"] == "1"
+    assert not files_a & {t.data_file.file_path for t in distributed.scan().plan_files()}
+
+
+@pytest.mark.parametrize(
+    "verb",
+    [
+        pytest.param(lambda s, t: delete(s, t, "id = 13"), id="delete-only-deleted-rows"),
+        pytest.param(lambda s, t: update(s, t, {"n": 0}, where="id in (3, 44)"), id="update-only-deleted-rows"),
+        pytest.param(
+            lambda s, t: merge(s, t, s.createDataFrame(source_rows([1000, 1001], n=0)), on=["id"], when_matched_delete=True),
+            id="merge-no-match-no-insert",
+        ),
+        pytest.param(lambda s, t: upsert(s, t, s.createDataFrame(rows([])), on=["id"]), id="upsert-empty-source"),
+    ],
+)
+def test_nothing_to_change_commits_nothing(spark: Any, catalog: mor.Catalog, verb: Callable[[Any, mor.Table], Any]) -> None:
+    table = make_table(catalog, "db.t", None)
+    location, files = table.metadata_location, files_under(table)
+    assert verb(spark, table) is None
+    assert catalog.load_table("db.t").metadata_location == location
+    assert files_under(table) == files
+
+
+@pytest.mark.parametrize("verb", ["delete", "merge"])
+def test_copy_on_write_rewrites_files_like_the_local_api(spark: Any, catalog: mor.Catalog, verb: str) -> None:
+    local, distributed = twins(catalog, ["category"])
+    for t in (local, distributed):
+        t.set_properties(**{"write.delete.mode": "copy-on-write", "write.merge.mode": "copy-on-write"})
+    local_verb, spark_verb, _ = VERBS[verb]
+    expected = local_verb(local)
+    snapshot = spark_verb(spark, distributed)
+
+    assert live_rows(distributed) == live_rows(local)
+    assert snapshot.operation == expected.operation == "overwrite"
+    assert "added-delete-files" not in snapshot.summary
+    assert snapshot.summary["deleted-data-files"] == expected.summary["deleted-data-files"]
+
+
+def unchanged(catalog: mor.Catalog, table: mor.Table, location: str, files: set[str], rows_before: list[tuple]) -> None:
+    fresh = catalog.load_table(table.identifier)
+    assert fresh.metadata_location == location
+    assert files_under(table) == files  # nothing the job wrote is left behind
+    assert live_rows(fresh) == rows_before
+
+
+def test_a_failing_task_leaves_the_table_unchanged_and_no_files(spark: Any, catalog: mor.Catalog) -> None:
+    local, distributed = twins(catalog, None)
+    for t in (local, distributed):
+        task = t.scan().plan_files()[2]  # a file with matches; the others' tasks still write theirs
+        Path(to_local_path(task.data_file.file_path)).unlink()
+    location, files = distributed.metadata_location, files_under(distributed)
+
+    with pytest.raises(mor.CorruptMetadataError, match="cannot be opened"):
+        local.delete("n >= 10")
+    with pytest.raises(mor.CorruptMetadataError, match="cannot be opened"):
+        delete(spark, distributed, "n >= 10")
+    assert distributed.metadata_location == location
+    assert files_under(distributed) == files
+    assert catalog.load_table("db.spark").metadata_location == location
+
+
+def test_a_merge_failing_in_one_task_leaves_the_table_unchanged_and_no_files(spark: Any, catalog: mor.Catalog) -> None:
+    local, distributed = twins(catalog, ["category"])
+    # Matches in every partition; one source row updates the required `id` to null.
+    source = source_rows([1, 2, 50, 51, 100, 101, 140, 141], n=0)
+    source = source.set_column(2, "n", pa.array([1, 2, 3, 4, None, 6, 7, 8], pa.int64()))
+    clauses = {"when_matched_update": {"id": pc.field("source.n")}, "when_not_matched_insert": "*"}
+    location, files, before = distributed.metadata_location, files_under(distributed), live_rows(distributed)
+
+    with pytest.raises(mor.SchemaMismatchError, match="'id' is required"):
+        local.merge(source, on=["id"], **clauses)
+    with pytest.raises(mor.SchemaMismatchError, match="'id' is required"):
+        merge(spark, distributed, spark.createDataFrame(source), on=["id"], **clauses)
+    unchanged(catalog, distributed, location, files, before)
+
+
+@pytest.mark.parametrize(
+    ("verb", "error"),
+    [
+        pytest.param(lambda s, t: update(s, t, {"n": pc.field("nope") + 1}), mor.SchemaMismatchError, id="update-unknown-column"),
+        pytest.param(lambda s, t: delete(s, t, "nope = 1"), mor.InvalidFilterError, id="delete-unknown-column"),
+        pytest.param(
+            lambda s, t: merge(s, t, s.createDataFrame(rows([1, 2])), on=["id"], when_matched_update={"n": pc.field("source.nope")}),
+            mor.SchemaMismatchError,
+            id="merge-unknown-source-column",
+        ),
+        pytest.param(
+            lambda s, t: merge(s, t, s.createDataFrame(rows([1, 2, 1])), on=["id"], when_matched_delete=True),
+            mor.DuplicateKeyError,
+            id="merge-duplicate-keys",
+        ),
+        pytest.param(
+            lambda s, t: upsert(s, t, s.createDataFrame(source_rows([5, 5, 6], n=0)), on=["id"]),
+            mor.DuplicateKeyError,
+            id="upsert-duplicate-keys",
+        ),
+        pytest.param(
+            lambda s, t: upsert(s, t, s.createDataFrame(rows([5]).drop_columns(["n"])), on=["id"]),
+            mor.SchemaMismatchError,
+            id="upsert-missing-column",
+        ),
+        pytest.param(lambda s, t: delete(s, t, "id = 1", mode="sideways"), mor.InvalidArgumentError, id="unknown-mode"),
+    ],
+)
+def test_bad_requests_fail_before_writing(spark: Any, catalog: mor.Catalog, verb: Callable[[Any, mor.Table], Any], error: type) -> None:
+    table = make_table(catalog, "db.t", ["category"])
+    location, files, before = table.metadata_location, files_under(table), live_rows(table)
+    with pytest.raises(error):
+        verb(spark, table)
+    unchanged(catalog, table, location, files, before)
+
+
+@pytest.mark.parametrize("verb", ["delete", "update", "merge"])
+def test_a_concurrent_rewrite_of_a_touched_file_is_a_conflict(spark: Any, catalog: mor.Catalog, verb: str) -> None:
+    local, distributed = twins(catalog, None)
+    local_verb, spark_verb, _ = VERBS[verb]
+    stale = {t.identifier: catalog.load_table(t.identifier) for t in (local, distributed)}
+    for t in (local, distributed):  # another writer rewrites the file of ids 0-39 after the stale handles planned
+        t.delete("id = 21", mode="copy-on-write")
+    location, files, after = distributed.metadata_location, files_under(distributed), live_rows(distributed)
+
+    with pytest.raises(mor.CommitConflictError, match="removed data files"):
+        local_verb(stale["db.local"])
+    with pytest.raises(mor.CommitConflictError, match="removed data files"):
+        spark_verb(spark, stale["db.spark"])
+    unchanged(catalog, distributed, location, files, after)
+
+
+def test_upsert_into_an_empty_table_inserts_every_row(spark: Any, catalog: mor.Catalog) -> None:
+    table = catalog.create_table("db.t", schema=SCHEMA, partition_by=["category"])
+    snapshot = upsert(spark, table, spark.createDataFrame(rows(range(30))), on=["id"])
+    assert snapshot.operation == "append"
+    assert live_rows(table) == canonical(rows(range(30)))
+
+
+def test_read_only_tables_are_refused(spark: Any, catalog: mor.Catalog) -> None:
+    table = make_table(catalog, "db.t", None)
+    static = mor.StaticTable.from_metadata(table.metadata_location)
+    with pytest.raises(mor.MorError, match="read-only"):
+        delete(spark, static, "id = 1")
+
+
+def test_a_merge_that_cannot_read_the_target_writes_nothing(spark: Any, catalog: mor.Catalog) -> None:
+    """The target is read by Spark (format "mor"), so its error arrives as Spark's, naming ours;
+    the read ends at a shuffle, before any task writes."""
+    table = make_table(catalog, "db.t", None)
+    Path(to_local_path(table.scan().plan_files()[1].data_file.file_path)).unlink()
+    location, files = table.metadata_location, files_under(table)
+    source = spark.createDataFrame(source_rows([1, 50, 100, 900], n=0))
+    with pytest.raises(PythonException, match="CorruptMetadataError: data file .* cannot be opened"):
+        merge(spark, table, source, on=["id"], when_matched_update="*", when_not_matched_insert="*")
+    assert catalog.load_table("db.t").metadata_location == location
+    assert files_under(table) == files
+
+
+def test_merge_takes_source_columns_by_name_and_widens_keys_like_the_local_api(spark: Any, catalog: mor.Catalog) -> None:
+    local, distributed = twins(catalog, ["category"])
+    source = source_rows([1, 2, 3, 600], n=50)
+    source = source.select(["n", "ts", "category", "id"]).set_column(3, "id", source.column("id").cast(pa.int32()))
+    source = source.append_column("op", pa.array(["U", "D", "U", "I"]))  # a column only the clauses read
+    clauses: dict[str, Any] = {
+        "when_matched_delete": pc.field("source.op") == "D",
+        "when_matched_update": "*",
+        "when_not_matched_insert": "*",
+    }
+    local.merge(source, on=["id"], **clauses)
+    merge(spark, distributed, spark.createDataFrame(source), on=["id"], **clauses)
+    assert live_rows(distributed) == live_rows(local)
