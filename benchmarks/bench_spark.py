@@ -6,6 +6,8 @@ length, timestamps by their microsecond part) of
   - `spark.read.parquet` of the table's data files, deletes ignored (the native floor),
   - `spark.read.format("mor")` (every file through the Python data source),
   - `mor.spark.read_table` (native reader for delete-free files, format "mor" for the rest),
+  - a plain Python data source yielding pyarrow's batches of the same files, deletes ignored
+    (benchmarks/plain_source.py: what Spark's Python source path costs by itself),
 on (r1) the table with 10% of ONE file's rows position-deleted, and (r2) with 10% of EVERY
 file's rows position-deleted. Speed ratios are native time / reader time (1.0 = as fast as
 native; the target for format("mor") on r1 is >= 0.8).
@@ -43,6 +45,7 @@ from common import (  # noqa: E402
     build_warehouse,
     file_slices,
     generate_events,
+    local_path,
     log,
     remove_warehouse,
     start_result,
@@ -69,6 +72,11 @@ def start_spark(cores: int) -> Any:
     )
     spark.sparkContext.setLogLevel("ERROR")
     mor.spark.register(spark)
+    # Spark's Python workers import the plain source from this folder (pickled by reference).
+    spark.sparkContext.environment["PYTHONPATH"] = str(Path(__file__).resolve().parent)
+    from plain_source import PlainParquetSource
+
+    spark.dataSource.register(PlainParquetSource)
     return spark
 
 
@@ -113,6 +121,7 @@ def scenario_reads(args: argparse.Namespace, spark: Any, data: pa.Table, slices:
     table, build = build_warehouse(root, slices)
     first_file_ids = slices[0]["id"]
     paths = [t.data_file.file_path for t in table.scan().plan_files()]
+    local_paths = [local_path(p) for p in paths]
     out: dict[str, Any] = {"build": build}
     native_expected = expected_sums(data, pa.array([], pa.int64()))
     steps = [
@@ -130,10 +139,12 @@ def scenario_reads(args: argparse.Namespace, spark: Any, data: pa.Table, slices:
         log(f"({name}) {predicate}: {len(prev_deleted):,} rows deleted; {sum(1 for t in tasks if t.delete_files)} of {len(tasks)} files have deletes")
         readers = {
             "native_parquet": lambda: spark.read.parquet(*paths),
+            "plain_python_source": lambda: spark.read.format("plain_parquet").option("paths", "\n".join(local_paths))
+            .option("partitions", str(spark.sparkContext.defaultParallelism)).load(),
             "format_mor": lambda: spark.read.format("mor").option("warehouse", str(root)).load(TABLE_NAME),
             "fast_path": lambda: mor.spark.read_table(spark, table),
         }
-        timings = time_readers(readers, args.repeat, {"native_parquet": native_expected, "format_mor": expected, "fast_path": expected})
+        timings = time_readers(readers, args.repeat, {"native_parquet": native_expected, "plain_python_source": native_expected, "format_mor": expected, "fast_path": expected})
         native = timings["native_parquet"]["median_seconds"]
         out[name] = {
             "predicate": predicate,

@@ -19,7 +19,8 @@ raising it, so the driver always hears of every file the job wrote; it deletes t
 raises the task's error (the exception the local API raises, with the executor's traceback as a
 note). A failed commit deletes the files too, except after CommitStateUnknownError. Files can be
 left behind, never referenced, when Spark kills a Python worker mid-task or discards the result
-of a task attempt that completed (speculative execution); orphan-file removal finds those.
+of a task attempt that completed (speculative execution); orphan-file removal (a later issue)
+will find those.
 """
 
 from __future__ import annotations
