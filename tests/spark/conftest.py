@@ -26,6 +26,7 @@ def spark() -> Iterator[object]:
     # Workers must run this interpreter, where mor is installed (no sys.path tricks).
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    _use_java_17()
     from pyspark.sql import SparkSession
 
     import mor.spark
@@ -44,6 +45,16 @@ def spark() -> Iterator[object]:
     mor.spark.register(session)
     yield session
     session.stop()
+
+
+def _use_java_17() -> None:
+    """Spark 4 wants Java 17 or 21; a machine may also have a newer JDK first on the PATH."""
+    if os.environ.get("JAVA_HOME"):
+        return
+    for candidate in sorted(Path("/usr/lib/jvm").glob("*17*")):
+        if (candidate / "bin" / "java").exists():
+            os.environ["JAVA_HOME"] = str(candidate)
+            return
 
 
 @pytest.fixture
