@@ -44,7 +44,9 @@ def _file_location(
     return f"{folder}/{prefix}{uuid.uuid4()}{suffix}.parquet"
 
 
-def _write_parquet(io: FileIO, location: str, table: pa.Table, options: WriteOptions) -> pq.FileMetaData:
+def _write_parquet(
+    io: FileIO, location: str, table: pa.Table, options: WriteOptions, store_arrow_schema: bool = True
+) -> pq.FileMetaData:
     io.make_parent_dirs(location)
     collector: list[pq.FileMetaData] = []
     pq.write_table(
@@ -55,6 +57,7 @@ def _write_parquet(io: FileIO, location: str, table: pa.Table, options: WriteOpt
         row_group_size=options.row_group_rows,
         metadata_collector=collector,
         write_statistics=True,
+        store_schema=store_arrow_schema,
     )
     return collector[0]
 
@@ -127,7 +130,9 @@ def write_position_delete_file(
     positions = np.unique(np.asarray(positions, dtype=np.int64))  # sorted, no duplicates
     location = _file_location(table_location, spec, schema, data_file.partition, "-deletes")
     # The path repeats on every row: a dictionary column keeps it one string in memory and
-    # in the file, and Parquet readers see a plain required string column.
+    # dictionary-encoded in the file. The Arrow schema is not stored with it, so every reader
+    # sees the spec's plain string column (polars took the stored dictionary type for a
+    # Categorical column and refused the file).
     arrow_schema = to_arrow_schema(POSITION_DELETE_SCHEMA)
     path_field = arrow_schema.field(DELETE_FILE_PATH_NAME)
     paths = pa.DictionaryArray.from_arrays(pa.array(np.zeros(len(positions), dtype=np.int32)), pa.array([data_file.file_path]))
@@ -135,7 +140,7 @@ def write_position_delete_file(
         [paths, pa.array(positions, pa.int64())],
         schema=pa.schema([path_field.with_type(paths.type), arrow_schema.field(DELETE_POS_NAME)]),
     )
-    meta = _write_parquet(io, location, rows, options)
+    meta = _write_parquet(io, location, rows, options, store_arrow_schema=False)
     metrics = collect_metrics(meta, POSITION_DELETE_SCHEMA, untruncated=frozenset({DELETE_FILE_PATH_ID}))
     return DeleteFile(
         content=FileContent.POSITION_DELETES,

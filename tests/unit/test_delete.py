@@ -379,3 +379,20 @@ def test_later_delete_through_skipped_row_groups(row_group_table: mor.Table) -> 
     gone = DELETED | {600, 601, 602, 899}
     assert_rows_are(row_group_table.scan().to_arrow(), set(range(2000)) - gone)
     assert_rows_are(row_group_table.scan(filter="id >= 550 and id < 950").to_arrow(), set(range(550, 950)) - gone)
+
+
+def test_position_delete_files_have_the_spec_parquet_schema(make_table) -> None:
+    """file_path is a plain required string (dictionary-encoded on disk, not a dictionary type:
+    polars refuses that), pos a required long, each with its reserved field id."""
+    from mor.io.fileio import to_local_path
+
+    table = make_table(range(50))
+    table.delete("id < 5")
+    delete_file = table.scan().plan_files()[0].position_deletes[0]
+    parquet = pq.ParquetFile(to_local_path(delete_file.file_path))
+    columns = [(c.name, c.physical_type, str(c.logical_type), c.max_definition_level) for c in parquet.schema]
+    assert columns == [("file_path", "BYTE_ARRAY", "String", 0), ("pos", "INT64", "None", 0)]
+    arrow = parquet.schema_arrow
+    assert arrow.field("file_path").type == pa.string() and arrow.field("pos").type == pa.int64()
+    assert [f.metadata[b"PARQUET:field_id"] for f in arrow] == [b"2147483546", b"2147483545"]
+    assert "RLE_DICTIONARY" in parquet.metadata.row_group(0).column(0).encodings
