@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Mapping
 
-from mor.api.catalog import load_catalog
+from mor.api.catalog import Catalog, load_catalog
 from mor.api.table import StaticTable, Table
 from mor.errors import InvalidArgumentError
 from mor.planning.filters import FilterLike, parse_filter
@@ -34,12 +34,15 @@ class TableRef:
     def open(self) -> Table:
         if self.is_metadata_location:
             return StaticTable.from_metadata(self.name)
+        return self.catalog().load_table(self.name)
+
+    def catalog(self) -> Catalog:
         if self.warehouse is None and self.uri is None:
             raise InvalidArgumentError(
                 f"table {self.name!r}: give option 'warehouse' (or 'uri' for a catalog database), "
                 "or load a metadata location instead"
             )
-        return load_catalog(self.warehouse or ".", uri=self.uri).load_table(self.name)
+        return load_catalog(self.warehouse or ".", uri=self.uri)
 
 
 def is_metadata_location(name: str) -> bool:
@@ -100,8 +103,8 @@ def string_set_option(options: Mapping[str, str], key: str) -> frozenset[str] | 
     return frozenset(values)
 
 
-def bool_option(options: Mapping[str, str], key: str) -> bool:
-    raw = (options.get(key) or "false").strip().lower()
+def bool_option(options: Mapping[str, str], key: str, default: bool = False) -> bool:
+    raw = (options.get(key) or str(default)).strip().lower()
     if raw not in ("true", "false"):
         raise InvalidArgumentError(f"option {key!r} must be true or false, got {raw!r}")
     return raw == "true"

@@ -54,9 +54,6 @@ class ScanPlan:
         state["table"] = None
         return state
 
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-
     def with_pushed(self, filters: Sequence[Filter]) -> ScanPlan:
         pushed = to_row_filter(filters, self.schema)
         if isinstance(pushed, AlwaysTrue):

@@ -54,7 +54,7 @@ from pyspark.sql.pandas.types import to_arrow_schema as spark_to_arrow_schema
 from pyspark.sql.types import StructType
 from sqlalchemy.exc import SQLAlchemyError  # how the catalog reports a connection failure
 
-from mor.api.catalog import DEFAULT_PROPERTIES, Catalog, load_catalog, split_identifier
+from mor.api.catalog import DEFAULT_PROPERTIES, Catalog, split_identifier
 from mor.commit.snapshot_producer import Changes, TableOperations, Validator, commit_changes
 from mor.commit.table_ops import CatalogTableOperations, new_metadata_location, read_metadata, write_metadata
 from mor.errors import (
@@ -71,7 +71,7 @@ from mor.format.spec import ManifestContent, Operation
 from mor.io.fileio import FileIO
 from mor.planning.conflicts import validate_no_new_deletes_for, validate_no_new_matching_data
 from mor.planning.planner import live_entries
-from mor.spark.options import TableRef
+from mor.spark.options import TableRef, bool_option
 from mor.spark.types import check_no_duplicates
 from mor.write.arrow_schema import check_fits, conform, from_arrow_schema
 from mor.write.parquet_files import WriteOptions, write_data_files
@@ -178,7 +178,7 @@ class MorWriter(DataSourceArrowWriter):
     def _base(self) -> tuple[TableOperations, TableMetadata, str]:
         """Operations, read base and its location for the commit."""
         t = self.target
-        catalog = open_catalog(self.ref)
+        catalog = self.ref.catalog()
         if t.base_location is None:
             metadata = new_table_metadata(t.schema, t.spec, UNSORTED_SORT_ORDER, t.location, dict(t.properties))
             return CreateTableOperations(catalog, t.identifier), metadata, ""
@@ -254,17 +254,11 @@ class CreateTableOperations:
         return new, location
 
 
-def open_catalog(ref: TableRef) -> Catalog:
-    if ref.warehouse is None and ref.uri is None:
-        raise InvalidArgumentError(f"table {ref.name!r}: give option 'warehouse' (or 'uri' for a catalog database)")
-    return load_catalog(ref.warehouse or ".", uri=ref.uri)
-
-
 def plan_target(ref: TableRef, options: Mapping[str, str], schema: StructType) -> WriteTarget:
     """The table to write (or to create), after checking that `schema` fits it."""
     terms = split_partition_terms(options.get("partition-by") or "")
-    nullable_ok = not _bool_option(options, "check-nullability", True)
-    catalog = open_catalog(ref)
+    nullable_ok = not bool_option(options, "check-nullability", True)
+    catalog = ref.catalog()
     if not catalog.table_exists(ref.name):
         return _new_table(catalog, ref.name, schema, terms)
     table = catalog.load_table(ref.name)
@@ -324,13 +318,6 @@ def _target_file_bytes(options: Mapping[str, str], properties: Mapping[str, str]
     if value < 1:
         raise InvalidArgumentError(f"target-file-size-bytes must be a positive integer, got {raw!r}")
     return value
-
-
-def _bool_option(options: Mapping[str, str], key: str, default: bool) -> bool:
-    raw = (options.get(key) or str(default)).strip().lower()
-    if raw not in ("true", "false"):
-        raise InvalidArgumentError(f"option {key!r} must be true or false, got {raw!r}")
-    return raw == "true"
 
 
 def _files(messages: Sequence[WriterCommitMessage | None]) -> list[DataFile]:
