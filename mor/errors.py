@@ -68,7 +68,17 @@ class SchemaMismatchError(MorError):
 
 
 class CommitConflictError(MorError):
-    pass
+    """`snapshot_id` and `operation` name the concurrent commit that conflicted (when one did);
+    `files` the files of it that did."""
+
+    def __init__(self, message: str, snapshot_id: int | None = None, operation: str | None = None, files: tuple[str, ...] = ()):
+        super().__init__(message)
+        self.snapshot_id = snapshot_id
+        self.operation = operation
+        self.files = tuple(files)
+
+    def __reduce__(self):  # picklable with its fields (Spark ships errors between processes)
+        return (type(self), (self.args[0], self.snapshot_id, self.operation, self.files))
 
 
 class CommitStateUnknownError(MorError):

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from pyiceberg.expressions import BooleanExpression
 
-from mor.api.row_changes import build_changes, find_matches, rows_validator, touched_files
+from mor.api.row_changes import build_changes, find_matches, rows_validator
 from mor.commit.snapshot_producer import Changes, Validator
 
 if TYPE_CHECKING:
@@ -24,5 +24,5 @@ def delete_where(table: Table, row_filter: BooleanExpression, mode: str) -> tupl
     matches = find_matches(table, row_filter)
     if not matches:
         return None
-    changes = build_changes(table, matches, None, mode)
-    return changes, rows_validator(table, row_filter, touched_files(matches), changes)
+    changes, removals = build_changes(table, matches, None, mode)
+    return changes, rows_validator(table, "delete", row_filter, removals)

@@ -25,7 +25,7 @@ from pyiceberg.types import NestedField
 from mor.api.delete_rows import write_key_deletes
 from mor.api.expressions import Assignments, as_expression, evaluate_condition, project
 from mor.api.keys import key_fields, key_range, unique_key_set
-from mor.api.row_changes import MERGE_ON_READ, FileMatch, build_changes, find_key_matches, rows_validator, touched_files
+from mor.api.row_changes import MERGE_ON_READ, FileMatch, build_changes, find_key_matches, rows_validator
 from mor.commit.snapshot_producer import Changes, Validator
 from mor.errors import InvalidArgumentError, SchemaMismatchError
 from mor.format.spec import Operation
@@ -147,8 +147,8 @@ def merge_rows(
     new_rows = pa.concat_tables(new_parts) if new_parts else None
     if not removed and (new_rows is None or new_rows.num_rows == 0):
         return None
-    changes = build_changes(table, removed, new_rows, mode)
-    return changes, rows_validator(table, key_filter, touched_files(removed), changes)
+    changes, removals = build_changes(table, removed, new_rows, mode)
+    return changes, rows_validator(table, "merge", key_filter, removals, keys)
 
 
 def upsert_rows(table: Table, rows: pa.Table, on: Sequence[str], mode: str, strategy: str) -> tuple[Changes, Validator | None] | None:
@@ -167,8 +167,8 @@ def upsert_rows(table: Table, rows: pa.Table, on: Sequence[str], mode: str, stra
         # each source row is added once: the same rows the equality strategy leaves.
         rows_range = key_range(schema, rows.select(list(on)))
         matches = find_key_matches(table, keys, rows_range, all_columns=False)
-        changes = build_changes(table, matches, rows, mode)
-        return changes, rows_validator(table, rows_range, touched_files(matches), changes)
+        changes, removals = build_changes(table, matches, rows, mode)
+        return changes, rows_validator(table, "merge", rows_range, removals, keys)
     deletes, added_spec = write_key_deletes(table, rows.select(list(on)))
     metadata = table.metadata
     data = write_data_files(table.io, metadata.location, metadata.schema(), metadata.spec(), rows, WriteOptions(metadata.properties))

@@ -8,8 +8,8 @@ each touched file without them. Either way it is one snapshot.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -17,10 +17,9 @@ from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 
-from mor.commit.snapshot_producer import Changes
-from mor.planning.conflicts import validate_files_still_live, validate_no_new_deletes_for, validate_no_new_matching_data
+from mor.api.conflict_rules import ReadScope, TouchedRows, dml_validator, isolation_level
+from mor.commit.snapshot_producer import Changes, Validator
 from mor.format.content_file import DataFile, DeleteFile
-from mor.format.metadata import TableMetadata
 from mor.format.spec import Operation
 from mor.io.fileio import FileIO
 from mor.planning.delete_index import referenced_path
@@ -165,6 +164,8 @@ class Removal:
     task: FileScanTask
     delete_file: DeleteFile | None
     rewritten: tuple[DataFile, ...] = ()
+    # The removed rows' positions, or None for a rewrite (whose result depends on every row).
+    positions: np.ndarray | None = field(default=None, compare=False)
 
     @property
     def written(self) -> list[str]:
@@ -186,26 +187,27 @@ class RowRemover:
 
     def remove(self, match: FileMatch) -> Removal:
         if match.all_live_rows_match:
-            return Removal(match.task, None)
+            return Removal(match.task, None, positions=match.positions)
         t = self.target
         data_file = match.task.data_file
         spec = t.specs[data_file.spec_id]
         if t.mode == MERGE_ON_READ:
-            return Removal(
-                match.task, write_position_delete_file(self.io, t.location, t.schema, spec, data_file, match.positions, t.options)
-            )
+            delete_file = write_position_delete_file(self.io, t.location, t.schema, spec, data_file, match.positions, t.options)
+            return Removal(match.task, delete_file, positions=match.positions)
         live = pa.Table.from_batches(list(self.reader.read(match.task)), schema=self.reader.output_schema)
         keep = ~np.isin(live.column(POSITION_COLUMN).to_numpy(), match.positions, assume_unique=True)
         survivors = live.drop_columns([POSITION_COLUMN]).filter(pa.array(keep))
         return Removal(match.task, None, tuple(write_data_files(self.io, t.location, t.schema, spec, survivors, t.options)))
 
 
-def build_changes(table: Table, matches: list[FileMatch], new_rows: pa.Table | None, mode: str) -> Changes:
+def build_changes(
+    table: Table, matches: list[FileMatch], new_rows: pa.Table | None, mode: str
+) -> tuple[Changes, list[Removal]]:
     """Write the files that remove the matched rows and add `new_rows`; describe the commit."""
     target = DmlTarget.of(table, mode)
     removals = parallel_map(RowRemover(table.io, target).remove, matches)
     added = target.write_rows(table.io, new_rows) if new_rows is not None else []
-    return changes_for(removals, added)
+    return changes_for(removals, added), removals
 
 
 def changes_for(removals: Sequence[Removal], added: Sequence[DataFile]) -> Changes:
@@ -238,24 +240,13 @@ def _remove_data_file(changes: Changes, task: FileScanTask) -> None:
 
 
 def rows_validator(
-    table: Table, row_filter: BooleanExpression, touched: Sequence[DataFile], changes: Changes
-) -> Callable[[TableMetadata, TableMetadata], None]:
-    """Conflict checks for DML that read `table.metadata` and removed rows from the `touched`
-    data files (see planning/conflicts.py)."""
-    io = table.io
-    touched = list(touched)
-
-    def validate(read_base: TableMetadata, current: TableMetadata) -> None:
-        validate_files_still_live(io, read_base, current, [f.file_path for f in touched])
-        validate_no_new_matching_data(io, read_base, current, row_filter)
-        if changes.added_data:  # rewritten rows must not drop deletes added meanwhile
-            validate_no_new_deletes_for(io, read_base, current, touched)
-
-    return validate
-
-
-def touched_files(matches: Sequence[FileMatch]) -> list[DataFile]:
-    return [m.task.data_file for m in matches]
+    table: Table, kind: str, row_filter: BooleanExpression, removals: Sequence[Removal], keys: EqualityKeySet | None = None
+) -> Validator:
+    """Conflict checks for DML of `kind` ("delete", "update", "merge") that read `table.metadata`
+    and made `removals` (see api/conflict_rules.py)."""
+    isolation = isolation_level(table.metadata.properties, kind)
+    touched = [TouchedRows(r.task.data_file, r.positions) for r in removals]
+    return dml_validator(table.io, table.metadata.schema(), ReadScope(row_filter, touched, keys), isolation)
 
 
 def drop_position_column(rows: pa.Table) -> pa.Table:

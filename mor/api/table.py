@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import time
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyiceberg.expressions import AlwaysTrue
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 
+from mor.api.conflict_rules import isolation_level
 from mor.api.delete import DELETE_MODE_PROPERTY, delete_where
 from mor.api.row_changes import COPY_ON_WRITE, MERGE_ON_READ, MODES
 from mor.api.delete_rows import equality_delete_changes
@@ -19,6 +22,7 @@ from mor.api.expressions import Assignments
 from mor.api.merge import MERGE_MODE_PROPERTY, MergeClauses, merge_rows, upsert_rows
 from mor.api.scan import Scan
 from mor.api.update import UPDATE_MODE_PROPERTY, update_where
+from mor.commit.retry import RetryPolicy
 from mor.commit.snapshot_producer import Changes, TableOperations, Validator, commit_changes
 from mor.commit.table_ops import CommitFailedError, metadata_version, read_metadata
 from mor.errors import CommitConflictError, CommitStateUnknownError, InvalidArgumentError, MorError, SchemaMismatchError
@@ -109,15 +113,20 @@ class Table:
         return self._commit(Changes(Operation.APPEND, added_data=files))
 
     def delete(self, where: FilterLike, mode: str | None = None) -> Snapshot | None:
-        """Delete the rows matching `where`. Returns the new snapshot, or None if none matched."""
+        """Delete the rows matching `where` (every row: `"true"` or `truncate()`). Returns the
+        new snapshot, or None if none matched."""
         self._writable()
+        if where is None:
+            raise InvalidArgumentError("delete needs a predicate; to delete every row, pass 'true' or call truncate()")
         mode = self._mode(mode, DELETE_MODE_PROPERTY)
         row_filter = parse_filter(where)
         bind_filter(self.schema(), row_filter)
-        found = delete_where(self, row_filter, mode)
-        if found is None:
-            return None
-        return self._commit(*found)
+        return self._run_dml("delete", lambda: delete_where(self, row_filter, self._mode(mode, DELETE_MODE_PROPERTY)))
+
+    def truncate(self) -> Snapshot | None:
+        """Delete every row: the live data files leave the table, nothing is read or written
+        but metadata. None when the table holds no rows."""
+        return self.delete(AlwaysTrue())
 
     def delete_rows(self, keys: pa.Table) -> Snapshot | None:
         """Blind delete by value: an equality delete file on `keys`' columns; reads no data."""
@@ -129,19 +138,18 @@ class Table:
         """Set columns (literals or `pyarrow.compute` expressions of the old row) where
         `where` matches. Returns the new snapshot, or None if no row matched."""
         self._writable()
-        mode = self._mode(mode, UPDATE_MODE_PROPERTY)
+        self._mode(mode, UPDATE_MODE_PROPERTY)
         row_filter = parse_filter(where)
         bind_filter(self.schema(), row_filter)
-        found = update_where(self, set, row_filter, mode)
-        return None if found is None else self._commit(*found)
+        return self._run_dml("update", lambda: update_where(self, set, row_filter, self._mode(mode, UPDATE_MODE_PROPERTY)))
 
     def upsert(self, rows: pa.Table, on: Sequence[str], mode: str | None = None, strategy: str = "position") -> Snapshot | None:
         """Replace the rows whose key (`on`) exists, insert the others, in one snapshot.
         Merge-on-read strategies: "position" (join, position deletes) or "equality"
         (equality deletes on the keys, no scan)."""
         self._writable()
-        found = upsert_rows(self, rows, on, self._mode(mode, MERGE_MODE_PROPERTY), strategy)
-        return None if found is None else self._commit(*found)
+        self._mode(mode, MERGE_MODE_PROPERTY)
+        return self._run_dml("merge", lambda: upsert_rows(self, rows, on, self._mode(mode, MERGE_MODE_PROPERTY), strategy))
 
     def merge(
         self,
@@ -160,8 +168,8 @@ class Table:
         clauses = MergeClauses(
             when_matched_delete, when_matched_update, when_matched_update_if, when_not_matched_insert, when_not_matched_insert_if
         )
-        found = merge_rows(self, source, on, clauses, self._mode(mode, MERGE_MODE_PROPERTY))
-        return None if found is None else self._commit(*found)
+        self._mode(mode, MERGE_MODE_PROPERTY)
+        return self._run_dml("merge", lambda: merge_rows(self, source, on, clauses, self._mode(mode, MERGE_MODE_PROPERTY)))
 
     def set_properties(self, **updates: str) -> None:
         """Set table properties, e.g. `set_properties(**{"write.delete.mode": "copy-on-write"})`."""
@@ -184,6 +192,26 @@ class Table:
         if mode not in MODES:
             raise InvalidArgumentError(f"mode must be {MERGE_ON_READ!r} or {COPY_ON_WRITE!r}, got {mode!r}")
         return mode
+
+    def _run_dml(self, kind: str, plan: Callable[[], tuple[Changes, Validator | None] | None]) -> Snapshot | None:
+        """Plan (find rows, write files) and commit; when the commit truly conflicts with one
+        that landed meanwhile, plan again on the new state (mor.dml.replan.num-retries times):
+        re-running a predicate on fresh data is always correct. None: nothing to change."""
+        isolation_level(self.metadata.properties, kind)  # a bad level fails before any file is written
+        policy = RetryPolicy.of(self.metadata.properties)
+        started = time.monotonic()
+        for replan in itertools.count():
+            found = plan()
+            if found is None:
+                return None
+            try:
+                return self._commit(*found)
+            except CommitConflictError:
+                out_of_time = (time.monotonic() - started) * 1000 > policy.total_timeout_ms
+                if replan >= policy.replan_retries or out_of_time:
+                    raise
+            self.refresh()
+        raise AssertionError("unreachable")
 
     def _commit(self, changes: Changes, validate: Validator | None = None) -> Snapshot:
         ops = self._writable()

@@ -15,7 +15,7 @@ from pyiceberg.expressions import BooleanExpression
 from pyiceberg.schema import Schema
 
 from mor.api.expressions import Assignments, as_expression, project
-from mor.api.row_changes import build_changes, drop_position_column, find_matches, rows_validator, touched_files
+from mor.api.row_changes import build_changes, drop_position_column, find_matches, rows_validator
 from mor.commit.snapshot_producer import Changes, Validator
 from mor.errors import InvalidArgumentError, SchemaMismatchError
 from mor.write.arrow_schema import conform, to_arrow_schema
@@ -60,5 +60,5 @@ def update_where(
         return None
     old_rows = pa.concat_tables([m.rows for m in matches if m.rows is not None])
     new_rows = updated_rows(old_rows, columns, table.schema())
-    changes = build_changes(table, matches, new_rows, mode)
-    return changes, rows_validator(table, row_filter, touched_files(matches), changes)
+    changes, removals = build_changes(table, matches, new_rows, mode)
+    return changes, rows_validator(table, "update", row_filter, removals)

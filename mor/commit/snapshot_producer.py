@@ -3,13 +3,13 @@
 New files go into new manifests once (ADDED entries inherit their sequence number, so those
 manifests stay valid across retries). On each attempt the base snapshot's manifests are
 carried over, and those holding removed files are rewritten with the files marked DELETED.
-Only a lost race is retried; after an unknown outcome nothing is cleaned up.
+Only a lost race is retried (mor/commit/retry.py); after an unknown outcome nothing is cleaned
+up. Test-only fault points (mor/commit/faults.py) mark each step.
 """
 
 from __future__ import annotations
 
-import random
-import time
+import itertools
 import uuid
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
@@ -17,6 +17,8 @@ from typing import Callable, Protocol
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 
+from mor.commit import faults
+from mor.commit.retry import NUM_RETRIES, TOTAL_TIMEOUT_MS, RetryPolicy
 from mor.commit.summary import build_summary
 from mor.commit.table_ops import CommitFailedError
 from mor.errors import CommitConflictError, CommitStateUnknownError, CorruptMetadataError
@@ -26,9 +28,6 @@ from mor.format.manifest_list import read_manifest_list, write_manifest_list
 from mor.format.metadata import Snapshot, TableMetadata, now_ms, with_snapshot, with_spec
 from mor.format.spec import ManifestContent, ManifestEntryStatus
 from mor.io.fileio import FileIO
-
-MAX_ATTEMPTS = 5
-
 
 class TableOperations(Protocol):
     def refresh(self) -> tuple[TableMetadata, str]: ...
@@ -63,20 +62,27 @@ def commit_changes(
     read_base_location: str,
     changes: Changes,
     validate: Validator | None = None,
+    policy: RetryPolicy | None = None,
 ) -> tuple[TableMetadata, str]:
-    """Commit `changes` made against `read_base`; returns the new metadata and its location."""
+    """Commit `changes` made against `read_base`; returns the new metadata and its location.
+    A lost race is retried as `policy` allows (default: the read base's table properties)."""
+    attempts = (policy or RetryPolicy.of(read_base.properties)).start()
     snapshot_id = new_snapshot_id()
     schema = read_base.schema()
     read_base = _with_added_spec(read_base, changes)
+    faults.reached("files-written")
     new_manifests = _write_new_file_manifests(io, read_base, schema, snapshot_id, changes)
+    faults.reached("manifests-written")
     base, base_location = read_base, read_base_location
+    validated = read_base  # commits up to this base have been checked against ours
     try:
-        for attempt in range(MAX_ATTEMPTS):
+        for attempt in itertools.count():
             if attempt:
                 base, base_location = ops.refresh()
                 base = _with_added_spec(base, changes)
-            if validate is not None and base.current_snapshot_id != read_base.current_snapshot_id:
-                validate(read_base, base)
+            if validate is not None and base.current_snapshot_id != validated.current_snapshot_id:
+                validate(validated, base)
+                validated = base
             carried, rewritten = _carry_manifests(io, base, schema, snapshot_id, changes)
             sequence_number = base.last_sequence_number + 1
             manifest_list = f"{base.location.rstrip('/')}/metadata/snap-{snapshot_id}-{attempt + 1}-{uuid.uuid4()}.avro"
@@ -89,6 +95,7 @@ def commit_changes(
                 sequence_number=sequence_number,
                 manifests=new_manifests + rewritten + carried,
             )
+            faults.reached("manifest-list-written")
             summary = build_summary(
                 changes.operation,
                 [*changes.added_data, *changes.added_deletes],
@@ -106,12 +113,18 @@ def commit_changes(
             )
             new = with_snapshot(base, snapshot)
             try:
-                return ops.commit(base, base_location, new)
+                committed = ops.commit(base, base_location, new)
+                faults.reached("committed")
+                return committed
             except CommitFailedError:
                 for path in [manifest_list, *(m.manifest_path for m in rewritten)]:
                     io.delete(path)
-                time.sleep(min(2.0, 0.05 * 2**attempt) * (0.5 + random.random()))
-        raise CommitConflictError(f"gave up after {MAX_ATTEMPTS} attempts: the table kept changing")
+                if not attempts.retry():
+                    raise CommitConflictError(
+                        f"gave up after {attempts.retries + 1} attempts in {attempts.elapsed_s:.1f} s: the table kept "
+                        f"changing (raise {NUM_RETRIES} or {TOTAL_TIMEOUT_MS})"
+                    ) from None
+        raise AssertionError("unreachable")
     except CommitStateUnknownError:
         raise
     except BaseException:
@@ -167,12 +180,14 @@ def _carry_manifests(
     for manifest in read_manifest_list(io, parent.manifest_list):
         if not to_remove:
             if manifest.has_live_files:
+                _check_intact(io, manifest)
                 carried.append(manifest)
             continue
         entries = read_manifest(io, manifest, specs, schema)
         hits = {e.file.file_path for e in entries if e.is_live and e.file.file_path in to_remove}
         if not hits:
             if manifest.has_live_files:
+                _check_intact(io, manifest)
                 carried.append(manifest)
             continue
         found |= hits
@@ -205,3 +220,15 @@ def _carry_manifests(
         raise CommitConflictError(f"files to remove are no longer in the table (removed concurrently?): {sorted(missing)[:3]}")
     return carried, rewritten
 
+
+
+def _check_intact(io: FileIO, manifest: ManifestFile) -> None:
+    """Refuse to build on a manifest that is gone or truncated: the new snapshot would carry
+    it, and no reader could read that snapshot either."""
+    try:
+        size = io.size(manifest.manifest_path)
+    except (OSError, TypeError):
+        size = None
+    if size != manifest.manifest_length:
+        found = "missing" if size is None else f"{size} bytes, the manifest list says {manifest.manifest_length}"
+        raise CorruptMetadataError(f"manifest {manifest.manifest_path} is {found}: refusing to commit on top of it")

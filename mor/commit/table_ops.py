@@ -12,6 +12,7 @@ import uuid
 from dataclasses import dataclass
 
 from mor.catalog.sql import SqlCatalogStore
+from mor.commit import faults
 from mor.errors import CorruptMetadataError, MorError
 from mor.format.metadata import TableMetadata, with_previous_file
 from mor.io.fileio import FileIO
@@ -63,6 +64,7 @@ class CatalogTableOperations:
         new = with_previous_file(new, base_location, base)
         location = new_metadata_location(new.location, base_location)
         write_metadata(self.io, location, new)
+        faults.reached("metadata-written")
         if not self.store.swap(self.namespace, self.name, base_location, location):
             self.io.delete(location)  # the swap did not happen: the file is ours alone
             raise CommitFailedError(f"{self.namespace}.{self.name} changed since {base_location}")

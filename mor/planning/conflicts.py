@@ -1,28 +1,45 @@
-"""Conflict checks against commits that landed after the snapshot an operation read.
+"""What other writers committed after the snapshot an operation read, and the metadata-only
+conflict checks on it.
 
-- Files an operation removes or references must still be live (checked while carrying
-  manifests, and here for files our new deletes reference).
-- Serializable isolation: no data added since that may hold rows matching our filter.
-- A rewrite (copy-on-write) must not drop deletes added since to the files it rewrites.
-Concurrent position deletes on other rows never conflict with each other.
+`commits_since` lists, per later snapshot, the files it added and removed. The checks here
+decide from metadata alone (paths, partitions, sequence numbers, bounds); the row-level rules
+of DML, which read values where metadata cannot decide, are in mor/api/conflict_rules.py.
 """
 
 from __future__ import annotations
 
-from typing import Iterable
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
 
 from pyiceberg.expressions import BooleanExpression
 
 from mor.errors import CommitConflictError
-from mor.format.content_file import ContentFile, DataFile, DeleteFile
+from mor.format.content_file import DataFile, DeleteFile
 from mor.format.manifest import read_manifest
-from mor.format.metadata import Snapshot, TableMetadata
 from mor.format.manifest_list import read_manifest_list
+from mor.format.metadata import Snapshot, TableMetadata
 from mor.format.spec import ManifestEntryStatus
 from mor.io.fileio import FileIO
 from mor.planning.delete_index import applies_to
 from mor.planning.filters import FileFilter
 from mor.planning.planner import unpartitioned_spec_ids
+
+
+@dataclass
+class Commit:
+    """The files one snapshot itself added and removed."""
+
+    snapshot: Snapshot
+    added_data: list[DataFile] = field(default_factory=list)
+    added_deletes: list[DeleteFile] = field(default_factory=list)
+    removed_paths: set[str] = field(default_factory=set)
+
+    def conflict(self, what: str, files: Sequence[str]) -> CommitConflictError:
+        s = self.snapshot
+        shown = ", ".join(sorted(files)[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
+        return CommitConflictError(
+            f"concurrent snapshot {s.snapshot_id} ({s.operation}) {what}: {shown}", s.snapshot_id, s.operation, tuple(files)
+        )
 
 
 def snapshots_since(read_base: TableMetadata, current: TableMetadata) -> list[Snapshot]:
@@ -38,44 +55,52 @@ def snapshots_since(read_base: TableMetadata, current: TableMetadata) -> list[Sn
     return list(reversed(out))
 
 
-def _changes_in(io: FileIO, metadata: TableMetadata, snapshot: Snapshot, status: ManifestEntryStatus) -> list[ContentFile]:
-    """Files a snapshot itself added (or removed), from the manifests it wrote."""
+def commits_since(io: FileIO, read_base: TableMetadata, current: TableMetadata) -> list[Commit]:
+    """The commits after `read_base`, oldest first, from the manifests each wrote."""
     out = []
-    for manifest in read_manifest_list(io, snapshot.manifest_list):
-        if manifest.added_snapshot_id != snapshot.snapshot_id:
-            continue
-        for e in read_manifest(io, manifest, metadata.specs(), metadata.schema()):
-            if e.status == status and e.snapshot_id == snapshot.snapshot_id:
-                out.append(e.file)
+    for s in snapshots_since(read_base, current):
+        commit = Commit(s)
+        for manifest in read_manifest_list(io, s.manifest_list):
+            if manifest.added_snapshot_id != s.snapshot_id:
+                continue  # carried over unchanged: nothing of this commit's own
+            for e in read_manifest(io, manifest, current.specs(), current.schema()):
+                if e.snapshot_id != s.snapshot_id:
+                    continue
+                if e.status == ManifestEntryStatus.DELETED:
+                    commit.removed_paths.add(e.file.file_path)
+                elif e.status == ManifestEntryStatus.ADDED and isinstance(e.file, DeleteFile):
+                    commit.added_deletes.append(e.file)
+                elif e.status == ManifestEntryStatus.ADDED and isinstance(e.file, DataFile):
+                    commit.added_data.append(e.file)
+        out.append(commit)
     return out
 
 
-def validate_files_still_live(io: FileIO, read_base: TableMetadata, current: TableMetadata, paths: Iterable[str]) -> None:
+def validate_files_still_live(commits: Iterable[Commit], paths: Iterable[str]) -> None:
+    """Files an operation removes, rewrites or adds deletes for must not have been removed."""
     paths = set(paths)
-    for s in snapshots_since(read_base, current):
-        gone = paths & {f.file_path for f in _changes_in(io, current, s, ManifestEntryStatus.DELETED)}
+    for c in commits:
+        gone = paths & c.removed_paths
         if gone:
-            raise CommitConflictError(
-                f"snapshot {s.snapshot_id} ({s.operation}) removed data files this operation deletes from: {sorted(gone)[:3]}"
-            )
+            raise c.conflict("removed data files this operation changes", sorted(gone))
 
 
-def validate_no_new_matching_data(io: FileIO, read_base: TableMetadata, current: TableMetadata, row_filter: BooleanExpression) -> None:
+def validate_no_new_matching_data(
+    io: FileIO, read_base: TableMetadata, current: TableMetadata, row_filter: BooleanExpression
+) -> None:
+    """By metadata: no data file added since may hold rows matching `row_filter`."""
     file_filter = FileFilter(current.schema(), current.specs(), row_filter)
-    for s in snapshots_since(read_base, current):
-        for f in _changes_in(io, current, s, ManifestEntryStatus.ADDED):
-            if isinstance(f, DataFile) and file_filter.file_may_match(f):
-                raise CommitConflictError(
-                    f"snapshot {s.snapshot_id} ({s.operation}) added {f.file_path}, which may hold rows this operation matches"
-                )
+    for c in commits_since(io, read_base, current):
+        hits = [f.file_path for f in c.added_data if file_filter.file_may_match(f)]
+        if hits:
+            raise c.conflict("added data files that may hold rows this operation matches", hits)
 
 
 def validate_no_new_deletes_for(io: FileIO, read_base: TableMetadata, current: TableMetadata, rewritten: Iterable[DataFile]) -> None:
+    """By metadata: no delete file added since applies to a file this operation rewrites."""
     rewritten = list(rewritten)
     unpartitioned = unpartitioned_spec_ids(current)
-    for s in snapshots_since(read_base, current):
-        for f in _changes_in(io, current, s, ManifestEntryStatus.ADDED):
-            if isinstance(f, DeleteFile) and any(applies_to(f, d, unpartitioned) for d in rewritten):
-                raise CommitConflictError(
-                    f"snapshot {s.snapshot_id} added delete file {f.file_path} for rows this operation rewrites"
-                )
+    for c in commits_since(io, read_base, current):
+        hits = [f.file_path for f in c.added_deletes if any(applies_to(f, d, unpartitioned) for d in rewritten)]
+        if hits:
+            raise c.conflict("added deletes for rows this operation rewrites", hits)

@@ -93,9 +93,11 @@ def _transportable(error: Exception) -> BaseException:
         return MorError(f"a Spark task failed: {trace}")
 
 
-def commit_results(table: Table, results: Sequence[TaskResult], row_filter: BooleanExpression) -> Snapshot | None:
-    """Commit what the tasks wrote as one snapshot (None when they found nothing to change);
-    on any error, delete every file the tasks wrote and raise."""
+def commit_results(table: Table, results: Sequence[TaskResult], kind: str, row_filter: BooleanExpression) -> Snapshot | None:
+    """Commit what the tasks wrote for a DML of `kind` ("delete", "update", "merge") as one
+    snapshot (None when they found nothing to change); on any error, delete every file the tasks
+    wrote and raise. Conflict checks are the local ones, except that MERGE/UPSERT judge rows
+    added meanwhile by the source's key range (the keys themselves stay on the executors)."""
     written = [p for r in results for p in r.written]
     try:
         errors = [r.error for r in results if r.error is not None]
@@ -106,7 +108,7 @@ def commit_results(table: Table, results: Sequence[TaskResult], row_filter: Bool
         if not removals and not added:
             return None
         changes = changes_for(removals, added)
-        validate = rows_validator(table, row_filter, [r.task.data_file for r in removals], changes)
+        validate = rows_validator(table, kind, row_filter, removals)
     except BaseException:
         _delete(table.io, written)
         raise
@@ -165,7 +167,7 @@ def _run(spark: SparkSession, table: Table, job: RowsJob) -> Snapshot | None:
     sc = spark.sparkContext
     groups = pack_tasks(tasks, sc.defaultParallelism)
     results = sc.parallelize(groups, len(groups)).mapPartitions(partial(_run_groups, job)).collect()
-    return commit_results(table, results, job.row_filter)
+    return commit_results(table, results, "update" if job.columns is not None else "delete", job.row_filter)
 
 
 def _run_groups(job: RowsJob, groups: Iterator[list[FileScanTask]]) -> Iterator[TaskResult]:

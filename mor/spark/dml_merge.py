@@ -133,7 +133,7 @@ def merge(
     job, target = _target(spark, table, job, key_filter)
     how = "left" if outputs.insert is not None else "inner"  # unmatched source rows only matter to inserts
     joined = _by_file(renamed.join(target, _keys_match(job), how), spark, job)
-    return commit_results(table, _collect(joined.mapInArrow(partial(_merge_task, job), RESULT_SCHEMA)), key_filter)
+    return commit_results(table, _collect(joined.mapInArrow(partial(_merge_task, job), RESULT_SCHEMA)), "merge", key_filter)
 
 
 def upsert(spark: SparkSession, table: Table, source: DataFrame, on: Sequence[str], mode: str | None = None) -> Snapshot | None:
@@ -157,7 +157,7 @@ def upsert(spark: SparkSession, table: Table, source: DataFrame, on: Sequence[st
     spread = source.repartition(spark.sparkContext.defaultParallelism)
     inserts = spread.mapInArrow(partial(_insert_task, job.target), RESULT_SCHEMA)
     results = _collect(removals.mapInArrow(partial(_merge_task, job), RESULT_SCHEMA).union(inserts))
-    return commit_results(table, results, key_filter)
+    return commit_results(table, results, "merge", key_filter)
 
 
 # -- driver ----------------------------------------------------------------------------------

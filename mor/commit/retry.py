@@ -1,0 +1,94 @@
+"""How long and how often a commit retries, from Iceberg's table properties.
+
+A lost compare-and-swap race is harmless (nothing of ours became visible), so it is retried
+with exponential backoff and jitter until `commit.retry.total-timeout-ms`; a count limit
+(`commit.retry.num-retries`) applies only when the table sets one, so a busy table with many
+writers is not reported as a conflict after a handful of lost races. A DML operation whose
+commit truly conflicts is re-planned on the new state up to `mor.dml.replan.num-retries` times.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass
+from typing import Mapping
+
+from mor.errors import InvalidArgumentError
+
+NUM_RETRIES = "commit.retry.num-retries"
+MIN_WAIT_MS = "commit.retry.min-wait-ms"
+MAX_WAIT_MS = "commit.retry.max-wait-ms"
+TOTAL_TIMEOUT_MS = "commit.retry.total-timeout-ms"
+REPLAN_RETRIES = "mor.dml.replan.num-retries"
+
+DEFAULT_MIN_WAIT_MS = 100  # Iceberg's defaults
+DEFAULT_MAX_WAIT_MS = 60_000
+DEFAULT_TOTAL_TIMEOUT_MS = 30 * 60_000
+DEFAULT_REPLAN_RETRIES = 10
+
+
+def int_property(properties: Mapping[str, str], name: str, default: int | None) -> int | None:
+    raw = properties.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise InvalidArgumentError(f"table property {name} must be a whole number, got {raw!r}") from None
+    if value < 0:
+        raise InvalidArgumentError(f"table property {name} must not be negative, got {raw!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_retries: int | None = None  # None: limited by the total timeout only
+    min_wait_ms: int = DEFAULT_MIN_WAIT_MS
+    max_wait_ms: int = DEFAULT_MAX_WAIT_MS
+    total_timeout_ms: int = DEFAULT_TOTAL_TIMEOUT_MS
+    replan_retries: int = DEFAULT_REPLAN_RETRIES
+
+    @classmethod
+    def of(cls, properties: Mapping[str, str]) -> RetryPolicy:
+        def get(name: str, default: int) -> int:
+            value = int_property(properties, name, default)
+            assert value is not None
+            return value
+
+        return cls(
+            int_property(properties, NUM_RETRIES, None),
+            get(MIN_WAIT_MS, DEFAULT_MIN_WAIT_MS),
+            get(MAX_WAIT_MS, DEFAULT_MAX_WAIT_MS),
+            get(TOTAL_TIMEOUT_MS, DEFAULT_TOTAL_TIMEOUT_MS),
+            get(REPLAN_RETRIES, DEFAULT_REPLAN_RETRIES),
+        )
+
+    def start(self) -> Attempts:
+        return Attempts(self, time.monotonic())
+
+
+@dataclass
+class Attempts:
+    """One operation's retry budget: `retry()` sleeps and says whether to try again."""
+
+    policy: RetryPolicy
+    started: float
+    retries: int = 0
+
+    @property
+    def elapsed_s(self) -> float:
+        return time.monotonic() - self.started
+
+    def retry(self) -> bool:
+        p = self.policy
+        if p.max_retries is not None and self.retries >= p.max_retries:
+            return False
+        wait_ms = min(p.max_wait_ms, p.min_wait_ms * 2**min(self.retries, 30))
+        wait_ms *= 0.5 + random.random()  # jitter: writers that collided do not collide again
+        elapsed_ms = (time.monotonic() - self.started) * 1000
+        if elapsed_ms + wait_ms > p.total_timeout_ms:
+            return False
+        self.retries += 1
+        time.sleep(wait_ms / 1000)
+        return True
