@@ -29,6 +29,7 @@ from mor.errors import CommitConflictError, CommitStateUnknownError, InvalidArgu
 from mor.format.metadata import Snapshot, TableMetadata, with_properties
 from mor.format.spec import Operation
 from mor.io.fileio import FileIO
+from mor.maintenance.orphans import DEFAULT_MIN_AGE, orphan_files
 from mor.planning.filters import FilterLike, bind_filter, parse_filter
 from mor.write.arrow_schema import conform, to_arrow_schema
 from mor.write.parquet_files import WriteOptions, write_data_files
@@ -186,6 +187,22 @@ class Table:
                 self.refresh()
                 time.sleep(0.05)
         raise CommitConflictError("could not set properties: the table kept changing")
+
+    def remove_orphan_files(self, older_than: dt.timedelta | dt.datetime = DEFAULT_MIN_AGE, dry_run: bool = False) -> list[str]:
+        """Delete files under the table location that no metadata references and that were
+        last modified before `older_than` (an age, default 3 days, or a time); `dry_run` only
+        lists them. Returns their paths. Files of commits in flight are young: keep the
+        threshold well above the longest write."""
+        self._writable()
+        self.refresh()
+        cutoff = dt.datetime.now(dt.timezone.utc) - older_than if isinstance(older_than, dt.timedelta) else older_than
+        if not isinstance(cutoff, dt.datetime):
+            raise InvalidArgumentError(f"older_than must be a timedelta or a datetime, got {older_than!r}")
+        orphans = orphan_files(self.io, self.metadata, self.metadata_location, cutoff)
+        if not dry_run:
+            for path in orphans:
+                self.io.delete(path)
+        return orphans
 
     def _mode(self, mode: str | None, property_name: str) -> str:
         mode = mode or self.metadata.properties.get(property_name, MERGE_ON_READ)

@@ -1,0 +1,38 @@
+"""Runs one operation on the crash test's table (see test_crash.py); the test sets
+MOR_FAULT_POINT so that the process kills itself at one step of the commit.
+
+    python one_op.py <warehouse> <kind>
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+import mor
+from writer import SCHEMA
+
+NEW_ROWS = pa.table({"key": [1, 500], "n": [7, 7], "tag": ["new-1", "new-500"]}, schema=SCHEMA)
+
+
+def run(table: mor.Table, kind: str) -> None:
+    if kind == "append":
+        table.append(NEW_ROWS)
+    elif kind == "delete":
+        table.delete("key in (1, 2)")
+    elif kind == "delete-copy-on-write":
+        table.delete("key in (1, 2)", mode="copy-on-write")
+    elif kind == "update":
+        table.update({"n": pc.add(pc.field("n"), 1)}, where="key in (1, 2)")
+    elif kind == "upsert":
+        table.upsert(NEW_ROWS, on=["key"])
+    elif kind == "delete_rows":
+        table.delete_rows(NEW_ROWS.select(["key"]))
+    else:
+        raise ValueError(kind)
+
+
+if __name__ == "__main__":
+    run(mor.load_catalog(sys.argv[1]).load_table("db.t"), sys.argv[2])
