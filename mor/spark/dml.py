@@ -10,9 +10,9 @@ one Spark task. A task finds the matching live rows of its data files with the l
 per data file, sorted by position, or the whole data file when all its live rows match (or, in
 copy-on-write mode, a rewrite of the file without them); an UPDATE task also writes the new rows
 of its group as data files. Tasks send back descriptions of the files they wrote, and the driver
-commits one snapshot through `Table._commit` with the local API's conflict checks
+commits one snapshot through `Table._run_dml` with the local API's conflict checks
 (`rows_validator`), so the same rows change, under the same snapshot operation and the same
-CommitConflictError, as with `table.delete/update` on the same table.
+conflicts (re-planned as locally), as with `table.delete/update` on the same table.
 
 Failures: a task whose work fails deletes what it wrote and returns its error rather than
 raising it, so the driver always hears of every file the job wrote; it deletes them all and
@@ -39,6 +39,7 @@ from mor.api.delete import DELETE_MODE_PROPERTY
 from mor.api.expressions import Assignments
 from mor.api.row_changes import DmlTarget, Removal, RowMatcher, RowRemover, changes_for, rows_validator
 from mor.api.table import Table
+from mor.commit.snapshot_producer import Changes, Validator
 from mor.api.update import UPDATE_MODE_PROPERTY, updated_columns, updated_rows
 from mor.errors import MorError
 from mor.format.content_file import DataFile
@@ -93,10 +94,12 @@ def _transportable(error: Exception) -> BaseException:
         return MorError(f"a Spark task failed: {trace}")
 
 
-def commit_results(table: Table, results: Sequence[TaskResult], kind: str, row_filter: BooleanExpression) -> Snapshot | None:
-    """Commit what the tasks wrote for a DML of `kind` ("delete", "update", "merge") as one
-    snapshot (None when they found nothing to change); on any error, delete every file the tasks
-    wrote and raise. Conflict checks are the local ones, except that MERGE/UPSERT judge rows
+def found_changes(
+    table: Table, results: Sequence[TaskResult], kind: str, row_filter: BooleanExpression
+) -> tuple[Changes, Validator] | None:
+    """The commit of what the tasks wrote for a DML of `kind` ("delete", "update", "merge"), for
+    `Table._run_dml` (None when they found nothing to change); on any error, delete every file
+    the tasks wrote and raise. Conflict checks are the local ones, except that MERGE/UPSERT judge rows
     added meanwhile by the source's key range (the keys themselves stay on the executors)."""
     written = [p for r in results for p in r.written]
     try:
@@ -108,11 +111,10 @@ def commit_results(table: Table, results: Sequence[TaskResult], kind: str, row_f
         if not removals and not added:
             return None
         changes = changes_for(removals, added)
-        validate = rows_validator(table, kind, row_filter, removals)
+        return changes, rows_validator(table, kind, row_filter, removals)
     except BaseException:
         _delete(table.io, written)
         raise
-    return table._commit(changes, validate)  # removes the files itself if the commit fails
 
 
 def _delete(io: FileIO, paths: Sequence[str]) -> None:
@@ -129,7 +131,7 @@ def delete(spark: SparkSession, table: Table, where: FilterLike, mode: str | Non
     table._writable()
     mode = table._mode(mode, DELETE_MODE_PROPERTY)
     row_filter = _bound_filter(table, where)
-    return _run(spark, table, RowsJob(DmlTarget.of(table, mode), row_filter, None))
+    return table._run_dml("delete", lambda: _run(spark, table, RowsJob(DmlTarget.of(table, mode), row_filter, None)))
 
 
 def update(
@@ -142,7 +144,7 @@ def update(
     mode = table._mode(mode, UPDATE_MODE_PROPERTY)
     row_filter = _bound_filter(table, where)
     columns = updated_columns(table, set)  # checked here, before any task runs
-    return _run(spark, table, RowsJob(DmlTarget.of(table, mode), row_filter, columns))
+    return table._run_dml("update", lambda: _run(spark, table, RowsJob(DmlTarget.of(table, mode), row_filter, columns)))
 
 
 def _bound_filter(table: Table, where: FilterLike) -> BooleanExpression:
@@ -160,14 +162,14 @@ class RowsJob:
     columns: dict[str, pc.Expression] | None  # UPDATE: every table column as an expression of the old row
 
 
-def _run(spark: SparkSession, table: Table, job: RowsJob) -> Snapshot | None:
+def _run(spark: SparkSession, table: Table, job: RowsJob) -> tuple[Changes, Validator] | None:
     tasks = table.scan(filter=job.row_filter).plan_files()
     if not tasks:
         return None
     sc = spark.sparkContext
     groups = pack_tasks(tasks, sc.defaultParallelism)
     results = sc.parallelize(groups, len(groups)).mapPartitions(partial(_run_groups, job)).collect()
-    return commit_results(table, results, "update" if job.columns is not None else "delete", job.row_filter)
+    return found_changes(table, results, "update" if job.columns is not None else "delete", job.row_filter)
 
 
 def _run_groups(job: RowsJob, groups: Iterator[list[FileScanTask]]) -> Iterator[TaskResult]:

@@ -72,7 +72,8 @@ from mor.planning.task import FileScanTask
 from mor.read.position_deletes import DeleteFileCache
 from mor.read.task_reader import POSITION_COLUMN
 from mor.spark.columns import to_column
-from mor.spark.dml import TaskResult, commit_results, run_task
+from mor.commit.snapshot_producer import Changes, Validator
+from mor.spark.dml import TaskResult, found_changes, run_task
 from mor.spark.scan import FILE_COLUMN
 from mor.spark.source import FORMAT
 from mor.spark.types import spark_arrow_schema, spark_type
@@ -130,10 +131,14 @@ def merge(
     key_filter = _key_filter(table, renamed, job)
     if key_filter is None:
         return None  # an empty source changes nothing
-    job, target = _target(spark, table, job, key_filter)
     how = "left" if outputs.insert is not None else "inner"  # unmatched source rows only matter to inserts
-    joined = _by_file(renamed.join(target, _keys_match(job), how), spark, job)
-    return commit_results(table, _collect(joined.mapInArrow(partial(_merge_task, job), RESULT_SCHEMA)), "merge", key_filter)
+
+    def plan() -> tuple[Changes, Validator] | None:
+        planned, target = _target(spark, table, replace(job, target=DmlTarget.of(table, mode)), key_filter)
+        joined = _by_file(renamed.join(target, _keys_match(planned), how), spark, planned)
+        return found_changes(table, _collect(joined.mapInArrow(partial(_merge_task, planned), RESULT_SCHEMA)), "merge", key_filter)
+
+    return table._run_dml("merge", plan)
 
 
 def upsert(spark: SparkSession, table: Table, source: DataFrame, on: Sequence[str], mode: str | None = None) -> Snapshot | None:
@@ -150,14 +155,18 @@ def upsert(spark: SparkSession, table: Table, source: DataFrame, on: Sequence[st
     key_filter = _key_filter(table, renamed, job)
     if key_filter is None:
         return None
-    job, target = _target(spark, table, job, key_filter)
-    keys = renamed.select(*[job.source_name(k) for k in on])
-    removals = _by_file(target.join(keys, _keys_match(job), "left_semi"), spark, job)
-    # The shuffle computes the whole source before any task writes (as the join does for removals).
-    spread = source.repartition(spark.sparkContext.defaultParallelism)
-    inserts = spread.mapInArrow(partial(_insert_task, job.target), RESULT_SCHEMA)
-    results = _collect(removals.mapInArrow(partial(_merge_task, job), RESULT_SCHEMA).union(inserts))
-    return commit_results(table, results, "merge", key_filter)
+
+    def plan() -> tuple[Changes, Validator] | None:
+        planned, target = _target(spark, table, replace(job, target=DmlTarget.of(table, mode)), key_filter)
+        keys = renamed.select(*[planned.source_name(k) for k in on])
+        removals = _by_file(target.join(keys, _keys_match(planned), "left_semi"), spark, planned)
+        # The shuffle computes the whole source before any task writes (as the join does for removals).
+        spread = source.repartition(spark.sparkContext.defaultParallelism)
+        inserts = spread.mapInArrow(partial(_insert_task, planned.target), RESULT_SCHEMA)
+        results = _collect(removals.mapInArrow(partial(_merge_task, planned), RESULT_SCHEMA).union(inserts))
+        return found_changes(table, results, "merge", key_filter)
+
+    return table._run_dml("merge", plan)
 
 
 # -- driver ----------------------------------------------------------------------------------

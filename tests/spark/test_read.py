@@ -40,7 +40,7 @@ def test_every_snapshot_reads_as_the_local_reader(catalog: mor.Catalog, read_mor
 def test_java_fixture_snapshots(spark: Any, java_fixtures: Path, snap: JavaSnapshot) -> None:
     reader = spark.read.format("mor").option("snapshot-id", str(snap.snapshot_id))
     if snap.format_version >= 3:  # a later issue; until then the refusal must be explicit
-        with pytest.raises(Exception, match="UnsupportedFeatureError: table format-version 3"):
+        with pytest.raises(Exception, match="UnsupportedFeatureError: .*table format-version 3"):
             reader.load(str(java_fixtures / snap.final_metadata_file))
         return
     df = reader.load(str(java_fixtures / snap.final_metadata_file))
@@ -119,7 +119,7 @@ def test_filter_option_prunes_files(catalog: mor.Catalog, read_mor: Any) -> None
             os.remove(to_local_path(task.data_file.file_path))
     assert spark_rows(read_mor("db.t", filter="category = 'a'")) == expected
     assert spark_rows(read_mor("db.t", filter="category = 'a'").filter("n > 10")) == [r for r in expected if r[2] > 10]
-    with pytest.raises(Exception, match="cannot be opened"):
+    with pytest.raises(Exception, match="is missing|cannot be opened"):
         read_mor("db.t").collect()  # without the filter the missing files are read
 
 
