@@ -178,15 +178,16 @@ class Table:
         bad = {k: v for k, v in updates.items() if not isinstance(v, str)}
         if bad:
             raise InvalidArgumentError(f"property values must be strings: {bad}")
-        for _ in range(5):
+        attempts = RetryPolicy.of(self.metadata.properties).start()
+        while True:
             new = with_properties(self.metadata, updates)
             try:
                 self.metadata, self.metadata_location = ops.commit(self.metadata, self.metadata_location, new)
                 return
             except CommitFailedError:
+                if not attempts.retry():
+                    raise CommitConflictError("could not set properties: the table kept changing") from None
                 self.refresh()
-                time.sleep(0.05)
-        raise CommitConflictError("could not set properties: the table kept changing")
 
     def remove_orphan_files(self, older_than: dt.timedelta | dt.datetime = DEFAULT_MIN_AGE, dry_run: bool = False) -> list[str]:
         """Delete files under the table location that no metadata references and that were
