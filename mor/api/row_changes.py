@@ -16,6 +16,7 @@ import pyarrow as pa
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
+from pyiceberg.types import DoubleType, FloatType
 
 from mor.api.conflict_rules import ReadScope, TouchedRows, dml_validator, isolation_level
 from mor.commit.snapshot_producer import Changes, Validator
@@ -81,7 +82,7 @@ class RowMatcher:
         if (
             not self.with_rows
             and not task.delete_files
-            and _null_free(task, self.predicate_ids)
+            and _null_free(task, self.predicate_ids, self.strict.schema)
             and self.strict.file_must_match(task.data_file)
         ):
             # Column metrics prove every row matches: no need to read the file.
@@ -101,13 +102,18 @@ def find_matches(table: Table, row_filter: BooleanExpression, with_rows: bool = 
     return [m for m in parallel_map(matcher.match, table.scan(filter=row_filter).plan_files()) if m is not None]
 
 
-def _null_free(task: FileScanTask, field_ids: set[int]) -> bool:
-    """Iceberg's strict metrics test treats a null as matching `!=` and `not in`, where the row
-    filter (SQL semantics) does not; so trust it only for columns the metrics say hold no null
-    or NaN."""
+def _null_free(task: FileScanTask, field_ids: set[int], schema: Schema) -> bool:
+    """Iceberg's strict metrics test is two-valued (a null matches `!=` and `not in`) and leaves
+    NaN out of bounds, where the row filter is SQL's (spec/predicates.md); without nulls and NaNs
+    the two agree. So trust it only for columns whose metrics say they hold none; a missing NaN
+    count on a floating point column may hide NaNs."""
     f = task.data_file
     nulls, nans = f.null_value_counts or {}, f.nan_value_counts or {}
-    return all(nulls.get(i) == 0 and nans.get(i, 0) == 0 for i in field_ids)
+    return all(nulls.get(i) == 0 and (nans.get(i) == 0 or not _floating(schema, i)) for i in field_ids)
+
+
+def _floating(schema: Schema, field_id: int) -> bool:
+    return isinstance(schema.find_field(field_id).field_type, (FloatType, DoubleType))
 
 
 def find_key_matches(

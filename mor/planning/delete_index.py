@@ -17,6 +17,7 @@ answers the same question fast for many data files and is tested against `applie
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left
 from collections import defaultdict
 from typing import Iterable
@@ -53,7 +54,15 @@ def referenced_path(delete: DeleteFile) -> str | None:
 
 
 def _same_partition(delete: DeleteFile, data: DataFile) -> bool:
-    return delete.spec_id == data.spec_id and delete.partition == data.partition
+    return delete.spec_id == data.spec_id and partition_key(delete.partition) == partition_key(data.partition)
+
+
+_NAN = object()  # NaN != NaN, yet two files in the NaN partition share a partition
+
+
+def partition_key(values: tuple) -> tuple:
+    """Partition values as a key that compares (and hashes) equal for equal partitions."""
+    return tuple(_NAN if isinstance(v, float) and math.isnan(v) else v for v in values)
 
 
 def _may_reference(delete: DeleteFile, data_path: str) -> bool:
@@ -88,7 +97,7 @@ class DeleteFileIndex:
             elif f.content == FileContent.EQUALITY_DELETES and f.spec_id in unpartitioned_spec_ids:
                 global_eq.append(f)
             else:
-                by_partition[(f.spec_id, f.partition)].append(f)
+                by_partition[(f.spec_id, partition_key(f.partition))].append(f)
         self._by_path = {k: _BySequence(v) for k, v in by_path.items()}
         self._by_partition = {k: _BySequence(v) for k, v in by_partition.items()}
         self._global = _BySequence(global_eq)
@@ -103,7 +112,7 @@ class DeleteFileIndex:
         candidates: list[DeleteFile] = []
         if (group := self._by_path.get(data.file_path)) is not None:
             candidates += group.at_or_after(seq)
-        if (group := self._by_partition.get((data.spec_id, data.partition))) is not None:
+        if (group := self._by_partition.get((data.spec_id, partition_key(data.partition)))) is not None:
             candidates += group.at_or_after(seq)
         candidates += self._global.at_or_after(seq + 1)
         matched = [f for f in candidates if applies_to(f, data, self.unpartitioned_spec_ids)]

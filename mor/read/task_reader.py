@@ -12,16 +12,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
-from pyiceberg.io.pyarrow import expression_to_pyarrow
 from pyiceberg.schema import Schema
 from pyiceberg.types import NestedField
 
 from mor.errors import CorruptMetadataError
-from mor.io.fileio import FileIO
+from mor.io.fileio import FileIO, unreadable
 from mor.planning.filters import bind_filter, filter_field_ids, metrics_evaluator
 from mor.planning.task import FileScanTask
 from mor.read.equality_deletes import EqualityDeleteCache, EqualityKeySet
 from mor.read.position_deletes import DeleteFileCache, apply_mask, deleted_positions, keep_mask
+from mor.read.row_filter import to_arrow_filter
 from mor.read.row_groups import row_group_metrics
 from mor.write.arrow_schema import FIELD_ID_KEY, to_arrow_field, to_arrow_schema
 
@@ -56,7 +56,7 @@ class TaskReader:
             self.output_schema = self.output_schema.append(pa.field(POSITION_COLUMN, pa.int64(), nullable=False))
         has_filter = not isinstance(row_filter, AlwaysTrue)
         filter_rows = filter_rows and has_filter
-        self.arrow_filter = expression_to_pyarrow(bind_filter(schema, row_filter, case_sensitive)) if filter_rows else None
+        self.arrow_filter = to_arrow_filter(bind_filter(schema, row_filter, case_sensitive), schema) if filter_rows else None
         self.may_match = metrics_evaluator(schema, row_filter, case_sensitive) if has_filter else None
         wanted = {f.field_id for f in projection.fields} | (
             filter_field_ids(schema, row_filter, case_sensitive) if filter_rows else set()
@@ -74,13 +74,21 @@ class TaskReader:
         try:
             source = self.io.open_input(path)
         except OSError as e:
-            raise CorruptMetadataError(f"data file {path} cannot be opened: {e}") from e
+            raise unreadable("data file", path, e) from e
         with source:
-            parquet = pq.ParquetFile(source, pre_buffer=True)
-            yield from self._read_file(parquet, deleted, fields, key_sets)
+            try:
+                parquet = pq.ParquetFile(source, pre_buffer=True)
+            except (OSError, pa.ArrowException) as e:
+                raise unreadable("data file", path, e) from e
+            if parquet.metadata.num_rows != task.data_file.record_count:
+                # Another file in its place: position deletes would remove the wrong rows.
+                raise CorruptMetadataError(
+                    f"data file {path} has {parquet.metadata.num_rows} rows, its manifest says {task.data_file.record_count}"
+                )
+            yield from self._read_file(path, parquet, deleted, fields, key_sets)
 
     def _read_file(
-        self, parquet: pq.ParquetFile, deleted: np.ndarray, fields: list[NestedField], key_sets: list[EqualityKeySet]
+        self, path: str, parquet: pq.ParquetFile, deleted: np.ndarray, fields: list[NestedField], key_sets: list[EqualityKeySet]
     ) -> Iterator[pa.RecordBatch]:
         column_by_id = _columns_by_field_id(parquet.schema_arrow, self.schema)
         id_by_column = {name: fid for fid, name in column_by_id.items()}
@@ -95,9 +103,8 @@ class TaskReader:
             if self.may_match is not None and not self.may_match(row_group_metrics(meta, rg, id_by_column, self.schema)):
                 continue
             position = rg_start
-            for batch in parquet.iter_batches(
-                batch_size=self.batch_rows, row_groups=[rg], columns=file_columns, use_threads=True
-            ):
+            batches = parquet.iter_batches(batch_size=self.batch_rows, row_groups=[rg], columns=file_columns, use_threads=True)
+            for batch in _decoded(path, batches):
                 mask = keep_mask(deleted, position, batch.num_rows)
                 positions = np.arange(position, position + batch.num_rows, dtype=np.int64) if self.with_positions else None
                 position += batch.num_rows
@@ -144,6 +151,14 @@ class TaskReader:
         if _same_types(projected.schema, self.output_schema):  # the common case: no cast needed
             return pa.RecordBatch.from_arrays(projected.columns, schema=self.output_schema)
         return projected.cast(self.output_schema)
+
+
+def _decoded(path: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The batches of a data file; a page that does not decode is CorruptMetadataError naming the file."""
+    try:
+        yield from batches
+    except (OSError, pa.ArrowException) as e:
+        raise unreadable("data file", path, e) from e
 
 
 def _same_types(a: pa.Schema, b: pa.Schema) -> bool:

@@ -1,9 +1,9 @@
 """A mor row filter (pyiceberg expression, bound to the table schema) as a Spark Column, so
 Spark's native Parquet reader selects the rows the local reader selects.
 
-SQL's three-valued logic holds on both sides (a NULL operand selects nothing). Spark orders NaN
-above every number while Arrow's comparisons are false for NaN, so `>`/`>=` on floating point
-columns also exclude NaN here.
+Both sides follow spec/predicates.md, and Spark SQL does natively what the local reader
+(mor/read/row_filter.py) spells out: three-valued logic (a NULL operand selects nothing, also
+under NOT and in NOT IN), NaN above every number (`NaN > 1.0` is true), `isnan(NULL)` false.
 """
 
 from __future__ import annotations
@@ -37,8 +37,6 @@ from pyiceberg.expressions import (
 from pyiceberg.types import (
     DateType,
     DecimalType,
-    DoubleType,
-    FloatType,
     IcebergType,
     TimestampType,
     TimestamptzType,
@@ -48,7 +46,7 @@ from pyspark.sql import functions as F
 
 from mor.errors import UnsupportedFeatureError
 
-EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 def to_column(expr: BooleanExpression) -> Column:
@@ -73,7 +71,7 @@ def to_column(expr: BooleanExpression) -> Column:
     if isinstance(expr, BoundIsNaN):
         return F.isnan(column)
     if isinstance(expr, BoundNotNaN):
-        return column.isNotNull() & ~F.isnan(column)  # a NULL operand selects nothing
+        return ~F.isnan(column)  # true for NULL, which is not NaN (isnan(NULL) is false)
     if isinstance(expr, (BoundIn, BoundNotIn)):
         values = [_value(ftype, lit.value) for lit in expr.literals]
         matched = column.isin(values)
@@ -88,17 +86,13 @@ def to_column(expr: BooleanExpression) -> Column:
         BoundNotEqualTo: lambda: column != value,
         BoundLessThan: lambda: column < value,
         BoundLessThanOrEqual: lambda: column <= value,
-        BoundGreaterThan: lambda: _not_nan(column > value, column, ftype),
-        BoundGreaterThanOrEqual: lambda: _not_nan(column >= value, column, ftype),
+        BoundGreaterThan: lambda: column > value,  # true for NaN: Spark sorts it above every number
+        BoundGreaterThanOrEqual: lambda: column >= value,
     }
     for kind, build in comparisons.items():
         if isinstance(expr, kind):
             return build()
     raise UnsupportedFeatureError(f"no Spark form for filter {expr}")
-
-
-def _not_nan(condition: Column, column: Column, ftype: IcebergType) -> Column:
-    return condition & ~F.isnan(column) if isinstance(ftype, (FloatType, DoubleType)) else condition
 
 
 def _value(ftype: IcebergType, value: Any) -> Any:

@@ -1,15 +1,16 @@
 """Spark's pushed filters -> a mor row filter, used to prune partitions, files and row groups.
 
-Only what converts without changing meaning is taken: comparisons, IN, null checks and
-prefix matches on top-level columns that are not float/double (Spark orders NaN above every
-number and calls NaN = NaN true; Iceberg's metrics do not). Every filter is still handed back
-to Spark, which evaluates it again on the rows we return, so pruning can only ever keep too
+Only what selects the same rows in both (spec/predicates.md) is taken: comparisons, IN, null
+checks and prefix matches on top-level columns that are not float/double (Spark takes NaN
+literals, `x = NaN` true for NaN, which Iceberg refuses), and NOT only of null checks (NOT of
+`x <=> 5` converted as `x = 5` would drop the null rows Spark keeps). Every filter is still
+handed back to Spark, which evaluates it again on the rows we return, so pruning may keep too
 much, never drop a row Spark would keep.
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from pyiceberg import expressions as ice
 from pyiceberg.schema import Schema
@@ -32,7 +33,10 @@ def to_row_filter(filters: Sequence[sf.Filter], schema: Schema) -> ice.BooleanEx
     """The AND of the filters that convert (AlwaysTrue when none does)."""
     out: ice.BooleanExpression = ice.AlwaysTrue()
     for f in filters:
-        converted = convert(f, schema)
+        try:
+            converted = convert(f, schema)
+        except (ValueError, TypeError):
+            continue  # a value pyiceberg takes no literal of: leave it to Spark
         if converted is not None and _binds(converted, schema):
             out = converted if isinstance(out, ice.AlwaysTrue) else ice.And(out, converted)
     return out

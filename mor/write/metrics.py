@@ -53,6 +53,7 @@ def collect_metrics(
     m = FileMetrics(meta.num_rows, {}, {}, {}, {}, {}, {}, ())
     lowers: dict[int, Any] = {}
     uppers: dict[int, Any] = {}
+    unbounded: set[int] = set()
     offsets = []
     for rg_index in range(meta.num_row_groups):
         rg = meta.row_group(rg_index)
@@ -76,11 +77,11 @@ def collect_metrics(
                 lo, hi = _physical(field.field_type, stats.min_raw), _physical(field.field_type, stats.max_raw)
                 lowers[fid] = lo if fid not in lowers else min(lowers[fid], lo)
                 uppers[fid] = hi if fid not in uppers else max(uppers[fid], hi)
-            else:
-                lowers[fid] = uppers[fid] = None  # a row group without bounds: no file bounds
+            elif not (stats is not None and stats.has_null_count and stats.null_count == rg.num_rows):
+                unbounded.add(fid)  # values we cannot bound (all NaN, or no statistics): no file bounds
     for fid, lo in lowers.items():
         hi = uppers[fid]
-        if lo is None or hi is None:
+        if fid in unbounded:
             continue
         ftype = schema.find_field(fid).field_type
         keep_whole = fid in untruncated
