@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import os
 import sys
 
 import pyarrow as pa
@@ -73,6 +74,15 @@ def _format(t: pa.Table) -> str:
     return "\n".join(lines)
 
 
+def _open_table(warehouse: str, identifier: str) -> mor.Table:
+    """For reading only: a missing warehouse is an error, never created."""
+    try:
+        catalog = mor.load_catalog(warehouse, create=False)
+    except mor.InvalidArgumentError as e:
+        raise mor.NoSuchTableError(f"table {identifier} does not exist: {e}") from e
+    return catalog.load_table(identifier)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mor", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -88,9 +98,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "quickstart":
             quickstart(args.warehouse)
         elif args.command == "scan":
-            table = mor.load_catalog(args.warehouse).load_table(args.table)
+            table = _open_table(args.warehouse, args.table)
             print(_format(table.scan(filter=args.filter, snapshot_id=args.snapshot_id).to_arrow()))
     except mor.MorError as e:
         print(f"mor: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader went away (`mor scan ... | head`): not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return 0
     return 0

@@ -14,6 +14,9 @@
     ├── CommitConflictError       a concurrent commit made ours invalid (after retrying what is retryable)
     ├── CommitStateUnknownError   the catalog may or may not hold our commit: never clean up after it
     ├── CorruptMetadataError      metadata, manifest or delete file that breaks the spec
+    │                             (also: a file the table references that is missing or unreadable)
+    ├── StorageError              the file system or catalog database refused a read or write
+    │                             (permission denied, path too long, ...); also an OSError
     ├── StreamingChangeError      a stream of appends met a snapshot it cannot emit (delete, overwrite)
     │                             or lost its place in the history (rollback, expired snapshots)
     └── UnsupportedFeatureError   a valid Iceberg feature we do not implement yet
@@ -87,6 +90,10 @@ class CommitStateUnknownError(MorError):
 
 class CorruptMetadataError(MorError):
     pass
+
+
+class StorageError(MorError, OSError):
+    """The message names the file (or catalog database) and what the system said."""
 
 
 class StreamingChangeError(MorError):

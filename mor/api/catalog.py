@@ -3,20 +3,32 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
+from collections.abc import Mapping
 
 import pyarrow as pa
 from pyiceberg.schema import Schema
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
+from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError
 
 from mor.api.delete import DELETE_MODE_PROPERTY
 from mor.api.row_changes import MERGE_ON_READ
 from mor.api.table import Table
 from mor.catalog.sql import SqlCatalogStore
 from mor.commit.table_ops import CatalogTableOperations, new_metadata_location, read_metadata, write_metadata
-from mor.errors import NoSuchNamespaceError, NoSuchTableError, TableAlreadyExistsError
+from mor.errors import (
+    CorruptMetadataError,
+    InvalidArgumentError,
+    NoSuchNamespaceError,
+    NoSuchTableError,
+    SchemaMismatchError,
+    StorageError,
+    TableAlreadyExistsError,
+)
 from mor.format.metadata import new_table_metadata
-from mor.io.fileio import FileIO, to_uri
+from mor.format.properties import check_properties
+from mor.io.fileio import FileIO, to_local_path, to_uri
 from mor.write.arrow_schema import from_arrow_schema
 from mor.write.partitioning import parse_partition_by
 
@@ -28,19 +40,88 @@ DEFAULT_PROPERTIES = {
 }
 
 
-def load_catalog(warehouse: str | os.PathLike[str] = "warehouse", uri: str | None = None, name: str = "default") -> Catalog:
+def load_catalog(
+    warehouse: str | os.PathLike[str] = "warehouse", uri: str | None = None, name: str = "default", create: bool = True
+) -> Catalog:
     """A catalog over `warehouse`: tables under it, the SQL catalog at `warehouse/catalog.db`
-    unless `uri` names another SQLAlchemy database."""
+    unless `uri` names another SQLAlchemy database. `create=False` (read-only use) opens only
+    a warehouse that exists: a missing one is an error, never a new empty warehouse."""
+    if not isinstance(warehouse, (str, os.PathLike)) or not str(warehouse).strip():
+        raise InvalidArgumentError(f"warehouse is a folder path, got {warehouse!r}")
+    if uri is not None and not isinstance(uri, str):
+        raise InvalidArgumentError(f"uri is a SQLAlchemy database URL string, got {uri!r}")
     root = Path(warehouse).resolve()
-    root.mkdir(parents=True, exist_ok=True)
-    return Catalog(SqlCatalogStore(uri or f"sqlite:///{root}/catalog.db", name), to_uri(root))
+    if root.exists() and not root.is_dir():
+        raise InvalidArgumentError(f"warehouse {root} is a file, not a folder")
+    if not create and uri is None and not (root / "catalog.db").is_file():
+        what = "no such folder" if not root.exists() else "no catalog.db in it"
+        raise InvalidArgumentError(f"no warehouse at {root} ({what}); mor.load_catalog({str(root)!r}) creates one")
+    if create:
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise StorageError(f"cannot create warehouse {root}: {e.strerror or e}") from e
+    return Catalog(_open_store(uri or f"sqlite:///{root}/catalog.db", name), to_uri(root))
+
+
+def _open_store(uri: str, name: str) -> SqlCatalogStore:
+    try:
+        return SqlCatalogStore(uri, name)
+    except ArgumentError as e:  # also an unknown dialect
+        raise InvalidArgumentError(f"catalog uri {uri!r} is not a usable SQLAlchemy URL: {e}") from e
+    except OperationalError as e:
+        raise StorageError(f"cannot open the catalog database {uri}: {e.orig or e}") from e
+    except DatabaseError as e:
+        raise CorruptMetadataError(f"the catalog database {uri} is unreadable: {e.orig or e}") from e
+
+
+# The catalog's name columns are VARCHAR(255), and file names stop at 255 bytes: a table's
+# folder is its name, a namespace's folder its name and ".db".
+MAX_NAME_LENGTH = {"table": 255, "namespace": 252}
+_NOT_IN_NAMES = re.compile(r"[/\\\x00-\x1f\x7f]")  # path separators and control characters
 
 
 def split_identifier(identifier: str) -> tuple[str, str]:
+    """`"db.events"` -> `("db", "events")`; a namespace may have levels (`"a.b.events"`).
+    InvalidArgumentError for anything else."""
+    if not isinstance(identifier, str):
+        raise InvalidArgumentError(f"a table name is a string 'namespace.table', got {type(identifier).__name__} {identifier!r}")
     parts = identifier.split(".")
-    if len(parts) < 2 or not all(parts):
-        raise NoSuchTableError(f"table names are 'namespace.table', got {identifier!r}")
+    if len(parts) < 2 or not all(p.strip() for p in parts):
+        raise InvalidArgumentError(f"table names are 'namespace.table' with no empty part, got {identifier!r}")
     return ".".join(parts[:-1]), parts[-1]
+
+
+def check_new_name(kind: str, name: str) -> None:
+    """A name we are about to create a namespace or table under (it becomes a folder name):
+    InvalidArgumentError unless it is a non-blank string without empty levels, path
+    separators or control characters, short enough for a folder name."""
+    if not isinstance(name, str):
+        raise InvalidArgumentError(f"a {kind} name is a string, got {type(name).__name__} {name!r}")
+    if not name.strip() or not all(p.strip() for p in name.split(".")):
+        raise InvalidArgumentError(f"{kind} name {name!r} is empty or has an empty level")
+    bad = _NOT_IN_NAMES.search(name)
+    if bad:
+        raise InvalidArgumentError(f"{kind} name {name!r} contains {bad.group()!r}: no '/', '\\' or control characters")
+    if len(name.encode()) > MAX_NAME_LENGTH[kind]:
+        raise InvalidArgumentError(f"{kind} name {name[:20]!r}... is {len(name.encode())} bytes long; at most {MAX_NAME_LENGTH[kind]}")
+
+
+def _new_identifier(identifier: str) -> tuple[str, str]:
+    namespace, name = split_identifier(identifier)
+    check_new_name("namespace", namespace)
+    check_new_name("table", name)
+    return namespace, name
+
+
+def _existing_identifier(identifier: str) -> tuple[str, str]:
+    """For a lookup: a string that is not 'namespace.table' names no table."""
+    try:
+        return split_identifier(identifier)
+    except InvalidArgumentError as e:
+        if not isinstance(identifier, str):
+            raise
+        raise NoSuchTableError(f"no table {identifier!r}: {e}") from None
 
 
 class Catalog:
@@ -55,11 +136,16 @@ class Catalog:
 
     # -- namespaces ------------------------------------------------------------------------
     def create_namespace(self, namespace: str, properties: dict[str, str] | None = None) -> None:
+        check_new_name("namespace", namespace)
+        if properties is not None and (
+            not isinstance(properties, Mapping) or not all(isinstance(v, str) and isinstance(k, str) for k, v in properties.items())
+        ):
+            raise InvalidArgumentError(f"namespace properties are a dict of strings, got {properties!r}")
         self.store.create_namespace(namespace, properties)
 
     def create_namespace_if_not_exists(self, namespace: str) -> None:
         if not self.store.namespace_exists(namespace):
-            self.store.create_namespace(namespace)
+            self.create_namespace(namespace)
 
     def list_namespaces(self) -> list[str]:
         return self.store.list_namespaces()
@@ -69,13 +155,15 @@ class Catalog:
 
     # -- tables ----------------------------------------------------------------------------
     def list_tables(self, namespace: str) -> list[str]:
+        if not isinstance(namespace, str):
+            raise InvalidArgumentError(f"a namespace name is a string, got {type(namespace).__name__} {namespace!r}")
         if not self.store.namespace_exists(namespace):
             raise NoSuchNamespaceError(f"namespace {namespace!r} does not exist")
         return [f"{namespace}.{t}" for t in self.store.list_tables(namespace)]
 
     def table_exists(self, identifier: str) -> bool:
         try:
-            self.store.metadata_location(*split_identifier(identifier))
+            self.store.metadata_location(*_existing_identifier(identifier))
             return True
         except NoSuchTableError:
             return False
@@ -88,12 +176,14 @@ class Catalog:
         properties: dict[str, str] | None = None,
         location: str | None = None,
     ) -> Table:
-        namespace, name = split_identifier(identifier)
+        namespace, name = _new_identifier(identifier)
         if self.table_exists(identifier):
             raise TableAlreadyExistsError(f"table {identifier} already exists")
-        iceberg_schema = from_arrow_schema(schema) if isinstance(schema, pa.Schema) else schema
+        iceberg_schema = _iceberg_schema(schema)
         spec = parse_partition_by(iceberg_schema, partition_by)
-        table_location = location or self.default_location(identifier)
+        if properties is not None:
+            check_properties(properties)
+        table_location = _table_location(location) if location is not None else self.default_location(identifier)
         metadata = new_table_metadata(
             iceberg_schema, spec, UNSORTED_SORT_ORDER, table_location, {**DEFAULT_PROPERTIES, **(properties or {})}
         )
@@ -113,12 +203,14 @@ class Catalog:
         return f"{self.warehouse}/{namespace}.db/{name}"
 
     def load_table(self, identifier: str) -> Table:
-        namespace, name = split_identifier(identifier)
+        namespace, name = _existing_identifier(identifier)
         return self._table(identifier, namespace, name)
 
     def register_table(self, identifier: str, metadata_location: str) -> Table:
         """Adopt a table another engine wrote, by its current metadata file."""
-        namespace, name = split_identifier(identifier)
+        namespace, name = _new_identifier(identifier)
+        if not isinstance(metadata_location, str) or not metadata_location:
+            raise InvalidArgumentError(f"metadata_location is the location of a metadata file, got {metadata_location!r}")
         read_metadata(self.io, metadata_location)  # refuse what we cannot read
         self.create_namespace_if_not_exists(namespace)
         self.store.create_table_row(namespace, name, metadata_location)
@@ -126,9 +218,34 @@ class Catalog:
 
     def drop_table(self, identifier: str) -> None:
         """Remove the table from the catalog; its files stay where they are."""
-        self.store.drop_table_row(*split_identifier(identifier))
+        self.store.drop_table_row(*_existing_identifier(identifier))
 
     def _table(self, identifier: str, namespace: str, name: str) -> Table:
         ops = CatalogTableOperations(self.store, namespace, name, self.io)
         metadata, location = ops.refresh()
         return Table(identifier, metadata, location, self.io, ops)
+
+
+def _iceberg_schema(schema: pa.Schema | Schema) -> Schema:
+    if isinstance(schema, pa.Schema):
+        iceberg_schema = from_arrow_schema(schema)
+    elif isinstance(schema, Schema):
+        iceberg_schema = schema
+    else:
+        raise InvalidArgumentError(f"schema is a pyarrow.Schema or a pyiceberg Schema, got {type(schema).__name__}")
+    if not iceberg_schema.fields:
+        raise SchemaMismatchError("a table needs at least one column; the schema has none")
+    return iceberg_schema
+
+
+def _table_location(location: str) -> str:
+    """A location as given when it is a URI; a local path made absolute (`file:///...`), so
+    the table does not depend on the directory it was created from."""
+    if not isinstance(location, str) or not location.strip():
+        raise InvalidArgumentError(f"location is a folder path or URI, got {location!r}")
+    if location.startswith("file:") or "://" in location:
+        # UnsupportedFeatureError for an object store, before any file is written.
+        if not os.path.isabs(to_local_path(location)):
+            raise InvalidArgumentError(f"a file: location is absolute (file:///path), got {location!r}")
+        return location
+    return to_uri(location)

@@ -28,6 +28,7 @@ from mor.commit.snapshot_producer import Validator
 from mor.errors import InvalidArgumentError
 from mor.format.content_file import DataFile
 from mor.format.metadata import TableMetadata
+from mor.format.properties import ISOLATION_LEVELS
 from mor.io.fileio import FileIO
 from mor.planning.conflicts import commits_since, validate_files_still_live
 from mor.planning.delete_index import applies_to
@@ -36,9 +37,7 @@ from mor.planning.planner import unpartitioned_spec_ids
 from mor.read.conflict_rows import has_matching_rows, removes_rows
 from mor.read.equality_deletes import EqualityKeySet
 
-SERIALIZABLE = "serializable"
-SNAPSHOT = "snapshot"
-LEVELS = (SERIALIZABLE, SNAPSHOT)
+SERIALIZABLE, SNAPSHOT = LEVELS = ISOLATION_LEVELS
 ISOLATION_PROPERTIES = {
     "delete": "write.delete.isolation-level",
     "update": "write.update.isolation-level",

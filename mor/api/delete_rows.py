@@ -15,6 +15,7 @@ from pyiceberg.schema import Schema
 
 from mor.api.keys import is_partition_scoped, key_fields
 from mor.commit.snapshot_producer import Changes
+from mor.errors import InvalidArgumentError, SchemaMismatchError
 from mor.format.content_file import DeleteFile
 from mor.format.metadata import unpartitioned_spec
 from mor.format.spec import Operation
@@ -36,6 +37,10 @@ def equality_delete_changes(table: Table, keys: pa.Table) -> Changes | None:
 def write_key_deletes(table: Table, keys: pa.Table) -> tuple[list[DeleteFile], PartitionSpec | None]:
     """(equality delete files, spec to add or None). Partition-scoped when every partition
     source column is a key column; otherwise under an unpartitioned spec (table-wide)."""
+    if not isinstance(keys, pa.Table):
+        raise SchemaMismatchError(f"the keys to delete must be a pyarrow Table of key columns, got {type(keys).__name__}")
+    if not keys.column_names:
+        raise InvalidArgumentError("the keys to delete have no columns: give a table of the key columns, e.g. pa.table({'id': [1, 2]})")
     metadata = table.metadata
     schema = metadata.schema()
     fields = key_fields(schema, keys.column_names)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping
 
 import pyarrow as pa
@@ -26,15 +27,44 @@ def project(rows: pa.Table, columns: Mapping[str, pc.Expression]) -> pa.Table:
     """Evaluate named expressions over `rows` (one output row per input row)."""
     try:
         return ds.dataset(rows).to_table(columns=dict(columns))
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
-        raise SchemaMismatchError(f"cannot evaluate {list(columns)}: {e}") from e
+    except _ARROW_ERRORS as e:
+        raise _evaluation_error(rows, columns, e) from e
+
+
+_ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError)
+
+
+def _evaluation_error(rows: pa.Table, columns: Mapping[str, pc.Expression], error: Exception) -> SchemaMismatchError:
+    """SchemaMismatchError naming the output column whose expression does not evaluate, and
+    the column it refers to that `rows` lack (Arrow's own message dumps the whole schema)."""
+    for name, expression in columns.items():
+        try:
+            ds.dataset(rows.slice(0, 0)).to_table(columns={name: expression})
+        except _ARROW_ERRORS as e:
+            unknown = _UNKNOWN_FIELD.search(str(e))
+            if unknown:
+                return SchemaMismatchError(
+                    f"the expression for {name!r} ({expression}) refers to column {unknown.group(1)!r},"
+                    f" which is not one of {rows.column_names}"
+                )
+            return SchemaMismatchError(f"the expression for {name!r} ({expression}) does not evaluate: {_first_line(e)}")
+    # Every expression types: the values themselves fail (an overflow, say).
+    return SchemaMismatchError(f"cannot evaluate {list(columns)}: {_first_line(error)}")
+
+
+_UNKNOWN_FIELD = re.compile(r"No match for FieldRef\.Name\((.*?)\) in ")
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
 
 
 def evaluate_condition(rows: pa.Table, condition: pc.Expression | None) -> pa.Array:
     """A boolean per row (null counts as false); all true without a condition."""
     if condition is None:
         return pa.array([True] * rows.num_rows, pa.bool_())
-    result = project(rows, {"_c": condition}).column("_c")
+    result = project(rows, {"condition": condition}).column("condition")
     if not pa.types.is_boolean(result.type):
         raise SchemaMismatchError(f"condition {condition} is not boolean but {result.type}")
     return pc.fill_null(result.combine_chunks(), False)

@@ -17,8 +17,11 @@ from mor.read.equality_deletes import EqualityKeySet
 
 def key_fields(schema: Schema, names: Sequence[str]) -> list[NestedField]:
     """The table fields of equality key columns: primitive, not float or double (spec rule)."""
-    if isinstance(names, str) or not names:
+    if isinstance(names, str) or not isinstance(names, (list, tuple)) or not names:
         raise InvalidArgumentError(f"key columns must be a non-empty list of names, got {names!r}")
+    not_names = [n for n in names if not isinstance(n, str)]
+    if not_names:
+        raise InvalidArgumentError(f"key columns are names (strings), got {not_names} in {list(names)}")
     if len(set(names)) != len(names):
         raise InvalidArgumentError(f"key columns repeat: {list(names)}")
     fields = []

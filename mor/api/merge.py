@@ -13,6 +13,7 @@ deletes on the keys plus an append: no scan of the table at all). Both leave the
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -61,6 +62,21 @@ class MergeClauses:
         return partial_update or any(e is not None for e in expressions)
 
     def check(self) -> None:
+        if not isinstance(self.matched_delete, (bool, pc.Expression)):
+            raise InvalidArgumentError(
+                f"when_matched_delete is True, False or a pyarrow.compute expression, got {self.matched_delete!r}"
+            )
+        for name, condition in (("when_matched_update_if", self.matched_update_if), ("when_not_matched_insert_if", self.not_matched_insert_if)):
+            if condition is not None and not isinstance(condition, pc.Expression):
+                raise InvalidArgumentError(f"{name} is a pyarrow.compute expression, got {condition!r}")
+        for name, clause in (("when_matched_update", self.matched_update), ("when_not_matched_insert", self.not_matched_insert)):
+            if clause is None or (isinstance(clause, str) and clause == ALL):
+                continue
+            if not isinstance(clause, Mapping):
+                raise InvalidArgumentError(f"{name} is '*' or a dict of column -> value or expression, got {clause!r}")
+            not_names = [c for c in clause if not isinstance(c, str)]
+            if not_names:
+                raise InvalidArgumentError(f"{name} sets columns by name (strings), got {not_names}")
         if not (self.matched_delete is not False or self.matched_update or self.not_matched_insert):
             raise InvalidArgumentError("MERGE needs at least one clause (matched delete/update, not-matched insert)")
         if self.matched_delete is True and self.matched_update:
@@ -86,6 +102,7 @@ def merge_outputs(table: Table, source: pa.Table, on: Sequence[str], clauses: Me
     """Check the clauses against the table and the source's columns (the source may be an
     empty table of its schema); the source with its keys in the table's types, and the outputs."""
     clauses.check()
+    _check_is_table("MERGE source", source)
     source = _conform_keys(table.schema(), source, on)
     update = _assignments(table, source, clauses.matched_update, target_visible=True)
     insert = _assignments(table, source, clauses.not_matched_insert, target_visible=False)
@@ -154,11 +171,12 @@ def merge_rows(
 def upsert_rows(table: Table, rows: pa.Table, on: Sequence[str], mode: str, strategy: str) -> tuple[Changes, Validator | None] | None:
     if strategy not in STRATEGIES:
         raise InvalidArgumentError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
+    _check_is_table("UPSERT rows", rows)
+    key_fields(table.schema(), on)
     rows = conform(rows, table.schema())
     if rows.num_rows == 0:
         return None
     schema = table.schema()
-    key_fields(schema, on)
     keys = unique_key_set(rows, on)
     if strategy == "position" or mode != MERGE_ON_READ:
         if strategy == "equality":
@@ -174,6 +192,11 @@ def upsert_rows(table: Table, rows: pa.Table, on: Sequence[str], mode: str, stra
     data = write_data_files(table.io, metadata.location, metadata.schema(), metadata.spec(), rows, WriteOptions(metadata.properties))
     # Blind: no rows were read, so there is nothing a concurrent commit could invalidate.
     return Changes(Operation.OVERWRITE, added_data=data, added_deletes=deletes, added_spec=added_spec), None
+
+
+def _check_is_table(what: str, data: object) -> None:
+    if not isinstance(data, pa.Table):
+        raise SchemaMismatchError(f"{what} must be a pyarrow Table, got {type(data).__name__}")
 
 
 def _conform_keys(schema: Schema, source: pa.Table, on: Sequence[str]) -> pa.Table:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import numbers
 from typing import TYPE_CHECKING, Iterator, Sequence
 
 import pyarrow as pa
@@ -65,14 +66,30 @@ def snapshot_schema(metadata: TableMetadata, snapshot: Snapshot | None) -> Schem
 
 
 def _project(schema: Schema, columns: Sequence[str] | None, case_sensitive: bool) -> Schema:
+    """The selected columns, in the schema's order; [] selects none (rows still count).
+    InvalidFilterError naming a column the schema does not have, or one given twice."""
     if columns is None:
         return schema
-    if isinstance(columns, str):
-        raise InvalidFilterError(f"columns must be a list of names, got the string {columns!r}")
+    if isinstance(columns, str) or not isinstance(columns, (list, tuple)):
+        raise InvalidFilterError(f"columns must be a list of names, got {type(columns).__name__} {columns!r}")
+    not_names = [c for c in columns if not isinstance(c, str)]
+    if not_names:
+        raise InvalidFilterError(f"columns must be names (strings), got {not_names} in {list(columns)}")
+    repeated = sorted({c for c in columns if columns.count(c) > 1})
+    if repeated:
+        raise InvalidFilterError(f"columns {repeated} are selected twice in {list(columns)}")
     try:
         return schema.select(*columns, case_sensitive=case_sensitive)
-    except ValueError as e:
-        raise InvalidFilterError(f"unknown column in {list(columns)}: {e}") from e
+    except ValueError:
+        unknown = [c for c in columns if _find(schema, c, case_sensitive) is None]
+        raise InvalidFilterError(f"unknown columns {unknown}; the table has {schema.column_names}") from None
+
+
+def _find(schema: Schema, name: str, case_sensitive: bool) -> object:
+    try:
+        return schema.find_field(name, case_sensitive=case_sensitive)
+    except ValueError:
+        return None
 
 
 def _choose_snapshot(table: Table, snapshot_id: int | None, as_of: dt.datetime | int | None) -> Snapshot | None:
@@ -80,17 +97,43 @@ def _choose_snapshot(table: Table, snapshot_id: int | None, as_of: dt.datetime |
     if snapshot_id is not None and as_of is not None:
         raise InvalidArgumentError("give snapshot_id or as_of, not both")
     if snapshot_id is not None:
+        if isinstance(snapshot_id, bool) or not isinstance(snapshot_id, numbers.Integral):
+            raise InvalidArgumentError(f"snapshot_id is an int, got {type(snapshot_id).__name__} {snapshot_id!r}")
         try:
-            return metadata.snapshot_by_id(snapshot_id)
+            return metadata.snapshot_by_id(int(snapshot_id))
         except KeyError:
-            raise NoSuchSnapshotError(f"table has no snapshot {snapshot_id}") from None
+            raise NoSuchSnapshotError(f"{table.identifier} has no snapshot {snapshot_id}") from None
     if as_of is not None:
-        ms = as_of if isinstance(as_of, int) else int(_aware(as_of).timestamp() * 1000)
-        snapshot = metadata.snapshot_as_of(ms)
+        ms = _as_of_ms(as_of)
+        try:
+            snapshot = metadata.snapshot_as_of(ms)
+        except KeyError as e:
+            raise NoSuchSnapshotError(f"the snapshot {e.args[0]} of {table.identifier} current at {as_of} has expired") from None
         if snapshot is None:
-            raise NoSuchSnapshotError(f"table had no snapshot at {as_of}")
+            first = min((ts for ts, _ in metadata.snapshot_log), default=None)
+            since = "it has no snapshots" if first is None else f"its first snapshot is from {_utc(first)}"
+            raise NoSuchSnapshotError(f"{table.identifier} had no snapshot at {as_of} ({_utc(ms)}): {since}")
         return snapshot
     return metadata.current_snapshot()
+
+
+def _as_of_ms(as_of: object) -> int:
+    """Milliseconds since the epoch of an `as_of` (an int of milliseconds, or a datetime;
+    a naive datetime is UTC)."""
+    if isinstance(as_of, dt.datetime):
+        return int(_aware(as_of).timestamp() * 1000)
+    if isinstance(as_of, numbers.Integral) and not isinstance(as_of, bool):
+        return int(as_of)
+    raise InvalidArgumentError(
+        f"as_of is a datetime or an int of milliseconds since the epoch, got {type(as_of).__name__} {as_of!r}"
+    )
+
+
+def _utc(ms: int) -> str:
+    try:
+        return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).isoformat(timespec="milliseconds")
+    except (OverflowError, OSError, ValueError):
+        return f"{ms} ms"
 
 
 def _aware(t: dt.datetime) -> dt.datetime:

@@ -25,7 +25,7 @@ from mor.api.update import UPDATE_MODE_PROPERTY, update_where
 from mor.commit.retry import RetryPolicy
 from mor.commit.snapshot_producer import Changes, TableOperations, Validator, commit_changes
 from mor.commit.table_ops import CommitFailedError, metadata_version, read_metadata
-from mor.errors import CommitConflictError, CommitStateUnknownError, InvalidArgumentError, MorError, SchemaMismatchError
+from mor.errors import NoSuchTableError, CommitConflictError, CommitStateUnknownError, InvalidArgumentError, MorError, SchemaMismatchError
 from mor.format.metadata import Snapshot, TableMetadata, with_properties
 from mor.format.spec import Operation
 from mor.io.fileio import FileIO
@@ -276,5 +276,5 @@ def _resolve_metadata_file(io: FileIO, location: str) -> str:
         return f"{folder}/v{version}.metadata.json"
     files = [i.path for i in io.list_files(folder) if i.path.endswith(".metadata.json")]
     if not files:
-        raise MorError(f"no metadata file under {location}")
+        raise NoSuchTableError(f"no table metadata file under {location}")
     return max(files, key=metadata_version)

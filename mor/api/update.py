@@ -7,6 +7,7 @@ column changes lands in its new partition.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -29,8 +30,15 @@ UPDATE_MODE_PROPERTY = "write.update.mode"
 def updated_columns(table: Table, assignments: Assignments) -> dict[str, pc.Expression]:
     """Every table column as an expression of the old row; checked on an empty table so a
     bad column or type fails before anything is written."""
+    if not isinstance(assignments, Mapping):
+        raise InvalidArgumentError(
+            f"UPDATE's set is a dict of column -> value or expression, got {type(assignments).__name__} {assignments!r}"
+        )
     if not assignments:
         raise InvalidArgumentError("UPDATE needs at least one column to set")
+    not_names = [c for c in assignments if not isinstance(c, str)]
+    if not_names:
+        raise InvalidArgumentError(f"UPDATE sets columns by name (strings), got {not_names}")
     arrow_schema = to_arrow_schema(table.schema())
     unknown = [c for c in assignments if arrow_schema.get_field_index(c) < 0]
     if unknown:

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from mor.catalog.sql import SqlCatalogStore
 from mor.commit import faults
-from mor.errors import CorruptMetadataError, MorError
+from mor.errors import CorruptMetadataError, MorError, UnsupportedFeatureError
 from mor.format.metadata import TableMetadata, with_previous_file
-from mor.io.fileio import FileIO
+from mor.io.fileio import FileIO, unreadable
 
 _VERSION = re.compile(r"(?:^|/)(?:v)?(\d+)(?:-[^/]*)?\.metadata\.json$")
 
@@ -25,11 +25,16 @@ class CommitFailedError(MorError):
 
 
 def read_metadata(io: FileIO, location: str) -> TableMetadata:
+    """The metadata file at `location`; CorruptMetadataError naming it when it is missing or
+    is not v2 table metadata."""
     try:
         text = io.read_bytes(location)
     except OSError as e:
-        raise CorruptMetadataError(f"cannot read table metadata {location}: {e}") from e
-    return TableMetadata.from_json(text)
+        raise unreadable("table metadata file", location, e) from e
+    try:
+        return TableMetadata.from_json(text)
+    except (CorruptMetadataError, UnsupportedFeatureError) as e:
+        raise type(e)(f"table metadata file {location}: {e}") from e
 
 
 def metadata_version(location: str | None) -> int:

@@ -16,12 +16,12 @@ from pyiceberg.conversions import to_bytes
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 
-from mor.errors import CorruptMetadataError
+from mor.errors import CorruptMetadataError, MorError
 from mor.format.avro_schemas import manifest_entry_schema
 from mor.format.content_file import ContentFile, ManifestEntry, make_content_file
 from mor.format.partition_values import from_avro_record, to_avro_record
 from mor.format.spec import FORMAT_VERSION, FileContent, ManifestContent, ManifestEntryStatus
-from mor.io.fileio import FileIO
+from mor.io.fileio import FileIO, unreadable
 
 
 @dataclass(frozen=True)
@@ -139,12 +139,24 @@ def read_manifest(io_: FileIO, manifest: ManifestFile, specs: dict[int, Partitio
     if spec is None:
         raise CorruptMetadataError(f"manifest {manifest.manifest_path} uses unknown spec {manifest.partition_spec_id}")
     partition_type = spec.partition_type(schema)
+    records = read_avro_records(io_, manifest.manifest_path, "manifest")
     try:
-        with io_.open_input(manifest.manifest_path) as f:
-            records = list(fastavro.reader(f))
-    except (OSError, ValueError, EOFError) as e:
-        raise CorruptMetadataError(f"cannot read manifest {manifest.manifest_path}: {e}") from e
-    return [_entry_from_avro(r, manifest, partition_type) for r in records]
+        return [_entry_from_avro(r, manifest, partition_type) for r in records]
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise CorruptMetadataError(f"manifest {manifest.manifest_path} holds an entry that is not a manifest entry: {e!r}") from e
+
+
+def read_avro_records(io_: FileIO, location: str, what: str) -> list[dict[str, Any]]:
+    """Every record of an Avro file. CorruptMetadataError naming the file when it is missing
+    or damaged: fastavro fails on bad bytes in many ways (ValueError, EOFError, zlib.error,
+    IndexError, SystemError...), so anything it raises means the file is not readable Avro."""
+    try:
+        with io_.open_input(location) as f:
+            return list(fastavro.reader(f))
+    except MorError:
+        raise
+    except Exception as e:
+        raise unreadable(what, location, e) from e
 
 
 def _entry_to_avro(entry: EntryToWrite, partition_type: Any) -> dict[str, Any]:

@@ -9,7 +9,7 @@ import fastavro
 
 from mor.errors import CorruptMetadataError
 from mor.format.avro_schemas import MANIFEST_FILE_SCHEMA
-from mor.format.manifest import ManifestFile, PartitionFieldSummary
+from mor.format.manifest import ManifestFile, PartitionFieldSummary, read_avro_records
 from mor.format.spec import FORMAT_VERSION, INITIAL_SEQUENCE_NUMBER, ManifestContent
 from mor.io.fileio import FileIO
 
@@ -40,11 +40,11 @@ def write_manifest_list(
 
 
 def read_manifest_list(io_: FileIO, location: str) -> list[ManifestFile]:
+    records = read_avro_records(io_, location, "manifest list")
     try:
-        with io_.open_input(location) as f:
-            return [_from_avro(r) for r in fastavro.reader(f)]
-    except (OSError, ValueError, EOFError) as e:
-        raise CorruptMetadataError(f"cannot read manifest list {location}: {e}") from e
+        return [_from_avro(r) for r in records]
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise CorruptMetadataError(f"manifest list {location} holds a row that is not a manifest-list row: {e!r}") from e
 
 
 def _to_avro(m: ManifestFile) -> dict[str, Any]:

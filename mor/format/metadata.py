@@ -17,6 +17,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.table.sorting import SortOrder
 
 from mor.errors import CorruptMetadataError, UnsupportedFeatureError
+from mor.format.properties import check_properties
 from mor.format.spec import FORMAT_VERSION, INITIAL_SEQUENCE_NUMBER, MAIN_BRANCH, UNPARTITIONED_LAST_PARTITION_ID
 
 
@@ -165,17 +166,27 @@ class TableMetadata:
     def from_json(cls, text: str | bytes) -> TableMetadata:
         try:
             d = json.loads(text)
-            return cls._from_dict(d)
+        except ValueError as e:  # also bytes that are not UTF-8
+            raise CorruptMetadataError(f"not JSON ({e})") from e
+        if not isinstance(d, dict):
+            raise CorruptMetadataError(f"not table metadata: a JSON {type(d).__name__}, not an object")
+        try:
+            return _checked(cls._from_dict(d))
         except (UnsupportedFeatureError, CorruptMetadataError):
             raise
-        except (ValueError, KeyError, TypeError) as e:
-            raise CorruptMetadataError(f"invalid table metadata: {e!r}") from e
+        except KeyError as e:
+            raise CorruptMetadataError(f"required field {e.args[0]!r} is missing") from e
+        except (ValueError, TypeError, AttributeError) as e:
+            detail = " ".join(line.strip() for line in str(e).strip().splitlines()[:3])
+            raise CorruptMetadataError(f"invalid table metadata: {type(e).__name__}: {detail}") from e
 
     @classmethod
     def _from_dict(cls, d: dict[str, Any]) -> TableMetadata:
         version = d.get("format-version")
+        if version is None:
+            raise CorruptMetadataError("required field 'format-version' is missing")
         if version != FORMAT_VERSION:
-            raise UnsupportedFeatureError(f"table format-version {version} is not supported (mor reads and writes v2)")
+            raise UnsupportedFeatureError(f"table format-version {version!r} is not supported (mor reads and writes 2)")
         known = {
             "format-version", "table-uuid", "location", "last-sequence-number", "last-updated-ms",
             "last-column-id", "current-schema-id", "schemas", "default-spec-id", "partition-specs",
@@ -212,11 +223,25 @@ class TableMetadata:
         )
 
 
+def _checked(m: TableMetadata) -> TableMetadata:
+    """The ids the metadata points at must exist in it, or every later lookup fails."""
+    if m.current_schema_id not in {s.schema_id for s in m.schemas}:
+        raise CorruptMetadataError(f"current-schema-id {m.current_schema_id} names no schema")
+    if m.default_spec_id not in m.specs():
+        raise CorruptMetadataError(f"default-spec-id {m.default_spec_id} names no partition spec")
+    if m.default_sort_order_id not in {o.order_id for o in m.sort_orders}:
+        raise CorruptMetadataError(f"default-sort-order-id {m.default_sort_order_id} names no sort order")
+    if m.current_snapshot_id is not None and m.current_snapshot_id not in {s.snapshot_id for s in m.snapshots}:
+        raise CorruptMetadataError(f"current-snapshot-id {m.current_snapshot_id} names no snapshot")
+    return m
+
+
 # -- pure transitions (each returns new metadata) -----------------------------------------
 
 def new_table_metadata(
     schema: Schema, spec: PartitionSpec, sort_order: SortOrder, location: str, properties: dict[str, str]
 ) -> TableMetadata:
+    check_properties(properties)
     return TableMetadata(
         table_uuid=str(uuid.uuid4()),
         location=location,
@@ -257,6 +282,9 @@ def with_previous_file(new: TableMetadata, previous_location: str | None, previo
 
 
 def with_properties(base: TableMetadata, updates: dict[str, str], removals: tuple[str, ...] = ()) -> TableMetadata:
+    """New values are checked (InvalidArgumentError for one mor could not act on); the
+    properties already there are kept as they are."""
+    check_properties(updates)
     props = {k: v for k, v in {**base.properties, **updates}.items() if k not in removals}
     return replace(base, properties=props, last_updated_ms=now_ms())
 

@@ -6,6 +6,7 @@ Locations are stored as the writer spelled them; this module turns them into fil
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from pathlib import Path
@@ -13,7 +14,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from mor.errors import UnsupportedFeatureError
+from mor.errors import (
+    CorruptMetadataError,
+    MorError,
+    StorageError,
+    UnsupportedFeatureError,
+)
 
 
 def to_local_path(location: str) -> str:
@@ -24,6 +30,18 @@ def to_local_path(location: str) -> str:
     if "://" in location:
         raise UnsupportedFeatureError(f"only local file systems are supported, got {location!r}")
     return location
+
+
+def unreadable(what: str, location: str, error: BaseException) -> MorError:
+    """The error for a file of a table that cannot be read, naming it: missing, or not in its
+    format (truncated, overwritten, a folder) is CorruptMetadataError; refused by the file
+    system (permissions) is StorageError."""
+    if isinstance(error, PermissionError):
+        return StorageError(f"cannot read {what} {location}: permission denied")
+    if isinstance(error, FileNotFoundError):
+        return CorruptMetadataError(f"{what} {location} is missing")
+    detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return CorruptMetadataError(f"{what} {location} is unreadable (damaged, or not the file it should be): {detail}")
 
 
 def to_uri(path: str | os.PathLike[str]) -> str:
@@ -60,14 +78,23 @@ class FileIO:
         """Create a new file with `data`; fail if it exists. Written under a temporary name and
         linked into place, so a reader never sees a partial file."""
         final = self.path(location)
-        os.makedirs(os.path.dirname(final), exist_ok=True)
         tmp = f"{final}.{uuid.uuid4().hex}.tmp"
-        with open(tmp, "xb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            os.makedirs(os.path.dirname(final), exist_ok=True)
+            with open(tmp, "xb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as e:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise StorageError(f"cannot write {location}: {e.strerror or e}") from e
         try:
             os.link(tmp, final)  # atomic create-if-absent; os.rename would overwrite
+        except FileExistsError:
+            raise  # a name collision is a bug of the writer, not of the storage
+        except OSError as e:
+            raise StorageError(f"cannot write {location}: {e.strerror or e}") from e
         finally:
             os.unlink(tmp)
 

@@ -19,9 +19,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyiceberg.schema import Schema
 
-from mor.errors import CorruptMetadataError, UnsupportedFeatureError
+from mor.errors import UnsupportedFeatureError
 from mor.format.content_file import DeleteFile
-from mor.io.fileio import FileIO
+from mor.io.fileio import FileIO, unreadable
 from mor.write.arrow_schema import FIELD_ID_KEY, to_arrow_type
 
 
@@ -169,12 +169,12 @@ def read_equality_delete_file(io: FileIO, delete_file: DeleteFile, schema: Schem
             fields = [schema.find_field(i) for i in ids]
             file_columns = [by_id.get(f.field_id, f.name) for f in fields]
             table = parquet.read(columns=file_columns)
-    except (OSError, pa.ArrowInvalid, KeyError, ValueError) as e:
-        raise CorruptMetadataError(f"cannot read equality delete file {delete_file.file_path}: {e}") from e
-    return pa.table(
-        [table.column(c).cast(to_arrow_type(f.field_type)) for c, f in zip(file_columns, fields, strict=True)],
-        names=[f.name for f in fields],
-    )
+        return pa.table(
+            [table.column(c).cast(to_arrow_type(f.field_type)) for c, f in zip(file_columns, fields, strict=True)],
+            names=[f.name for f in fields],
+        )
+    except (OSError, pa.ArrowException, KeyError, ValueError, TypeError) as e:
+        raise unreadable("equality delete file", delete_file.file_path, e) from e
 
 
 class EqualityDeleteCache:

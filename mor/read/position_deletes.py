@@ -9,10 +9,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from mor.errors import CorruptMetadataError, UnsupportedFeatureError
+from mor.errors import UnsupportedFeatureError
 from mor.format.content_file import DeleteFile
 from mor.format.spec import DELETE_FILE_PATH_NAME, DELETE_POS_NAME
-from mor.io.fileio import FileIO
+from mor.io.fileio import FileIO, unreadable
 
 NO_POSITIONS = np.empty(0, dtype=np.int64)
 
@@ -24,10 +24,10 @@ def read_position_delete_file(io: FileIO, delete_file: DeleteFile) -> dict[str, 
     try:
         with io.open_input(delete_file.file_path) as f:
             table = pq.read_table(f, columns=[DELETE_FILE_PATH_NAME, DELETE_POS_NAME], read_dictionary=[DELETE_FILE_PATH_NAME])
-    except (OSError, pa.ArrowInvalid, KeyError) as e:
-        raise CorruptMetadataError(f"cannot read position delete file {delete_file.file_path}: {e}") from e
-    paths = table.column(DELETE_FILE_PATH_NAME).combine_chunks()
-    positions = table.column(DELETE_POS_NAME).to_numpy()
+        paths = table.column(DELETE_FILE_PATH_NAME).combine_chunks()
+        positions = table.column(DELETE_POS_NAME).cast(pa.int64()).to_numpy()
+    except (OSError, pa.ArrowException, KeyError, ValueError, TypeError) as e:
+        raise unreadable("position delete file", delete_file.file_path, e) from e
     if not isinstance(paths, pa.DictionaryArray):
         paths = paths.dictionary_encode()
     dictionary = paths.dictionary.to_pylist()

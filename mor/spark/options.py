@@ -32,17 +32,18 @@ class TableRef:
         return is_metadata_location(self.name)
 
     def open(self) -> Table:
+        """The table, to read: a missing warehouse is an error, never created."""
         if self.is_metadata_location:
             return StaticTable.from_metadata(self.name)
-        return self.catalog().load_table(self.name)
+        return self.catalog(create=False).load_table(self.name)
 
-    def catalog(self) -> Catalog:
+    def catalog(self, create: bool = True) -> Catalog:
         if self.warehouse is None and self.uri is None:
             raise InvalidArgumentError(
                 f"table {self.name!r}: give option 'warehouse' (or 'uri' for a catalog database), "
                 "or load a metadata location instead"
             )
-        return load_catalog(self.warehouse or ".", uri=self.uri)
+        return load_catalog(self.warehouse or ".", uri=self.uri, create=create)
 
 
 def is_metadata_location(name: str) -> bool:

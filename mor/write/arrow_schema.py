@@ -75,10 +75,27 @@ def to_arrow_schema(schema: Schema) -> pa.Schema:
 
 def from_arrow_schema(arrow_schema: pa.Schema) -> Schema:
     """A new Iceberg schema with fresh ids (1..n, depth first) for a user's Arrow schema."""
+    if not isinstance(arrow_schema, pa.Schema):
+        raise SchemaMismatchError(f"expected a pyarrow.Schema, got {type(arrow_schema).__name__}")
+    _check_names(list(arrow_schema), "")
     ids = count(1)
     top_ids = [next(ids) for _ in arrow_schema]  # top-level fields first, as Iceberg does
     fields = [_to_nested(f, fid, ids) for f, fid in zip(arrow_schema, top_ids)]
     return Schema(*fields, schema_id=0)
+
+
+def _check_names(fields: list[pa.Field], parent: str) -> None:
+    """Column names must be non-empty and unique among their siblings (in structs too)."""
+    seen: set[str] = set()
+    for f in fields:
+        path = f"{parent}{f.name}"
+        if not f.name.strip():
+            raise SchemaMismatchError(f"column names must not be empty or blank, got {path!r}")
+        if f.name in seen:
+            raise SchemaMismatchError(f"column {path!r} appears twice in the schema")
+        seen.add(f.name)
+        if pa.types.is_struct(f.type):
+            _check_names(list(f.type), f"{path}.")
 
 
 def _to_nested(f: pa.Field, field_id: int, ids: Iterator[int]) -> NestedField:
@@ -166,7 +183,11 @@ def check_fits(source: pa.Schema, schema: Schema, nullable_into_required: bool =
     missing = [f.name for f in target if f.name not in names]
     extra = [n for n in source.names if target.get_field_index(n) < 0]
     if missing or extra:
-        raise SchemaMismatchError(f"columns do not match the table: missing {missing}, unexpected {extra}")
+        problems = ([f"missing {missing}"] if missing else []) + ([f"unexpected {extra}"] if extra else [])
+        by_lower = {n.lower(): n for n in missing}
+        hints = [f"{n!r} is spelled {by_lower[n.lower()]!r} in the table" for n in extra if n.lower() in by_lower]
+        hint = f" (names are case-sensitive: {'; '.join(hints)})" if hints else ""
+        raise SchemaMismatchError(f"columns do not match the table: {', '.join(problems)}{hint}")
     for f in target:
         field = source.field(f.name)
         if not _compatible(field.type, f.type):

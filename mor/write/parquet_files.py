@@ -31,7 +31,8 @@ class WriteOptions:
     """Parquet settings from table properties (Iceberg's names)."""
 
     def __init__(self, properties: dict[str, str]):
-        self.compression = properties.get("write.parquet.compression-codec", "zstd")
+        codec = properties.get("write.parquet.compression-codec", "zstd").lower()
+        self.compression = "none" if codec == "uncompressed" else codec
         self.row_group_rows = int(properties.get("write.parquet.row-group-limit", DEFAULT_ROW_GROUP_ROWS))
 
 

@@ -21,7 +21,7 @@ from spark_helpers import canonical, spark_rows
 
 import mor
 from mor.catalog.sql import SqlCatalogStore
-from mor.errors import CommitConflictError, CommitStateUnknownError, InvalidFilterError
+from mor.errors import CommitConflictError, CommitStateUnknownError, InvalidArgumentError
 from mor.io.fileio import to_local_path
 from mor.spark.options import TableRef
 from mor.spark.types import spark_schema
@@ -408,5 +408,5 @@ def test_split_partition_terms() -> None:
     ]  # fmt: skip
     assert split_partition_terms("  ") == []
     for bad in ("a,,b", "bucket(16, id", "day(ts))", "a,"):
-        with pytest.raises(InvalidFilterError):
+        with pytest.raises(InvalidArgumentError):
             split_partition_terms(bad)

@@ -1,0 +1,75 @@
+"""Table properties mor acts on, and the check a value must pass before it is committed.
+
+A table property is a string to string map in the metadata; a value mor cannot act on
+(`write.delete.mode=foo`, `commit.retry.num-retries=abc`) is refused when it is set, so it
+never reaches the table and fails every later operation. Properties mor does not know are
+kept as they are (other engines have their own); values are checked only when they change,
+so a table another engine wrote stays readable and writable whatever it holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from mor.errors import InvalidArgumentError
+
+MODES = ("merge-on-read", "copy-on-write")
+ISOLATION_LEVELS = ("serializable", "snapshot")
+# Iceberg's codec names and pyarrow's; Iceberg's "uncompressed" is pyarrow's "none".
+PARQUET_CODECS = ("uncompressed", "none", "snappy", "gzip", "brotli", "lz4", "lz4_raw", "zstd")
+
+
+def _one_of(choices: tuple[str, ...], case_sensitive: bool = True) -> Callable[[str], str | None]:
+    def check(value: str) -> str | None:
+        v = value if case_sensitive else value.lower()
+        return None if v in choices else f"one of {', '.join(choices)}"
+
+    return check
+
+
+def _whole_number(minimum: int) -> Callable[[str], str | None]:
+    def check(value: str) -> str | None:
+        try:
+            ok = int(value) >= minimum
+        except ValueError:
+            ok = False
+        return None if ok else f"a whole number >= {minimum}"
+
+    return check
+
+
+# name -> check(value): None when the value is usable, else what the value must be.
+CHECKS: dict[str, Callable[[str], str | None]] = {
+    "write.delete.mode": _one_of(MODES),
+    "write.update.mode": _one_of(MODES),
+    "write.merge.mode": _one_of(MODES),
+    "write.delete.isolation-level": _one_of(ISOLATION_LEVELS, case_sensitive=False),
+    "write.update.isolation-level": _one_of(ISOLATION_LEVELS, case_sensitive=False),
+    "write.merge.isolation-level": _one_of(ISOLATION_LEVELS, case_sensitive=False),
+    "commit.retry.num-retries": _whole_number(0),
+    "commit.retry.min-wait-ms": _whole_number(0),
+    "commit.retry.max-wait-ms": _whole_number(0),
+    "commit.retry.total-timeout-ms": _whole_number(0),
+    "mor.dml.replan.num-retries": _whole_number(0),
+    "write.metadata.previous-versions-max": _whole_number(0),
+    "write.parquet.row-group-limit": _whole_number(1),
+    "write.target-file-size-bytes": _whole_number(1),
+    "write.parquet.compression-codec": _one_of(PARQUET_CODECS, case_sensitive=False),
+}
+
+
+def check_properties(properties: Mapping[Any, Any]) -> None:
+    """InvalidArgumentError naming the first property that is not a string or whose value
+    mor could not act on."""
+    if not isinstance(properties, Mapping):
+        raise InvalidArgumentError(f"table properties are a dict of strings, got {type(properties).__name__}")
+    for name, value in properties.items():
+        if not isinstance(name, str) or not name:
+            raise InvalidArgumentError(f"table property names are non-empty strings, got {name!r}")
+        if not isinstance(value, str):
+            raise InvalidArgumentError(f"table property {name} must be a string, got {type(value).__name__} {value!r}")
+        check = CHECKS.get(name)
+        expected = check(value) if check is not None else None
+        if expected is not None:
+            raise InvalidArgumentError(f"table property {name} must be {expected}, got {value!r}")
