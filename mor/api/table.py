@@ -122,7 +122,7 @@ class Table:
         mode = self._mode(mode, DELETE_MODE_PROPERTY)
         row_filter = parse_filter(where)
         bind_filter(self.schema(), row_filter)
-        return self._run_dml("delete", lambda: delete_where(self, row_filter, self._mode(mode, DELETE_MODE_PROPERTY)))
+        return self._run_dml("delete", lambda: delete_where(self, row_filter, mode))
 
     def truncate(self) -> Snapshot | None:
         """Delete every row: the live data files leave the table, nothing is read or written
@@ -139,18 +139,18 @@ class Table:
         """Set columns (literals or `pyarrow.compute` expressions of the old row) where
         `where` matches. Returns the new snapshot, or None if no row matched."""
         self._writable()
-        self._mode(mode, UPDATE_MODE_PROPERTY)
+        mode = self._mode(mode, UPDATE_MODE_PROPERTY)  # fixed for every re-plan
         row_filter = parse_filter(where)
         bind_filter(self.schema(), row_filter)
-        return self._run_dml("update", lambda: update_where(self, set, row_filter, self._mode(mode, UPDATE_MODE_PROPERTY)))
+        return self._run_dml("update", lambda: update_where(self, set, row_filter, mode))
 
     def upsert(self, rows: pa.Table, on: Sequence[str], mode: str | None = None, strategy: str = "position") -> Snapshot | None:
         """Replace the rows whose key (`on`) exists, insert the others, in one snapshot.
         Merge-on-read strategies: "position" (join, position deletes) or "equality"
         (equality deletes on the keys, no scan)."""
         self._writable()
-        self._mode(mode, MERGE_MODE_PROPERTY)
-        return self._run_dml("merge", lambda: upsert_rows(self, rows, on, self._mode(mode, MERGE_MODE_PROPERTY), strategy))
+        mode = self._mode(mode, MERGE_MODE_PROPERTY)  # fixed for every re-plan
+        return self._run_dml("merge", lambda: upsert_rows(self, rows, on, mode, strategy))
 
     def merge(
         self,
@@ -169,8 +169,8 @@ class Table:
         clauses = MergeClauses(
             when_matched_delete, when_matched_update, when_matched_update_if, when_not_matched_insert, when_not_matched_insert_if
         )
-        self._mode(mode, MERGE_MODE_PROPERTY)
-        return self._run_dml("merge", lambda: merge_rows(self, source, on, clauses, self._mode(mode, MERGE_MODE_PROPERTY)))
+        mode = self._mode(mode, MERGE_MODE_PROPERTY)  # fixed for every re-plan
+        return self._run_dml("merge", lambda: merge_rows(self, source, on, clauses, mode))
 
     def set_properties(self, **updates: str) -> None:
         """Set table properties, e.g. `set_properties(**{"write.delete.mode": "copy-on-write"})`."""
