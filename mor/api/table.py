@@ -6,7 +6,7 @@ import datetime as dt
 import itertools
 import time
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -32,7 +32,8 @@ from mor.io.fileio import FileIO
 from mor.maintenance.orphans import DEFAULT_MIN_AGE, orphan_files
 from mor.planning.filters import FilterLike, bind_filter, parse_filter
 from mor.write.arrow_schema import conform, to_arrow_schema
-from mor.write.parquet_files import WriteOptions, write_data_files
+from mor.write.parquet_files import WriteOptions
+from mor.write.rolling import RollingDataWriter, write_rows
 
 
 @dataclass(frozen=True)
@@ -101,16 +102,14 @@ class Table:
         return self
 
     # -- writing ---------------------------------------------------------------------------
-    def append(self, data: pa.Table | pa.RecordBatchReader) -> Snapshot:
-        """Add rows: one Parquet file per partition value, one `append` snapshot."""
-        if isinstance(data, pa.RecordBatchReader):
-            data = data.read_all()
-        if not isinstance(data, pa.Table):
-            raise SchemaMismatchError(f"append takes a pyarrow Table or RecordBatchReader, got {type(data).__name__}")
+    def append(self, data: pa.Table | pa.RecordBatchReader | Iterable[pa.RecordBatch]) -> Snapshot:
+        """Add rows in one `append` snapshot. A RecordBatchReader or an iterator of batches is
+        streamed: memory stays at a few row groups per open partition, and files roll at
+        `write.target-file-size-bytes`."""
         self._writable()
         schema = self.schema()
-        rows = conform(data, schema)
-        files = write_data_files(self.io, self.location, schema, self.spec(), rows, WriteOptions(self.metadata.properties))
+        writer = RollingDataWriter(self.io, self.location, schema, self.spec(), WriteOptions(self.metadata.properties))
+        files = write_rows(writer, (conform(rows, schema) for rows in _as_tables(data)))
         return self._commit(Changes(Operation.APPEND, added_data=files))
 
     def delete(self, where: FilterLike, mode: str | None = None) -> Snapshot | None:
@@ -251,6 +250,26 @@ class Table:
         if self._ops is None:
             raise MorError(f"{self.identifier} is read-only (opened from a metadata file)")
         return self._ops
+
+
+def _as_tables(data: pa.Table | pa.RecordBatchReader | Iterable[pa.RecordBatch]) -> Iterator[pa.Table]:
+    """The rows of `data` as tables of at most about a row group each."""
+    if isinstance(data, pa.Table):
+        yield from (pa.Table.from_batches([b]) for b in data.to_batches(max_chunksize=1 << 20))
+        if data.num_rows == 0:
+            yield data
+        return
+    if isinstance(data, (str, bytes, dict)) or not isinstance(data, (pa.RecordBatchReader, Iterable)):
+        raise SchemaMismatchError(
+            f"append takes a pyarrow Table, RecordBatchReader or iterable of RecordBatches, got {type(data).__name__}"
+        )
+    for batch in data:
+        if isinstance(batch, pa.RecordBatch):
+            yield pa.Table.from_batches([batch])
+        elif isinstance(batch, pa.Table):
+            yield batch
+        else:
+            raise SchemaMismatchError(f"append reads RecordBatches from an iterable, got a {type(batch).__name__}")
 
 
 class StaticTable(Table):

@@ -55,6 +55,7 @@ CHECKS: dict[str, Callable[[str], str | None]] = {
     "write.metadata.previous-versions-max": _whole_number(0),
     "write.parquet.row-group-limit": _whole_number(1),
     "write.target-file-size-bytes": _whole_number(1),
+    "write.parquet.row-group-size-bytes": _whole_number(1),
     "write.parquet.compression-codec": _one_of(PARQUET_CODECS, case_sensitive=False),
 }
 

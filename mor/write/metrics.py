@@ -47,8 +47,14 @@ class FileMetrics:
 
 
 def collect_metrics(
-    meta: pq.FileMetaData, schema: Schema, data: pa.Table | None = None, untruncated: frozenset[int] = frozenset()
+    meta: pq.FileMetaData,
+    schema: Schema,
+    data: pa.Table | None = None,
+    untruncated: frozenset[int] = frozenset(),
+    nan_counts: dict[int, int] | None = None,
 ) -> FileMetrics:
+    """Metrics from the footer; NaN counts (which Parquet does not keep) from `data` or
+    `nan_counts` (counted by a streaming writer as it went)."""
     top_level = {f.name: f for f in schema.fields if isinstance(f.field_type, PrimitiveType)}
     m = FileMetrics(meta.num_rows, {}, {}, {}, {}, {}, {}, ())
     lowers: dict[int, Any] = {}
@@ -90,7 +96,9 @@ def collect_metrics(
             m.lower_bounds[fid] = to_bytes(ftype, lower)
         if upper is not None:
             m.upper_bounds[fid] = to_bytes(ftype, upper)
-    if data is not None:
+    if nan_counts is not None:
+        m.nan_value_counts.update(nan_counts)
+    elif data is not None:
         for name, field in top_level.items():
             if isinstance(field.field_type, (FloatType, DoubleType)):
                 m.nan_value_counts[field.field_id] = int(pc.sum(pc.is_nan(data.column(name))).as_py() or 0)

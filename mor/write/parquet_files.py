@@ -18,22 +18,14 @@ from mor.format.spec import DELETE_FILE_PATH_ID, DELETE_FILE_PATH_NAME, DELETE_P
 from mor.io.fileio import FileIO
 from mor.write.arrow_schema import to_arrow_schema
 from mor.write.metrics import collect_metrics
+from mor.write.options import WriteOptions
+from mor.write.rolling import RollingDataWriter, write_rows
 from mor.write.partitioning import split_by_partition
 
 POSITION_DELETE_SCHEMA = Schema(
     NestedField(DELETE_FILE_PATH_ID, DELETE_FILE_PATH_NAME, StringType(), required=True),
     NestedField(DELETE_POS_ID, DELETE_POS_NAME, LongType(), required=True),
 )
-DEFAULT_ROW_GROUP_ROWS = 1 << 20
-
-
-class WriteOptions:
-    """Parquet settings from table properties (Iceberg's names)."""
-
-    def __init__(self, properties: dict[str, str]):
-        codec = properties.get("write.parquet.compression-codec", "zstd").lower()
-        self.compression = "none" if codec == "uncompressed" else codec
-        self.row_group_rows = int(properties.get("write.parquet.row-group-limit", DEFAULT_ROW_GROUP_ROWS))
 
 
 def _file_location(
@@ -72,12 +64,11 @@ def write_data_files(
     options: WriteOptions,
     file_prefix: str = "",
 ) -> list[DataFile]:
-    """One Parquet file per partition value present in `data` (already conformed to `schema`).
-    `file_prefix` starts every file name (a distributed job names its files to find them again)."""
-    files = _write_by_partition(
-        io, table_location, schema, spec, data, options, schema, FileContent.DATA, "", file_prefix, sort_order_id=0
-    )
-    return [f for f in files if isinstance(f, DataFile)]
+    """Data files for `data` (conformed to `schema`): per partition value, one file, or several
+    when it passes the target file size. `file_prefix` starts every file name (a distributed job
+    names its files to find them again)."""
+    writer = RollingDataWriter(io, table_location, schema, spec, options, file_prefix)
+    return write_rows(writer, data.to_batches(max_chunksize=options.row_group_rows))
 
 
 def _write_by_partition(

@@ -1,0 +1,21 @@
+"""Write settings from table properties (Iceberg's names and defaults)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+DEFAULT_ROW_GROUP_ROWS = 1 << 20  # pyiceberg's write.parquet.row-group-limit
+DEFAULT_ROW_GROUP_BYTES = 128 << 20  # Iceberg's write.parquet.row-group-size-bytes
+DEFAULT_TARGET_FILE_BYTES = 512 << 20  # Iceberg's write.target-file-size-bytes
+BUFFER_BUDGET_ROW_GROUPS = 4  # rows a streaming writer may hold across its open partitions
+
+
+class WriteOptions:
+    def __init__(self, properties: Mapping[str, str]):
+        codec = properties.get("write.parquet.compression-codec", "zstd").lower()
+        self.compression = "none" if codec == "uncompressed" else codec
+        self.row_group_rows = int(properties.get("write.parquet.row-group-limit", DEFAULT_ROW_GROUP_ROWS))
+        self.row_group_bytes = int(properties.get("write.parquet.row-group-size-bytes", DEFAULT_ROW_GROUP_BYTES))
+        self.target_file_bytes = int(properties.get("write.target-file-size-bytes", DEFAULT_TARGET_FILE_BYTES))
+        # In-memory (Arrow) bytes buffered before the largest partition buffer is written early.
+        self.buffer_budget_bytes = BUFFER_BUDGET_ROW_GROUPS * self.row_group_bytes

@@ -1,0 +1,169 @@
+"""Streaming data file writer: any number of batches in, bounded memory, files rolled at a size.
+
+Rows are split by partition and buffered per partition; a buffer becomes a row group when it
+reaches `write.parquet.row-group-size-bytes` (or `write.parquet.row-group-limit` rows), and a
+file is closed and a new one started once it reaches `write.target-file-size-bytes` on disk
+(both Iceberg's property names and defaults). When all buffers together pass a memory budget,
+the largest one is written early, so many open partitions cannot hold the input in memory.
+A writer that fails or is abandoned deletes every file it started.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Iterable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from pyiceberg.partitioning import PartitionSpec
+from pyiceberg.schema import Schema
+from pyiceberg.types import DoubleType, FloatType
+
+from mor.format.content_file import DataFile, PartitionValues, make_content_file
+from mor.format.partition_values import partition_path
+from mor.format.spec import FileContent
+from mor.io.fileio import FileIO
+from mor.write.arrow_schema import to_arrow_schema
+from mor.write.metrics import collect_metrics
+from mor.write.options import WriteOptions
+from mor.write.partitioning import split_by_partition
+
+
+@dataclass
+class _OpenFile:
+    location: str
+    sink: pa.NativeFile
+    writer: pq.ParquetWriter
+    rows: int = 0
+    nan_counts: dict[int, int] = field(default_factory=dict)
+
+
+@dataclass
+class _Partition:
+    pending: list[pa.Table] = field(default_factory=list)
+    pending_bytes: int = 0
+    pending_rows: int = 0
+    file: _OpenFile | None = None
+
+
+class RollingDataWriter:
+    """`write(rows)` any number of times (rows conformed to `schema`), then `close()` for the
+    data files; on an error, `abort()` deletes what was written."""
+
+    def __init__(self, io: FileIO, table_location: str, schema: Schema, spec: PartitionSpec, options: WriteOptions, file_prefix: str = ""):
+        self.io = io
+        self.folder = f"{table_location.rstrip('/')}/data"
+        self.schema = schema
+        self.spec = spec
+        self.options = options
+        self.file_prefix = file_prefix
+        self.arrow_schema = to_arrow_schema(schema)
+        self.float_columns = [(f.field_id, f.name) for f in schema.fields if isinstance(f.field_type, (FloatType, DoubleType))]
+        self.partitions: dict[PartitionValues, _Partition] = {}
+        self.done: list[DataFile] = []
+        self.started: list[str] = []
+        self.buffered_bytes = 0
+        self.peak_buffered_bytes = 0
+
+    def write(self, rows: pa.Table | pa.RecordBatch) -> None:
+        if isinstance(rows, pa.RecordBatch):
+            rows = pa.Table.from_batches([rows])
+        if rows.num_rows == 0:
+            return
+        rows = rows.select(self.arrow_schema.names).cast(self.arrow_schema)
+        for partition, part_rows in split_by_partition(self.spec, self.schema, rows):
+            p = self.partitions.setdefault(partition, _Partition())
+            p.pending.append(part_rows)
+            p.pending_bytes += part_rows.nbytes
+            p.pending_rows += part_rows.num_rows
+            self.buffered_bytes += part_rows.nbytes
+            self.peak_buffered_bytes = max(self.peak_buffered_bytes, self.buffered_bytes)
+            if p.pending_bytes >= self.options.row_group_bytes or p.pending_rows >= self.options.row_group_rows:
+                self._flush(partition, p)
+        while self.buffered_bytes > self.options.buffer_budget_bytes:
+            partition, p = max(self.partitions.items(), key=lambda kv: kv[1].pending_bytes)
+            self._flush(partition, p)
+
+    def close(self) -> list[DataFile]:
+        try:
+            for partition, p in self.partitions.items():
+                self._flush(partition, p)
+                self._finish(partition, p)
+        except BaseException:
+            self.abort()
+            raise
+        return self.done
+
+    def abort(self) -> None:
+        for p in self.partitions.values():
+            if p.file is not None:
+                _close_quietly(p.file)
+                p.file = None
+        for location in self.started:
+            self.io.delete(location)
+        self.done = []
+
+    def _flush(self, partition: PartitionValues, p: _Partition) -> None:
+        """Write the partition's buffer as row groups of its current file (rolling it when full)."""
+        if not p.pending:
+            return
+        rows = pa.concat_tables(p.pending)
+        self.buffered_bytes -= p.pending_bytes
+        p.pending, p.pending_bytes, p.pending_rows = [], 0, 0
+        if p.file is None:
+            p.file = self._open(partition)
+        f = p.file
+        f.writer.write_table(rows, row_group_size=self.options.row_group_rows)
+        f.rows += rows.num_rows
+        for fid, name in self.float_columns:
+            f.nan_counts[fid] = f.nan_counts.get(fid, 0) + int(pc.sum(pc.is_nan(rows.column(name))).as_py() or 0)
+        if f.sink.tell() >= self.options.target_file_bytes:
+            self._finish(partition, p)
+
+    def _open(self, partition: PartitionValues) -> _OpenFile:
+        folder = self.folder + ("/" + partition_path(self.spec, self.schema, partition) if self.spec.fields else "")
+        location = f"{folder}/{self.file_prefix}{uuid.uuid4()}.parquet"
+        self.io.make_parent_dirs(location)
+        self.started.append(location)
+        sink = self.io.fs.open_output_stream(self.io.path(location))
+        writer = pq.ParquetWriter(sink, self.arrow_schema, compression=self.options.compression, write_statistics=True)
+        return _OpenFile(location, sink, writer)
+
+    def _finish(self, partition: PartitionValues, p: _Partition) -> None:
+        f, p.file = p.file, None
+        if f is None:
+            return
+        f.writer.close()
+        size = f.sink.tell()
+        f.sink.close()
+        metrics = collect_metrics(f.writer.writer.metadata, self.schema, nan_counts=f.nan_counts)
+        self.done.append(
+            make_content_file(
+                FileContent.DATA, file_path=f.location, file_format="PARQUET", spec_id=self.spec.spec_id,
+                partition=partition, record_count=f.rows, file_size_in_bytes=size, sort_order_id=0,
+                **metrics.as_fields(),
+            )  # fmt: skip
+        )
+
+
+def write_rows(writer: RollingDataWriter, batches: Iterable[pa.Table | pa.RecordBatch]) -> list[DataFile]:
+    """Feed `batches` through `writer`; its data files, or nothing left behind on an error."""
+    try:
+        for batch in batches:
+            writer.write(batch)
+    except BaseException:
+        writer.abort()
+        raise
+    return writer.close()
+
+
+def _close_quietly(f: _OpenFile) -> None:
+    for close in (f.writer.close, f.sink.close):
+        try:
+            close()
+        except (OSError, pa.ArrowException):
+            pass
+
+
