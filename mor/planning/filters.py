@@ -10,6 +10,7 @@ holds such a row.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable, Iterable
 from decimal import Decimal
 from typing import Any
@@ -69,13 +70,49 @@ def parse_filter(row_filter: FilterLike) -> BooleanExpression:
     return parse(row_filter)
 
 
+# One operation binds its filter in many places (checks, planning, matching, reading), and pyiceberg
+# converts every literal of an `in` list each time (about 0.8 s per 100,000 values): remember the
+# last few results by object identity (expressions and schemas are immutable).
+_REMEMBERED: dict[tuple[str, int, int, bool], tuple[BooleanExpression, Schema, BooleanExpression]] = {}
+_REMEMBER_LAST = 32
+_REMEMBER_LOCK = threading.Lock()
+
+
+def _remembered(
+    kind: str, schema: Schema, expr: BooleanExpression, case_sensitive: bool, compute: Callable[[], BooleanExpression]
+) -> BooleanExpression:
+    key = (kind, id(expr), id(schema), case_sensitive)
+    hit = _REMEMBERED.get(key)
+    if hit is not None and hit[0] is expr and hit[1] is schema:
+        return hit[2]
+    result = compute()
+    with _REMEMBER_LOCK:
+        while len(_REMEMBERED) >= _REMEMBER_LAST:
+            del _REMEMBERED[next(iter(_REMEMBERED))]  # the oldest
+        _REMEMBERED[key] = (expr, schema, result)
+    return result
+
+
 def bind_filter(schema: Schema, expr: BooleanExpression, case_sensitive: bool = True) -> BooleanExpression:
-    _check_literals(schema, expr, case_sensitive)
-    try:
-        return bind(schema, expr, case_sensitive)
-    except (ValueError, TypeError) as e:
-        columns = ", ".join(schema.column_names[:30])
-        raise InvalidFilterError(f"filter {expr} does not fit the table schema: {e} (columns: {columns})") from e
+    def compute() -> BooleanExpression:
+        _check_literals(schema, expr, case_sensitive)
+        try:
+            return bind(schema, expr, case_sensitive)
+        except (ValueError, TypeError) as e:
+            columns = ", ".join(schema.column_names[:30])
+            raise InvalidFilterError(f"filter {expr} does not fit the table schema: {e} (columns: {columns})") from e
+
+    return _remembered("bound", schema, expr, case_sensitive, compute)
+
+
+def _inclusive_evaluator(schema: Schema, expr: BooleanExpression, case_sensitive: bool) -> _InclusiveMetricsEvaluator:
+    """pyiceberg's inclusive metrics evaluator for `expr`'s pruning form, bound once per filter
+    (its constructor would bind it again on every call)."""
+    pruning = _remembered("pruning", schema, expr, case_sensitive, lambda: pruning_filter(schema, expr, case_sensitive))
+    evaluator = _InclusiveMetricsEvaluator.__new__(_InclusiveMetricsEvaluator)
+    evaluator.include_empty_files = False
+    evaluator.expr = bind_filter(schema, pruning, case_sensitive)
+    return evaluator
 
 
 def filter_field_ids(schema: Schema, expr: BooleanExpression, case_sensitive: bool = True) -> set[int]:
@@ -91,8 +128,8 @@ class FileFilter:
         self.specs = specs
         self.expr = expr
         self.case_sensitive = case_sensitive
-        self._pruning = pruning_filter(schema, expr, case_sensitive)
-        self._metrics = _InclusiveMetricsEvaluator(schema, self._pruning, case_sensitive)
+        self._pruning = _remembered("pruning", schema, expr, case_sensitive, lambda: pruning_filter(schema, expr, case_sensitive))
+        self._metrics = _inclusive_evaluator(schema, expr, case_sensitive)
         self._strict: _StrictMetricsEvaluator | None = None  # built when first asked: binding costs
         self._manifest_evals: dict[int, Callable[[Any], bool]] = {}
         self._partition_evals: dict[int, Callable[[Any], bool]] = {}
@@ -137,7 +174,7 @@ def _always(_: Any) -> bool:
 
 def metrics_evaluator(schema: Schema, expr: BooleanExpression, case_sensitive: bool = True) -> Callable[[Any], bool]:
     """Tests whether an object with column metrics (a file, a row group) may hold matches."""
-    evaluator = _InclusiveMetricsEvaluator(schema, pruning_filter(schema, expr, case_sensitive), case_sensitive)
+    evaluator = _inclusive_evaluator(schema, expr, case_sensitive)
     return lambda metrics: bool(evaluator.eval(metrics))
 
 

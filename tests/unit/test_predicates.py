@@ -315,3 +315,21 @@ def test_row_groups_without_bounds_next_to_bounded_ones(catalog: mor.Catalog) ->
     files = {t.data_file.record_count: t.data_file for t in table.scan().plan_files()}
     assert 2 not in (files[6].lower_bounds or {})  # NaN cannot be bounded
     assert (files[4].lower_bounds or {}).get(2) is not None  # all-null row groups do not matter
+
+
+def test_a_remembered_binding_is_never_used_for_another_schema() -> None:
+    """bind_filter remembers bindings by object identity (an `in` list binds slowly); the same
+    expression against another schema is bound, and checked, anew."""
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import LongType, NestedField, StringType
+
+    from mor.planning.filters import bind_filter
+
+    expr = In("id", list(range(1000)))
+    longs = Schema(NestedField(1, "id", LongType(), required=False))
+    strings = Schema(NestedField(1, "name", StringType(), required=False))
+    assert bind_filter(longs, expr) is bind_filter(longs, expr)
+    with pytest.raises(mor.InvalidFilterError):
+        bind_filter(strings, expr)
+    renamed = Schema(NestedField(7, "id", LongType(), required=False))
+    assert bind_filter(renamed, expr).term.ref().field.field_id == 7  # type: ignore[attr-defined]
