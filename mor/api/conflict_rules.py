@@ -34,7 +34,7 @@ from mor.planning.conflicts import commits_since, validate_files_still_live
 from mor.planning.delete_index import applies_to
 from mor.planning.filters import FileFilter
 from mor.planning.planner import unpartitioned_spec_ids
-from mor.read.conflict_rows import has_matching_rows, removes_rows
+from mor.read.conflict_rows import DeleteReader, has_matching_rows, removes_rows
 from mor.read.equality_deletes import EqualityKeySet
 
 SERIALIZABLE, SNAPSHOT = LEVELS = ISOLATION_LEVELS
@@ -78,6 +78,7 @@ def dml_validator(io: FileIO, schema: Schema, scope: ReadScope, isolation: str) 
         validate_files_still_live(commits, [t.data_file.file_path for t in scope.touched])
         file_filter = FileFilter(schema, current.specs(), scope.row_filter)
         unpartitioned = unpartitioned_spec_ids(current)
+        deletes = DeleteReader(io, schema)
         for c in commits:
             if isolation == SERIALIZABLE:
                 for f in c.added_data:
@@ -85,7 +86,7 @@ def dml_validator(io: FileIO, schema: Schema, scope: ReadScope, isolation: str) 
                         raise c.conflict("added rows this operation would have matched", [f.file_path])
             for d in c.added_deletes:
                 for t in scope.touched:
-                    if applies_to(d, t.data_file, unpartitioned) and removes_rows(io, schema, d, t.data_file, t.positions):
+                    if applies_to(d, t.data_file, unpartitioned) and removes_rows(deletes, d, t.data_file, t.positions):
                         raise c.conflict(f"deleted rows of {t.data_file.file_path} that this operation changed", [d.file_path])
 
     return validate

@@ -40,15 +40,26 @@ def has_matching_rows(
     return any(bool(keys.deleted_mask(batch).any()) for batch in reader.read(task))
 
 
-def removes_rows(io: FileIO, schema: Schema, delete_file: DeleteFile, data_file: DataFile, positions: np.ndarray | None) -> bool:
+class DeleteReader:
+    """Reads each delete file once for all the checks of one validation."""
+
+    def __init__(self, io: FileIO, schema: Schema):
+        self.io = io
+        self.schema = schema
+        self.positions = DeleteFileCache(io)
+        self.keys = EqualityDeleteCache(io, schema)
+
+
+def removes_rows(deletes: DeleteReader, delete_file: DeleteFile, data_file: DataFile, positions: np.ndarray | None) -> bool:
     """Does `delete_file` (known to apply to `data_file`) remove one of the rows at `positions`
     (sorted; None: any row of the file)?"""
+    io, schema = deletes.io, deletes.schema
     if delete_file.content == FileContent.POSITION_DELETES:
-        removed = deleted_positions(data_file.file_path, [delete_file], DeleteFileCache(io))
+        removed = deleted_positions(data_file.file_path, [delete_file], deletes.positions)
         if positions is None:
             return removed.size > 0
         return np.intersect1d(removed, positions, assume_unique=True).size > 0
-    key_sets = EqualityDeleteCache(io, schema).key_sets([delete_file])
+    key_sets = deletes.keys.key_sets([delete_file])
     names = sorted({n for k in key_sets for n in k.names})
     reader = TaskReader(io, schema, schema.select(*names), AlwaysTrue(), DeleteFileCache(io), with_positions=True)
     for batch in reader.read(FileScanTask(data_file, (), AlwaysTrue())):

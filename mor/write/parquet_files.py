@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import numpy as np
@@ -12,29 +11,19 @@ from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 
-from mor.format.content_file import ContentFile, DataFile, DeleteFile, PartitionValues, make_content_file
-from mor.format.partition_values import partition_path
+from mor.format.content_file import ContentFile, DataFile, DeleteFile, make_content_file
 from mor.format.spec import DELETE_FILE_PATH_ID, DELETE_FILE_PATH_NAME, DELETE_POS_ID, DELETE_POS_NAME, FileContent
 from mor.io.fileio import FileIO
 from mor.write.arrow_schema import to_arrow_schema
 from mor.write.metrics import collect_metrics
 from mor.write.options import WriteOptions
-from mor.write.rolling import RollingDataWriter, write_rows
+from mor.write.rolling import RollingDataWriter, new_file_location, write_rows
 from mor.write.partitioning import split_by_partition
 
 POSITION_DELETE_SCHEMA = Schema(
     NestedField(DELETE_FILE_PATH_ID, DELETE_FILE_PATH_NAME, StringType(), required=True),
     NestedField(DELETE_POS_ID, DELETE_POS_NAME, LongType(), required=True),
 )
-
-
-def _file_location(
-    table_location: str, spec: PartitionSpec, schema: Schema, partition: PartitionValues, suffix: str, prefix: str = ""
-) -> str:
-    folder = f"{table_location.rstrip('/')}/data"
-    if spec.fields:
-        folder += "/" + partition_path(spec, schema, partition)
-    return f"{folder}/{prefix}{uuid.uuid4()}{suffix}.parquet"
 
 
 def _write_parquet(
@@ -81,7 +70,6 @@ def _write_by_partition(
     file_schema: Schema,
     content: FileContent,
     suffix: str,
-    prefix: str = "",
     **fields: Any,
 ) -> list[ContentFile]:
     """Write `data` (columns of `file_schema`) as one file per partition value of `spec`."""
@@ -90,7 +78,7 @@ def _write_by_partition(
     for partition, rows in split_by_partition(spec, schema, data):
         if rows.num_rows == 0:
             continue
-        location = _file_location(table_location, spec, schema, partition, suffix, prefix)
+        location = new_file_location(table_location, spec, schema, partition, suffix)
         rows = rows.select(arrow_schema.names).cast(arrow_schema)
         meta = _write_parquet(io, location, rows, options)
         files.append(
@@ -120,7 +108,7 @@ def write_position_delete_file(
 ) -> DeleteFile:
     """A delete file for one data file: rows (file_path, pos) sorted by pos, bounds untruncated."""
     positions = np.unique(np.asarray(positions, dtype=np.int64))  # sorted, no duplicates
-    location = _file_location(table_location, spec, schema, data_file.partition, "-deletes")
+    location = new_file_location(table_location, spec, schema, data_file.partition, "-deletes")
     # The path repeats on every row: a dictionary column keeps it one string in memory and
     # dictionary-encoded in the file. The Arrow schema is not stored with it, so every reader
     # sees the spec's plain string column (polars took the stored dictionary type for a

@@ -54,7 +54,7 @@ class RollingDataWriter:
 
     def __init__(self, io: FileIO, table_location: str, schema: Schema, spec: PartitionSpec, options: WriteOptions, file_prefix: str = ""):
         self.io = io
-        self.folder = f"{table_location.rstrip('/')}/data"
+        self.table_location = table_location
         self.schema = schema
         self.spec = spec
         self.options = options
@@ -123,8 +123,7 @@ class RollingDataWriter:
             self._finish(partition, p)
 
     def _open(self, partition: PartitionValues) -> _OpenFile:
-        folder = self.folder + ("/" + partition_path(self.spec, self.schema, partition) if self.spec.fields else "")
-        location = f"{folder}/{self.file_prefix}{uuid.uuid4()}.parquet"
+        location = new_file_location(self.table_location, self.spec, self.schema, partition, prefix=self.file_prefix)
         self.io.make_parent_dirs(location)
         self.started.append(location)
         sink = self.io.fs.open_output_stream(self.io.path(location))
@@ -146,6 +145,16 @@ class RollingDataWriter:
                 **metrics.as_fields(),
             )  # fmt: skip
         )
+
+
+def new_file_location(
+    table_location: str, spec: PartitionSpec, schema: Schema, partition: PartitionValues, suffix: str = "", prefix: str = ""
+) -> str:
+    """A new, uniquely named file under the table's data folder (and partition folder)."""
+    folder = f"{table_location.rstrip('/')}/data"
+    if spec.fields:
+        folder += "/" + partition_path(spec, schema, partition)
+    return f"{folder}/{prefix}{uuid.uuid4()}{suffix}.parquet"
 
 
 def write_rows(writer: RollingDataWriter, batches: Iterable[pa.Table | pa.RecordBatch]) -> list[DataFile]:
