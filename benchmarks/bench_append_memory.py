@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from common import log, start_result
+from common import log, peak_rss_mb, start_result
 
 BATCH_ROWS = 100_000
 
@@ -46,7 +45,7 @@ def child(mode: str, rows: int, root: Path) -> None:
     data = pa.RecordBatchReader.from_batches(schema, batches()) if mode == "stream" else pa.Table.from_batches(list(batches()))
     snapshot = table.append(data)
     seconds = time.perf_counter() - start
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak_mb = peak_rss_mb()
     files = len(table.scan().plan_files())
     print(json.dumps({"mode": mode, "seconds": seconds, "peak_rss_mb": peak_mb, "files": files,
                       "records": int(snapshot.summary["added-records"])}))  # fmt: skip

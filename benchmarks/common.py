@@ -337,6 +337,16 @@ def profile_call(fn: Callable[[], Any], out_base: Path) -> dict[str, Any]:
 # --------------------------------------------------------------------------- report
 
 
+def peak_rss_mb() -> float:
+    """This process's peak resident memory in MB. From VmHWM, not getrusage: on Linux
+    ru_maxrss survives exec, so a child started by a big parent would report the parent's peak."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    raise BenchmarkError("no VmHWM in /proc/self/status")
+
+
 def machine_info() -> dict[str, Any]:
     def version(dist: str) -> str | None:
         try:

@@ -30,8 +30,10 @@ def parallel_map(fn: Callable[[T], R], items: Sequence[T], max_workers: int | No
         return list(pool.map(fn, items))
 
 
-def _reader(io: FileIO, schema: Schema, projection: Schema, row_filter: BooleanExpression, case_sensitive: bool) -> TaskReader:
-    return TaskReader(io, schema, projection, row_filter, DeleteFileCache(io), case_sensitive)
+def _reader(
+    io: FileIO, tasks: Sequence[FileScanTask], schema: Schema, projection: Schema, row_filter: BooleanExpression, case_sensitive: bool
+) -> TaskReader:
+    return TaskReader(io, schema, projection, row_filter, DeleteFileCache(io, tasks), case_sensitive)
 
 
 def read_batches(
@@ -42,9 +44,10 @@ def read_batches(
     row_filter: BooleanExpression,
     case_sensitive: bool = True,
 ) -> Iterator[pa.RecordBatch]:
-    reader = _reader(io, schema, projection, row_filter, case_sensitive)
+    reader = _reader(io, tasks, schema, projection, row_filter, case_sensitive)
     for task in tasks:
         yield from reader.read(task)
+        reader.cache.done(task)
 
 
 def read_table(
@@ -58,7 +61,13 @@ def read_table(
 ) -> pa.Table:
     """All rows of all tasks, in task order; tasks are read in parallel threads (pyarrow
     releases the GIL while decoding)."""
-    reader = _reader(io, schema, projection, row_filter, case_sensitive)
-    parts = parallel_map(lambda t: list(reader.read(t)), tasks, max_workers)
+    reader = _reader(io, tasks, schema, projection, row_filter, case_sensitive)
+
+    def read_one(task: FileScanTask) -> list[pa.RecordBatch]:
+        batches = list(reader.read(task))
+        reader.cache.done(task)
+        return batches
+
+    parts = parallel_map(read_one, tasks, max_workers)
     batches = [b for part in parts for b in part]
     return pa.Table.from_batches(batches, schema=reader.output_schema)
