@@ -2,7 +2,8 @@
 
 New files go into new manifests once (ADDED entries inherit their sequence number, so those
 manifests stay valid across retries). On each attempt the base snapshot's manifests are
-carried over, and those holding removed files are rewritten with the files marked DELETED.
+carried over, those holding removed files are rewritten with the files marked DELETED, and
+small carried manifests are merged once there are many (mor/commit/manifest_merge.py).
 Only a lost race is retried (mor/commit/retry.py); after an unknown outcome nothing is cleaned
 up. Test-only fault points (mor/commit/faults.py) mark each step.
 """
@@ -18,6 +19,7 @@ from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 
 from mor.commit import faults
+from mor.commit.manifest_merge import merge_carried
 from mor.commit.retry import NUM_RETRIES, TOTAL_TIMEOUT_MS, RetryPolicy
 from mor.commit.summary import build_summary
 from mor.commit.table_ops import CommitFailedError
@@ -84,6 +86,10 @@ def commit_changes(
                 validate(validated, base)
                 validated = base
             carried, rewritten = _carry_manifests(io, base, schema, snapshot_id, changes)
+            carried, merged = merge_carried(
+                io, base, schema, snapshot_id, new_manifests + rewritten, carried,
+                lambda i, b=base: _manifest_location(b, snapshot_id, 1000 + i),
+            )  # fmt: skip
             sequence_number = base.last_sequence_number + 1
             manifest_list = f"{base.location.rstrip('/')}/metadata/snap-{snapshot_id}-{attempt + 1}-{uuid.uuid4()}.avro"
             parent = base.current_snapshot()
@@ -117,7 +123,7 @@ def commit_changes(
                 faults.reached("committed")
                 return committed
             except CommitFailedError:
-                for path in [manifest_list, *(m.manifest_path for m in rewritten)]:
+                for path in [manifest_list, *(m.manifest_path for m in rewritten + merged)]:
                     io.delete(path)
                 if not attempts.retry():
                     raise CommitConflictError(
