@@ -26,7 +26,7 @@ from mor.io.fileio import FileIO
 from mor.planning.delete_index import referenced_path
 from mor.planning.filters import FileFilter, filter_field_ids
 from mor.planning.task import FileScanTask
-from mor.read.equality_deletes import EqualityKeySet
+from mor.read.equality_deletes import EqualityDeleteCache, EqualityKeySet
 from mor.read.position_deletes import DeleteFileCache, deleted_positions
 from mor.read.scan_reader import parallel_map
 from mor.read.task_reader import POSITION_COLUMN, TaskReader
@@ -99,7 +99,9 @@ def find_matches(table: Table, row_filter: BooleanExpression, with_rows: bool = 
     """Live rows matching `row_filter`, per data file that has any."""
     metadata = table.metadata
     matcher = RowMatcher(table.io, metadata.schema(), metadata.specs(), row_filter, with_rows)
-    return [m for m in parallel_map(matcher.match, table.scan(filter=row_filter).plan_files()) if m is not None]
+    tasks = table.scan(filter=row_filter).plan_files()
+    matcher.reader.equality_cache.prepare(d for t in tasks for d in t.equality_deletes)
+    return [m for m in parallel_map(matcher.match, tasks) if m is not None]
 
 
 def _null_free(task: FileScanTask, field_ids: set[int], schema: Schema) -> bool:
@@ -126,6 +128,11 @@ def find_key_matches(
     projection = schema if all_columns else schema.select(*keys.names)
     # The key set selects rows exactly; the range only skips files and row groups.
     reader = TaskReader(table.io, schema, projection, key_range, cache, with_positions=True, filter_rows=False)
+    # Equality deletes matter only for rows holding one of the keys: index just those deleted
+    # keys, once for all tasks, whatever the number of delete files.
+    reader.equality_cache = EqualityDeleteCache(table.io, schema, within=keys)
+    tasks = table.scan(filter=key_range).plan_files()
+    reader.equality_cache.prepare(d for t in tasks for d in t.equality_deletes)
 
     def match(task: FileScanTask) -> FileMatch | None:
         hits = [batch.filter(pa.array(keys.deleted_mask(batch))) for batch in reader.read(task)]
@@ -134,7 +141,7 @@ def find_key_matches(
             return None
         return FileMatch(task, rows.column(POSITION_COLUMN).to_numpy(), live_row_count(task, cache), rows)
 
-    return [m for m in parallel_map(match, table.scan(filter=key_range).plan_files()) if m is not None]
+    return [m for m in parallel_map(match, tasks) if m is not None]
 
 
 @dataclass(frozen=True)
