@@ -5,20 +5,30 @@ column metrics; this module is the one place that calls those, so a pyiceberg ch
 one file. The semantics (spec/predicates.md) are SQL's: a row is selected only where the
 predicate is TRUE, and NaN sorts above every number. Pruning here must never drop a file that
 holds such a row.
+
+A filter is bound once per object (remembered while it lives), and an `in` list of 100,000
+values costs a pass over its literals, not pyiceberg's conversion of each: see `_bind_set`,
+and `_MetricsEvaluator` for pruning by such a list.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 import threading
+import weakref
+from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from decimal import Decimal
 from typing import Any
 
+from pyiceberg.conversions import from_bytes
 from pyiceberg.expressions import (
     AlwaysTrue,
     And,
     BooleanExpression,
+    BoundSetPredicate,
+    BoundTerm,
     GreaterThan,
     GreaterThanOrEqual,
     IsNaN,
@@ -27,32 +37,56 @@ from pyiceberg.expressions import (
     Or,
     SetPredicate,
 )
+from pyiceberg.expressions.literals import (
+    BinaryLiteral,
+    BooleanLiteral,
+    DateLiteral,
+    DoubleLiteral,
+    FloatLiteral,
+    Literal,
+    LongLiteral,
+    StringLiteral,
+    TimeLiteral,
+    TimestampLiteral,
+    UUIDLiteral,
+)
 from pyiceberg.expressions.visitors import (
-    _InclusiveMetricsEvaluator,
+    IN_PREDICATE_LIMIT,
+    InclusiveProjection,
+    _ExpressionEvaluator,
+    _InclusiveMetricsEvaluationVisitor,
+    _ManifestEvalVisitor,
     _StrictMetricsEvaluator,
     bind,
-    expression_evaluator,
     extract_field_ids,
-    inclusive_projection,
-    manifest_evaluator,
     rewrite_not,
+    visit,
 )
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.types import (
+    BinaryType,
+    BooleanType,
+    DateType,
     DoubleType,
     FloatType,
     IcebergType,
     IntegerType,
     LongType,
     NestedField,
+    PrimitiveType,
+    StringType,
+    TimestampType,
+    TimestamptzType,
+    TimeType,
+    UUIDType,
 )
 
 from mor.errors import InvalidFilterError
 from mor.format.content_file import ContentFile, PartitionValues
 from mor.format.manifest import ManifestFile
 from mor.format.partition_values import as_record
-from mor.planning.filter_text import parse
+from mor.planning.filter_text import parse, set_predicate
 
 FilterLike = str | BooleanExpression | None
 
@@ -70,49 +104,193 @@ def parse_filter(row_filter: FilterLike) -> BooleanExpression:
     return parse(row_filter)
 
 
-# One operation binds its filter in many places (checks, planning, matching, reading), and pyiceberg
-# converts every literal of an `in` list each time (about 0.8 s per 100,000 values): remember the
-# last few results by object identity (expressions and schemas are immutable).
-_REMEMBERED: dict[tuple[str, int, int, bool], tuple[BooleanExpression, Schema, BooleanExpression]] = {}
-_REMEMBER_LAST = 32
+# One operation binds its filter in many places (checks, planning, matching, reading, the
+# whole-file shortcut): remember results by the identity of the expression (expressions and
+# schemas are immutable), so that each is bound, and each evaluator built, once. An entry goes
+# when its expression does (a 100,000-value list holds tens of MB), or when more than
+# _REMEMBER_LAST are kept.
+_REMEMBERED: dict[tuple[str, int, int, bool], tuple[weakref.ref[Any], Schema, Any]] = {}
+_REMEMBER_LAST = 256
 _REMEMBER_LOCK = threading.Lock()
 
 
-def _remembered(
-    kind: str, schema: Schema, expr: BooleanExpression, case_sensitive: bool, compute: Callable[[], BooleanExpression]
-) -> BooleanExpression:
+def _remembered(kind: str, schema: Schema, expr: Any, case_sensitive: bool, compute: Callable[[], Any]) -> Any:
     key = (kind, id(expr), id(schema), case_sensitive)
     hit = _REMEMBERED.get(key)
-    if hit is not None and hit[0] is expr and hit[1] is schema:
+    if hit is not None and hit[0]() is expr and hit[1] is schema:
         return hit[2]
     result = compute()
+    if result is expr:
+        return result  # nothing to remember, and an entry holding its own key would never go
+    entry = (weakref.ref(expr, lambda _, key=key, remembered=_REMEMBERED: remembered.pop(key, None)), schema, result)  # type: ignore[misc]
     with _REMEMBER_LOCK:
-        while len(_REMEMBERED) >= _REMEMBER_LAST:
-            del _REMEMBERED[next(iter(_REMEMBERED))]  # the oldest
-        _REMEMBERED[key] = (expr, schema, result)
+        for oldest in list(_REMEMBERED)[: len(_REMEMBERED) - _REMEMBER_LAST + 1]:
+            _REMEMBERED.pop(oldest, None)  # (entries may go meanwhile, with their expressions)
+        _REMEMBERED[key] = entry
     return result
 
 
 def bind_filter(schema: Schema, expr: BooleanExpression, case_sensitive: bool = True) -> BooleanExpression:
+    """`expr` bound to `schema`, as pyiceberg's `bind` binds it, after mor's literal checks."""
+
     def compute() -> BooleanExpression:
-        _check_literals(schema, expr, case_sensitive)
         try:
-            return bind(schema, expr, case_sensitive)
+            return _bind(schema, expr, case_sensitive, check=True)
         except (ValueError, TypeError) as e:
             columns = ", ".join(schema.column_names[:30])
             raise InvalidFilterError(f"filter {expr} does not fit the table schema: {e} (columns: {columns})") from e
 
-    return _remembered("bound", schema, expr, case_sensitive, compute)
+    return _remembered("bound", schema, expr, case_sensitive, compute)  # type: ignore[no-any-return]
 
 
-def _inclusive_evaluator(schema: Schema, expr: BooleanExpression, case_sensitive: bool) -> _InclusiveMetricsEvaluator:
-    """pyiceberg's inclusive metrics evaluator for `expr`'s pruning form, bound once per filter
-    (its constructor would bind it again on every call)."""
-    pruning = _remembered("pruning", schema, expr, case_sensitive, lambda: pruning_filter(schema, expr, case_sensitive))
-    evaluator = _InclusiveMetricsEvaluator.__new__(_InclusiveMetricsEvaluator)
-    evaluator.include_empty_files = False
-    evaluator.expr = bind_filter(schema, pruning, case_sensitive)
-    return evaluator
+def _bind(schema: Schema, expr: BooleanExpression, case_sensitive: bool, check: bool) -> BooleanExpression:
+    """pyiceberg's BindVisitor (the same tree of the same bound predicates), with `in` lists
+    bound by `_bind_set`; `check`: refuse literals first (`_check_values`)."""
+    if isinstance(expr, And):
+        return And(_bind(schema, expr.left, case_sensitive, check), _bind(schema, expr.right, case_sensitive, check))
+    if isinstance(expr, Or):
+        return Or(_bind(schema, expr.left, case_sensitive, check), _bind(schema, expr.right, case_sensitive, check))
+    if isinstance(expr, Not):
+        return Not(_bind(schema, expr.child, case_sensitive, check))
+    if isinstance(expr, SetPredicate):
+        # Remembered alone too: the pruning and NOT-free forms of a filter share its leaves.
+        return _remembered(  # type: ignore[no-any-return]
+            "set" if check else "set-unchecked", schema, expr, case_sensitive, lambda: _bind_set(schema, expr, case_sensitive, check)
+        )
+    if check and isinstance(expr, LiteralPredicate):
+        field = _field(schema, expr.term.name, case_sensitive)
+        if field is not None:  # an unknown column is reported by bind
+            _check_values(field, [expr.literal.value])
+    return bind(schema, expr, case_sensitive)
+
+
+def _bind_set(schema: Schema, expr: SetPredicate, case_sensitive: bool, check: bool) -> BooleanExpression:
+    """`expr.bind(schema)` in one pass over the literals: pyiceberg converts each literal to the
+    column type through a `singledispatchmethod` (about 2 us a literal) and makes the set twice;
+    here a set of literals that convert to themselves (ints for an int column, strings for a
+    string column, ...) is kept as it is, others convert once."""
+    term = expr.term.bind(schema, case_sensitive)
+    field = term.ref().field
+    values = [lit.value for lit in expr.literals]
+    if check:
+        _check_values(field, values)
+    kept = _converts_to_itself(expr.literals, field.field_type, values)
+    literals = expr.literals if kept else _converted(expr.literals, field.field_type)
+    bound = set_predicate(expr.as_bound, term, literals)
+    if kept and isinstance(bound, BoundSetPredicate):
+        bound.__dict__["value_set"] = set(values)  # pyiceberg's cached property, made from what we have
+    return bound
+
+
+# Literal classes whose `to(type)` returns the literal itself, for these column types (ints only
+# within the type's range). tests/unit/test_in_list_scale.py checks this table against pyiceberg.
+_CONVERT_TO_THEMSELVES: dict[type, tuple[type, ...]] = {
+    LongLiteral: (LongType, IntegerType),
+    DoubleLiteral: (DoubleType,),
+    FloatLiteral: (FloatType,),
+    StringLiteral: (StringType,),
+    BooleanLiteral: (BooleanType,),
+    DateLiteral: (DateType,),
+    TimeLiteral: (TimeType,),
+    TimestampLiteral: (TimestampType, TimestamptzType),
+    UUIDLiteral: (UUIDType,),
+    BinaryLiteral: (BinaryType,),
+}
+
+
+def _converts_to_itself(literals: set[Literal[Any]], ftype: IcebergType, values: list[Any]) -> bool:
+    classes = {type(lit) for lit in literals}
+    if len(classes) != 1 or not isinstance(ftype, _CONVERT_TO_THEMSELVES.get(classes.pop(), ())):
+        return False
+    bounds = _INT_RANGES.get(type(ftype))
+    return bounds is None or not values or (bounds[0] <= min(values) and max(values) <= bounds[1])
+
+
+def _converted(literals: set[Literal[Any]], ftype: IcebergType) -> set[Literal[Any]]:
+    """`{lit.to(ftype) for lit in literals}`, with the conversion looked up once per literal class."""
+    convert: dict[type, Callable[[Literal[Any], IcebergType], Literal[Any]]] = {}
+    out = set()
+    for lit in literals:
+        fn = convert.get(type(lit))
+        if fn is None:
+            dispatcher = getattr(inspect.getattr_static(type(lit), "to", None), "dispatcher", None)
+            fn = convert[type(lit)] = dispatcher.dispatch(type(ftype)) if dispatcher is not None else _to
+        out.add(fn(lit, ftype))
+    return out
+
+
+def _to(lit: Literal[Any], ftype: IcebergType) -> Literal[Any]:
+    return lit.to(ftype)
+
+
+def _not_rewritten(schema: Schema, expr: BooleanExpression, case_sensitive: bool) -> BooleanExpression:
+    """rewrite_not(expr), made once per filter (a NOT over an `in` list builds a new list)."""
+    return _remembered("not", schema, expr, case_sensitive, lambda: rewrite_not(expr))  # type: ignore[no-any-return]
+
+
+def _inclusive_evaluator(schema: Schema, expr: BooleanExpression, case_sensitive: bool) -> _MetricsEvaluator:
+    """The inclusive metrics evaluator of `expr`'s pruning form, made once per filter."""
+
+    def compute() -> _MetricsEvaluator:
+        pruning = _remembered("pruning", schema, expr, case_sensitive, lambda: pruning_filter(schema, expr, case_sensitive))
+        return _MetricsEvaluator(bind_filter(schema, pruning, case_sensitive))
+
+    return _remembered("metrics", schema, expr, case_sensitive, compute)  # type: ignore[no-any-return]
+
+
+class _MetricsEvaluator:
+    """pyiceberg's inclusive metrics evaluator (`_InclusiveMetricsEvaluator.eval`) over a bound
+    expression, which also prunes by an `in` list longer than pyiceberg's limit (200 values,
+    beyond which it keeps every file): a file may match only if a value lies within its bounds,
+    found by bisection in the sorted values."""
+
+    def __init__(self, bound: BooleanExpression):
+        self.expr = bound
+        self._sorted: dict[int, tuple[set[Any], list[Any] | None]] = {}  # id(value set) -> sorted values
+
+    def eval(self, file: Any) -> bool:
+        if file.record_count == 0:
+            return False
+        if file.record_count < 0:
+            return True  # unknown (old imports)
+        return visit(self.expr, _InclusiveVisitor(file, self._sorted_values))
+
+    def _sorted_values(self, values: set[Any]) -> list[Any] | None:
+        hit = self._sorted.get(id(values))
+        if hit is None or hit[0] is not values:
+            try:
+                ordered: list[Any] | None = sorted(values)
+            except TypeError:
+                ordered = None
+            hit = self._sorted[id(values)] = (values, ordered)
+        return hit[1]
+
+
+class _InclusiveVisitor(_InclusiveMetricsEvaluationVisitor):
+    def __init__(self, file: Any, sorted_values: Callable[[set[Any]], list[Any] | None]):
+        super().__init__(file)
+        self.sorted_values = sorted_values
+
+    def visit_in(self, term: BoundTerm, literals: set[Any]) -> bool:
+        if len(literals) <= IN_PREDICATE_LIMIT:
+            return super().visit_in(term, literals)
+        field = term.ref().field
+        field_id = field.field_id
+        if self._contains_nulls_only(field_id) or self._contains_nans_only(field_id):
+            return False
+        ordered = self.sorted_values(literals)
+        if ordered is None or not isinstance(field.field_type, PrimitiveType) or isinstance(field.field_type, UUIDType):
+            return True
+        lower_bytes, upper_bytes = self.lower_bounds.get(field_id), self.upper_bounds.get(field_id)
+        lower = None if lower_bytes is None else from_bytes(field.field_type, lower_bytes)
+        upper = None if upper_bytes is None else from_bytes(field.field_type, upper_bytes)
+        if self._is_nan(lower) or self._is_nan(upper):
+            return True  # unreliable bounds, as pyiceberg says
+        try:
+            i = 0 if lower is None else bisect_left(ordered, lower)
+            return i < len(ordered) and (upper is None or ordered[i] <= upper)
+        except TypeError:
+            return True
 
 
 def filter_field_ids(schema: Schema, expr: BooleanExpression, case_sensitive: bool = True) -> set[int]:
@@ -130,28 +308,21 @@ class FileFilter:
         self.case_sensitive = case_sensitive
         self._pruning = _remembered("pruning", schema, expr, case_sensitive, lambda: pruning_filter(schema, expr, case_sensitive))
         self._metrics = _inclusive_evaluator(schema, expr, case_sensitive)
-        self._strict: _StrictMetricsEvaluator | None = None  # built when first asked: binding costs
         self._manifest_evals: dict[int, Callable[[Any], bool]] = {}
         self._partition_evals: dict[int, Callable[[Any], bool]] = {}
+        self._projections: dict[int, tuple[Schema, BooleanExpression]] = {}  # spec id -> (partition schema, filter)
 
     def manifest_may_match(self, manifest: ManifestFile) -> bool:
         spec_id = manifest.partition_spec_id
         if spec_id not in self._manifest_evals:
             spec = self.specs[spec_id]
-            self._manifest_evals[spec_id] = (
-                _always if spec.is_unpartitioned() else manifest_evaluator(spec, self.schema, self._project(spec), self.case_sensitive)
-            )
+            self._manifest_evals[spec_id] = _always if spec.is_unpartitioned() else self._manifest_evaluator(spec)
         return bool(self._manifest_evals[spec_id](manifest))
 
     def partition_may_match(self, spec_id: int, partition: PartitionValues) -> bool:
         if spec_id not in self._partition_evals:
             spec = self.specs[spec_id]
-            partition_schema = Schema(*spec.partition_type(self.schema).fields)
-            self._partition_evals[spec_id] = (
-                _always
-                if spec.is_unpartitioned()
-                else expression_evaluator(partition_schema, self._project(spec), self.case_sensitive)
-            )
+            self._partition_evals[spec_id] = _always if spec.is_unpartitioned() else self._partition_evaluator(spec)
         return bool(self._partition_evals[spec_id](as_record(partition)))
 
     def file_may_match(self, file: ContentFile) -> bool:
@@ -160,12 +331,44 @@ class FileFilter:
     def file_must_match(self, file: ContentFile) -> bool:
         """True when every row of the file matches by its column metrics, in Iceberg's two-valued
         reading: trust it only for columns without nulls and NaNs (see RowMatcher)."""
-        if self._strict is None:
-            self._strict = _StrictMetricsEvaluator(self.schema, self.expr, self.case_sensitive)
-        return bool(self._strict.eval(file))  # type: ignore[arg-type]
+        schema, expr, case_sensitive = self.schema, self.expr, self.case_sensitive
 
-    def _project(self, spec: PartitionSpec) -> BooleanExpression:
-        return inclusive_projection(self.schema, spec, self.case_sensitive)(self._pruning)
+        def compute() -> _StrictMetricsEvaluator:
+            # pyiceberg's constructor would bind again: give it the binding made once.
+            strict = _StrictMetricsEvaluator.__new__(_StrictMetricsEvaluator)
+            strict.struct = schema.as_struct()
+            strict.include_empty_files = False
+            strict.expr = bind_filter(schema, _not_rewritten(schema, expr, case_sensitive), case_sensitive)
+            return strict
+
+        strict = _remembered("strict", schema, expr, case_sensitive, compute)
+        return bool(strict.eval(file))
+
+    # pyiceberg's projection and partition evaluators, over bindings made once (their
+    # constructors bind with pyiceberg's `bind`, which converts an `in` list literal by literal).
+    def _project(self, spec: PartitionSpec) -> tuple[Schema, BooleanExpression]:
+        if spec.spec_id not in self._projections:
+            projected = _Projection(self.schema, spec, self.case_sensitive).project(self._pruning)
+            self._projections[spec.spec_id] = Schema(*spec.partition_type(self.schema).fields), projected
+        return self._projections[spec.spec_id]
+
+    def _manifest_evaluator(self, spec: PartitionSpec) -> Callable[[Any], bool]:
+        partition_schema, projected = self._project(spec)
+        evaluator = _ManifestEvalVisitor.__new__(_ManifestEvalVisitor)
+        evaluator.partition_filter = _bind(partition_schema, rewrite_not(projected), self.case_sensitive, check=False)
+        return evaluator.eval
+
+    def _partition_evaluator(self, spec: PartitionSpec) -> Callable[[Any], bool]:
+        partition_schema, projected = self._project(spec)
+        evaluator = _ExpressionEvaluator.__new__(_ExpressionEvaluator)
+        evaluator.bound = _bind(partition_schema, projected, self.case_sensitive, check=False)
+        return evaluator.eval
+
+
+class _Projection(InclusiveProjection):
+    def project(self, expr: BooleanExpression) -> BooleanExpression:
+        schema, case_sensitive = self.schema, self.case_sensitive
+        return visit(bind_filter(schema, _not_rewritten(schema, expr, case_sensitive), case_sensitive), self)
 
 
 def _always(_: Any) -> bool:
@@ -174,8 +377,7 @@ def _always(_: Any) -> bool:
 
 def metrics_evaluator(schema: Schema, expr: BooleanExpression, case_sensitive: bool = True) -> Callable[[Any], bool]:
     """Tests whether an object with column metrics (a file, a row group) may hold matches."""
-    evaluator = _inclusive_evaluator(schema, expr, case_sensitive)
-    return lambda metrics: bool(evaluator.eval(metrics))
+    return _inclusive_evaluator(schema, expr, case_sensitive).eval
 
 
 def pruning_filter(schema: Schema, expr: BooleanExpression, case_sensitive: bool = True) -> BooleanExpression:
@@ -184,48 +386,34 @@ def pruning_filter(schema: Schema, expr: BooleanExpression, case_sensitive: bool
     file of NaNs only), so on floating point columns ask for `x > c or x is nan`. NOTs are pushed
     to the leaves first (by De Morgan, which Kleene logic keeps) so that `not x <= c` is seen."""
 
-    def visit(e: BooleanExpression) -> BooleanExpression:
+    def widen(e: BooleanExpression) -> BooleanExpression:
         if isinstance(e, And):
-            return And(visit(e.left), visit(e.right))
+            return And(widen(e.left), widen(e.right))
         if isinstance(e, Or):
-            return Or(visit(e.left), visit(e.right))
+            return Or(widen(e.left), widen(e.right))
         if isinstance(e, (GreaterThan, GreaterThanOrEqual)):
             field = _field(schema, e.term.name, case_sensitive)
             if field is not None and isinstance(field.field_type, (FloatType, DoubleType)):
                 return Or(e, IsNaN(e.term))
         return e
 
-    return visit(rewrite_not(expr))
+    return widen(_not_rewritten(schema, expr, case_sensitive))
 
 
-def _check_literals(schema: Schema, expr: BooleanExpression, case_sensitive: bool) -> None:
+def _check_values(field: NestedField, values: list[Any]) -> None:
     """Refuse literals that pyiceberg would turn into another value or into an always-true or
     always-false predicate (`i > 1.5` bound as `i > 2`; `i < 2**70` as true, null rows included),
-    and NaN, which compares as nothing (Iceberg refuses it too: use is_nan / not_nan)."""
-    if isinstance(expr, (And, Or)):
-        _check_literals(schema, expr.left, case_sensitive)
-        _check_literals(schema, expr.right, case_sensitive)
-    elif isinstance(expr, Not):
-        _check_literals(schema, expr.child, case_sensitive)
-    elif isinstance(expr, (LiteralPredicate, SetPredicate)):
-        field = _field(schema, expr.term.name, case_sensitive)
-        values = [expr.literal.value] if isinstance(expr, LiteralPredicate) else [lit.value for lit in expr.literals]
-        if field is not None:  # an unknown column is reported by bind
-            _check_values(field, values)
-
-
-def _check_values(field: NestedField, values: Iterable[Any]) -> None:
+    and NaN, which compares as nothing (Iceberg refuses it too: use is_nan / not_nan). A long
+    list of plain ints or floats is checked by its extremes."""
     ftype: IcebergType = field.field_type
     if isinstance(ftype, (FloatType, DoubleType)):
-        for v in values:
-            if _is_nan(v):
-                raise InvalidFilterError(
-                    f"NaN cannot be compared with column {field.name!r}: use '{field.name} is nan' or '{field.name} is not nan'"
-                )
-            if isinstance(ftype, FloatType) and isinstance(v, (int, float, Decimal)) and abs(v) > _FLOAT32_MAX:
-                raise InvalidFilterError(f"{v} is out of range for column {field.name!r} of type float")
+        floats = all(type(v) is float for v in values)
+        if not floats or any(v != v for v in values) or (isinstance(ftype, FloatType) and _largest(values) > _FLOAT32_MAX):
+            _check_floats(field, values)
     bounds = _INT_RANGES.get(type(ftype))
     if bounds is None:
+        return
+    if values and all(type(v) is int for v in values) and bounds[0] <= min(values) and max(values) <= bounds[1]:
         return
     for v in values:
         if isinstance(v, bool) or not isinstance(v, (int, float, Decimal)):
@@ -234,6 +422,20 @@ def _check_values(field: NestedField, values: Iterable[Any]) -> None:
             raise InvalidFilterError(f"{v} is not a whole number, and column {field.name!r} holds {ftype} values")
         if not bounds[0] <= v <= bounds[1]:
             raise InvalidFilterError(f"{v} is out of range for column {field.name!r} of type {ftype}")
+
+
+def _largest(values: list[float]) -> float:
+    return max(max(values), -min(values)) if values else 0.0
+
+
+def _check_floats(field: NestedField, values: Iterable[Any]) -> None:
+    for v in values:
+        if _is_nan(v):
+            raise InvalidFilterError(
+                f"NaN cannot be compared with column {field.name!r}: use '{field.name} is nan' or '{field.name} is not nan'"
+            )
+        if isinstance(field.field_type, FloatType) and isinstance(v, (int, float, Decimal)) and abs(v) > _FLOAT32_MAX:
+            raise InvalidFilterError(f"{v} is out of range for column {field.name!r} of type float")
 
 
 def _is_whole(v: float | Decimal) -> bool:

@@ -12,13 +12,14 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyiceberg.expressions import BooleanExpression
 from pyiceberg.expressions.literals import Literal
 from pyiceberg.expressions.visitors import BoundBooleanExpressionVisitor, visit
 from pyiceberg.schema import Schema
-from pyiceberg.types import DoubleType, FloatType, NestedField, StructType
+from pyiceberg.types import DoubleType, FloatType, IntegerType, LongType, NestedField, StructType, UUIDType
 
 from mor.write.arrow_schema import to_arrow_type
 
@@ -30,9 +31,61 @@ def to_arrow_filter(expr: BooleanExpression, schema: Schema) -> pc.Expression:
     return visit(expr, _SqlFilter(schema))
 
 
+class RowFilter:
+    """A bound row filter applied to batches: `to_arrow_filter`'s expression, except that an
+    `in` list of many integers is looked up in a table made once (`IntegerSet`) into a column
+    added to the batch for the expression to read: pyarrow's is_in builds its hash table again
+    for every batch, and probing it costs several times a table lookup."""
+
+    def __init__(self, expr: BooleanExpression, schema: Schema):
+        visitor = _SqlFilter(schema, lookups=True)
+        self.expression = visit(expr, visitor)
+        self.lookups = visitor.lookups  # (added column, the column it looks up, the set)
+
+    def apply(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        if not self.lookups:
+            return batch.filter(self.expression)
+        names = batch.schema.names
+        found = [values.contains(batch.column(column)) for _, column, values in self.lookups]
+        extended = pa.RecordBatch.from_arrays([*batch.columns, *found], names=[*names, *(n for n, _, _ in self.lookups)])
+        return extended.filter(self.expression).select(names)
+
+
+class IntegerSet:
+    """A set of integers as a table of flags over their range, for `in` lists whose range is at
+    most `SPAN_PER_VALUE` times their count: membership of a batch is one vectorized lookup."""
+
+    MIN_VALUES = 1024  # a shorter list costs is_in little
+    SPAN_PER_VALUE = 64  # bytes of table per value at most
+    MAX_SPAN = 1 << 26
+
+    def __init__(self, values: np.ndarray):
+        self.low, self.high = int(values.min()), int(values.max())
+        self.flags = np.zeros(self.high - self.low + 1, dtype=bool)
+        self.flags[values - self.low] = True
+
+    @classmethod
+    def of(cls, values: set[Any]) -> IntegerSet | None:
+        if len(values) < cls.MIN_VALUES:
+            return None
+        array = np.fromiter(values, dtype=np.int64, count=len(values))
+        span = int(array.max()) - int(array.min()) + 1
+        return cls(array) if span <= min(cls.SPAN_PER_VALUE * len(array), cls.MAX_SPAN) else None
+
+    def contains(self, column: pa.Array) -> pa.Array:
+        """SQL's `column in (...)`: NULL for a null."""
+        values = (pc.fill_null(column, self.low) if column.null_count else column).to_numpy().astype(np.int64, copy=False)
+        inside = (values >= self.low) & (values <= self.high)
+        found = self.flags[np.where(inside, values - self.low, 0)] & inside
+        return pa.array(found, mask=~column.is_valid().to_numpy(zero_copy_only=False) if column.null_count else None)
+
+
 class _SqlFilter(BoundBooleanExpressionVisitor[pc.Expression]):
-    def __init__(self, schema: Schema):
+    def __init__(self, schema: Schema, lookups: bool = False):
         self.paths = _field_paths(schema.as_struct(), ())
+        self.with_lookups = lookups
+        self.lookups: list[tuple[str, str, IntegerSet]] = []
+        self.names = {f.name for f in schema.fields}
 
     def _column(self, term: Any) -> pc.Expression:
         field = term.ref().field
@@ -101,10 +154,20 @@ class _SqlFilter(BoundBooleanExpressionVisitor[pc.Expression]):
 
     def visit_in(self, term: Any, literals: set[Any]) -> pc.Expression:
         column = self._column(term)
-        items = [_arrow_value(v) for v in literals]
-        if isinstance(term.ref().field.field_type, (FloatType, DoubleType)) and 0.0 in items:
+        ftype = term.ref().field.field_type
+        path = self.paths[term.ref().field.field_id]
+        if self.with_lookups and isinstance(ftype, (IntegerType, LongType)) and len(path) == 1:
+            values = IntegerSet.of(literals)
+            if values is not None:
+                name = f"__mor_in_{len(self.lookups)}"
+                while name in self.names:
+                    name += "_"
+                self.lookups.append((name, path[0], values))
+                return pc.field(name)
+        items = [_arrow_value(v) for v in literals] if isinstance(ftype, UUIDType) else list(literals)
+        if isinstance(ftype, (FloatType, DoubleType)) and 0.0 in literals:
             items += [0.0, -0.0]  # is_in hashes bits, but -0.0 = 0.0 (as `=` says)
-        values = pa.array(items, self._type(term))
+        values = pa.array(items, self._type(term))  # one array, made once per filter
         # is_in says false for a null; SQL says NULL (so that NOT IN drops it too).
         return pc.if_else(column.is_valid(), pc.is_in(column, value_set=values), _NULL)
 
