@@ -127,10 +127,12 @@ def find_key_matches(
     cache = DeleteFileCache(table.io)
     projection = schema if all_columns else schema.select(*keys.names)
     # The key set selects rows exactly; the range only skips files and row groups.
-    reader = TaskReader(table.io, schema, projection, key_range, cache, with_positions=True, filter_rows=False)
     # Equality deletes matter only for rows holding one of the keys: index just those deleted
     # keys, once for all tasks, whatever the number of delete files.
-    reader.equality_cache = EqualityDeleteCache(table.io, schema, within=keys)
+    equality_cache = EqualityDeleteCache(table.io, schema, within=keys)
+    reader = TaskReader(
+        table.io, schema, projection, key_range, cache, with_positions=True, filter_rows=False, equality_cache=equality_cache
+    )
     tasks = table.scan(filter=key_range).plan_files()
     reader.equality_cache.prepare(d for t in tasks for d in t.equality_deletes)
 

@@ -33,7 +33,11 @@ def parallel_map(fn: Callable[[T], R], items: Sequence[T], max_workers: int | No
 def _reader(
     io: FileIO, tasks: Sequence[FileScanTask], schema: Schema, projection: Schema, row_filter: BooleanExpression, case_sensitive: bool
 ) -> TaskReader:
-    return TaskReader(io, schema, projection, row_filter, DeleteFileCache(io, tasks), case_sensitive)
+    reader = TaskReader(io, schema, projection, row_filter, DeleteFileCache(io, tasks), case_sensitive)
+    # Announced up front, each set of equality columns and partition is indexed once, with all
+    # of its files, rather than once per subset of files the tasks happen to need.
+    reader.equality_cache.prepare(d for t in tasks for d in t.equality_deletes)
+    return reader
 
 
 def read_batches(

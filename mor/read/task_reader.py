@@ -21,7 +21,7 @@ from mor.planning.filters import bind_filter, filter_field_ids, metrics_evaluato
 from mor.planning.task import FileScanTask
 from mor.read.equality_deletes import EqualityDeleteCache, EqualityKeySet
 from mor.read.position_deletes import DeleteFileCache, apply_mask, deleted_positions, keep_mask
-from mor.read.row_filter import to_arrow_filter
+from mor.read.row_filter import RowFilter
 from mor.read.row_groups import row_group_metrics
 from mor.write.arrow_schema import FIELD_ID_KEY, to_arrow_field, to_arrow_schema
 
@@ -43,9 +43,11 @@ class TaskReader:
         batch_rows: int = DEFAULT_BATCH_ROWS,
         with_positions: bool = False,
         filter_rows: bool = True,
+        equality_cache: EqualityDeleteCache | None = None,
     ):
         """`filter_rows=False` uses `row_filter` only to skip row groups (for callers that
-        select rows exactly themselves); rows are then not filtered by it."""
+        select rows exactly themselves); rows are then not filtered by it. `equality_cache`
+        (default: a new one) is where equality deletes are indexed."""
         self.io = io
         self.schema = schema
         self.cache = cache
@@ -56,13 +58,13 @@ class TaskReader:
             self.output_schema = self.output_schema.append(pa.field(POSITION_COLUMN, pa.int64(), nullable=False))
         has_filter = not isinstance(row_filter, AlwaysTrue)
         filter_rows = filter_rows and has_filter
-        self.arrow_filter = to_arrow_filter(bind_filter(schema, row_filter, case_sensitive), schema) if filter_rows else None
+        self.arrow_filter = RowFilter(bind_filter(schema, row_filter, case_sensitive), schema) if filter_rows else None
         self.may_match = metrics_evaluator(schema, row_filter, case_sensitive) if has_filter else None
         wanted = {f.field_id for f in projection.fields} | (
             filter_field_ids(schema, row_filter, case_sensitive) if filter_rows else set()
         )
         self.wanted_ids = wanted
-        self.equality_cache = EqualityDeleteCache(io, schema)
+        self.equality_cache = equality_cache or EqualityDeleteCache(io, schema)
 
     def read(self, task: FileScanTask) -> Iterator[pa.RecordBatch]:
         deleted = deleted_positions(task.data_file.file_path, task.position_deletes, self.cache)
@@ -144,7 +146,7 @@ class TaskReader:
             if deleted.any():
                 table_batch = table_batch.filter(pa.array(~deleted))
         if self.arrow_filter is not None:
-            table_batch = table_batch.filter(self.arrow_filter)
+            table_batch = self.arrow_filter.apply(table_batch)
         projected = table_batch.select(self.output_schema.names)
         if not len(self.output_schema):
             return projected

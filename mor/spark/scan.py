@@ -104,11 +104,13 @@ def read_group(plan: ScanPlan, tasks: Sequence[FileScanTask]) -> Iterator[pa.Rec
     io = FileIO()
     with_positions = plan.options.metadata_columns
     reader = TaskReader(
-        io, plan.schema, plan.projection, plan.row_filter, DeleteFileCache(io), CASE_SENSITIVE, with_positions=with_positions
+        io, plan.schema, plan.projection, plan.row_filter, DeleteFileCache(io, tasks), CASE_SENSITIVE, with_positions=with_positions
     )
+    reader.equality_cache.prepare(d for t in tasks for d in t.equality_deletes)
     target = spark_arrow_schema(plan.output)
     for task in tasks:
         for batch in reader.read(task):
             if with_positions:
                 batch = batch.append_column(FILE_COLUMN, pa.repeat(task.data_file.file_path, batch.num_rows))
             yield to_spark_batch(batch, target)
+        reader.cache.done(task)
