@@ -62,7 +62,10 @@ _NAN = object()  # NaN != NaN, yet two files in the NaN partition share a partit
 
 def partition_key(values: tuple) -> tuple:
     """Partition values as a key that compares (and hashes) equal for equal partitions."""
-    return tuple(_NAN if isinstance(v, float) and math.isnan(v) else v for v in values)
+    for v in values:
+        if v != v:  # NaN is the one value not equal to itself
+            return tuple(_NAN if isinstance(v, float) and math.isnan(v) else v for v in values)
+    return values
 
 
 def _may_reference(delete: DeleteFile, data_path: str) -> bool:
@@ -110,11 +113,19 @@ class DeleteFileIndex:
         seq = data.data_sequence_number
         assert seq is not None
         candidates: list[DeleteFile] = []
-        if (group := self._by_path.get(data.file_path)) is not None:
+        if self._by_path and (group := self._by_path.get(data.file_path)) is not None:
             candidates += group.at_or_after(seq)
-        if (group := self._by_partition.get((data.spec_id, partition_key(data.partition)))) is not None:
+        if self._by_partition and (group := self._by_partition.get((data.spec_id, partition_key(data.partition)))) is not None:
             candidates += group.at_or_after(seq)
-        candidates += self._global.at_or_after(seq + 1)
+        if self._global.files:
+            candidates += self._global.at_or_after(seq + 1)
+        if not candidates:
+            return ()
         matched = [f for f in candidates if applies_to(f, data, self.unpartitioned_spec_ids)]
-        matched.sort(key=lambda f: (f.data_sequence_number or 0, f.file_path))
+        if len(matched) > 1:
+            matched.sort(key=_order)
         return tuple(matched)
+
+
+def _order(f: DeleteFile) -> tuple[int, str]:
+    return (f.data_sequence_number or 0, f.file_path)

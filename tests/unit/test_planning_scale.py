@@ -1,0 +1,216 @@
+"""Planning at scale: manifests read concurrently and cached, with the same tasks as a plain
+reading of every manifest, and a cache that never serves a stale or another manifest."""
+
+from __future__ import annotations
+
+import gc
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from pyiceberg.expressions import AlwaysTrue, BooleanExpression
+from unit_helpers import make_rows
+
+import mor
+from mor.errors import CorruptMetadataError
+from mor.format.content_file import CONTENT_FILE_FIELDS, DataFile, DeleteFile
+from mor.format.manifest import ManifestFile, read_manifest
+from mor.format.spec import ManifestContent
+from mor.io.fileio import FileIO, to_local_path
+from mor.planning import manifest_cache
+from mor.planning.delete_index import DeleteFileIndex
+from mor.planning.filters import FileFilter, parse_filter
+from mor.planning.planner import manifests_of, plan_files, unpartitioned_spec_ids
+
+MakeTable = Callable[..., mor.Table]
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache() -> Iterator[None]:
+    cache = manifest_cache.cache()
+    max_entries = cache.max_entries
+    manifest_cache.clear()
+    yield
+    manifest_cache.configure(max_entries=max_entries, threads=manifest_cache.DEFAULT_THREADS)
+    manifest_cache.clear()
+
+
+def reference_plan(table: mor.Table, row_filter: BooleanExpression) -> list[tuple[DataFile, tuple[DeleteFile, ...]]]:
+    """Every manifest read one after another with `read_manifest`, no pruning of delete files."""
+    metadata = table.metadata
+    snapshot = metadata.current_snapshot()
+    assert snapshot is not None
+    file_filter = FileFilter(metadata.schema(), metadata.specs(), row_filter)
+    data, deletes = [], []
+    for manifest in manifests_of(table.io, snapshot):
+        for e in read_manifest(table.io, manifest, metadata.specs(), metadata.schema()):
+            if not e.is_live:
+                continue
+            if manifest.content == ManifestContent.DATA and file_filter.manifest_may_match(manifest) and file_filter.file_may_match(e.file):
+                data.append(e.file)
+            elif manifest.content == ManifestContent.DELETES:
+                deletes.append(e.file)
+    index = DeleteFileIndex(deletes, unpartitioned_spec_ids(metadata))
+    return [(f, index.for_data_file(f)) for f in data]
+
+
+def as_pairs(tasks: list[mor.FileScanTask]) -> list[tuple[DataFile, tuple[DeleteFile, ...]]]:
+    return [(t.data_file, t.delete_files) for t in tasks]
+
+
+@pytest.fixture
+def busy_table(make_table: MakeTable) -> mor.Table:
+    """Partitioned, several commits: appends, position deletes, an equality delete, a removal."""
+    table = make_table(range(0, 30), range(30, 60), partition_by=["category"])
+    table.delete("id = 3 or id = 41")
+    table.append(make_rows(range(60, 90)))
+    table.delete_rows(pa.table({"id": [65, 12]}))
+    table.delete("id = 70")
+    table.delete("category = 'c' and id < 60", mode="copy-on-write")
+    return table
+
+
+FILTERS = [None, "id < 40", "category = 'a'", "category = 'b' and id > 60", "id > 5000"]
+
+
+@pytest.mark.parametrize("text", FILTERS)
+@pytest.mark.parametrize("threads", [1, 4])
+def test_cached_concurrent_plans_equal_a_plain_reading(busy_table: mor.Table, text: str | None, threads: int) -> None:
+    manifest_cache.configure(threads=threads)
+    row_filter = parse_filter(text)
+    expected = reference_plan(busy_table, row_filter)
+    cold = as_pairs(busy_table.scan(filter=text).plan_files())
+    warm = as_pairs(busy_table.scan(filter=text).plan_files())
+    assert cold == expected and warm == expected
+    # Sequence numbers are not part of file equality: compare them too.
+    seqs = [(f.data_sequence_number, [d.data_sequence_number for d in ds]) for f, ds in expected]
+    assert [(f.data_sequence_number, [d.data_sequence_number for d in ds]) for f, ds in warm] == seqs
+    assert manifest_cache.cache().hits > 0 or expected == []
+
+
+def test_the_cache_off_plans_the_same(busy_table: mor.Table) -> None:
+    warm = [as_pairs(busy_table.scan(filter=t).plan_files()) for t in FILTERS]
+    manifest_cache.configure(max_entries=0)
+    assert len(manifest_cache.cache()) == 0
+    assert [as_pairs(busy_table.scan(filter=t).plan_files()) for t in FILTERS] == warm
+    assert len(manifest_cache.cache()) == 0
+
+
+def test_every_snapshot_plans_the_same_warm_and_cold(busy_table: mor.Table) -> None:
+    snapshots = [s.snapshot_id for s in busy_table.snapshots()]
+    warm = [as_pairs(busy_table.scan(snapshot_id=s).plan_files()) for s in snapshots]
+    warm_again = [as_pairs(busy_table.scan(snapshot_id=s).plan_files()) for s in snapshots]
+    manifest_cache.configure(max_entries=0)
+    cold = [as_pairs(busy_table.scan(snapshot_id=s).plan_files()) for s in snapshots]
+    assert warm == cold == warm_again
+
+
+def test_a_manifest_replaced_under_its_name_is_read_again(make_table: MakeTable) -> None:
+    """Never served stale: another manifest copied over a cached one is what the next plan sees."""
+    table = make_table(range(0, 10))
+    other = make_table(range(100, 150), name="other")
+    (mine,) = manifests_of(table.io, table.current_snapshot())  # type: ignore[arg-type]
+    (theirs,) = manifests_of(other.io, other.current_snapshot())  # type: ignore[arg-type]
+    assert {t.data_file.record_count for t in table.scan().plan_files()} == {10}
+    shutil.copyfile(to_local_path(theirs.manifest_path), to_local_path(mine.manifest_path))
+    assert {t.data_file.record_count for t in table.scan().plan_files()} == {50}
+
+
+def test_a_manifest_damaged_after_it_was_cached_still_fails_the_plan(make_table: MakeTable) -> None:
+    table = make_table(range(0, 10))
+    (m,) = manifests_of(table.io, table.current_snapshot())  # type: ignore[arg-type]
+    table.scan().plan_files()
+    path = Path(to_local_path(m.manifest_path))
+    path.write_bytes(path.read_bytes()[:100])
+    with pytest.raises(CorruptMetadataError, match="manifest"):
+        table.scan().plan_files()
+
+
+def test_the_same_path_listed_with_another_sequence_number_is_another_entry(make_table: MakeTable) -> None:
+    table = make_table(range(0, 10))
+    metadata = table.metadata
+    (m,) = manifests_of(table.io, table.current_snapshot())  # type: ignore[arg-type]
+    relisted = ManifestFile(**{**m.__dict__, "sequence_number": 42, "min_sequence_number": 42})
+    first, again = manifest_cache.read_entries(table.io, [m, relisted], metadata.specs(), metadata.schema())
+    assert [e.data_sequence_number for e in first] == [m.sequence_number]
+    assert [e.data_sequence_number for e in again] == [42]
+
+
+class ElsewhereFileIO(FileIO):
+    """Another kind of file system: the same location names another file."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__()
+        self.root = root
+
+    def path(self, location: str) -> str:
+        return str(self.root) + super().path(location)
+
+
+def test_another_kind_of_file_io_does_not_share_entries(make_table: MakeTable, tmp_path: Path) -> None:
+    table = make_table(range(0, 10))
+    other = make_table(range(100, 150), name="other")
+    metadata = table.metadata
+    (mine,) = manifests_of(table.io, table.current_snapshot())  # type: ignore[arg-type]
+    (theirs,) = manifests_of(other.io, other.current_snapshot())  # type: ignore[arg-type]
+    elsewhere = Path(str(tmp_path / "elsewhere") + to_local_path(mine.manifest_path))
+    elsewhere.parent.mkdir(parents=True)
+    shutil.copyfile(to_local_path(theirs.manifest_path), elsewhere)
+    (here,) = manifest_cache.read_entries(table.io, [mine], metadata.specs(), metadata.schema())
+    (there,) = manifest_cache.read_entries(ElsewhereFileIO(tmp_path / "elsewhere"), [mine], metadata.specs(), metadata.schema())
+    assert [e.file.record_count for e in here] == [10] and [e.file.record_count for e in there] == [50]
+
+
+def test_the_cache_stays_within_its_budget_and_keeps_a_plans_first_manifests(make_table: MakeTable) -> None:
+    table = make_table(*[range(i * 10, i * 10 + 10) for i in range(6)])  # 6 manifests of 1 entry
+    manifest_cache.configure(max_entries=4, threads=1)
+    cache = manifest_cache.cache()
+    table.scan().plan_files()
+    assert cache.entries <= 4 and len(cache) == 4
+    before = cache.hits
+    table.scan().plan_files()
+    assert cache.hits - before == 4  # a plan larger than the cache does not thrash it
+    other = make_table(range(500, 510), name="other")
+    other.scan().plan_files()  # another table's plan may evict what this one left
+    assert cache.entries <= 4
+
+
+def test_decoded_files_have_every_field_and_equal_constructed_ones(busy_table: mor.Table) -> None:
+    for task in busy_table.scan().plan_files():
+        for f in (task.data_file, *task.delete_files):
+            assert set(f.__dict__) == CONTENT_FILE_FIELDS
+            rebuilt = type(f)(**f.__dict__)
+            assert rebuilt == f and hash(rebuilt) == hash(f)
+            assert rebuilt.data_sequence_number == f.data_sequence_number
+
+
+def test_the_garbage_collector_is_paused_and_restored() -> None:
+    assert gc.isenabled()
+    with manifest_cache.gc_paused():
+        assert not gc.isenabled()
+        with manifest_cache.gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with manifest_cache.gc_paused():
+            pass
+        assert not gc.isenabled()  # it was off before: left off
+    finally:
+        gc.enable()
+
+
+def test_planning_an_empty_snapshot_and_all_pruned(make_table: MakeTable) -> None:
+    table = make_table(range(0, 10))
+    assert plan_files(table.io, table.metadata, None, AlwaysTrue()) == []
+    assert table.scan(filter="id > 100").plan_files() == []
+
+
+def test_configure_refuses_nonsense() -> None:
+    with pytest.raises(ValueError):
+        manifest_cache.configure(max_entries=-1)
+    with pytest.raises(ValueError):
+        manifest_cache.configure(threads=0)
