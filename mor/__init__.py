@@ -1,6 +1,7 @@
 """mor: merge-on-read row-level deletes for Apache Iceberg v2 tables."""
 
 from mor.api.catalog import Catalog, load_catalog
+from mor.api.predicates import isin
 from mor.api.scan import Scan
 from mor.api.table import StaticTable, Table
 from mor.errors import (
@@ -27,6 +28,7 @@ from mor.format.spec import FileContent
 from mor.planning.task import FileScanTask
 
 __all__ = [
+    "isin",
     "Catalog",
     "CommitConflictError",
     "CommitStateUnknownError",

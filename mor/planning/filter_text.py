@@ -118,14 +118,14 @@ def set_predicate(cls: type[Any], term: Any, literals: set[Literal]) -> BooleanE
 
 
 def _literals(texts: list[str]) -> list[Literal]:  # type: ignore[type-arg]
-    return _made(_literal, texts)
+    return make_literals(_literal, texts)
 
 
 def _long_literals(values: list[int]) -> list[Literal]:  # type: ignore[type-arg]
-    return _made(LongLiteral, values)
+    return make_literals(LongLiteral, values)
 
 
-def _made(make: Callable[[Any], Literal], items: list[Any]) -> list[Literal]:  # type: ignore[type-arg]
+def make_literals(make: Callable[[Any], Literal], items: list[Any]) -> list[Literal]:  # type: ignore[type-arg]
     """Literals of a long list. Creating 100,000 pyiceberg literals (pydantic models) triggers
     many collections of the cyclic garbage collector, which then takes more time than the
     literals: pause it meanwhile (literals hold no cycles)."""

@@ -257,3 +257,48 @@ def test_a_concurrent_append_conflicts_with_a_long_list_only_where_a_row_matches
     first.append(_rows(7000, 1))  # id 7000: even
     with pytest.raises(mor.CommitConflictError):
         second.delete(_text("id", [1, *evens]))  # deletes id 1, and would have deleted 7000
+
+
+# -- mor.isin: the same In, built in one pass ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        list(range(0, 3000, 3)),
+        np.arange(5, 5000, 7, dtype=np.int64),
+        pa.array([10, 20, 30, 20], pa.int32()),
+        ["a", "b", "it's", ""],
+        [0.5, 1.5, -2.25],
+        [True, False],  # not a plain int: pyiceberg's constructor decides
+        [1, "mixed"],
+    ],
+)
+def test_isin_is_pyiceberg_in(values) -> None:
+    plain = values.tolist() if isinstance(values, np.ndarray) else values.to_pylist() if isinstance(values, pa.Array) else values
+    assert mor.isin("c", values) == In("c", plain)
+
+
+def test_isin_of_few_values_simplifies_as_pyiceberg_does() -> None:
+    assert mor.isin("c", []) == In("c", [])
+    assert mor.isin("c", [7, 7]) == In("c", [7])
+
+
+def test_isin_refuses_nulls_and_non_collections() -> None:
+    with pytest.raises(mor.InvalidFilterError, match="null"):
+        mor.isin("c", [1, None])
+    with pytest.raises(mor.InvalidFilterError, match="single value"):
+        mor.isin("c", "abc")
+    with pytest.raises(mor.InvalidFilterError, match="column name"):
+        mor.isin("", [1])
+
+
+def test_isin_selects_what_in_selects(catalog: mor.Catalog) -> None:
+    table = catalog.create_table("db.isin", schema=pa.schema([("id", pa.int64()), ("name", pa.string())]))
+    table.append(pa.table({"id": pa.array(range(20_000), pa.int64()), "name": [f"n{i}" for i in range(20_000)]}))
+    ids = np.random.default_rng(3).choice(40_000, 5_000, replace=False)
+    expected = sorted(int(i) for i in ids if i < 20_000)
+    assert sorted(table.scan(filter=mor.isin("id", ids)).to_arrow()["id"].to_pylist()) == expected
+    assert sorted(table.scan(filter=mor.isin("name", [f"n{i}" for i in ids])).to_arrow()["id"].to_pylist()) == expected
+    table.delete(mor.isin("id", ids))
+    assert table.scan().count() == 20_000 - len(expected)
