@@ -93,6 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--warehouse", default="warehouse")
     s.add_argument("--filter", default=None)
     s.add_argument("--snapshot-id", type=int, default=None)
+    r = sub.add_parser("rewrite-deletes", help="merge each data file's position delete files into one")
+    r.add_argument("table")
+    r.add_argument("--warehouse", default="warehouse")
     args = parser.parse_args(argv)
     try:
         if args.command == "quickstart":
@@ -100,6 +103,13 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "scan":
             table = _open_table(args.warehouse, args.table)
             print(_format(table.scan(filter=args.filter, snapshot_id=args.snapshot_id).to_arrow()))
+        elif args.command == "rewrite-deletes":
+            result = _open_table(args.warehouse, args.table).rewrite_position_deletes()
+            print(
+                f"removed {result.removed_delete_files} position delete files ({result.removed_delete_bytes} bytes,"
+                f" {result.dangling_delete_files} applied to no data file), added {result.added_delete_files}"
+                f" ({result.added_delete_bytes} bytes); snapshot {result.snapshot_id or 'none: nothing to do'}"
+            )
     except mor.MorError as e:
         print(f"mor: {type(e).__name__}: {e}", file=sys.stderr)
         return 2

@@ -30,6 +30,7 @@ from mor.format.metadata import Snapshot, TableMetadata, with_properties
 from mor.format.spec import Operation
 from mor.io.fileio import FileIO
 from mor.maintenance.orphans import DEFAULT_MIN_AGE, orphan_files
+from mor.maintenance.rewrite_deletes import RewritePlan, RewriteResult, plan_rewrite
 from mor.planning.filters import FilterLike, bind_filter, parse_filter
 from mor.write.arrow_schema import conform, to_arrow_schema
 from mor.write.parquet_files import WriteOptions
@@ -203,6 +204,22 @@ class Table:
             for path in orphans:
                 self.io.delete(path)
         return orphans
+
+    def rewrite_position_deletes(self) -> RewriteResult:
+        """Merge the position delete files of each data file into one sorted file, and drop
+        position delete files that apply to no live data file (operation `replace`; rows do
+        not change). A commit that removed one of those data files meanwhile makes it plan
+        again on the new state."""
+        self._writable()
+        self.refresh()
+        done: list[RewritePlan] = []
+
+        def plan() -> tuple[Changes, Validator] | None:
+            done[:] = [plan_rewrite(self.io, self.metadata)]
+            return None if done[0].empty else (done[0].changes, done[0].validate)
+
+        snapshot = self._run_dml("delete", plan)
+        return done[0].result(snapshot.snapshot_id if snapshot is not None else None)
 
     def _mode(self, mode: str | None, property_name: str) -> str:
         mode = mode or self.metadata.properties.get(property_name, MERGE_ON_READ)

@@ -1,0 +1,103 @@
+"""Rewriting position deletes: one sorted delete file per data file.
+
+Every merge-on-read DELETE adds a small position delete file per data file it touches, and a
+read pays a fixed cost for each (about 0.1 ms to open it, whatever it holds). This rewrite
+merges, for each data file with more than one position delete file (or with one that names
+several data files), the positions of every delete that applies to it into one new file that
+names only that data file, and removes the old files, plus any position delete file that no
+longer applies to a live data file (its data file was removed). Rows do not change: the new
+file deletes exactly the union of what the old ones deleted, and a position delete applies to
+its data file whatever its (newer) sequence number. Equality deletes are left as they are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyiceberg.expressions import AlwaysTrue
+
+from mor.commit.snapshot_producer import Changes, Validator
+from mor.format.content_file import DeleteFile
+from mor.format.metadata import TableMetadata
+from mor.format.spec import FileContent, ManifestContent, Operation
+from mor.io.fileio import FileIO
+from mor.planning.conflicts import commits_since, validate_files_still_live
+from mor.planning.delete_index import referenced_path
+from mor.planning.planner import live_entries, plan_files
+from mor.read.position_deletes import DeleteFileCache, deleted_positions
+from mor.read.scan_reader import parallel_map
+from mor.write.options import WriteOptions
+from mor.write.parquet_files import write_position_delete_file
+
+
+@dataclass(frozen=True)
+class RewriteResult:
+    """What `rewrite_position_deletes` did. `snapshot_id` is None when nothing needed it."""
+
+    removed_delete_files: int
+    removed_delete_bytes: int
+    added_delete_files: int
+    added_delete_bytes: int
+    dangling_delete_files: int  # among the removed: they applied to no live data file
+    snapshot_id: int | None = None
+
+
+@dataclass
+class RewritePlan:
+    changes: Changes  # the merged files (written) in, the old ones out
+    validate: Validator
+    dangling: int  # removed files that applied to no live data file
+
+    @property
+    def empty(self) -> bool:
+        return not (self.changes.added_deletes or self.changes.removed_deletes)
+
+    def result(self, snapshot_id: int | None) -> RewriteResult:
+        c = self.changes
+        return RewriteResult(
+            removed_delete_files=len(c.removed_deletes),
+            removed_delete_bytes=sum(f.file_size_in_bytes for f in c.removed_deletes),
+            added_delete_files=len(c.added_deletes),
+            added_delete_bytes=sum(f.file_size_in_bytes for f in c.added_deletes),
+            dangling_delete_files=self.dangling,
+            snapshot_id=snapshot_id,
+        )
+
+
+def plan_rewrite(io: FileIO, metadata: TableMetadata) -> RewritePlan:
+    """Write the merged delete files; the commit that swaps them in, and its conflict check."""
+    snapshot = metadata.current_snapshot()
+    changes = Changes(Operation.REPLACE)
+    if snapshot is None:
+        return RewritePlan(changes, lambda read_base, current: None, 0)
+    tasks = plan_files(io, metadata, snapshot, AlwaysTrue())
+    live_position = [
+        e.file for e in live_entries(io, metadata, snapshot, ManifestContent.DELETES)
+        if isinstance(e.file, DeleteFile) and e.file.content == FileContent.POSITION_DELETES
+    ]  # fmt: skip
+    applied = {f.file_path for t in tasks for f in t.position_deletes}
+    shared = {f.file_path for t in tasks for f in t.position_deletes if referenced_path(f) is None}
+    # A file naming several data files is rewritten for each of them, so it can go.
+    to_merge = [t for t in tasks if len(t.position_deletes) > 1 or any(f.file_path in shared for f in t.position_deletes)]
+    schema, specs, options = metadata.schema(), metadata.specs(), WriteOptions(metadata.properties)
+    cache = DeleteFileCache(io)
+
+    def merge(task):  # type: ignore[no-untyped-def]
+        data = task.data_file
+        positions = deleted_positions(data.file_path, task.position_deletes, cache)
+        if not len(positions):
+            return None
+        return write_position_delete_file(io, metadata.location, schema, specs[data.spec_id], data, positions, options)
+
+    changes.added_deletes = [f for f in parallel_map(merge, to_merge) if f is not None]
+    merged = {f.file_path for t in to_merge for f in t.position_deletes}
+    dangling = [f for f in live_position if f.file_path not in applied]
+    changes.removed_deletes = [f for f in live_position if f.file_path in merged] + dangling
+    rewritten_data = [t.data_file.file_path for t in to_merge]
+
+    def validate(read_base: TableMetadata, current: TableMetadata) -> None:
+        # The new files must still have their data files to delete from; the files removed
+        # are checked by the commit itself (they must still be live).
+        validate_files_still_live(commits_since(io, read_base, current), rewritten_data)
+
+    return RewritePlan(changes, validate, len(dangling))
