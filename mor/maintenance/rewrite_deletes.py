@@ -24,6 +24,7 @@ from mor.io.fileio import FileIO
 from mor.planning.conflicts import commits_since, validate_files_still_live
 from mor.planning.delete_index import referenced_path
 from mor.planning.planner import live_entries, plan_files
+from mor.planning.task import FileScanTask
 from mor.read.position_deletes import DeleteFileCache, deleted_positions
 from mor.read.scan_reader import parallel_map
 from mor.write.options import WriteOptions
@@ -82,14 +83,21 @@ def plan_rewrite(io: FileIO, metadata: TableMetadata) -> RewritePlan:
     schema, specs, options = metadata.schema(), metadata.specs(), WriteOptions(metadata.properties)
     cache = DeleteFileCache(io)
 
-    def merge(task):  # type: ignore[no-untyped-def]
+    written: list[DeleteFile] = []
+
+    def merge(task: FileScanTask) -> None:
         data = task.data_file
         positions = deleted_positions(data.file_path, task.position_deletes, cache)
-        if not len(positions):
-            return None
-        return write_position_delete_file(io, metadata.location, schema, specs[data.spec_id], data, positions, options)
+        if len(positions):
+            written.append(write_position_delete_file(io, metadata.location, schema, specs[data.spec_id], data, positions, options))
 
-    changes.added_deletes = [f for f in parallel_map(merge, to_merge) if f is not None]
+    try:
+        parallel_map(merge, to_merge)
+    except BaseException:  # an unreadable delete file: leave nothing of ours behind
+        for f in written:
+            io.delete(f.file_path)
+        raise
+    changes.added_deletes = written
     merged = {f.file_path for t in to_merge for f in t.position_deletes}
     dangling = [f for f in live_position if f.file_path not in applied]
     changes.removed_deletes = [f for f in live_position if f.file_path in merged] + dangling

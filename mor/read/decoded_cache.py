@@ -4,8 +4,9 @@ A delete file never changes once committed (every writer gives each new file a n
 its decoded contents can serve every later scan in the process, as Iceberg's Spark executor
 cache does. A table whose DELETEs have stacked up otherwise pays a fixed cost per small delete
 file on every read (about 0.2 ms each: 100 files per data file add 20 ms to a 100 ms read).
-Keys carry the file's size as well as its path, so a file replaced under the same name (which
-no Iceberg writer does) is not served from the cache.
+Keys carry the size the metadata records as well as the path, so metadata naming another file
+of the same name (which no Iceberg writer makes) does not hit. The file on disk is not looked
+at again: one damaged after it was decoded keeps reading from the cache in this process.
 
 `MOR_DELETE_CACHE_BYTES` sets the budget (default 128 MiB; 0 turns the cache off).
 """

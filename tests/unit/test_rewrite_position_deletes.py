@@ -7,11 +7,12 @@ import pyarrow as pa
 import pytest
 from pyiceberg.expressions import And, EqualTo, GreaterThanOrEqual, In, LessThan
 from pyiceberg.table import StaticTable
-from unit_helpers import assert_no_orphans, make_rows, scan_ids
+from unit_helpers import assert_no_orphans, local, make_rows, scan_ids
 
 import mor
 from mor.api import table as table_module
 from mor.format.spec import FileContent
+from mor.read.decoded_cache import SHARED
 
 
 def position_delete_counts(table: mor.Table) -> list[int]:
@@ -111,4 +112,21 @@ def test_a_data_file_removed_meanwhile_replans(catalog: mor.Catalog, monkeypatch
     assert scan_ids(table) == [*range(4, 90), *range(104, 200)]
     assert position_delete_counts(table) == [0, 1]  # the rewritten file has none; the other one merged
     assert result.snapshot_id == table.current_snapshot().snapshot_id
+    assert_no_orphans(table)
+
+
+def test_an_unreadable_delete_file_fails_cleanly(catalog: mor.Catalog) -> None:
+    table = catalog.create_table("db.t", schema=make_rows([]).schema)
+    table.append(make_rows(range(100)))
+    table.append(make_rows(range(100, 200)))
+    for k in range(3):
+        table.delete(In("id", [k, 100 + k]))
+    before = table.metadata_location
+    (victim, *_) = next(t for t in table.scan().plan_files() if t.position_deletes).position_deletes
+    with open(local(victim.file_path), "wb") as f:
+        f.write(b"not parquet")
+    SHARED.clear()  # as in a new process: this one decoded the file while planning the DELETEs
+    with pytest.raises(mor.CorruptMetadataError, match="position delete file"):
+        table.rewrite_position_deletes()
+    assert catalog.load_table("db.t").metadata_location == before
     assert_no_orphans(table)
