@@ -1,10 +1,13 @@
-"""Command line: `python -m mor quickstart` (the main job) and small table inspection verbs."""
+"""Command line: `python -m mor quickstart` (the main job), table inspection, and maintenance
+(`compact`, `rewrite-deletes`, `expire`, `remove-orphans`, `maintain`)."""
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import os
+import re
 import sys
 
 import pyarrow as pa
@@ -83,6 +86,99 @@ def _open_table(warehouse: str, identifier: str) -> mor.Table:
     return catalog.load_table(identifier)
 
 
+def _table_args(parser: argparse.ArgumentParser, dry_run: bool = True) -> None:
+    parser.add_argument("table")
+    parser.add_argument("--warehouse", default="warehouse")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    if dry_run:
+        parser.add_argument("--dry-run", action="store_true", help="say what would change; change nothing")
+
+
+_AGE = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
+
+
+def _age_or_time(text: str) -> dt.timedelta | dt.datetime:
+    match = _AGE.match(text.strip())
+    if match:
+        return dt.timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
+    try:
+        return dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither an age (7d, 36h, 90m, 30s) nor an ISO time") from None
+
+
+def _run_maintenance(args: argparse.Namespace) -> None:
+    table = _open_table(args.warehouse, args.table)
+    dry_run = getattr(args, "dry_run", False)
+    if args.command == "rewrite-deletes":
+        result = table.rewrite_position_deletes()
+        summary = (
+            f"removed {result.removed_delete_files} position delete files ({result.removed_delete_bytes} bytes,"
+            f" {result.dangling_delete_files} applied to no data file), added {result.added_delete_files}"
+            f" ({result.added_delete_bytes} bytes); snapshot {result.snapshot_id or 'none: nothing to do'}"
+        )
+    elif args.command == "compact":
+        result = table.compact(
+            where=args.where,
+            target_file_size=args.target_file_size,
+            min_delete_ratio=args.min_delete_ratio,
+            min_input_files=args.min_input_files,
+            min_delete_files=args.min_delete_files,
+            dry_run=dry_run,
+        )
+        summary = _compaction_summary(result)
+    elif args.command == "expire":
+        result = table.expire_snapshots(
+            older_than=args.older_than, retain_last=args.retain_last, allow_short_retention=args.allow_short_retention, dry_run=dry_run
+        )
+        summary = _expiry_summary(result)
+    elif args.command == "remove-orphans":
+        older_than = args.older_than if args.older_than is not None else dt.timedelta(days=3)
+        result = table.remove_orphan_files(older_than=older_than, dry_run=dry_run)
+        summary = _orphans_summary(result)
+    else:
+        result = table.maintain(dry_run=dry_run)
+        parts = [
+            f"{name}: {'off' if r is None else describe(r)}"
+            for name, r, describe in (
+                ("compact", result.compaction, _compaction_summary),
+                ("expire", result.expiry, _expiry_summary),
+                ("remove-orphans", result.orphans, _orphans_summary),
+            )
+        ]
+        summary = "\n".join(parts)
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2, default=str))
+    else:
+        print(("dry run, nothing changed: " if dry_run else "") + summary)
+
+
+def _compaction_summary(r) -> str:  # type: ignore[no-untyped-def]
+    return (
+        f"rewrote {r.rewritten_data_files} data files ({r.rewritten_data_bytes} bytes, {r.rewritten_rows} rows)"
+        f" into {r.added_data_files} ({r.added_data_bytes} bytes, {r.written_rows} rows); removed"
+        f" {r.removed_position_delete_files} position delete files ({r.removed_position_delete_bytes} bytes) and"
+        f" {r.removed_equality_delete_files} equality delete files ({r.removed_equality_delete_bytes} bytes);"
+        f" snapshot {r.snapshot_id or 'none'}"
+    )
+
+
+def _expiry_summary(r) -> str:  # type: ignore[no-untyped-def]
+    return (
+        f"expired {r.expired_snapshots} snapshots; deleted {r.deleted_data_files} data files,"
+        f" {r.deleted_position_delete_files} position delete files, {r.deleted_equality_delete_files} equality"
+        f" delete files, {r.deleted_manifests} manifests, {r.deleted_manifest_lists} manifest lists,"
+        f" {r.deleted_metadata_files} metadata files, {r.deleted_statistics_files} statistics files"
+        f" ({r.deleted_bytes} bytes)"
+    )
+
+
+def _orphans_summary(r) -> str:  # type: ignore[no-untyped-def]
+    listed = "".join(f"\n  {p}" for p in r)
+    return f"{'found' if r.dry_run else 'removed'} {len(r)} orphan files ({r.removed_bytes} bytes){listed}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mor", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -94,8 +190,24 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--filter", default=None)
     s.add_argument("--snapshot-id", type=int, default=None)
     r = sub.add_parser("rewrite-deletes", help="merge each data file's position delete files into one")
-    r.add_argument("table")
-    r.add_argument("--warehouse", default="warehouse")
+    _table_args(r, dry_run=False)
+    c = sub.add_parser("compact", help="rewrite data files that carry deletes (and small files) with the deletes applied")
+    _table_args(c)
+    c.add_argument("--where", default=None, help="only files that may hold rows matching this filter")
+    c.add_argument("--target-file-size", type=int, default=None, help="bytes (default: write.target-file-size-bytes)")
+    c.add_argument("--min-delete-ratio", type=float, default=0.0)
+    c.add_argument("--min-delete-files", type=int, default=None)
+    c.add_argument("--min-input-files", type=int, default=5)
+    e = sub.add_parser("expire", help="remove old snapshots and the files only they read")
+    _table_args(e)
+    e.add_argument("--older-than", type=_age_or_time, default=None, help="an age (7d, 36h, 90m) or an ISO time")
+    e.add_argument("--retain-last", type=int, default=None)
+    e.add_argument("--allow-short-retention", action="store_true", help="expire closer to now than the table's retention")
+    o = sub.add_parser("remove-orphans", help="delete files under the table that no metadata references")
+    _table_args(o)
+    o.add_argument("--older-than", type=_age_or_time, default=None, help="an age (3d, 36h) or an ISO time; default 3d")
+    m = sub.add_parser("maintain", help="compact, expire and remove orphans as the table's properties say")
+    _table_args(m)
     args = parser.parse_args(argv)
     try:
         if args.command == "quickstart":
@@ -103,13 +215,8 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "scan":
             table = _open_table(args.warehouse, args.table)
             print(_format(table.scan(filter=args.filter, snapshot_id=args.snapshot_id).to_arrow()))
-        elif args.command == "rewrite-deletes":
-            result = _open_table(args.warehouse, args.table).rewrite_position_deletes()
-            print(
-                f"removed {result.removed_delete_files} position delete files ({result.removed_delete_bytes} bytes,"
-                f" {result.dangling_delete_files} applied to no data file), added {result.added_delete_files}"
-                f" ({result.added_delete_bytes} bytes); snapshot {result.snapshot_id or 'none: nothing to do'}"
-            )
+        else:
+            _run_maintenance(args)
     except mor.MorError as e:
         print(f"mor: {type(e).__name__}: {e}", file=sys.stderr)
         return 2

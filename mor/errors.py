@@ -9,7 +9,8 @@
     ├── NamespaceNotEmptyError
     ├── InvalidFilterError        bad predicate text, or a column the schema does not have
     ├── InvalidArgumentError      an argument that makes no sense (also a ValueError)
-    │   └── DuplicateKeyError     UPSERT/MERGE source rows that repeat a key
+    │   ├── DuplicateKeyError     UPSERT/MERGE source rows that repeat a key
+    │   └── RetentionTooShortError  expiring or vacuuming closer to now than the table allows
     ├── SchemaMismatchError       appended or updated data does not fit the table schema
     ├── CommitConflictError       a concurrent commit made ours invalid (after retrying what is retryable)
     ├── CommitStateUnknownError   the catalog may or may not hold our commit: never clean up after it
@@ -64,6 +65,10 @@ class InvalidArgumentError(MorError, ValueError):
 
 class DuplicateKeyError(InvalidArgumentError):
     pass
+
+
+class RetentionTooShortError(InvalidArgumentError):
+    """A retention shorter than the table's configured minimum, without the explicit override."""
 
 
 class SchemaMismatchError(MorError):

@@ -29,7 +29,11 @@ from mor.errors import NoSuchTableError, CommitConflictError, CommitStateUnknown
 from mor.format.metadata import Snapshot, TableMetadata, with_properties
 from mor.format.spec import Operation
 from mor.io.fileio import FileIO
-from mor.maintenance.orphans import DEFAULT_MIN_AGE, orphan_files
+from mor.maintenance.compact import CompactionOptions, CompactionPlan, CompactionResult, plan_compaction, write_compaction
+from mor.maintenance.expire import ExpireResult, expire_snapshots
+from mor.maintenance.orphans import DEFAULT_MIN_AGE, OrphanResult, remove_orphans
+from mor.maintenance.policy import MaintainResult, MaintenancePolicy
+from mor.maintenance.progress import Progress, ProgressArg
 from mor.maintenance.rewrite_deletes import RewritePlan, RewriteResult, plan_rewrite
 from mor.planning.filters import FilterLike, bind_filter, parse_filter
 from mor.write.arrow_schema import conform, to_arrow_schema
@@ -189,21 +193,100 @@ class Table:
                     raise CommitConflictError("could not set properties: the table kept changing") from None
                 self.refresh()
 
-    def remove_orphan_files(self, older_than: dt.timedelta | dt.datetime = DEFAULT_MIN_AGE, dry_run: bool = False) -> list[str]:
+    def remove_orphan_files(
+        self, older_than: dt.timedelta | dt.datetime = DEFAULT_MIN_AGE, dry_run: bool = False, progress: ProgressArg = None
+    ) -> OrphanResult:
         """Delete files under the table location that no metadata references and that were
         last modified before `older_than` (an age, default 3 days, or a time); `dry_run` only
-        lists them. Returns their paths. Files of commits in flight are young: keep the
-        threshold well above the longest write."""
+        lists them. The result iterates over their paths. Files of commits in flight are
+        young: keep the threshold well above the longest write."""
         self._writable()
         self.refresh()
-        cutoff = dt.datetime.now(dt.timezone.utc) - older_than if isinstance(older_than, dt.timedelta) else older_than
-        if not isinstance(cutoff, dt.datetime):
-            raise InvalidArgumentError(f"older_than must be a timedelta or a datetime, got {older_than!r}")
-        orphans = orphan_files(self.io, self.metadata, self.metadata_location, cutoff)
-        if not dry_run:
-            for path in orphans:
-                self.io.delete(path)
-        return orphans
+        return remove_orphans(self.io, self.metadata, self.metadata_location, older_than, dry_run, Progress("remove_orphan_files", progress))
+
+    def expire_snapshots(
+        self,
+        older_than: dt.timedelta | dt.datetime | None = None,
+        retain_last: int | None = None,
+        *,
+        allow_short_retention: bool = False,
+        dry_run: bool = False,
+        progress: ProgressArg = None,
+    ) -> ExpireResult:
+        """Remove snapshots older than `older_than` (an age or a time; default the table's
+        `history.expire.max-snapshot-age-ms`, 5 days) beyond the newest `retain_last` of each
+        branch (default `history.expire.min-snapshots-to-keep`, 1), and delete the files only
+        they could read. A retention shorter than `history.expire.max-snapshot-age-ms` raises
+        RetentionTooShortError unless `allow_short_retention=True`. `dry_run` changes nothing
+        and says what would go."""
+        ops = self._writable()
+        self.refresh()
+        result, self.metadata, self.metadata_location = expire_snapshots(
+            self.io,
+            ops,
+            self.metadata,
+            self.metadata_location,
+            older_than=older_than,
+            retain_last=retain_last,
+            allow_short_retention=allow_short_retention,
+            dry_run=dry_run,
+            progress=Progress("expire_snapshots", progress),
+        )
+        return result
+
+    def compact(
+        self,
+        where: FilterLike = None,
+        target_file_size: int | None = None,
+        min_delete_ratio: float = 0.0,
+        min_input_files: int = 5,
+        min_delete_files: int | None = None,
+        *,
+        dry_run: bool = False,
+        progress: ProgressArg = None,
+    ) -> CompactionResult:
+        """Rewrite the data files that carry deletes (deleted share >= `min_delete_ratio`, or
+        at least `min_delete_files` delete files), and small files, with their deletes applied,
+        into files of up to `target_file_size` bytes (default `write.target-file-size-bytes`);
+        delete files that then apply to nothing leave in the same `replace` commit. `where`
+        limits it to files that may hold matching rows. See mor/maintenance/compact.py."""
+        self._writable()
+        options = CompactionOptions.of(self.metadata, target_file_size, min_delete_ratio, min_input_files, min_delete_files)
+        row_filter = parse_filter(where)
+        bind_filter(self.schema(), row_filter)
+        self.refresh()
+        reporter = Progress("compact", progress)
+        done: list[CompactionPlan] = []
+
+        def plan() -> tuple[Changes, Validator] | None:
+            done[:] = [plan_compaction(self.io, self.metadata, row_filter, options)]
+            if done[0].empty or dry_run:
+                return None
+            validate = write_compaction(self.io, self.metadata, done[0], options, reporter)
+            return done[0].changes, validate
+
+        snapshot = self._run_dml("delete", plan)
+        return done[0].result(snapshot.snapshot_id if snapshot is not None else None, dry_run)
+
+    def maintain(self, *, dry_run: bool = False, progress: ProgressArg = None) -> MaintainResult:
+        """The scheduled upkeep the table's properties ask for: compact files with many
+        deletes, expire old snapshots, remove old orphan files (mor/maintenance/policy.py)."""
+        self._writable()
+        policy = MaintenancePolicy.of(self.metadata.properties)
+        compaction = expiry = orphans = None
+        if policy.compact:
+            compaction = self.compact(
+                min_delete_ratio=policy.min_delete_ratio,
+                min_delete_files=policy.min_delete_files,
+                min_input_files=policy.min_input_files,
+                dry_run=dry_run,
+                progress=progress,
+            )
+        if policy.expire:
+            expiry = self.expire_snapshots(dry_run=dry_run, progress=progress)
+        if policy.remove_orphans:
+            orphans = self.remove_orphan_files(older_than=policy.orphan_min_age, dry_run=dry_run, progress=progress)
+        return MaintainResult(compaction, expiry, orphans)
 
     def rewrite_position_deletes(self) -> RewriteResult:
         """Merge the position delete files of each data file into one sorted file, and drop

@@ -46,6 +46,9 @@ class Changes:
     removed_data: list[DataFile] = field(default_factory=list)
     removed_deletes: list[DeleteFile] = field(default_factory=list)
     added_spec: PartitionSpec | None = None  # a spec the added files use that the table lacks
+    # Compaction: the added data files keep the data sequence number of the snapshot it read,
+    # so deletes committed after that snapshot still apply to the rewritten rows.
+    data_sequence_number: int | None = None
 
 
 # validate(base the operation read, current base) raises CommitConflictError when our changes
@@ -162,7 +165,8 @@ def _write_new_file_manifests(
         content = ManifestContent.DELETES if f.is_delete else ManifestContent.DATA
         groups.setdefault((content, f.spec_id), []).append(f)
     for (content, spec_id), files in groups.items():
-        entries = [EntryToWrite(ManifestEntryStatus.ADDED, snapshot_id, f) for f in files]
+        keep = None if content == ManifestContent.DELETES else changes.data_sequence_number
+        entries = [EntryToWrite(ManifestEntryStatus.ADDED, snapshot_id, f, keep) for f in files]
         location = _manifest_location(metadata, snapshot_id, len(out))
         out.append(
             write_manifest(io, location, spec=specs[spec_id], schema=schema, content=content, snapshot_id=snapshot_id, entries=entries)

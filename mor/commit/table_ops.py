@@ -37,6 +37,11 @@ def read_metadata(io: FileIO, location: str) -> TableMetadata:
         raise type(e)(f"table metadata file {location}: {e}") from e
 
 
+def is_versioned_metadata_file(location: str) -> bool:
+    """Named like the metadata files writers number (`00003-<uuid>.metadata.json`, `v3.metadata.json`)."""
+    return _VERSION.search(location) is not None
+
+
 def metadata_version(location: str | None) -> int:
     if location is None:
         return -1

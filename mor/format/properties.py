@@ -39,6 +39,14 @@ def _whole_number(minimum: int) -> Callable[[str], str | None]:
     return check
 
 
+def _fraction(value: str) -> str | None:
+    try:
+        ok = 0.0 <= float(value) <= 1.0
+    except ValueError:
+        ok = False
+    return None if ok else "a number between 0 and 1"
+
+
 # name -> check(value): None when the value is usable, else what the value must be.
 CHECKS: dict[str, Callable[[str], str | None]] = {
     "write.delete.mode": _one_of(MODES),
@@ -60,6 +68,16 @@ CHECKS: dict[str, Callable[[str], str | None]] = {
     "write.target-file-size-bytes": _whole_number(1),
     "write.parquet.row-group-size-bytes": _whole_number(1),
     "write.parquet.compression-codec": _one_of(PARQUET_CODECS, case_sensitive=False),
+    "history.expire.max-snapshot-age-ms": _whole_number(0),
+    "history.expire.min-snapshots-to-keep": _whole_number(1),
+    # table.maintain() policy (mor/maintenance/policy.py)
+    "mor.maintain.compact.enabled": _one_of(("true", "false"), case_sensitive=False),
+    "mor.maintain.compact.min-delete-ratio": _fraction,
+    "mor.maintain.compact.min-delete-files": _whole_number(1),
+    "mor.maintain.compact.min-input-files": _whole_number(1),
+    "mor.maintain.expire.enabled": _one_of(("true", "false"), case_sensitive=False),
+    "mor.maintain.remove-orphans.enabled": _one_of(("true", "false"), case_sensitive=False),
+    "mor.maintain.remove-orphans.min-age-ms": _whole_number(0),
 }
 
 

@@ -11,11 +11,14 @@ metadata cannot be read, nothing is removed: an unreadable manifest would hide l
 from __future__ import annotations
 
 import datetime as dt
+from typing import Iterable
 
+from mor.errors import InvalidArgumentError
 from mor.format.manifest import read_manifest
 from mor.format.manifest_list import read_manifest_list
 from mor.format.metadata import TableMetadata
 from mor.io.fileio import FileIO
+from mor.maintenance.progress import Progress
 
 DEFAULT_MIN_AGE = dt.timedelta(days=3)  # as Iceberg's remove_orphan_files
 
@@ -37,14 +40,48 @@ def reachable_files(io: FileIO, metadata: TableMetadata, metadata_location: str)
     return {io.path(f) for f in found}
 
 
-def orphan_files(io: FileIO, metadata: TableMetadata, metadata_location: str, older_than: dt.datetime) -> list[str]:
-    """Unreferenced files under the table location last modified before `older_than`."""
+def orphan_files(io: FileIO, metadata: TableMetadata, metadata_location: str, older_than: dt.datetime) -> dict[str, int]:
+    """Unreferenced files under the table location last modified before `older_than`, with
+    their sizes, by path."""
     reachable = reachable_files(io, metadata, metadata_location)
     cutoff_ns = int(older_than.timestamp() * 1e9)  # a naive datetime is local time, as everywhere in Python
-    out = []
+    out = {}
     for info in io.list_files(metadata.location):
         if info.path in reachable or info.path.endswith("version-hint.text"):
             continue
         if info.mtime_ns is not None and info.mtime_ns < cutoff_ns:
-            out.append(info.path)
-    return sorted(out)
+            out[info.path] = info.size or 0
+    return dict(sorted(out.items()))
+
+
+class OrphanResult(list):
+    """The paths `remove_orphan_files` removed (with `dry_run`, would remove), sorted: a list,
+    as this call returned before it had a result object, plus what it adds up to."""
+
+    def __init__(self, paths: Iterable[str], removed_bytes: int, dry_run: bool = False):
+        super().__init__(paths)
+        self.removed_bytes = removed_bytes
+        self.dry_run = dry_run
+
+    @property
+    def removed_files(self) -> int:
+        return len(self)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"removed_files": len(self), "removed_bytes": self.removed_bytes, "dry_run": self.dry_run, "paths": list(self)}
+
+
+def remove_orphans(
+    io: FileIO, metadata: TableMetadata, metadata_location: str, older_than: dt.timedelta | dt.datetime, dry_run: bool, progress: Progress
+) -> OrphanResult:
+    """Find the orphans older than `older_than` (an age or a time) and delete them unless `dry_run`."""
+    cutoff = dt.datetime.now(dt.timezone.utc) - older_than if isinstance(older_than, dt.timedelta) else older_than
+    if not isinstance(cutoff, dt.datetime):
+        raise InvalidArgumentError(f"older_than must be a timedelta or a datetime, got {older_than!r}")
+    orphans = orphan_files(io, metadata, metadata_location, cutoff)
+    if not dry_run:
+        with progress.stage("delete orphan files", len(orphans)) as step:
+            for path in orphans:
+                io.delete(path)
+                step.advance()
+    return OrphanResult(orphans, sum(orphans.values()), dry_run)

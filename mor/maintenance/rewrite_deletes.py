@@ -42,6 +42,9 @@ class RewriteResult:
     dangling_delete_files: int  # among the removed: they applied to no live data file
     snapshot_id: int | None = None
 
+    def to_dict(self) -> dict[str, object]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
 
 @dataclass
 class RewritePlan:

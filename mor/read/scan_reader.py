@@ -30,9 +30,11 @@ def parallel_map(fn: Callable[[T], R], items: Sequence[T], max_workers: int | No
         return list(pool.map(fn, items))
 
 
-def _reader(
+def prepared_reader(
     io: FileIO, tasks: Sequence[FileScanTask], schema: Schema, projection: Schema, row_filter: BooleanExpression, case_sensitive: bool
 ) -> TaskReader:
+    """One TaskReader for all of `tasks`: delete files are dropped from its cache after the last
+    task that needs them (`reader.cache.done(task)`)."""
     reader = TaskReader(io, schema, projection, row_filter, DeleteFileCache(io, tasks), case_sensitive)
     # Announced up front, each set of equality columns and partition is indexed once, with all
     # of its files, rather than once per subset of files the tasks happen to need.
@@ -48,7 +50,7 @@ def read_batches(
     row_filter: BooleanExpression,
     case_sensitive: bool = True,
 ) -> Iterator[pa.RecordBatch]:
-    reader = _reader(io, tasks, schema, projection, row_filter, case_sensitive)
+    reader = prepared_reader(io, tasks, schema, projection, row_filter, case_sensitive)
     for task in tasks:
         yield from reader.read(task)
         reader.cache.done(task)
@@ -65,7 +67,7 @@ def read_table(
 ) -> pa.Table:
     """All rows of all tasks, in task order; tasks are read in parallel threads (pyarrow
     releases the GIL while decoding)."""
-    reader = _reader(io, tasks, schema, projection, row_filter, case_sensitive)
+    reader = prepared_reader(io, tasks, schema, projection, row_filter, case_sensitive)
 
     def read_one(task: FileScanTask) -> list[pa.RecordBatch]:
         batches = list(reader.read(task))

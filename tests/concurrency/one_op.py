@@ -6,6 +6,7 @@ MOR_FAULT_POINT so that the process kills itself at one step of the commit.
 
 from __future__ import annotations
 
+import datetime as dt
 import sys
 
 import pyarrow as pa
@@ -30,6 +31,12 @@ def run(table: mor.Table, kind: str) -> None:
         table.upsert(NEW_ROWS, on=["key"])
     elif kind == "delete_rows":
         table.delete_rows(NEW_ROWS.select(["key"]))
+    elif kind == "compact":
+        table.compact()
+    elif kind == "rewrite_position_deletes":
+        table.rewrite_position_deletes()
+    elif kind == "expire":
+        table.expire_snapshots(older_than=dt.timedelta(0), retain_last=1, allow_short_retention=True)
     else:
         raise ValueError(kind)
 

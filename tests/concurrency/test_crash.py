@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from one_op import run
+from one_op import NEW_ROWS, run
 from test_concurrent_writers import Op, check_history, rows_at
 from writer import SCHEMA, initial_rows
 
@@ -79,6 +79,54 @@ def test_a_writer_killed_at_each_step_of_a_commit(tmp_path: Path, point: str, ki
     if point != "committed":
         assert _files(table.location) == old_files, "the dead writer's files are not all gone"
     table.append(initial_rows().slice(0, 1))  # the table takes new commits
+
+
+def _table_with_deletes(warehouse: Path) -> mor.Table:
+    table = _new_table(warehouse)
+    for keys in ("1, 2", "3", "key >= 400 and key < 410"):
+        table.delete(keys if "key" in keys else f"key in ({keys})")
+    table.delete_rows(NEW_ROWS.select(["key"]).slice(1, 1))
+    return table
+
+
+MAINTENANCE = [(kind, point) for kind in ("compact", "rewrite_position_deletes") for point in POINTS] + [
+    ("expire", "expire-committed"),
+    ("expire", "expire-deleting"),
+]
+
+
+@pytest.mark.parametrize("kind, point", MAINTENANCE)
+def test_maintenance_killed_at_each_step(tmp_path: Path, kind: str, point: str) -> None:
+    """Maintenance changes no row: killed anywhere, the table reads the same rows, every
+    snapshot still there reads as before, and remove_orphan_files cleans up what is left."""
+    table = _table_with_deletes(tmp_path)
+    rows, old_location = _rows(table), table.metadata_location
+    history = {s.snapshot_id: _rows_at(table, s.snapshot_id) for s in table.snapshots()}
+
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "one_op.py"), str(tmp_path), kind],
+        env=_env(**{ENV: point}), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
+
+    table = mor.load_catalog(tmp_path).load_table("db.t")
+    committed = point in ("committed", "expire-committed", "expire-deleting")
+    assert (table.metadata_location != old_location) == committed
+    assert _rows(table) == rows
+    for snapshot in table.snapshots():
+        assert _rows_at(table, snapshot.snapshot_id) == history.get(snapshot.snapshot_id, rows)
+    if kind == "expire":
+        assert len(table.snapshots()) == 1
+    _remove_all_orphans(table)
+    table = mor.load_catalog(tmp_path).load_table("db.t")
+    assert _rows(table) == rows
+    for snapshot in table.snapshots():
+        assert _rows_at(table, snapshot.snapshot_id) == history.get(snapshot.snapshot_id, rows)
+    table.append(initial_rows().slice(0, 1))  # the table takes new commits
+
+
+def _rows_at(table: mor.Table, snapshot_id: int) -> list[tuple]:
+    return sorted((r["key"], r["n"], r["tag"]) for r in table.scan(snapshot_id=snapshot_id).to_arrow().to_pylist())
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])

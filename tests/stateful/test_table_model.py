@@ -50,6 +50,8 @@ from hypothesis.stateful import (
 )
 
 import mor
+from mor.format.spec import ManifestContent
+from mor.planning.planner import live_entries
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("category", pa.string()), ("value", pa.float64())])
 COLUMNS = SCHEMA.names
@@ -409,6 +411,11 @@ class TableModel(RuleBasedStateMachine):
             before = self.table.current_snapshot()
             getattr(self.table, name)()
             after = self.table.current_snapshot()
+            if name == "compact":  # no delete file is left that applies to no data file
+                applied = {d.file_path for t in self.table.scan().plan_files() for d in t.delete_files}
+                snapshot = self.table.current_snapshot()
+                live = live_entries(self.table.io, self.table.metadata, snapshot, ManifestContent.DELETES) if snapshot else []
+                assert {e.file.file_path for e in live} <= applied
             if after is not None and (before is None or after.snapshot_id != before.snapshot_id):
                 self._record(after, self.model)
 
@@ -419,7 +426,7 @@ class TableModel(RuleBasedStateMachine):
         def expire_snapshots(self, data: st.DataObject) -> None:
             i = data.draw(st.integers(0, len(self.versions) - 1), label="expire before version")
             older_than = self.versions[i].timestamp_ms
-            self.table.expire_snapshots(older_than=_ms_to_datetime(older_than), retain_last=1)
+            self.table.expire_snapshots(older_than=_ms_to_datetime(older_than), retain_last=1, allow_short_retention=True)
             kept = {s.snapshot_id for s in self.table.snapshots()}
             assert all(v.snapshot_id in kept for v in self.versions if v.timestamp_ms >= older_than)
             self.versions = [v for v in self.versions if v.snapshot_id in kept]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 import mor
 from mor.cli import main
+from mor.io.fileio import to_local_path
 
 
 def test_quickstart_builds_the_demo_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -43,3 +45,67 @@ def test_rewrite_deletes_merges_and_reports(tmp_path: Path, capsys: pytest.Captu
     assert table.scan().count() == rows
     assert all(len(t.position_deletes) <= 1 for t in table.scan().plan_files())
     assert main(["rewrite-deletes", "demo.nope", "--warehouse", str(tmp_path)]) == 2
+
+
+def test_compact_dry_run_then_compact(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["quickstart", "--warehouse", str(tmp_path)]) == 0
+    table = mor.load_catalog(tmp_path).load_table("demo.events")
+    rows, before = table.scan().count(), table.metadata_location
+    capsys.readouterr()
+    assert main(["compact", "demo.events", "--warehouse", str(tmp_path), "--dry-run"]) == 0
+    assert capsys.readouterr().out.startswith("dry run, nothing changed: rewrote ")
+    assert table.refresh().metadata_location == before
+    assert main(["compact", "demo.events", "--warehouse", str(tmp_path), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["rewritten_data_files"] > 0 and result["snapshot_id"] == table.refresh().current_snapshot().snapshot_id
+    assert table.scan().count() == rows
+    assert all(not t.delete_files for t in table.scan().plan_files())
+    assert main(["compact", "demo.events", "--warehouse", str(tmp_path), "--min-delete-ratio", "2"]) == 2
+    assert "InvalidArgumentError" in capsys.readouterr().err
+
+
+def test_remove_orphans_lists_then_removes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["quickstart", "--warehouse", str(tmp_path)]) == 0
+    table = mor.load_catalog(tmp_path).load_table("demo.events")
+    stray = Path(to_local_path(table.location)) / "data" / "stray.parquet"
+    stray.write_bytes(b"left by a crashed writer")
+    capsys.readouterr()
+    assert main(["remove-orphans", "demo.events", "--warehouse", str(tmp_path), "--older-than", "3d"]) == 0
+    assert "removed 0 orphan files" in capsys.readouterr().out  # too young
+    assert main(["remove-orphans", "demo.events", "--warehouse", str(tmp_path), "--older-than", "0s", "--dry-run"]) == 0
+    assert str(stray) in capsys.readouterr().out and stray.exists()
+    assert main(["remove-orphans", "demo.events", "--warehouse", str(tmp_path), "--older-than", "0s"]) == 0
+    assert "removed 1 orphan files (24 bytes)" in capsys.readouterr().out and not stray.exists()
+    with pytest.raises(SystemExit) as bad_age:  # argparse's usage error
+        main(["remove-orphans", "demo.events", "--warehouse", str(tmp_path), "--older-than", "soon"])
+    assert bad_age.value.code == 2 and "neither an age" in capsys.readouterr().err
+
+
+def test_expire_refuses_a_short_retention_without_the_override(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["quickstart", "--warehouse", str(tmp_path)]) == 0
+    table = mor.load_catalog(tmp_path).load_table("demo.events")
+    rows = table.scan().count()
+    capsys.readouterr()
+    assert main(["expire", "demo.events", "--warehouse", str(tmp_path), "--older-than", "0s", "--retain-last", "2"]) == 2
+    assert "RetentionTooShortError" in capsys.readouterr().err
+    assert len(table.refresh().snapshots()) == 8
+    args = ["expire", "demo.events", "--warehouse", str(tmp_path), "--older-than", "0s", "--retain-last", "2", "--allow-short-retention"]
+    assert main([*args, "--dry-run"]) == 0
+    assert "expired 6 snapshots" in capsys.readouterr().out and len(table.refresh().snapshots()) == 8
+    assert main(args) == 0
+    assert "expired 6 snapshots" in capsys.readouterr().out
+    assert len(table.refresh().snapshots()) == 2 and table.scan().count() == rows
+
+
+def test_maintain_follows_the_table_properties(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["quickstart", "--warehouse", str(tmp_path)]) == 0
+    table = mor.load_catalog(tmp_path).load_table("demo.events")
+    rows = table.scan().count()
+    table.set_properties(**{"mor.maintain.compact.min-delete-files": "1", "mor.maintain.remove-orphans.enabled": "false"})
+    capsys.readouterr()
+    assert main(["maintain", "demo.events", "--warehouse", str(tmp_path), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["compaction"]["rewritten_data_files"] > 0 and result["orphans"] is None
+    assert result["expiry"]["expired_snapshot_ids"] == []  # every snapshot is younger than 5 days
+    assert table.refresh().scan().count() == rows
+    assert all(not t.delete_files for t in table.scan().plan_files())

@@ -1,0 +1,258 @@
+"""Compaction: rewrite data files that carry deletes (and small files) with their deletes applied.
+
+Which files: in the snapshot read (optionally only files that may hold rows matching `where`),
+a data file with deletes is rewritten when its deleted share reaches `min_delete_ratio` (or it
+has `min_delete_files` delete files); small files (under 75% of the target size, as Iceberg's
+default) join them, and on their own a partition's small files are rewritten once there are
+`min_input_files` of them. Files are grouped by partition spec and partition, packed into bins
+of about `target_file_size` input bytes, and each bin is streamed through its own rolling
+writer (bins in parallel); rows stay in their file's spec (a concurrent equality delete in
+that spec must still reach them).
+
+The commit (operation `replace`) swaps the files and drops every delete file that then applies
+to no live data file. The new files keep the data sequence number of the snapshot read, so a
+delete committed meanwhile still applies to their rows. Conflicts, checked against what landed
+meanwhile (the caller re-plans on CommitConflictError):
+  - a position delete added for a rewritten file (its rows would come back);
+  - a data file added with a data sequence number older than an equality delete this commit
+    drops (another compaction's output, which that delete must still reach);
+  - a rewritten data file or dropped delete file removed meanwhile (checked by the commit).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from pyiceberg.expressions import AlwaysTrue, BooleanExpression
+
+from mor.commit.snapshot_producer import Changes, Validator
+from mor.errors import InvalidArgumentError
+from mor.format.content_file import DataFile, DeleteFile
+from mor.format.metadata import TableMetadata
+from mor.format.spec import FileContent, ManifestContent, Operation
+from mor.io.fileio import FileIO
+from mor.maintenance.progress import Progress
+from mor.planning.conflicts import commits_since
+from mor.planning.delete_index import applies_to, partition_key
+from mor.planning.planner import live_entries, plan_files, unpartitioned_spec_ids
+from mor.planning.task import FileScanTask
+from mor.read.position_deletes import DeleteFileCache, deleted_positions
+from mor.read.scan_reader import parallel_map, prepared_reader
+from mor.write.options import WriteOptions
+from mor.write.rolling import RollingDataWriter, write_rows
+
+SMALL_FILE_SHARE = 0.75  # Iceberg's min-file-size-bytes default: 75% of the target
+TARGET_FILE_SIZE = "write.target-file-size-bytes"
+
+
+@dataclass(frozen=True)
+class CompactionOptions:
+    target_file_size: int
+    min_delete_ratio: float = 0.0
+    min_input_files: int = 5
+    min_delete_files: int | None = None
+
+    @classmethod
+    def of(
+        cls, metadata: TableMetadata, target_file_size: int | None, min_delete_ratio: float, min_input_files: int, min_delete_files: int | None
+    ) -> CompactionOptions:
+        target = target_file_size if target_file_size is not None else WriteOptions(metadata.properties).target_file_bytes
+        if isinstance(target, bool) or not isinstance(target, int) or target <= 0:
+            raise InvalidArgumentError(f"target_file_size must be a positive number of bytes, got {target!r}")
+        if isinstance(min_delete_ratio, bool) or not isinstance(min_delete_ratio, (int, float)) or not 0 <= min_delete_ratio <= 1:
+            raise InvalidArgumentError(f"min_delete_ratio must be between 0 and 1, got {min_delete_ratio!r}")
+        if isinstance(min_input_files, bool) or not isinstance(min_input_files, int) or min_input_files < 1:
+            raise InvalidArgumentError(f"min_input_files must be a positive integer, got {min_input_files!r}")
+        if min_delete_files is not None and (isinstance(min_delete_files, bool) or not isinstance(min_delete_files, int) or min_delete_files < 1):
+            raise InvalidArgumentError(f"min_delete_files must be a positive integer or None, got {min_delete_files!r}")
+        return cls(target, float(min_delete_ratio), min_input_files, min_delete_files)
+
+
+@dataclass(frozen=True)
+class CompactionResult:
+    """What `compact` did (with `dry_run`, would do: nothing is written, so nothing added)."""
+
+    rewritten_data_files: int
+    rewritten_data_bytes: int
+    added_data_files: int
+    added_data_bytes: int
+    removed_position_delete_files: int
+    removed_position_delete_bytes: int
+    removed_equality_delete_files: int
+    removed_equality_delete_bytes: int
+    rewritten_rows: int  # rows the rewritten files held, deleted ones included
+    written_rows: int  # rows written: the live ones
+    snapshot_id: int | None = None  # None: nothing to do (or a dry run)
+    dry_run: bool = False
+
+    @property
+    def removed_delete_files(self) -> int:
+        return self.removed_position_delete_files + self.removed_equality_delete_files
+
+    def to_dict(self) -> dict[str, object]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+@dataclass
+class CompactionPlan:
+    snapshot_sequence_number: int
+    groups: list[list[FileScanTask]]  # bins: files of one spec and partition, written together
+    dropped_deletes: list[DeleteFile]  # apply to no data file the commit leaves live
+    changes: Changes = field(default_factory=lambda: Changes(Operation.REPLACE))
+
+    @property
+    def rewritten(self) -> list[DataFile]:
+        return [t.data_file for g in self.groups for t in g]
+
+    @property
+    def empty(self) -> bool:
+        return not self.groups and not self.dropped_deletes
+
+    def result(self, snapshot_id: int | None, dry_run: bool = False) -> CompactionResult:
+        rewritten, added = self.rewritten, self.changes.added_data
+        position = [f for f in self.dropped_deletes if f.content == FileContent.POSITION_DELETES]
+        equality = [f for f in self.dropped_deletes if f.content == FileContent.EQUALITY_DELETES]
+        return CompactionResult(
+            rewritten_data_files=len(rewritten),
+            rewritten_data_bytes=sum(f.file_size_in_bytes for f in rewritten),
+            added_data_files=len(added),
+            added_data_bytes=sum(f.file_size_in_bytes for f in added),
+            removed_position_delete_files=len(position),
+            removed_position_delete_bytes=sum(f.file_size_in_bytes for f in position),
+            removed_equality_delete_files=len(equality),
+            removed_equality_delete_bytes=sum(f.file_size_in_bytes for f in equality),
+            rewritten_rows=sum(f.record_count for f in rewritten),
+            written_rows=sum(f.record_count for f in added),
+            snapshot_id=snapshot_id,
+            dry_run=dry_run,
+        )
+
+
+def plan_compaction(io: FileIO, metadata: TableMetadata, where: BooleanExpression, options: CompactionOptions) -> CompactionPlan:
+    """Choose the files to rewrite and the delete files that then apply to nothing."""
+    snapshot = metadata.current_snapshot()
+    if snapshot is None:
+        return CompactionPlan(0, [], [])
+    every_task = plan_files(io, metadata, snapshot, AlwaysTrue())
+    in_scope = every_task if isinstance(where, AlwaysTrue) else plan_files(io, metadata, snapshot, where)
+    chosen = _choose(io, in_scope, options)
+    groups = _bins(chosen, options.target_file_size)
+    rewritten = {t.data_file.file_path for t in chosen}
+    still_applied = {d.file_path for t in every_task if t.data_file.file_path not in rewritten for d in t.delete_files}
+    live_deletes = [e.file for e in live_entries(io, metadata, snapshot, ManifestContent.DELETES)]
+    dropped = [f for f in live_deletes if f.file_path not in still_applied]
+    return CompactionPlan(snapshot.sequence_number, groups, dropped)  # type: ignore[arg-type]
+
+
+def _choose(io: FileIO, tasks: list[FileScanTask], options: CompactionOptions) -> list[FileScanTask]:
+    small_below = SMALL_FILE_SHARE * options.target_file_size
+    cache = DeleteFileCache(io)
+    by_partition: dict[tuple, tuple[list[FileScanTask], list[FileScanTask]]] = defaultdict(lambda: ([], []))
+    for task in tasks:
+        with_deletes, small = by_partition[(task.data_file.spec_id, partition_key(task.data_file.partition))]
+        if task.delete_files and _enough_deletes(task, options, cache):
+            with_deletes.append(task)
+        elif task.data_file.file_size_in_bytes < small_below:
+            small.append(task)
+    out = []
+    for with_deletes, small in by_partition.values():
+        if with_deletes:
+            out += with_deletes + small  # small files of the partition ride along
+        elif len(small) >= max(options.min_input_files, 2):
+            out += small
+    return out
+
+
+def _enough_deletes(task: FileScanTask, options: CompactionOptions, cache: DeleteFileCache) -> bool:
+    if options.min_delete_files is not None and len(task.delete_files) >= options.min_delete_files:
+        return True
+    if options.min_delete_ratio == 0:
+        return True
+    rows = max(task.data_file.record_count, 1)
+    # Position deletes are counted exactly; an equality delete file's rows are an upper bound
+    # of what it removes here (knowing more would mean reading the data).
+    deleted = len(deleted_positions(task.data_file.file_path, task.position_deletes, cache))
+    deleted += sum(f.record_count for f in task.equality_deletes)
+    return min(deleted, rows) / rows >= options.min_delete_ratio
+
+
+def _bins(tasks: list[FileScanTask], target: int) -> list[list[FileScanTask]]:
+    """Files of one spec and partition, packed in path order into bins of about `target`
+    input bytes; bins are written in parallel, each into files rolled at the target."""
+    groups: dict[tuple, list[FileScanTask]] = defaultdict(list)
+    for task in tasks:
+        groups[(task.data_file.spec_id, partition_key(task.data_file.partition))].append(task)
+    bins: list[list[FileScanTask]] = []
+    for group in groups.values():
+        size = target  # start a new bin with the first file
+        for task in sorted(group, key=lambda t: t.data_file.file_path):
+            if size + task.data_file.file_size_in_bytes > target and size > 0:
+                bins.append([])
+                size = 0
+            bins[-1].append(task)
+            size += task.data_file.file_size_in_bytes
+    return bins
+
+
+def write_compaction(io: FileIO, metadata: TableMetadata, plan: CompactionPlan, options: CompactionOptions, progress: Progress) -> Validator:
+    """Write the groups' live rows into new files (filling `plan.changes`); the validator for the commit."""
+    schema, specs = metadata.schema(), metadata.specs()
+    tasks = [t for g in plan.groups for t in g]
+    write_options = WriteOptions({**metadata.properties, TARGET_FILE_SIZE: str(options.target_file_size)})
+    reader = prepared_reader(io, tasks, schema, schema, AlwaysTrue(), True)
+    written: list[list[DataFile]] = []
+
+    with progress.stage("rewrite data files", len(tasks)) as step:
+
+        def rewrite(group: list[FileScanTask]) -> list[DataFile]:
+            spec = specs[group[0].data_file.spec_id]
+            writer = RollingDataWriter(io, metadata.location, schema, spec, write_options)
+            written.append(writer.started)  # for cleanup if another group fails
+
+            def rows():
+                for task in group:
+                    yield from reader.read(task)
+                    reader.cache.done(task)
+                    step.advance()
+
+            return write_rows(writer, rows())
+
+        try:
+            files = parallel_map(rewrite, plan.groups)
+        except BaseException:
+            for started in written:
+                for location in started:
+                    io.delete(location)
+            raise
+    plan.changes = Changes(
+        Operation.REPLACE,
+        added_data=[f for group in files for f in group],
+        removed_data=plan.rewritten,
+        removed_deletes=list(plan.dropped_deletes),
+        data_sequence_number=plan.snapshot_sequence_number,
+    )
+    return _validator(io, plan)
+
+
+def _validator(io: FileIO, plan: CompactionPlan) -> Validator:
+    rewritten = plan.rewritten
+    dropped_equality = [f for f in plan.dropped_deletes if f.content == FileContent.EQUALITY_DELETES]
+
+    def validate(read_base: TableMetadata, current: TableMetadata) -> None:
+        unpartitioned = unpartitioned_spec_ids(current)
+        for c in commits_since(io, read_base, current):
+            hits = [
+                d.file_path
+                for d in c.added_deletes
+                if d.content == FileContent.POSITION_DELETES and any(applies_to(d, f, unpartitioned) for f in rewritten)
+            ]
+            if hits:
+                raise c.conflict("added position deletes for data files this compaction rewrites", hits)
+            reached = [
+                f.file_path for f in c.added_data if any(applies_to(d, f, unpartitioned) for d in dropped_equality)
+            ]  # fmt: skip
+            if reached:
+                raise c.conflict("added data files that equality deletes this compaction drops still apply to", reached)
+
+    return validate

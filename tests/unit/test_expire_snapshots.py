@@ -1,0 +1,236 @@
+"""`expire_snapshots`: retained snapshots read as before (mor and pyiceberg), expired ones are
+gone, files only they read are deleted and no file a retained snapshot reads is; the retention
+check, defaults from properties, refs, dry runs, races and the metadata log."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import os
+
+import pytest
+from pyiceberg.expressions import EqualTo, In
+from pyiceberg.table import StaticTable
+from unit_helpers import assert_no_orphans, files_under, local, make_rows, raw_entries, scan_ids
+
+import mor
+from mor.api import table as table_module
+
+NOW = dt.timedelta(0)
+
+
+def pyiceberg_ids(table: mor.Table, snapshot_id: int) -> list[int]:
+    return sorted(StaticTable.from_metadata(table.metadata_location).scan(snapshot_id=snapshot_id).to_arrow()["id"].to_pylist())
+
+
+def read_by(table: mor.Table, snapshot_id: int) -> set[str]:
+    """Files a snapshot reads: its manifest list, manifests and live content files."""
+    s = table.metadata.snapshot_by_id(snapshot_id)
+    entries = raw_entries(s.manifest_list)
+    return {local(s.manifest_list)} | {local(e.manifest["manifest_path"]) for e in entries} | {
+        local(e.path) for e in entries if e.status != 2
+    }
+
+
+def busy_table(catalog: mor.Catalog, partition_by: list[str] | None = None) -> mor.Table:
+    table = catalog.create_table("db.t", schema=make_rows([]).schema, partition_by=partition_by)
+    table.append(make_rows(range(0, 100)))
+    table.delete(In("id", [1, 2]))
+    table.append(make_rows(range(100, 200)))
+    table.delete("id >= 190", mode="copy-on-write")
+    table.update({"value": -1.0}, where="id = 5")
+    table.upsert(make_rows([7, 300]), on=["id"])
+    table.delete(EqualTo("id", 150))
+    table.compact()
+    table.delete(In("id", [160, 161]))
+    return table
+
+
+@pytest.mark.parametrize("partition_by", [None, ["category"]])
+@pytest.mark.parametrize("retain_last", [1, 3])
+def test_retained_snapshots_read_as_before_and_only_dead_files_go(
+    catalog: mor.Catalog, partition_by: list[str] | None, retain_last: int
+) -> None:
+    table = busy_table(catalog, partition_by)
+    before = {s.snapshot_id: scan_ids(table, snapshot_id=s.snapshot_id) for s in table.snapshots()}
+    needed_by = {s.snapshot_id: read_by(table, s.snapshot_id) for s in table.snapshots()}
+    on_disk = files_under(table.location)
+
+    result = table.expire_snapshots(older_than=NOW, retain_last=retain_last, allow_short_retention=True)
+
+    kept = [s.snapshot_id for s in table.snapshots()]
+    assert kept == list(before)[-retain_last:]
+    assert set(result.expired_snapshot_ids) == set(before) - set(kept) and result.expired_snapshots == len(before) - retain_last
+    for snapshot_id in kept:
+        assert scan_ids(table, snapshot_id=snapshot_id) == before[snapshot_id] == pyiceberg_ids(table, snapshot_id)
+    for snapshot_id in result.expired_snapshot_ids:
+        with pytest.raises(mor.NoSuchSnapshotError):
+            table.scan(snapshot_id=snapshot_id).to_arrow()
+    still_needed = set().union(*(needed_by[s] for s in kept))
+    deleted = on_disk - files_under(table.location)
+    assert deleted and not deleted & still_needed
+    assert {local(p) for p in result.deleted_paths} == deleted
+    assert result.deleted_data_files > 0
+    if retain_last == 1:  # the compaction dropped every position delete file
+        assert result.deleted_position_delete_files > 0
+    assert result.deleted_manifest_lists == len(before) - retain_last
+    content_bytes = result.deleted_data_bytes + result.deleted_position_delete_bytes + result.deleted_equality_delete_bytes
+    assert result.deleted_bytes > content_bytes > 0
+    only_expired = set().union(*(needed_by[s] for s in result.expired_snapshot_ids)) - still_needed
+    assert only_expired <= deleted  # nothing an expired snapshot alone read is left
+    assert_no_orphans(table)
+    assert table.remove_orphan_files(older_than=dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=5)) == []
+
+
+def test_a_short_retention_is_refused_without_the_override(catalog: mor.Catalog) -> None:
+    table = busy_table(catalog)
+    before, files = table.metadata_location, files_under(table.location)
+    with pytest.raises(mor.RetentionTooShortError, match="history.expire.max-snapshot-age-ms"):
+        table.expire_snapshots(older_than=dt.timedelta(hours=1))
+    with pytest.raises(mor.InvalidArgumentError):  # it is also an InvalidArgumentError
+        table.expire_snapshots(older_than=dt.datetime.now(dt.timezone.utc))
+    assert table.refresh().metadata_location == before and files_under(table.location) == files
+
+
+def test_defaults_come_from_the_table_properties(catalog: mor.Catalog) -> None:
+    table = busy_table(catalog)
+    count = len(table.snapshots())
+    assert table.expire_snapshots().expired_snapshots == 0  # everything is younger than 5 days
+    table.set_properties(**{"history.expire.max-snapshot-age-ms": "0", "history.expire.min-snapshots-to-keep": "4"})
+    result = table.expire_snapshots()  # a cutoff of now is the configured retention: allowed
+    assert result.expired_snapshots == count - 4 and len(table.snapshots()) == 4
+
+
+@pytest.mark.parametrize("arguments", [{"retain_last": 0}, {"retain_last": True}, {"retain_last": "2"}, {"older_than": 5}])
+def test_bad_arguments_change_nothing(catalog: mor.Catalog, arguments: dict) -> None:
+    table = busy_table(catalog)
+    before = table.metadata_location
+    with pytest.raises(mor.InvalidArgumentError):
+        table.expire_snapshots(allow_short_retention=True, **arguments)
+    assert table.refresh().metadata_location == before
+
+
+def test_dry_run_says_what_would_go_and_changes_nothing(catalog: mor.Catalog) -> None:
+    table = busy_table(catalog)
+    before, files = table.metadata_location, files_under(table.location)
+    dry = table.expire_snapshots(older_than=NOW, retain_last=2, allow_short_retention=True, dry_run=True)
+    assert dry.dry_run and dry.expired_snapshots == len(table.snapshots()) - 2
+    assert table.refresh().metadata_location == before and files_under(table.location) == files
+    real = table.expire_snapshots(older_than=NOW, retain_last=2, allow_short_retention=True)
+    assert real.expired_snapshot_ids == dry.expired_snapshot_ids
+    assert set(dry.deleted_paths) <= set(real.deleted_paths)  # the real one also drops the metadata files it outdated
+
+
+def test_refs_keep_their_snapshots(catalog: mor.Catalog) -> None:
+    table = busy_table(catalog)
+    tagged, branch_head = table.snapshots()[1], table.snapshots()[3]
+    refs = {
+        **table.metadata.refs,
+        "v1": {"snapshot-id": tagged.snapshot_id, "type": "tag"},
+        "audit": {"snapshot-id": branch_head.snapshot_id, "type": "branch", "min-snapshots-to-keep": 2},
+    }
+    table._ops.commit(table.metadata, table.metadata_location, dataclasses.replace(table.metadata, refs=refs))
+    table.refresh()
+    rows = {s: scan_ids(table, snapshot_id=s) for s in (tagged.snapshot_id, branch_head.snapshot_id)}
+
+    table.expire_snapshots(older_than=NOW, retain_last=1, allow_short_retention=True)
+
+    kept = {s.snapshot_id for s in table.snapshots()}
+    branch_parent = branch_head.parent_snapshot_id
+    assert kept == {tagged.snapshot_id, branch_head.snapshot_id, branch_parent, table.current_snapshot().snapshot_id}
+    for snapshot_id, ids in rows.items():
+        assert scan_ids(table, snapshot_id=snapshot_id) == ids == pyiceberg_ids(table, snapshot_id)
+    assert_no_orphans(table)
+
+
+def test_snapshot_log_and_time_travel_by_time(catalog: mor.Catalog) -> None:
+    table = busy_table(catalog)
+    last_two = table.snapshots()[-2:]
+    table.expire_snapshots(older_than=NOW, retain_last=2, allow_short_retention=True)
+    assert [sid for _, sid in table.metadata.snapshot_log] == [s.snapshot_id for s in last_two]
+    assert scan_ids(table, as_of=last_two[0].timestamp_ms) == scan_ids(table, snapshot_id=last_two[0].snapshot_id)
+    with pytest.raises(mor.NoSuchSnapshotError):
+        table.scan(as_of=last_two[0].timestamp_ms - 1).to_arrow()
+    assert [h.snapshot_id for h in table.history()] == [s.snapshot_id for s in last_two]
+
+
+def test_statistics_of_expired_snapshots_leave(catalog: mor.Catalog) -> None:
+    table = busy_table(catalog)
+    first, current = table.snapshots()[0], table.current_snapshot()
+    folder = local(table.location) + "/metadata"
+    stats = []
+    for s in (first, current):
+        path = f"{folder}/stats-{s.snapshot_id}.puffin"
+        with open(path, "wb") as f:
+            f.write(b"PFA1" + b"\0" * 12)
+        stats.append({"snapshot-id": s.snapshot_id, "statistics-path": path, "file-size-in-bytes": 16,
+                      "file-footer-size-in-bytes": 8, "blob-metadata": []})  # fmt: skip
+    extra = {**table.metadata.extra, "statistics": stats}
+    table._ops.commit(table.metadata, table.metadata_location, dataclasses.replace(table.metadata, extra=extra))
+    table.refresh()
+
+    result = table.expire_snapshots(older_than=NOW, retain_last=1, allow_short_retention=True)
+
+    assert result.deleted_statistics_files == 1 and not os.path.exists(stats[0]["statistics-path"])
+    assert os.path.exists(stats[1]["statistics-path"])
+    assert [s["snapshot-id"] for s in table.refresh().metadata.extra["statistics"]] == [current.snapshot_id]
+
+
+def test_metadata_files_beyond_the_log_are_deleted(catalog: mor.Catalog) -> None:
+    table = catalog.create_table("db.t", schema=make_rows([]).schema, properties={"write.metadata.previous-versions-max": "3"})
+    for k in range(6):
+        table.append(make_rows([k]))
+    folder = local(table.location) + "/metadata"
+    json_files = lambda: sorted(n for n in os.listdir(folder) if n.endswith(".metadata.json"))  # noqa: E731
+    assert len(json_files()) == 7
+
+    result = table.expire_snapshots(older_than=NOW, retain_last=6, allow_short_retention=True)  # expires nothing
+    assert result.expired_snapshots == 0 and len(json_files()) == 7
+
+    result = table.expire_snapshots(older_than=NOW, retain_last=5, allow_short_retention=True)
+    logged = {os.path.basename(local(p)) for _, p in table.metadata.metadata_log} | {os.path.basename(local(table.metadata_location))}
+    assert set(json_files()) == logged and len(logged) == 4
+    assert result.deleted_metadata_files == 4
+    assert scan_ids(table) == list(range(6))
+
+
+def test_a_commit_that_lands_first_is_kept(catalog: mor.Catalog, monkeypatch: pytest.MonkeyPatch) -> None:
+    table = busy_table(catalog)
+    real = table_module.expire_snapshots.__globals__["files_only_expired_read"]
+    pending = [lambda: catalog.load_table("db.t").append(make_rows([999]))]
+
+    def raced(*args, **kwargs):  # type: ignore[no-untyped-def]
+        out = real(*args, **kwargs)
+        while pending:
+            pending.pop()()
+        return out
+
+    monkeypatch.setitem(table_module.expire_snapshots.__globals__, "files_only_expired_read", raced)
+    expected = sorted([*scan_ids(table), 999])
+
+    result = table.expire_snapshots(older_than=NOW, retain_last=1, allow_short_retention=True)
+
+    assert scan_ids(table) == expected and len(table.snapshots()) == 1
+    assert table.current_snapshot().snapshot_id not in result.expired_snapshot_ids
+    assert_no_orphans(table)
+
+
+def test_an_unreadable_manifest_stops_it_before_anything_changes(catalog: mor.Catalog) -> None:
+    table = busy_table(catalog)
+    before, files = table.metadata_location, files_under(table.location)
+    manifest = raw_entries(table.current_snapshot().manifest_list)[0].manifest["manifest_path"]
+    with open(local(manifest), "r+b") as f:
+        f.truncate(10)
+    with pytest.raises(mor.MorError):
+        table.expire_snapshots(older_than=NOW, retain_last=1, allow_short_retention=True)
+    assert table.refresh().metadata_location == before and files_under(table.location) == files
+
+
+def test_progress_reports_each_stage(catalog: mor.Catalog) -> None:
+    table = busy_table(catalog)
+    events: list = []
+    table.expire_snapshots(older_than=NOW, retain_last=1, allow_short_retention=True, progress=events.append)
+    stages = [e.stage for e in events if e.done == 0]
+    assert stages == ["read manifests", "delete files"]
+    last = {e.stage: e for e in events}
+    assert all(e.done == e.total for e in last.values())
