@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterator, Sequence, TypeVar
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 from pyiceberg.expressions import BooleanExpression
 from pyiceberg.schema import Schema
 
@@ -68,12 +69,33 @@ def read_table(
     """All rows of all tasks, in task order; tasks are read in parallel threads (pyarrow
     releases the GIL while decoding)."""
     reader = prepared_reader(io, tasks, schema, projection, row_filter, case_sensitive)
+    workers = max_workers or (os.cpu_count() or 1)
+    if len(tasks) < workers:  # too few files to keep every core busy: read parts of files too
+        parts = parallel_map(lambda unit: list(reader.read(*unit)), _row_group_units(io, tasks), max_workers)
+        for task in tasks:
+            reader.cache.done(task)
+    else:
 
-    def read_one(task: FileScanTask) -> list[pa.RecordBatch]:
-        batches = list(reader.read(task))
-        reader.cache.done(task)
-        return batches
+        def read_one(task: FileScanTask) -> list[pa.RecordBatch]:
+            batches = list(reader.read(task))
+            reader.cache.done(task)
+            return batches
 
-    parts = parallel_map(read_one, tasks, max_workers)
+        parts = parallel_map(read_one, tasks, max_workers)
     batches = [b for part in parts for b in part]
     return pa.Table.from_batches(batches, schema=reader.output_schema)
+
+
+def _row_group_units(io: FileIO, tasks: Sequence[FileScanTask]) -> list[tuple[FileScanTask, range | None]]:
+    """Each task as one unit per row group, in order: threads take them as they free up (a
+    file that cannot be opened stays whole: reading it raises the error with its name)."""
+    units: list[tuple[FileScanTask, range | None]] = []
+    for task in tasks:
+        try:
+            with io.open_input(task.data_file.file_path) as f:
+                count = pq.ParquetFile(f).metadata.num_row_groups
+        except (OSError, pa.ArrowException):
+            units.append((task, None))
+            continue
+        units += [(task, range(i, i + 1)) for i in range(count)] or [(task, None)]
+    return units

@@ -66,7 +66,9 @@ class TaskReader:
         self.wanted_ids = wanted
         self.equality_cache = equality_cache or EqualityDeleteCache(io, schema)
 
-    def read(self, task: FileScanTask) -> Iterator[pa.RecordBatch]:
+    def read(self, task: FileScanTask, row_groups: range | None = None) -> Iterator[pa.RecordBatch]:
+        """The task's live rows; `row_groups` (indexes) limits it to part of the file, so
+        that parts of one large file can be read in parallel."""
         deleted = deleted_positions(task.data_file.file_path, task.position_deletes, self.cache)
         key_sets = self.equality_cache.key_sets(task.equality_deletes) if task.equality_deletes else []
         # Equality key columns are read even when not selected, and dropped again at the end.
@@ -87,10 +89,16 @@ class TaskReader:
                 raise CorruptMetadataError(
                     f"data file {path} has {parquet.metadata.num_rows} rows, its manifest says {task.data_file.record_count}"
                 )
-            yield from self._read_file(path, parquet, deleted, fields, key_sets)
+            yield from self._read_file(path, parquet, deleted, fields, key_sets, row_groups)
 
     def _read_file(
-        self, path: str, parquet: pq.ParquetFile, deleted: np.ndarray, fields: list[NestedField], key_sets: list[EqualityKeySet]
+        self,
+        path: str,
+        parquet: pq.ParquetFile,
+        deleted: np.ndarray,
+        fields: list[NestedField],
+        key_sets: list[EqualityKeySet],
+        row_groups: range | None,
     ) -> Iterator[pa.RecordBatch]:
         column_by_id = _columns_by_field_id(parquet.schema_arrow, self.schema)
         id_by_column = {name: fid for fid, name in column_by_id.items()}
@@ -100,6 +108,8 @@ class TaskReader:
         for rg in range(meta.num_row_groups):
             rows = meta.row_group(rg).num_rows
             rg_start, start = start, start + rows
+            if row_groups is not None and rg not in row_groups:
+                continue
             if rows == 0 or _all_deleted(deleted, rg_start, rows):
                 continue
             if self.may_match is not None and not self.may_match(row_group_metrics(meta, rg, id_by_column, self.schema)):

@@ -89,7 +89,7 @@ class RollingDataWriter:
     def close(self) -> list[DataFile]:
         try:
             for partition, p in self.partitions.items():
-                self._flush(partition, p)
+                self._flush(partition, p, final=True)
                 self._finish(partition, p)
         except BaseException:
             self.abort()
@@ -105,13 +105,21 @@ class RollingDataWriter:
             self.io.delete(location)
         self.done = []
 
-    def _flush(self, partition: PartitionValues, p: _Partition) -> None:
-        """Write the partition's buffer as row groups of its current file (rolling it when full)."""
+    def _flush(self, partition: PartitionValues, p: _Partition, final: bool = False) -> None:
+        """Write the partition's buffer as row groups of its current file (rolling it when full).
+        Past the row limit, rows beyond the last whole row group stay buffered (unless `final`):
+        writing them would leave a small row group between full ones."""
         if not p.pending:
             return
         rows = pa.concat_tables(p.pending)
         self.buffered_bytes -= p.pending_bytes
         p.pending, p.pending_bytes, p.pending_rows = [], 0, 0
+        whole = rows.num_rows // self.options.row_group_rows * self.options.row_group_rows
+        if not final and 0 < whole < rows.num_rows:
+            tail = rows.slice(whole)
+            rows = rows.slice(0, whole)
+            p.pending, p.pending_bytes, p.pending_rows = [tail], tail.nbytes, tail.num_rows
+            self.buffered_bytes += tail.nbytes
         if p.file is None:
             p.file = self._open(partition)
         f = p.file

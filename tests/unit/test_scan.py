@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
-from unit_helpers import assert_rows_are
+from pyiceberg.expressions import In
+from unit_helpers import assert_rows_are, local, make_rows
 
 import mor
 
@@ -52,3 +54,19 @@ def test_a_projection_of_no_columns_keeps_the_row_count(table: mor.Table) -> Non
 def test_case_insensitive_scan(table: mor.Table) -> None:
     got = table.scan(filter="ID < 20", columns=["NAME"], case_sensitive=False).to_arrow()
     assert sorted(got.column("name").to_pylist()) == sorted(f"n{i}" for i in range(10, 20))
+
+
+def test_one_file_is_read_in_parts_with_its_deletes(catalog: mor.Catalog) -> None:
+    """Fewer files than cores: to_arrow reads a file's row groups in parallel; rows, order and
+    deletes (positions across row groups, equality keys) are those of the streamed read."""
+    table = catalog.create_table("db.parts", schema=make_rows([]).schema, properties={"write.parquet.row-group-limit": "100"})
+    table.append(make_rows(range(1000)))
+    table.delete(In("id", [0, 99, 100, 101, 550, 999]))
+    table.delete_rows(pa.table({"id": pa.array([300, 301], pa.int64())}))
+    (task,) = table.scan().plan_files()
+    assert pq.ParquetFile(local(task.data_file.file_path)).metadata.num_row_groups == 10
+    streamed = pa.Table.from_batches(list(table.scan().to_batches()))
+    whole = table.scan().to_arrow()
+    assert whole.to_pylist() == streamed.to_pylist()
+    assert sorted(whole["id"].to_pylist()) == [i for i in range(1000) if i not in (0, 99, 100, 101, 550, 999, 300, 301)]
+    assert table.scan(filter="id >= 500").count() == 498

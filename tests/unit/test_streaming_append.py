@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import mor
@@ -106,3 +107,15 @@ def test_append_refuses_what_is_not_rows(catalog: mor.Catalog) -> None:
         table.append([{"id": 1}])  # type: ignore[list-item]
     with pytest.raises(mor.SchemaMismatchError):
         table.append("rows")  # type: ignore[arg-type]
+
+
+def test_row_groups_are_full_until_the_last(catalog: mor.Catalog) -> None:
+    """Batches that do not divide the row limit: the rows past a full row group wait for the
+    next one instead of becoming a short row group between full ones."""
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False)])
+    table = catalog.create_table("db.rg", schema=schema, properties={"write.parquet.row-group-limit": "1000"})
+    table.append(pa.table({"id": pa.array(range(i * 300, (i + 1) * 300), pa.int64())}) for i in range(11))
+    (task,) = table.scan().plan_files()
+    meta = pq.ParquetFile(to_local_path(task.data_file.file_path)).metadata
+    assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [1000, 1000, 1000, 300]
+    assert table.scan().to_arrow()["id"].to_pylist() == list(range(3300))
