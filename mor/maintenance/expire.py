@@ -1,53 +1,66 @@
 """Expiring snapshots: drop old snapshots from the metadata, then delete what only they read.
 
 Retained: the head of every ref (branch or tag); for each branch, the newest `retain_last`
-ancestors and every ancestor younger than the cutoff (a ref's own `min-snapshots-to-keep` /
-`max-snapshot-age-ms` win over the table's, as in Iceberg); any other snapshot younger than
-the cutoff. Defaults come from Iceberg's `history.expire.max-snapshot-age-ms` (5 days) and
-`history.expire.min-snapshots-to-keep` (1). Like Delta's VACUUM check, a cutoff closer to now
-than `history.expire.max-snapshot-age-ms` is refused unless the caller overrides it.
+ancestors and every ancestor at or after the cutoff; any snapshot on no branch at or after the
+cutoff. A ref's own `min-snapshots-to-keep` / `max-snapshot-age-ms` win over the table's, and a
+ref other than main whose head is older than its `max-ref-age-ms` (or the table's
+`history.expire.max-ref-age-ms`) is removed, as in Iceberg. Defaults come from
+`history.expire.max-snapshot-age-ms` (5 days) and `history.expire.min-snapshots-to-keep` (1).
+Like Delta's VACUUM check, a cutoff closer to now than `history.expire.max-snapshot-age-ms` is
+refused unless the caller overrides it: a reader or writer still working from a younger
+snapshot would lose its files.
 
-Order matters for safety: the files to delete are worked out from the metadata before the
-commit (every manifest of every retained snapshot is read: one that cannot be read stops it,
-since it could hide live files), the metadata is swapped in, and only then are files deleted.
-A crash in between leaves orphans, never a snapshot without its files. Deleted: the manifest
-lists of expired snapshots, manifests no retained snapshot lists, content files named by those
-manifests that no retained snapshot reads (a retained snapshot may list a DELETED entry for a
-file; that file goes), statistics files of expired snapshots, and metadata JSON files older
-than the oldest the metadata log keeps (`write.metadata.previous-versions-max`).
+Order matters for safety: the files to delete are worked out from the metadata the commit
+replaces (on a lost race, from the fresh metadata again), the metadata is swapped in, and only
+then are files deleted; after an unknown outcome nothing is. A crash in between leaves orphans
+for `remove_orphan_files`, never a snapshot without its files. Deleted: the manifest lists of
+expired snapshots; manifests no retained snapshot lists; content files named by those manifests
+(any status) that no retained snapshot reads, which needs every manifest of every retained
+snapshot read (one that cannot be read stops it: it could hide live files). A retained manifest
+may still name such a file in a DELETED entry (a tombstone no reader opens), so after a crash
+`remove_orphan_files` leaves it: it is named. Also deleted: statistics files of
+expired snapshots; metadata JSON files under `<location>/metadata` older than the oldest the
+metadata log keeps (`write.metadata.previous-versions-max`). Locations are compared as file
+system paths, since writers spell one file several ways (`file:///a`, `file:/a`, `/a`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from mor.commit import faults
 from mor.commit.retry import RetryPolicy
 from mor.commit.snapshot_producer import TableOperations
 from mor.commit.table_ops import CommitFailedError, is_versioned_metadata_file, metadata_version
-from mor.errors import CommitConflictError, InvalidArgumentError, RetentionTooShortError
+from mor.errors import CommitConflictError, CorruptMetadataError, InvalidArgumentError, RetentionTooShortError
 from mor.format.content_file import DataFile
 from mor.format.manifest import ManifestFile
 from mor.format.manifest_list import read_manifest_list
-from mor.format.metadata import TableMetadata, now_ms
-from mor.format.spec import FileContent
+from mor.format.metadata import Snapshot, TableMetadata, now_ms, with_previous_file
+from mor.format.spec import MAIN_BRANCH, FileContent
 from mor.io.fileio import FileIO
 from mor.maintenance.progress import Progress
 from mor.planning.manifest_cache import read_entries
 
 MAX_SNAPSHOT_AGE = "history.expire.max-snapshot-age-ms"
 MIN_SNAPSHOTS_TO_KEEP = "history.expire.min-snapshots-to-keep"
-DEFAULT_MAX_SNAPSHOT_AGE_MS = 5 * 24 * 3600 * 1000  # Iceberg's default
+MAX_REF_AGE = "history.expire.max-ref-age-ms"
+DEFAULT_MAX_SNAPSHOT_AGE_MS = 5 * 24 * 3600 * 1000  # Iceberg's defaults
+DEFAULT_MIN_SNAPSHOTS_TO_KEEP = 1
 STATISTICS_KEYS = ("statistics", "partition-statistics")
 
 
 @dataclass(frozen=True)
 class ExpireResult:
-    """What `expire_snapshots` removed (with `dry_run`: would remove)."""
+    """What `expire_snapshots` removed (with `dry_run`: would remove). Paths are file system
+    paths. `missing_paths`: manifest lists and manifests of expired snapshots that were already
+    gone, so the content files they named (if any are left) are for `remove_orphan_files`."""
 
     expired_snapshot_ids: tuple[int, ...] = ()
+    removed_refs: tuple[str, ...] = ()
     deleted_data_files: int = 0
     deleted_data_bytes: int = 0
     deleted_position_delete_files: int = 0
@@ -60,6 +73,7 @@ class ExpireResult:
     deleted_statistics_files: int = 0
     deleted_bytes: int = 0  # all kinds
     deleted_paths: tuple[str, ...] = ()
+    missing_paths: tuple[str, ...] = ()
     dry_run: bool = False
 
     @property
@@ -67,34 +81,40 @@ class ExpireResult:
         return len(self.expired_snapshot_ids)
 
     def to_dict(self) -> dict[str, object]:
-        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        out["expired_snapshot_ids"] = list(self.expired_snapshot_ids)
-        out["deleted_paths"] = list(self.deleted_paths)
+        out: dict[str, object] = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        for k, v in out.items():
+            if isinstance(v, tuple):
+                out[k] = list(v)
+        out["expired_snapshots"] = self.expired_snapshots
         return out
 
 
 @dataclass
-class _Doomed:
-    """Files to delete, by kind: path -> size in bytes."""
+class Doomed:
+    """Files to delete, by kind: file system path -> size in bytes."""
 
-    data: dict[str, int]
-    position: dict[str, int]
-    equality: dict[str, int]
-    manifests: dict[str, int]
-    manifest_lists: dict[str, int]
-    statistics: dict[str, int]
-    metadata: dict[str, int]
+    data: dict[str, int] = field(default_factory=dict)
+    position: dict[str, int] = field(default_factory=dict)
+    equality: dict[str, int] = field(default_factory=dict)
+    statistics: dict[str, int] = field(default_factory=dict)
+    manifests: dict[str, int] = field(default_factory=dict)
+    manifest_lists: dict[str, int] = field(default_factory=dict)
+    metadata: dict[str, int] = field(default_factory=dict)
+    missing: set[str] = field(default_factory=set)
 
     def all(self) -> dict[str, int]:
+        """Content files first, then what names them: a crash midway leaves no manifest
+        naming a file already gone (none of them is reachable anyway)."""
         out: dict[str, int] = {}
         for kind in (self.data, self.position, self.equality, self.statistics, self.manifests, self.manifest_lists, self.metadata):
             out.update(kind)
         return out
 
-    def result(self, expired: set[int], dry_run: bool) -> ExpireResult:
+    def result(self, expired: set[int], removed_refs: set[str], dry_run: bool) -> ExpireResult:
         everything = self.all()
         return ExpireResult(
             expired_snapshot_ids=tuple(sorted(expired)),
+            removed_refs=tuple(sorted(removed_refs)),
             deleted_data_files=len(self.data),
             deleted_data_bytes=sum(self.data.values()),
             deleted_position_delete_files=len(self.position),
@@ -107,8 +127,20 @@ class _Doomed:
             deleted_statistics_files=len(self.statistics),
             deleted_bytes=sum(everything.values()),
             deleted_paths=tuple(sorted(everything)),
+            missing_paths=tuple(sorted(self.missing)),
             dry_run=dry_run,
         )
+
+
+@dataclass(frozen=True)
+class Retention:
+    """The table-wide rule, resolved: snapshots older than `cutoff_ms` may go, beyond the newest
+    `retain_last` of each branch; refs older than `max_ref_age_ms` (None: never) may go."""
+
+    now_ms: int
+    cutoff_ms: int
+    retain_last: int
+    max_ref_age_ms: int | None
 
 
 def expire_snapshots(
@@ -123,20 +155,22 @@ def expire_snapshots(
     dry_run: bool,
     progress: Progress,
 ) -> tuple[ExpireResult, TableMetadata, str]:
-    """Expire on the freshest metadata (recomputed after a lost swap); returns the result and
-    the metadata and location now current."""
+    """Expire on the freshest metadata (worked out again after a lost swap); returns the result
+    and the metadata and location now current."""
     attempts = RetryPolicy.of(metadata.properties).start()
     while True:
-        now = now_ms()
-        cutoff_ms, keep = retention(metadata.properties, older_than, retain_last, allow_short_retention, now)
-        expired = {s.snapshot_id for s in metadata.snapshots} - retained_snapshots(metadata, cutoff_ms, keep, now)
-        if not expired:
+        rule = retention(metadata.properties, older_than, retain_last, allow_short_retention, now_ms())
+        refs = retained_refs(metadata, rule)
+        expired = {s.snapshot_id for s in metadata.snapshots} - retained_snapshots(metadata, refs, rule)
+        removed_refs = set(metadata.refs) - set(refs)
+        if not expired and not removed_refs:
             return ExpireResult(dry_run=dry_run), metadata, metadata_location
-        new = without_snapshots(metadata, expired)
+        new = without_snapshots(metadata, expired, refs)
         doomed = files_only_expired_read(io, metadata, expired, progress)
-        if dry_run:
-            doomed.metadata = old_metadata_files(io, metadata, metadata_location)
-            return doomed.result(expired, dry_run), metadata, metadata_location
+        if dry_run:  # the metadata log the commit would write decides which metadata files go
+            logged = with_previous_file(new, metadata_location, metadata)
+            doomed.metadata = old_metadata_files(io, logged, metadata_version(metadata_location) + 1)
+            return doomed.result(expired, removed_refs, dry_run), metadata, metadata_location
         try:
             committed, location = ops.commit(metadata, metadata_location, new)
         except CommitFailedError:
@@ -145,14 +179,18 @@ def expire_snapshots(
             metadata, metadata_location = ops.refresh()
             continue
         faults.reached("expire-committed")
-        doomed.metadata = old_metadata_files(io, committed, location)
-        with progress.stage("delete files", len(doomed.all())) as step:
-            for i, path in enumerate(doomed.all()):
+        doomed.metadata = old_metadata_files(io, committed, metadata_version(location))
+        everything = doomed.all()
+        with progress.stage("delete files", len(everything)) as step:
+            for i, path in enumerate(everything):
                 io.delete(path)
                 step.advance()
                 if i == 0:
                     faults.reached("expire-deleting")
-        return doomed.result(expired, dry_run), committed, location
+        return doomed.result(expired, removed_refs, dry_run), committed, location
+
+
+# -- which snapshots stay ----------------------------------------------------------------------
 
 
 def retention(
@@ -161,70 +199,95 @@ def retention(
     retain_last: int | None,
     allow_short_retention: bool,
     now: int,
-) -> tuple[int, int]:
-    """(cutoff in ms: snapshots older may go, snapshots to keep per branch)."""
-    max_age_ms = _property(properties, MAX_SNAPSHOT_AGE, DEFAULT_MAX_SNAPSHOT_AGE_MS, minimum=0)
+) -> Retention:
+    """The caller's arguments over the table's properties; RetentionTooShortError for a cutoff
+    younger than the table's retention without `allow_short_retention`."""
+    if retain_last is not None and (isinstance(retain_last, bool) or not isinstance(retain_last, int) or retain_last < 1):
+        raise InvalidArgumentError(f"retain_last must be a whole number >= 1 (the current snapshot stays), got {retain_last!r}")
+    max_age_ms = _table_number(properties, MAX_SNAPSHOT_AGE, 0)
+    max_age_ms = DEFAULT_MAX_SNAPSHOT_AGE_MS if max_age_ms is None else max_age_ms
     if older_than is None:
         cutoff = now - max_age_ms
     elif isinstance(older_than, dt.timedelta):
         cutoff = now - int(older_than.total_seconds() * 1000)
     elif isinstance(older_than, dt.datetime):
-        cutoff = int(older_than.timestamp() * 1000)  # a naive datetime is local time
+        cutoff = int(older_than.timestamp() * 1000)  # a naive datetime is local time, as everywhere in Python
     else:
         raise InvalidArgumentError(f"older_than must be a timedelta (an age) or a datetime, got {older_than!r}")
     if cutoff > now - max_age_ms and not allow_short_retention:
         raise RetentionTooShortError(
-            f"expiring snapshots younger than {MAX_SNAPSHOT_AGE} ({max_age_ms} ms) is refused: readers and "
-            f"writers working from those snapshots would lose their files; pass allow_short_retention=True "
-            f"if none can be, or lower the table property"
+            f"expiring snapshots younger than the table's {MAX_SNAPSHOT_AGE} ({max_age_ms} ms) is refused: "
+            f"readers and writers still working from them would lose their files; pass "
+            f"allow_short_retention=True if none can be, or lower the table property"
         )
     if retain_last is None:
-        keep = _property(properties, MIN_SNAPSHOTS_TO_KEEP, 1, minimum=1)
-    elif isinstance(retain_last, bool) or not isinstance(retain_last, int) or retain_last < 1:
-        raise InvalidArgumentError(f"retain_last must be a whole number >= 1 (the current snapshot stays), got {retain_last!r}")
-    else:
-        keep = retain_last
-    return cutoff, keep
+        configured = _table_number(properties, MIN_SNAPSHOTS_TO_KEEP, 1)
+        retain_last = DEFAULT_MIN_SNAPSHOTS_TO_KEEP if configured is None else configured
+    return Retention(now, cutoff, retain_last, _table_number(properties, MAX_REF_AGE, 0))
 
 
-def _property(properties: Mapping[str, str], name: str, default: int, minimum: int) -> int:
-    raw = properties.get(name)
+def _whole_number(raw: Any, minimum: int, what: str, error: type[Exception]) -> int | None:
+    """`raw` (a JSON number or a property string) as an int >= `minimum`; None when absent."""
     if raw is None:
-        return default
+        return None
     try:
-        value = int(raw)
+        value = int(raw) if isinstance(raw, (str, int)) and not isinstance(raw, bool) else None
     except ValueError:
-        value = minimum - 1
-    if value < minimum:
-        raise InvalidArgumentError(f"table property {name} must be a whole number >= {minimum}, got {raw!r}")
+        value = None
+    if value is None or value < minimum:
+        raise error(f"{what} must be a whole number >= {minimum}, got {raw!r}")
     return value
 
 
-def retained_snapshots(metadata: TableMetadata, cutoff_ms: int, keep: int, now: int) -> set[int]:
+def _table_number(properties: Mapping[str, str], name: str, minimum: int) -> int | None:
+    return _whole_number(properties.get(name), minimum, f"table property {name}", InvalidArgumentError)
+
+
+def _ref_number(name: str, ref: Mapping[str, Any], key: str, minimum: int) -> int | None:
+    return _whole_number(ref.get(key), minimum, f"ref {name!r}: {key}", CorruptMetadataError)
+
+
+def retained_refs(metadata: TableMetadata, rule: Retention) -> dict[str, dict[str, Any]]:
+    """The refs that stay: all but those (never main) whose head is older than their maximum
+    age. A ref naming a snapshot the table lacks is left as it is: not ours to repair."""
     by_id = {s.snapshot_id: s for s in metadata.snapshots}
-    refs = dict(metadata.refs)
-    if metadata.current_snapshot_id is not None:
-        refs.setdefault("main", {"snapshot-id": metadata.current_snapshot_id, "type": "branch"})
+    out = {}
+    for name, ref in metadata.refs.items():
+        head = by_id.get(ref.get("snapshot-id"))  # type: ignore[arg-type]
+        max_age = _ref_number(name, ref, "max-ref-age-ms", 0)
+        max_age = rule.max_ref_age_ms if max_age is None else max_age
+        if name != MAIN_BRANCH and head is not None and max_age is not None and head.timestamp_ms < rule.now_ms - max_age:
+            continue
+        out[name] = ref
+    return out
+
+
+def retained_snapshots(metadata: TableMetadata, refs: Mapping[str, Mapping[str, Any]], rule: Retention) -> set[int]:
+    by_id = {s.snapshot_id: s for s in metadata.snapshots}
+    branches = dict(refs)
+    if metadata.current_snapshot_id is not None:  # main is the current snapshot, whatever refs say
+        branches[MAIN_BRANCH] = {**branches.get(MAIN_BRANCH, {}), "snapshot-id": metadata.current_snapshot_id, "type": "branch"}
     retained: set[int] = set()
-    on_branches: set[int] = set()
-    for ref in refs.values():
+    on_a_branch: set[int] = set()
+    for name, ref in branches.items():
         head = ref.get("snapshot-id")
         if head not in by_id:
             continue
-        retained.add(head)
+        retained.add(head)  # type: ignore[arg-type]
         if ref.get("type", "branch") != "branch":
             continue  # a tag keeps its one snapshot
-        ref_keep = int(ref.get("min-snapshots-to-keep", keep))
-        ref_cutoff = now - int(ref["max-snapshot-age-ms"]) if "max-snapshot-age-ms" in ref else cutoff_ms
-        for depth, snapshot in enumerate(metadata.ancestors(head)):
-            on_branches.add(snapshot.snapshot_id)
-            if depth < ref_keep or snapshot.timestamp_ms >= ref_cutoff:
+        keep = _ref_number(name, ref, "min-snapshots-to-keep", 1) or rule.retain_last
+        max_age = _ref_number(name, ref, "max-snapshot-age-ms", 0)
+        cutoff = rule.cutoff_ms if max_age is None else rule.now_ms - max_age
+        for depth, snapshot in enumerate(metadata.ancestors(head)):  # type: ignore[arg-type]
+            on_a_branch.add(snapshot.snapshot_id)
+            if depth < keep or snapshot.timestamp_ms >= cutoff:
                 retained.add(snapshot.snapshot_id)
-    retained |= {s.snapshot_id for s in metadata.snapshots if s.snapshot_id not in on_branches and s.timestamp_ms >= cutoff_ms}
+    retained |= {s.snapshot_id for s in metadata.snapshots if s.snapshot_id not in on_a_branch and s.timestamp_ms >= rule.cutoff_ms}
     return retained
 
 
-def without_snapshots(metadata: TableMetadata, expired: set[int]) -> TableMetadata:
+def without_snapshots(metadata: TableMetadata, expired: set[int], refs: dict[str, dict[str, Any]]) -> TableMetadata:
     kept = tuple(s for s in metadata.snapshots if s.snapshot_id not in expired)
     kept_ids = {s.snapshot_id for s in kept}
     log: list[tuple[int, int]] = []
@@ -235,72 +298,104 @@ def without_snapshots(metadata: TableMetadata, expired: set[int]) -> TableMetada
             log.clear()
     extra = dict(metadata.extra)
     for key in STATISTICS_KEYS:
-        if key in extra:
-            extra[key] = [s for s in extra[key] or () if s.get("snapshot-id") not in expired]
-    return replace(metadata, snapshots=kept, snapshot_log=tuple(log), extra=extra, last_updated_ms=max(now_ms(), metadata.last_updated_ms + 1))
+        if isinstance(extra.get(key), list):
+            extra[key] = [s for s in extra[key] if not (isinstance(s, dict) and s.get("snapshot-id") in expired)]
+    return replace(
+        metadata,
+        snapshots=kept,
+        snapshot_log=tuple(log),
+        refs=refs,
+        extra=extra,
+        last_updated_ms=max(now_ms(), metadata.last_updated_ms + 1),
+    )
 
 
-def files_only_expired_read(io: FileIO, metadata: TableMetadata, expired: set[int], progress: Progress) -> _Doomed:
+# -- which files go ----------------------------------------------------------------------------
+
+
+def files_only_expired_read(io: FileIO, metadata: TableMetadata, expired: set[int], progress: Progress) -> Doomed:
+    """The files of `expired` snapshots that no other snapshot of `metadata` reads."""
+    doomed = Doomed()
     retained = [s for s in metadata.snapshots if s.snapshot_id not in expired]
     gone = [s for s in metadata.snapshots if s.snapshot_id in expired]
-    kept_manifests = _manifests(io, [s.manifest_list for s in retained])
-    gone_manifests = _manifests(io, [s.manifest_list for s in gone])
-    doomed_manifests = [m for path, m in gone_manifests.items() if path not in kept_manifests]
+    kept_lists = {io.path(s.manifest_list) for s in retained}
+    kept_manifests = _manifests(io, retained, doomed, must_exist=True)
+    gone_manifests = _manifests(io, [s for s in gone if io.path(s.manifest_list) not in kept_lists], doomed, must_exist=False)
+    doomed_manifests = {path: m for path, m in gone_manifests.items() if path not in kept_manifests}
+    for path in [p for p, m in doomed_manifests.items() if not io.exists(m.manifest_path)]:
+        doomed.missing.add(path)
+        del doomed_manifests[path]
+    # Content files are only ever candidates from doomed manifests; when there are none, the
+    # retained manifests need not be read at all.
+    to_check = list(kept_manifests.values()) if doomed_manifests else []
     specs, schema = metadata.specs(), metadata.schema()
-    to_read = list(kept_manifests.values()) + doomed_manifests
-    with progress.stage("read manifests", len(to_read)) as step:
+    with progress.stage("read manifests", len(to_check) + len(doomed_manifests)) as step:
         live: set[str] = set()
-        for entries in read_entries(io, list(kept_manifests.values()), specs, schema):
-            live.update(e.file.file_path for e in entries if e.is_live)
+        for entries in read_entries(io, to_check, specs, schema):
+            live.update(io.path(e.file.file_path) for e in entries if e.is_live)
             step.advance()
-        doomed = _Doomed({}, {}, {}, {}, {}, {}, {})
-        for entries in read_entries(io, doomed_manifests, specs, schema):
+        for entries in read_entries(io, list(doomed_manifests.values()), specs, schema):
             for e in entries:
-                f = e.file
-                if f.file_path in live:
-                    continue
-                kind = doomed.data if isinstance(f, DataFile) else doomed.position if f.content == FileContent.POSITION_DELETES else doomed.equality
-                kind[f.file_path] = f.file_size_in_bytes
+                path = io.path(e.file.file_path)
+                if path not in live:
+                    _kind(doomed, e.file)[path] = e.file.file_size_in_bytes
             step.advance()
-    doomed.manifests = {m.manifest_path: m.manifest_length for m in doomed_manifests}
-    doomed.manifest_lists = {s.manifest_list: _size(io, s.manifest_list) for s in gone}
-    kept_statistics = {s["statistics-path"] for key in STATISTICS_KEYS for s in _statistics(metadata, key) if s.get("snapshot-id") not in expired}
-    doomed.statistics = {
-        s["statistics-path"]: int(s.get("file-size-in-bytes") or 0)
-        for key in STATISTICS_KEYS
-        for s in _statistics(metadata, key)
-        if s.get("snapshot-id") in expired and s.get("statistics-path") and s["statistics-path"] not in kept_statistics
+    doomed.manifests = {path: m.manifest_length for path, m in doomed_manifests.items()}
+    doomed.manifest_lists = {
+        path: _size(io, path) for path in (io.path(s.manifest_list) for s in gone) if path not in kept_lists and path not in doomed.missing
     }
+    doomed.statistics = _statistics_only_expired_use(io, metadata, expired)
     return doomed
 
 
-def _manifests(io: FileIO, manifest_lists: list[str]) -> dict[str, ManifestFile]:
+def _kind(doomed: Doomed, f: Any) -> dict[str, int]:
+    if isinstance(f, DataFile):
+        return doomed.data
+    return doomed.position if f.content == FileContent.POSITION_DELETES else doomed.equality
+
+
+def _manifests(io: FileIO, snapshots: list[Snapshot], doomed: Doomed, must_exist: bool) -> dict[str, ManifestFile]:
+    """The manifests the snapshots list, by path. A manifest list of a snapshot that stays must
+    be read; one of an expired snapshot that is already gone is noted and skipped (expiring is
+    the way out of a history whose files were lost)."""
     out: dict[str, ManifestFile] = {}
-    for location in manifest_lists:
-        for m in read_manifest_list(io, location):
-            out.setdefault(m.manifest_path, m)
+    for snapshot in snapshots:
+        if not must_exist and not io.exists(snapshot.manifest_list):
+            doomed.missing.add(io.path(snapshot.manifest_list))
+            continue
+        for m in read_manifest_list(io, snapshot.manifest_list):
+            out.setdefault(io.path(m.manifest_path), m)
     return out
 
 
-def _statistics(metadata: TableMetadata, key: str) -> list[dict]:
-    return [s for s in metadata.extra.get(key) or () if isinstance(s, dict) and "statistics-path" in s]
+def _statistics_only_expired_use(io: FileIO, metadata: TableMetadata, expired: set[int]) -> dict[str, int]:
+    entries = [s for key in STATISTICS_KEYS for s in metadata.extra.get(key) or () if isinstance(s, dict) and s.get("statistics-path")]
+    kept = {io.path(s["statistics-path"]) for s in entries if s.get("snapshot-id") not in expired}
+    out = {}
+    for s in entries:
+        path = io.path(s["statistics-path"])
+        if s.get("snapshot-id") in expired and path not in kept:
+            size = s.get("file-size-in-bytes")
+            out[path] = size if isinstance(size, int) and not isinstance(size, bool) else _size(io, path)
+    return out
 
 
-def old_metadata_files(io: FileIO, metadata: TableMetadata, metadata_location: str) -> dict[str, int]:
-    """Metadata JSON files of this table older than the oldest its metadata log keeps."""
-    logged = [metadata_location, *(path for _, path in metadata.metadata_log)]
-    oldest = min(metadata_version(path) for path in logged)
-    keep = {io.path(path) for path in logged}
+def old_metadata_files(io: FileIO, metadata: TableMetadata, current_version: int) -> dict[str, int]:
+    """Metadata JSON files under the table's metadata folder older than the oldest that
+    `metadata` (current at `current_version`) logs: beyond `write.metadata.previous-versions-max`.
+    Never the current file or a newer one (a concurrent writer's)."""
+    logged = {io.path(path) for _, path in metadata.metadata_log}
+    oldest = min([current_version, *(metadata_version(path) for path in logged)])
     folder = metadata.location.rstrip("/") + "/metadata"
     return {
         info.path: info.size or 0
         for info in io.list_files(folder)
-        if is_versioned_metadata_file(info.path) and info.path not in keep and metadata_version(info.path) < oldest
+        if is_versioned_metadata_file(info.path) and info.path not in logged and metadata_version(info.path) < oldest
     }
 
 
 def _size(io: FileIO, location: str) -> int:
     try:
         return io.size(location)
-    except (OSError, TypeError):  # already gone
+    except (OSError, TypeError):  # already gone (pyarrow reports no size for a missing file)
         return 0

@@ -159,3 +159,43 @@ def test_a_writer_killed_at_a_random_moment(tmp_path: Path, seed: int) -> None:
     rows = rows_at(table, table.current_snapshot().snapshot_id)  # type: ignore[union-attr]
     _remove_all_orphans(table)
     assert rows_at(table, table.current_snapshot().snapshot_id) == rows  # type: ignore[union-attr]
+
+
+# -- expire_snapshots killed after its commit: what it would have deleted is orphaned, then gone --
+
+
+@pytest.mark.parametrize("point", ["expire-committed", "expire-deleting"])
+def test_expire_killed_after_its_commit_leaves_only_orphans(tmp_path: Path, point: str) -> None:
+    """The commit landed and the process died before (or while) deleting: the current snapshot
+    reads the same rows, and `remove_orphan_files` removes the files the expiry would have
+    deleted (those still there), leaving every file the metadata reaches. Except: a file the kept
+    copy-on-write commit lists as DELETED is read by no snapshot, so expiry deletes it, but it
+    is still named, so it is no orphan: it stays until that manifest goes."""
+    from mor.maintenance.orphans import reachable_files
+
+    table = _table_with_deletes(tmp_path)
+    table.delete("key in (5, 6)", mode="copy-on-write")  # a data file only older snapshots read
+    rows = _rows(table)
+    would = table.expire_snapshots(older_than=dt.timedelta(0), retain_last=1, allow_short_retention=True, dry_run=True)
+    assert would.deleted_data_files and would.deleted_manifest_lists
+
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "one_op.py"), str(tmp_path), "expire"],
+        env=_env(**{ENV: point}), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
+
+    table = mor.load_catalog(tmp_path).load_table("db.t")
+    assert len(table.snapshots()) == 1 and _rows(table) == rows
+    left = set(would.deleted_paths) & _files(table.location)
+    assert left if point == "expire-committed" else len(left) == len(would.deleted_paths) - 1
+    named = reachable_files(table.io, table.metadata, table.metadata_location)
+    read = {f for t in table.scan().plan_files() for f in (t.data_file.file_path, *(d.file_path for d in t.delete_files))}
+    assert not left & named & {to_local_path(f) for f in read}
+    removed = _remove_all_orphans(table)
+    assert set(removed) == left - named
+    table = mor.load_catalog(tmp_path).load_table("db.t")
+    named, on_disk = reachable_files(table.io, table.metadata, table.metadata_location), _files(table.location)
+    assert on_disk <= named and named - on_disk <= set(would.deleted_paths)  # named only as DELETED: see above
+    assert _rows(table) == rows
+    assert table.remove_orphan_files(older_than=dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=5)) == []

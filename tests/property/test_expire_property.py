@@ -1,9 +1,11 @@
 """`expire_snapshots` over random histories (the steps of test_compact_property, with
-compactions mixed in): no file a retained snapshot reads is deleted, every retained snapshot
-reads what it read before, and nothing that only expired snapshots read is left behind."""
+compactions mixed in, and random tags and branches): no file a retained snapshot reads is
+deleted, every retained snapshot reads what it read before, nothing that only expired snapshots
+read is left behind, and a dry run first says exactly what the real run then deletes."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import os
 import tempfile
@@ -33,6 +35,22 @@ def files_read_by(table: mor.Table, snapshot_id: int) -> set[str]:
     return out
 
 
+def add_refs(table: mor.Table, refs: list[tuple]) -> set[int]:
+    """Tag or branch (with its own min-snapshots-to-keep) the chosen snapshots; their ids."""
+    snapshots = table.snapshots()
+    chosen = {}
+    for k, (index, kind, keep) in enumerate(refs):
+        if index < len(snapshots):
+            ref = {"snapshot-id": snapshots[index].snapshot_id, "type": kind}
+            if kind == "branch" and keep is not None:
+                ref["min-snapshots-to-keep"] = keep
+            chosen[f"ref{k}"] = ref
+    if chosen:
+        table._ops.commit(table.metadata, table.metadata_location, dataclasses.replace(table.metadata, refs={**table.metadata.refs, **chosen}))
+        table.refresh()
+    return {r["snapshot-id"] for r in chosen.values()}
+
+
 def files_under(location: str) -> set[str]:
     root = to_local_path(location)
     return {os.path.join(d, n) for d, _, names in os.walk(root) for n in names}
@@ -44,8 +62,11 @@ def files_under(location: str) -> set[str]:
     history=st.lists(history_step, min_size=1, max_size=8),
     retain_last=st.integers(1, 4),
     cut=st.integers(0, 8),
+    refs=st.lists(st.tuples(st.integers(0, 8), st.sampled_from(["tag", "branch"]), st.sampled_from([None, 1, 2])), max_size=2),
 )
-def test_expire_never_deletes_what_a_retained_snapshot_reads(partitioned: bool, history: list[tuple], retain_last: int, cut: int) -> None:
+def test_expire_never_deletes_what_a_retained_snapshot_reads(
+    partitioned: bool, history: list[tuple], retain_last: int, cut: int, refs: list[tuple]
+) -> None:
     with tempfile.TemporaryDirectory() as folder:
         table = mor.load_catalog(Path(folder)).create_table("db.t", schema=SCHEMA, partition_by=["part"] if partitioned else None)
         model: list[tuple] = []
@@ -56,6 +77,7 @@ def test_expire_never_deletes_what_a_retained_snapshot_reads(partitioned: bool, 
             else:
                 model = apply(table, model, op, counter)
         snapshots = table.snapshots()
+        named = add_refs(table, refs)
         before = {s.snapshot_id: rows_of(table, s.snapshot_id) for s in snapshots}
         reads = {s.snapshot_id: files_read_by(table, s.snapshot_id) for s in snapshots}
         on_disk = files_under(table.location)
@@ -66,7 +88,10 @@ def test_expire_never_deletes_what_a_retained_snapshot_reads(partitioned: bool, 
             else dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=1)
         )
 
+        dry = table.expire_snapshots(older_than=cutoff, retain_last=retain_last, allow_short_retention=True, dry_run=True)
+        assert files_under(table.location) == on_disk
         result = table.expire_snapshots(older_than=cutoff, retain_last=retain_last, allow_short_retention=True)
+        assert dataclasses.replace(dry, dry_run=False) == result
 
         kept = [s.snapshot_id for s in table.snapshots()]
         assert set(kept) | set(result.expired_snapshot_ids) == set(before)
@@ -74,8 +99,9 @@ def test_expire_never_deletes_what_a_retained_snapshot_reads(partitioned: bool, 
             assert table.current_snapshot().snapshot_id == snapshots[-1].snapshot_id
             newest = [s.snapshot_id for s in snapshots][-retain_last:]
             younger = [s.snapshot_id for s in snapshots[cut:]]
-            assert set(newest) | set(younger) <= set(kept)
+            assert set(newest) | set(younger) | named <= set(kept)
         deleted = on_disk - files_under(table.location)
+        assert deleted == set(result.deleted_paths)
         needed = set().union(*(reads[s] for s in kept)) if kept else set()
         assert not deleted & needed
         only_expired = set().union(*(reads[s] for s in result.expired_snapshot_ids)) - needed if result.expired_snapshot_ids else set()
