@@ -70,6 +70,7 @@ CHECKS: dict[str, Callable[[str], str | None]] = {
     "write.parquet.compression-codec": _one_of(PARQUET_CODECS, case_sensitive=False),
     "history.expire.max-snapshot-age-ms": _whole_number(0),
     "history.expire.min-snapshots-to-keep": _whole_number(1),
+    "history.expire.max-ref-age-ms": _whole_number(0),
     # table.maintain() policy (mor/maintenance/policy.py)
     "mor.maintain.compact.enabled": _one_of(("true", "false"), case_sensitive=False),
     "mor.maintain.compact.min-delete-ratio": _fraction,
