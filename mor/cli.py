@@ -14,6 +14,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import mor
+from mor.maintenance.compact import CompactionResult
+from mor.maintenance.expire import ExpireResult
+from mor.maintenance.orphans import OrphanResult
 
 
 def quickstart(warehouse: str) -> None:
@@ -154,7 +157,7 @@ def _run_maintenance(args: argparse.Namespace) -> None:
         print(("dry run, nothing changed: " if dry_run else "") + summary)
 
 
-def _compaction_summary(r) -> str:  # type: ignore[no-untyped-def]
+def _compaction_summary(r: CompactionResult) -> str:
     return (
         f"rewrote {r.rewritten_data_files} data files ({r.rewritten_data_bytes} bytes, {r.rewritten_rows} rows)"
         f" into {r.added_data_files} ({r.added_data_bytes} bytes, {r.written_rows} rows); removed"
@@ -164,7 +167,7 @@ def _compaction_summary(r) -> str:  # type: ignore[no-untyped-def]
     )
 
 
-def _expiry_summary(r) -> str:  # type: ignore[no-untyped-def]
+def _expiry_summary(r: ExpireResult) -> str:
     return (
         f"expired {r.expired_snapshots} snapshots; deleted {r.deleted_data_files} data files,"
         f" {r.deleted_position_delete_files} position delete files, {r.deleted_equality_delete_files} equality"
@@ -174,7 +177,7 @@ def _expiry_summary(r) -> str:  # type: ignore[no-untyped-def]
     )
 
 
-def _orphans_summary(r) -> str:  # type: ignore[no-untyped-def]
+def _orphans_summary(r: OrphanResult) -> str:
     listed = "".join(f"\n  {p}" for p in r)
     return f"{'found' if r.dry_run else 'removed'} {len(r)} orphan files ({r.removed_bytes} bytes){listed}"
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 import gc
 import os
 import threading
-import warnings
 from collections import OrderedDict
 from contextlib import contextmanager
 from concurrent.futures import ThreadPoolExecutor
@@ -39,6 +38,7 @@ from pyiceberg.schema import Schema
 
 from mor.format.content_file import ManifestEntry
 from mor.format.manifest import ManifestFile, decode_manifest, read_manifest_bytes
+from mor.io.environment import budget_from_env
 from mor.io.fileio import FileIO
 
 DEFAULT_MAX_ENTRIES = 100_000
@@ -122,12 +122,7 @@ def _weight(value: _Cached) -> int:
 
 
 def _budget() -> int:
-    raw = os.environ.get(BUDGET_ENV)
-    try:
-        return max(0, int(raw)) if raw else DEFAULT_MAX_ENTRIES
-    except ValueError:
-        warnings.warn(f"{BUDGET_ENV}={raw!r} is not a number of entries; using {DEFAULT_MAX_ENTRIES}", stacklevel=2)
-        return DEFAULT_MAX_ENTRIES
+    return budget_from_env(BUDGET_ENV, DEFAULT_MAX_ENTRIES, "entries")
 
 
 _CACHE = ManifestCache(_budget())

@@ -13,11 +13,11 @@ at again: one damaged after it was decoded keeps reading from the cache in this 
 
 from __future__ import annotations
 
-import os
 import threading
-import warnings
 from collections import OrderedDict
 from typing import Any, Hashable
+
+from mor.io.environment import budget_from_env
 
 DEFAULT_MAX_BYTES = 128 << 20
 BUDGET_ENV = "MOR_DELETE_CACHE_BYTES"
@@ -63,12 +63,7 @@ class DecodedFileCache:
 
 
 def _budget() -> int:
-    raw = os.environ.get(BUDGET_ENV)
-    try:
-        return max(0, int(raw)) if raw else DEFAULT_MAX_BYTES
-    except ValueError:
-        warnings.warn(f"{BUDGET_ENV}={raw!r} is not a number of bytes; using {DEFAULT_MAX_BYTES}", stacklevel=2)
-        return DEFAULT_MAX_BYTES
+    return budget_from_env(BUDGET_ENV, DEFAULT_MAX_BYTES, "bytes")
 
 
 SHARED = DecodedFileCache(_budget())
