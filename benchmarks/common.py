@@ -263,7 +263,9 @@ def check_rows(label: str, result: pa.Table, rows: int, spec: DeleteSpec | None)
 
 def median_timing(fns: dict[str, Callable[[], pa.Table]], repeat: int) -> dict[str, dict[str, Any]]:
     """One warm-up call of each reader, then `repeat` timed rounds, readers interleaved per round
-    so that background load drifts affect all readers alike."""
+    so that background load drifts affect all readers alike, and the order rotated each round so
+    that no reader always runs right after the same one (whose freed memory or cache the next
+    one would pay for)."""
     samples: dict[str, list[float]] = {name: [] for name in fns}
     cpu: dict[str, list[float]] = {name: [] for name in fns}
     rows: dict[str, int] = {}
@@ -272,8 +274,11 @@ def median_timing(fns: dict[str, Callable[[], pa.Table]], repeat: int) -> dict[s
         rows[name] = result.num_rows
         del result
     gc.collect()
-    for _ in range(repeat):
-        for name, fn in fns.items():
+    names = list(fns)
+    for round_ in range(repeat):
+        shift = round_ % len(names)
+        for name in names[shift:] + names[:shift]:
+            fn = fns[name]
             c0, t0 = time.process_time(), time.perf_counter()
             result = fn()
             samples[name].append(time.perf_counter() - t0)

@@ -40,14 +40,15 @@ class TaskReader:
         row_filter: BooleanExpression,
         cache: DeleteFileCache,
         case_sensitive: bool = True,
-        batch_rows: int = DEFAULT_BATCH_ROWS,
+        batch_rows: int | None = DEFAULT_BATCH_ROWS,
         with_positions: bool = False,
         filter_rows: bool = True,
         equality_cache: EqualityDeleteCache | None = None,
     ):
         """`filter_rows=False` uses `row_filter` only to skip row groups (for callers that
         select rows exactly themselves); rows are then not filtered by it. `equality_cache`
-        (default: a new one) is where equality deletes are indexed."""
+        (default: a new one) is where equality deletes are indexed. `batch_rows=None` decodes a
+        whole row group at a time: fewer, larger batches, for callers that keep every row anyway."""
         self.io = io
         self.schema = schema
         self.cache = cache
@@ -115,7 +116,10 @@ class TaskReader:
             if self.may_match is not None and not self.may_match(row_group_metrics(meta, rg, id_by_column, self.schema)):
                 continue
             position = rg_start
-            batches = parquet.iter_batches(batch_size=self.batch_rows, row_groups=[rg], columns=file_columns, use_threads=True)
+            if self.batch_rows is None:
+                batches = _whole_row_group(parquet, rg, file_columns)
+            else:
+                batches = parquet.iter_batches(batch_size=self.batch_rows, row_groups=[rg], columns=file_columns, use_threads=True)
             for batch in _decoded(path, batches):
                 mask = keep_mask(deleted, position, batch.num_rows)
                 positions = np.arange(position, position + batch.num_rows, dtype=np.int64) if self.with_positions else None
@@ -163,6 +167,11 @@ class TaskReader:
         if _same_types(projected.schema, self.output_schema):  # the common case: no cast needed
             return pa.RecordBatch.from_arrays(projected.columns, schema=self.output_schema)
         return projected.cast(self.output_schema)
+
+
+def _whole_row_group(parquet: pq.ParquetFile, rg: int, columns: list[str]) -> Iterator[pa.RecordBatch]:
+    """One row group as one batch (read_row_group decodes it faster than a batch reader)."""
+    yield from parquet.read_row_group(rg, columns=columns, use_threads=True).to_batches()
 
 
 def _decoded(path: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
