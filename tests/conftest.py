@@ -15,6 +15,7 @@ import pytest
 SHARED_DIR = Path(__file__).resolve().parents[1].parent / "shared"
 JAVA_FIXTURES_SOURCE = SHARED_DIR / "fixtures" / "iceberg-java"
 JAVA_FIXTURES_ROOT = Path("/tmp/mor-fixtures/iceberg-java")
+OWN_FIXTURES_SOURCE = Path(__file__).resolve().parent / "fixtures" / "iceberg-java"
 
 
 @pytest.fixture(scope="session")
@@ -34,4 +35,6 @@ def java_fixtures() -> Path:
         shutil.rmtree(JAVA_FIXTURES_ROOT)
     JAVA_FIXTURES_ROOT.parent.mkdir(parents=True, exist_ok=True)
     shutil.copytree(JAVA_FIXTURES_SOURCE, JAVA_FIXTURES_ROOT)
+    # Ours (tests/fixtures/iceberg-java: evolution) live in the same warehouse path.
+    shutil.copytree(OWN_FIXTURES_SOURCE, JAVA_FIXTURES_ROOT, dirs_exist_ok=True)
     return JAVA_FIXTURES_ROOT

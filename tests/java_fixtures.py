@@ -4,7 +4,9 @@ and their rows in the fixtures' JSON-lines form. Shared by the interop and Spark
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 import json
+import math
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -16,6 +18,10 @@ import pytest
 import mor
 
 FIXTURES_SOURCE = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "iceberg-java"
+# Ours, made the same way (tests/fixtures/gen_java_evolution.py): schema and partition evolution.
+# Both are written into the same warehouse path, so they are copied into one folder to be read.
+OWN_FIXTURES_SOURCE = Path(__file__).resolve().parent / "fixtures" / "iceberg-java"
+FIXTURE_SOURCES = (FIXTURES_SOURCE, OWN_FIXTURES_SOURCE)
 
 FORMAT_V3_PENDING = "format v3 tables (deletion vectors) are not supported yet (a later issue)"
 
@@ -41,8 +47,7 @@ def read_json_lines(path: Path) -> list[dict[str, Any]]:
 
 
 def load_fixture_tables() -> dict[str, dict[str, Any]]:
-    expected = FIXTURES_SOURCE / "expected"
-    if not expected.is_dir():
+    if not (FIXTURES_SOURCE / "expected").is_dir():
         pytest.fail(
             f"Iceberg Java fixtures not found at {FIXTURES_SOURCE}: the interop tests need the "
             "shared/ folder beside this checkout (shared/fixtures/iceberg-java/expected).",
@@ -50,9 +55,15 @@ def load_fixture_tables() -> dict[str, dict[str, Any]]:
         )
     return {
         table_dir.name: json.loads((table_dir / "snapshots.json").read_text())
-        for table_dir in sorted(expected.iterdir())
+        for source in FIXTURE_SOURCES
+        for table_dir in sorted((source / "expected").iterdir())
         if (table_dir / "snapshots.json").is_file()
     }
+
+
+def fixture_source(table: str) -> Path:
+    """The fixtures folder (shared or ours) that holds `table`."""
+    return next(s for s in FIXTURE_SOURCES if (s / "expected" / table).is_dir())
 
 
 def load_java_snapshots(tables: dict[str, dict[str, Any]]) -> list[JavaSnapshot]:
@@ -99,13 +110,26 @@ TABLE_PARAMS = [
 
 
 def json_value(value: Any) -> Any:
-    """A value as the fixtures spell it in JSON (timestamps: ISO-8601 UTC, 6 fraction digits)."""
+    """A value as the fixtures spell it in JSON (timestamps: ISO-8601 UTC, 6 fraction digits;
+    decimals as strings, binary as hex, maps as objects)."""
     if isinstance(value, dt.datetime):
         if value.tzinfo is not None:
             value = value.astimezone(dt.timezone.utc)
         return value.isoformat(timespec="microseconds")
-    if isinstance(value, dt.date):
+    if isinstance(value, (dt.date, dt.time)):
         return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, (bytes, bytearray)):
+        return value.hex()
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: json_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        if value and all(isinstance(v, tuple) and len(v) == 2 for v in value):  # an Arrow map
+            return {str(k): json_value(v) for k, v in value}
+        return [json_value(v) for v in value]
     return value
 
 

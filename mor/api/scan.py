@@ -33,7 +33,8 @@ class Scan:
         self.table = table
         self.case_sensitive = case_sensitive
         self.snapshot = _choose_snapshot(table, snapshot_id, as_of)
-        self.schema = snapshot_schema(table.metadata, self.snapshot)
+        time_travel = snapshot_id is not None or as_of is not None
+        self.schema = snapshot_schema(table.metadata, self.snapshot) if time_travel else table.metadata.schema()
         self.row_filter = parse_filter(filter)
         bind_filter(self.schema, self.row_filter, case_sensitive)
         self.projection = _project(self.schema, columns, case_sensitive)
@@ -58,8 +59,9 @@ class Scan:
 
 
 def snapshot_schema(metadata: TableMetadata, snapshot: Snapshot | None) -> Schema:
-    """The schema a snapshot was written with (time travel reads it, as Iceberg does); the
-    current schema when the snapshot does not say."""
+    """The schema a snapshot was written with (time travel reads it, as Iceberg does; a plain
+    scan reads the table's current schema, which may be newer); the current schema when the
+    snapshot does not say."""
     if snapshot is None or snapshot.schema_id is None:
         return metadata.schema()
     return metadata.schema_by_id(snapshot.schema_id)

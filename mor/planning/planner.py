@@ -26,6 +26,7 @@ from mor.planning.delete_index import DeleteFileIndex
 from mor.planning.filters import FileFilter
 from mor.planning.manifest_cache import PlanScope, gc_paused, read_entries
 from mor.planning.task import FileScanTask
+from mor.read.field_resolution import NAME_MAPPING_PROPERTY
 
 
 def live_entries(
@@ -100,6 +101,7 @@ def _plan_files(
             if entry.is_live and (not prunes or file_filter.partition_may_match(f.spec_id, f.partition)):
                 deletes.append(f)  # type: ignore[arg-type]
     index = DeleteFileIndex(deletes, unpartitioned_spec_ids(metadata))
+    mapping = metadata.properties.get(NAME_MAPPING_PROPERTY)
     if not index:
-        return [FileScanTask(f, (), row_filter) for f in data]
-    return [FileScanTask(f, index.for_data_file(f), row_filter) for f in data]
+        return [FileScanTask(f, (), row_filter, mapping) for f in data]
+    return [FileScanTask(f, index.for_data_file(f), row_filter, mapping) for f in data]

@@ -18,6 +18,8 @@ class FileScanTask:
     data_file: DataFile
     delete_files: tuple[DeleteFile, ...]
     residual: BooleanExpression
+    # The table's schema.name-mapping.default (JSON): field ids for files written without them.
+    name_mapping: str | None = None
 
     @property
     def position_deletes(self) -> tuple[DeleteFile, ...]:

@@ -21,13 +21,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyiceberg.schema import Schema
+from pyiceberg.table.name_mapping import NameMapping
 
-from mor.errors import UnsupportedFeatureError
+from mor.errors import CorruptMetadataError, UnsupportedFeatureError
 from mor.format.content_file import DeleteFile
 from mor.format.spec import FileContent
 from mor.io.fileio import FileIO, unreadable
 from mor.planning.delete_index import partition_key
-from mor.write.arrow_schema import FIELD_ID_KEY, to_arrow_type
+from mor.read.field_resolution import FileProjection, parse_name_mapping
+from mor.write.arrow_schema import to_arrow_type
 
 
 class EqualityKeySet:
@@ -205,24 +207,33 @@ def _as_int64(array: pa.Array) -> np.ndarray:
     return np.asarray(array.to_numpy(zero_copy_only=False)).astype(np.int64, copy=False)
 
 
-def read_equality_delete_file(io: FileIO, delete_file: DeleteFile, schema: Schema) -> pa.Table:
-    """The key rows of one equality delete file, with table column names and types."""
+def read_equality_delete_file(
+    io: FileIO, delete_file: DeleteFile, schema: Schema, name_mapping: NameMapping | None = None
+) -> pa.Table:
+    """The key rows of one equality delete file, with the read schema's column names and types
+    (columns matched by field id, as in data files)."""
     if delete_file.file_format != "PARQUET":
         raise UnsupportedFeatureError(f"{delete_file.file_format} delete files are not supported: {delete_file.file_path}")
     ids = delete_file.equality_ids or ()
+    path = delete_file.file_path
     try:
-        with io.open_input(delete_file.file_path) as f:
+        fields = [schema.find_field(i) for i in ids]
+    except ValueError as e:
+        raise CorruptMetadataError(f"equality delete file {path}: equality ids {list(ids)} are not all in the schema ({e})") from e
+    try:
+        with io.open_input(path) as f:
             parquet = pq.ParquetFile(f)
-            by_id = {int(fl.metadata[FIELD_ID_KEY]): fl.name for fl in parquet.schema_arrow if fl.metadata and FIELD_ID_KEY in fl.metadata}
-            fields = [schema.find_field(i) for i in ids]
-            file_columns = [by_id.get(f.field_id, f.name) for f in fields]
-            table = parquet.read(columns=file_columns)
+            projection = FileProjection(parquet.schema_arrow, fields, path, name_mapping)
+            missing = [c.field.name for c in projection.columns if c.column is None]
+            if missing:
+                raise CorruptMetadataError(f"equality delete file {path} has no column for {missing}")
+            table = parquet.read(columns=projection.file_columns)
         return pa.table(
-            [table.column(c).cast(to_arrow_type(f.field_type)) for c, f in zip(file_columns, fields, strict=True)],
+            [column.read(table).cast(to_arrow_type(column.field.field_type)) for column in projection.columns],  # type: ignore[arg-type]
             names=[f.name for f in fields],
         )
     except (OSError, pa.ArrowException, KeyError, ValueError, TypeError) as e:
-        raise unreadable("equality delete file", delete_file.file_path, e) from e
+        raise unreadable("equality delete file", path, e) from e
 
 
 @dataclass(frozen=True)
@@ -275,27 +286,28 @@ class EqualityDeleteCache:
                 if f.content == FileContent.EQUALITY_DELETES and f.file_path not in self._indexed:
                     self._announced[_index_group(f)][f.file_path] = f
 
-    def key_sets(self, delete_files: Iterable[DeleteFile]) -> list[EqualityKeySet]:
-        """Sets whose union is the keys `delete_files` delete (one per index they live in)."""
+    def key_sets(self, delete_files: Iterable[DeleteFile], name_mapping: str | None = None) -> list[EqualityKeySet]:
+        """Sets whose union is the keys `delete_files` delete (one per index they live in).
+        `name_mapping`: the table's, for delete files written without field ids."""
         files = {f.file_path: f for f in delete_files}
         with self._lock:
             missing = [f for f in files.values() if f.file_path not in self._indexed]
             if missing:
-                self._index(missing)
+                self._index(missing, parse_name_mapping(name_mapping))
             wanted: dict[int, tuple[_IndexedFiles, list[str]]] = {}
             for path in sorted(files):
                 indexed = self._indexed[path]
                 wanted.setdefault(id(indexed), (indexed, []))[1].append(path)
         return [indexed.key_set_of(paths) for indexed, paths in wanted.values()]
 
-    def _index(self, missing: list[DeleteFile]) -> None:
+    def _index(self, missing: list[DeleteFile], name_mapping: NameMapping | None) -> None:
         groups: dict[tuple, dict[str, DeleteFile]] = defaultdict(dict)
         for f in missing:
             groups[_index_group(f)][f.file_path] = f
         for group, files in groups.items():
             files.update(self._announced.pop(group, {}))
             ordered = sorted(files.values(), key=lambda f: f.file_path)
-            tables = self._read(ordered)
+            tables = self._read(ordered, name_mapping)
             stack = self._groups[group]
             stack.append(self._build(group[0], [({f.file_path: (0, t.num_rows)}, t) for f, t in zip(ordered, tables)]))
             while len(stack) > 1 and stack[-1].keys.num_rows >= stack[-2].keys.num_rows:
@@ -320,14 +332,14 @@ class EqualityDeleteCache:
             key_set = EqualityKeySet(names, keys)  # type: ignore[arg-type]
         return _IndexedFiles(key_set, rows, keys)
 
-    def _read(self, files: list[DeleteFile]) -> list[pa.Table]:
+    def _read(self, files: list[DeleteFile], name_mapping: NameMapping | None) -> list[pa.Table]:
         if len(files) == 1:
-            return [self._read_keys(files[0])]
+            return [self._read_keys(files[0], name_mapping)]
         with ThreadPoolExecutor(max_workers=min(len(files), READ_THREADS)) as pool:
-            return list(pool.map(self._read_keys, files))
+            return list(pool.map(lambda f: self._read_keys(f, name_mapping), files))
 
-    def _read_keys(self, delete_file: DeleteFile) -> pa.Table:
-        keys = read_equality_delete_file(self.io, delete_file, self.schema)
+    def _read_keys(self, delete_file: DeleteFile, name_mapping: NameMapping | None) -> pa.Table:
+        keys = read_equality_delete_file(self.io, delete_file, self.schema, name_mapping)
         within = self.within
         if within is not None and keys.num_rows and set(within.names) <= set(keys.column_names):
             keys = keys.filter(pa.array(within.deleted_mask(keys)))

@@ -1,7 +1,8 @@
 """Reading one FileScanTask: stream its Parquet batches with deletes and the filter applied.
 
-Columns are matched to the table schema by Parquet field id (names may differ after a rename);
-a column the file does not have reads as nulls.
+Columns are matched to the read schema by field id, nested ones too (mor/read/field_resolution.py):
+names may differ after a rename, a column the file does not have reads as nulls, promoted types
+are cast.
 """
 
 from __future__ import annotations
@@ -13,17 +14,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.schema import Schema
-from pyiceberg.types import NestedField
 
 from mor.errors import CorruptMetadataError
 from mor.io.fileio import FileIO, unreadable
 from mor.planning.filters import bind_filter, filter_field_ids, metrics_evaluator
 from mor.planning.task import FileScanTask
 from mor.read.equality_deletes import EqualityDeleteCache, EqualityKeySet
+from mor.read.field_resolution import FileProjection, parse_name_mapping
 from mor.read.position_deletes import DeleteFileCache, apply_mask, deleted_positions, keep_mask
 from mor.read.row_filter import RowFilter
 from mor.read.row_groups import row_group_metrics
-from mor.write.arrow_schema import FIELD_ID_KEY, to_arrow_field, to_arrow_schema
+from mor.write.arrow_schema import to_arrow_field, to_arrow_schema
 
 DEFAULT_BATCH_ROWS = 1 << 17
 POSITION_COLUMN = "_pos"  # row position in the data file, for DML that writes position deletes
@@ -71,7 +72,7 @@ class TaskReader:
         """The task's live rows; `row_groups` (indexes) limits it to part of the file, so
         that parts of one large file can be read in parallel."""
         deleted = deleted_positions(task.data_file.file_path, task.position_deletes, self.cache)
-        key_sets = self.equality_cache.key_sets(task.equality_deletes) if task.equality_deletes else []
+        key_sets = self.equality_cache.key_sets(task.equality_deletes, task.name_mapping) if task.equality_deletes else []
         # Equality key columns are read even when not selected, and dropped again at the end.
         ids = self.wanted_ids | {i for f in task.equality_deletes for i in f.equality_ids or ()}
         fields = [f for f in self.schema.fields if f.field_id in ids]
@@ -90,20 +91,20 @@ class TaskReader:
                 raise CorruptMetadataError(
                     f"data file {path} has {parquet.metadata.num_rows} rows, its manifest says {task.data_file.record_count}"
                 )
-            yield from self._read_file(path, parquet, deleted, fields, key_sets, row_groups)
+            projection = FileProjection(parquet.schema_arrow, fields, path, parse_name_mapping(task.name_mapping))
+            yield from self._read_file(path, parquet, deleted, projection, key_sets, row_groups)
 
     def _read_file(
         self,
         path: str,
         parquet: pq.ParquetFile,
         deleted: np.ndarray,
-        fields: list[NestedField],
+        projection: FileProjection,
         key_sets: list[EqualityKeySet],
         row_groups: range | None,
     ) -> Iterator[pa.RecordBatch]:
-        column_by_id = _columns_by_field_id(parquet.schema_arrow, self.schema)
-        id_by_column = {name: fid for fid, name in column_by_id.items()}
-        file_columns = [column_by_id[f.field_id] for f in fields if f.field_id in column_by_id]
+        id_by_column = {name: fid for fid, name in projection.column_by_id.items()}
+        file_columns = projection.file_columns
         meta = parquet.metadata
         start = 0
         for rg in range(meta.num_row_groups):
@@ -126,28 +127,21 @@ class TaskReader:
                 position += batch.num_rows
                 if positions is not None and mask is not None:
                     positions = positions[mask]
-                out = self._finish(apply_mask(batch, mask), column_by_id, positions, fields, key_sets)
+                out = self._finish(apply_mask(batch, mask), projection, positions, key_sets)
                 if out.num_rows:
                     yield out
 
     def _finish(
         self,
         batch: pa.RecordBatch,
-        column_by_id: dict[int, str],
+        projection: FileProjection,
         positions: np.ndarray | None,
-        read_fields: list[NestedField],
         key_sets: list[EqualityKeySet],
     ) -> pa.RecordBatch:
-        """File columns -> table columns (renamed, missing ones as nulls), equality deletes
-        anti-joined, filtered, projected."""
-        arrays = []
-        fields = []
-        for f in read_fields:
-            target = to_arrow_field(f)
-            name = column_by_id.get(f.field_id)
-            array = batch.column(name) if name is not None else pa.nulls(batch.num_rows, target.type)
-            arrays.append(array)
-            fields.append(target.with_type(array.type).with_nullable(True))
+        """File columns -> read schema columns (by field id), equality deletes anti-joined,
+        filtered, projected."""
+        arrays = projection.arrays(batch)
+        fields = [to_arrow_field(c.field).with_type(a.type).with_nullable(True) for c, a in zip(projection.columns, arrays)]
         if positions is not None:
             arrays.append(pa.array(positions))
             fields.append(pa.field(POSITION_COLUMN, pa.int64()))
@@ -189,16 +183,3 @@ def _same_types(a: pa.Schema, b: pa.Schema) -> bool:
 def _all_deleted(deleted: np.ndarray, start: int, rows: int) -> bool:
     lo, hi = np.searchsorted(deleted, [start, start + rows])
     return bool(hi - lo == rows)
-
-
-def _columns_by_field_id(file_schema: pa.Schema, table_schema: Schema) -> dict[int, str]:
-    """Top-level field id -> column name in the file. Files without ids map by current name."""
-    by_id = {}
-    for f in file_schema:
-        raw = (f.metadata or {}).get(FIELD_ID_KEY)
-        if raw is not None:
-            by_id[int(raw)] = f.name
-    if by_id:
-        return by_id
-    names = set(file_schema.names)
-    return {f.field_id: f.name for f in table_schema.fields if f.name in names}

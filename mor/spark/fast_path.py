@@ -28,7 +28,7 @@ from mor.spark.options import TableRef
 from mor.spark.scan import CASE_SENSITIVE
 from mor.spark.source import FORMAT
 from mor.spark.types import spark_schema
-from mor.write.arrow_schema import FIELD_ID_KEY, to_arrow_type
+from mor.read.field_resolution import file_matches_schema
 
 
 def read_table(
@@ -96,11 +96,7 @@ def _native_type(field: NestedField) -> bool:
 
 
 def _file_matches(table: Table, task: FileScanTask, schema: Schema) -> bool:
-    """Does the file hold every column of `schema` under its current name and Arrow type?"""
+    """Does the file hold every column of `schema` under its current name and Arrow type,
+    nested fields (by id) included?"""
     file_schema = pq.read_schema(table.io.open_input(task.data_file.file_path))
-    by_id = {int(f.metadata[FIELD_ID_KEY]): f for f in file_schema if f.metadata and FIELD_ID_KEY in f.metadata}
-    for field in schema.fields:
-        column = by_id.get(field.field_id)
-        if column is None or column.name != field.name or column.type != to_arrow_type(field.field_type):
-            return False
-    return True
+    return file_matches_schema(file_schema, schema)

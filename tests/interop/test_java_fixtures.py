@@ -20,6 +20,7 @@ from java_fixtures import (
     JavaSnapshot,
     describe_row_differences,
     expected_rows_file,
+    fixture_source,
     read_json_lines,
     row_sort_key,
     to_json_rows,
@@ -31,14 +32,38 @@ pytestmark = pytest.mark.interop
 
 # The Arrow types the public API promises for each Iceberg primitive type.
 ARROW_TYPE_OF = {
+    "boolean": pa.bool_(),
     "long": pa.int64(),
     "int": pa.int32(),
+    "float": pa.float32(),
     "string": pa.string(),
     "double": pa.float64(),
     "timestamptz": pa.timestamp("us", tz="UTC"),
     "timestamp": pa.timestamp("us"),
     "date": pa.date32(),
+    "time": pa.time64("us"),
+    "binary": pa.binary(),
+    "uuid": pa.binary(16),
 }
+
+
+def arrow_type_of(iceberg_type: Any) -> pa.DataType:
+    """The Arrow type of an Iceberg type as the metadata JSON spells it (nested types too)."""
+    if isinstance(iceberg_type, str):
+        if iceberg_type.startswith("decimal("):
+            precision, scale = iceberg_type[len("decimal("):-1].split(",")
+            return pa.decimal128(int(precision), int(scale))
+        if iceberg_type.startswith("fixed["):
+            return pa.binary(int(iceberg_type[len("fixed["):-1]))
+        return ARROW_TYPE_OF[iceberg_type]
+    kind = iceberg_type["type"]
+    if kind == "struct":
+        return pa.struct([(f["name"], arrow_type_of(f["type"])) for f in iceberg_type["fields"]])
+    if kind == "list":
+        return pa.list_(pa.field("element", arrow_type_of(iceberg_type["element"])))
+    assert kind == "map", iceberg_type
+    return pa.map_(arrow_type_of(iceberg_type["key"]), arrow_type_of(iceberg_type["value"]))
+
 
 def assert_rows_equal_expected(
     actual: pa.Table, expected_file: Path, *, how: str
@@ -218,21 +243,55 @@ def test_snapshot_log_matches_java(java_fixtures: Path, table_name: str) -> None
     assert table.current_snapshot().snapshot_id == java[-1][0]
 
 
-def arrow_schema_of(metadata_file: Path) -> list[tuple[str, pa.DataType]]:
-    """(name, Arrow type) of the current schema's columns, by the public API's type mapping."""
+def arrow_schema_of(metadata_file: Path, schema_id: int | None = None) -> list[tuple[str, pa.DataType]]:
+    """(name, Arrow type) of the columns of a schema (default: the current one), by the public
+    API's type mapping."""
     metadata = json.loads(metadata_file.read_text())
-    schema = next(s for s in metadata["schemas"] if s["schema-id"] == metadata["current-schema-id"])
-    return [(field["name"], ARROW_TYPE_OF[field["type"]]) for field in schema["fields"]]
+    wanted = metadata["current-schema-id"] if schema_id is None else schema_id
+    schema = next(s for s in metadata["schemas"] if s["schema-id"] == wanted)
+    return [(field["name"], arrow_type_of(field["type"])) for field in schema["fields"]]
+
+
+def names_and_types(schema: pa.Schema) -> list[tuple[str, pa.DataType]]:
+    """Field names and types, nested ones included, without field metadata (ids)."""
+
+    def plain(t: pa.DataType) -> pa.DataType:
+        if pa.types.is_struct(t):
+            return pa.struct([(f.name, plain(f.type)) for f in t])
+        if pa.types.is_map(t):
+            return pa.map_(plain(t.key_type), plain(t.item_type))
+        if pa.types.is_list(t):
+            return pa.list_(pa.field("element", plain(t.value_type)))
+        return t
+
+    return [(f.name, plain(f.type)) for f in schema]
 
 
 @pytest.mark.parametrize("table_name", TABLE_PARAMS)
 def test_arrow_types_follow_the_type_mapping(java_fixtures: Path, table_name: str) -> None:
+    """Time travel reads with the snapshot's own schema; a plain scan with the current one."""
     info = FIXTURE_TABLES[table_name]
     metadata_file = java_fixtures / info["final_metadata_file"]
-    first_snapshot_id = info["snapshots"][0]["snapshot_id"]
     table = mor.StaticTable.from_metadata(str(metadata_file))
-    result = table.scan(snapshot_id=first_snapshot_id).to_arrow()
-    assert [(f.name, f.type) for f in result.schema] == arrow_schema_of(metadata_file)
+    metadata = json.loads(metadata_file.read_text())
+    schema_ids = {s["snapshot-id"]: s.get("schema-id") for s in metadata["snapshots"]}
+    for snap in info["snapshots"]:
+        result = table.scan(snapshot_id=snap["snapshot_id"]).to_arrow()
+        assert names_and_types(result.schema) == arrow_schema_of(metadata_file, schema_ids[snap["snapshot_id"]])
+    assert names_and_types(table.scan().to_arrow().schema) == arrow_schema_of(metadata_file)
+
+
+# Our fixtures (tests/fixtures) also record a plain read of the final metadata.
+PLAIN_READ_TABLES = [n for n in FIXTURE_TABLES if (fixture_source(n) / "expected" / n / "current.json").is_file()]
+
+
+@pytest.mark.parametrize("table_name", PLAIN_READ_TABLES)
+def test_plain_scan_reads_with_the_current_schema(java_fixtures: Path, table_name: str) -> None:
+    """evolve_schema adds a column after its last snapshot: a plain scan shows it (as nulls),
+    time travel to that snapshot does not."""
+    current_file = fixture_source(table_name) / "expected" / table_name / "current.json"
+    table = mor.StaticTable.from_metadata(str(java_fixtures / FIXTURE_TABLES[table_name]["final_metadata_file"]))
+    assert_rows_equal_expected(table.scan().to_arrow(), current_file, how="scan().to_arrow()")
 
 
 @pytest.mark.parametrize(

@@ -33,18 +33,18 @@ import pyarrow.parquet as pq
 import pytest
 from java_fixtures import (
     FIXTURE_TABLES,
-    FIXTURES_SOURCE,
     describe_row_differences,
+    fixture_source,
     read_json_lines,
     row_sort_key,
     to_json_rows,
 )
+from oracle_support import read_with_iceberg_java
 from pyiceberg.table import StaticTable as PyIcebergStaticTable
 
 import mor
 from mor.api import table as table_module
 from mor.io.fileio import to_local_path
-from oracle_support import read_with_iceberg_java
 
 pytestmark = pytest.mark.interop
 
@@ -255,7 +255,7 @@ def relocate_fixture(name: str, root: Path) -> str:
     the final metadata file."""
     new_root = str(root.resolve())
     target = root / "db" / name
-    shutil.copytree(FIXTURES_SOURCE / "db" / name, target)
+    shutil.copytree(fixture_source(name) / "db" / name, target)
 
     def moved(location: str | None) -> str | None:
         if location is None:
@@ -365,7 +365,7 @@ def treat_fixture_copy(catalog: mor.Catalog, name: str, treatment: str, root: Pa
 
 
 def expected_fixture_rows(name: str, snapshot_id: int) -> list[dict[str, Any]]:
-    return read_json_lines(FIXTURES_SOURCE / "expected" / name / f"{snapshot_id}.json")
+    return read_json_lines(fixture_source(name) / "expected" / name / f"{snapshot_id}.json")
 
 
 def final_fixture_snapshot(name: str) -> int:
