@@ -10,7 +10,11 @@
     ├── InvalidFilterError        bad predicate text, or a column the schema does not have
     ├── InvalidArgumentError      an argument that makes no sense (also a ValueError)
     │   ├── DuplicateKeyError     UPSERT/MERGE source rows that repeat a key
-    │   └── RetentionTooShortError  expiring or vacuuming closer to now than the table allows
+    │   ├── RetentionTooShortError  expiring or vacuuming closer to now than the table allows
+    │   ├── PartitionEvolutionError  a partition spec change the table cannot take (a field added
+    │   │                         twice, removing one it lacks, a duplicate name, a bad transform)
+    │   └── SchemaEvolutionError  a schema change the table cannot take (unknown column, duplicate
+    │                             name, narrowing type change, dropping a partition source, ...)
     ├── SchemaMismatchError       appended or updated data does not fit the table schema
     ├── CommitConflictError       a concurrent commit made ours invalid (after retrying what is retryable)
     ├── CommitStateUnknownError   the catalog may or may not hold our commit: never clean up after it
@@ -69,6 +73,14 @@ class DuplicateKeyError(InvalidArgumentError):
 
 class RetentionTooShortError(InvalidArgumentError):
     """A retention shorter than the table's configured minimum, without the explicit override."""
+
+
+class PartitionEvolutionError(InvalidArgumentError):
+    """A partition spec change that is invalid on this table; nothing was changed."""
+
+
+class SchemaEvolutionError(InvalidArgumentError):
+    """A schema change that is invalid on this table; nothing was changed."""
 
 
 class SchemaMismatchError(MorError):

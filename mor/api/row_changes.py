@@ -205,14 +205,16 @@ class RowRemover:
             return Removal(match.task, None, positions=match.positions)
         t = self.target
         data_file = match.task.data_file
-        spec = t.specs[data_file.spec_id]
         if t.mode == MERGE_ON_READ:
+            # A position delete lives in its data file's spec and partition, whatever the default.
+            spec = t.specs[data_file.spec_id]
             delete_file = write_position_delete_file(self.io, t.location, t.schema, spec, data_file, match.positions, t.options)
             return Removal(match.task, delete_file, positions=match.positions)
         live = pa.Table.from_batches(list(self.reader.read(match.task)), schema=self.reader.output_schema)
         keep = ~np.isin(live.column(POSITION_COLUMN).to_numpy(), match.positions, assume_unique=True)
         survivors = live.drop_columns([POSITION_COLUMN]).filter(pa.array(keep))
-        return Removal(match.task, None, tuple(write_data_files(self.io, t.location, t.schema, spec, survivors, t.options)))
+        # Rewritten rows are new rows: they go into the default spec, as Iceberg's writers do.
+        return Removal(match.task, None, tuple(write_data_files(self.io, t.location, t.schema, t.spec, survivors, t.options)))
 
 
 def build_changes(

@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 from pyiceberg.expressions import AlwaysTrue
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
+from pyiceberg.types import IcebergType
 
 from mor.api.conflict_rules import isolation_level
 from mor.api.delete import DELETE_MODE_PROPERTY, delete_where
@@ -21,6 +22,8 @@ from mor.api.delete_rows import equality_delete_changes
 from mor.api.expressions import Assignments
 from mor.api.merge import MERGE_MODE_PROPERTY, MergeClauses, merge_rows, upsert_rows
 from mor.api.scan import Scan
+from mor.api.schema_update import UpdateSchema, prepare_append
+from mor.api.spec_update import UpdateSpec
 from mor.api.update import UPDATE_MODE_PROPERTY, update_where
 from mor.commit.retry import RetryPolicy
 from mor.commit.snapshot_producer import Changes, TableOperations, Validator, commit_changes
@@ -36,7 +39,7 @@ from mor.maintenance.policy import MaintainResult, MaintenancePolicy
 from mor.maintenance.progress import Progress, ProgressArg
 from mor.maintenance.rewrite_deletes import RewritePlan, RewriteResult, plan_rewrite
 from mor.planning.filters import FilterLike, bind_filter, parse_filter
-from mor.write.arrow_schema import conform, to_arrow_schema
+from mor.write.arrow_schema import to_arrow_schema
 from mor.write.parquet_files import WriteOptions
 from mor.write.rolling import RollingDataWriter, write_rows
 
@@ -107,15 +110,21 @@ class Table:
         return self
 
     # -- writing ---------------------------------------------------------------------------
-    def append(self, data: pa.Table | pa.RecordBatchReader | Iterable[pa.RecordBatch]) -> Snapshot:
+    def append(
+        self, data: pa.Table | pa.RecordBatchReader | Iterable[pa.RecordBatch], schema_mode: str | None = None
+    ) -> Snapshot:
         """Add rows in one `append` snapshot. A RecordBatchReader or an iterator of batches is
         streamed: memory stays at a few row groups per open partition, and files roll at
-        `write.target-file-size-bytes`."""
+        `write.target-file-size-bytes`. `schema_mode="merge"` adds the data's new columns and
+        struct fields to the schema (optional), widens a column the data holds a promotion of
+        (int64 data for an int column makes it long) and writes missing optional columns as
+        nulls, in the same commit; by default ("strict") data that does not fit the schema is a
+        SchemaMismatchError. See prepare_append in mor/api/schema_update.py."""
         self._writable()
-        schema = self.schema()
+        schema, rows, new_schema = prepare_append(self.metadata, _as_tables(data), schema_mode)
         writer = RollingDataWriter(self.io, self.location, schema, self.spec(), WriteOptions(self.metadata.properties))
-        files = write_rows(writer, (conform(rows, schema) for rows in _as_tables(data)))
-        return self._commit(Changes(Operation.APPEND, added_data=files))
+        files = write_rows(writer, rows)
+        return self._commit(Changes(Operation.APPEND, added_data=files, schema=new_schema))
 
     def delete(self, where: FilterLike, mode: str | None = None) -> Snapshot | None:
         """Delete the rows matching `where` (every row: `"true"` or `truncate()`). Returns the
@@ -175,6 +184,31 @@ class Table:
         )
         mode = self._mode(mode, MERGE_MODE_PROPERTY)  # fixed for every re-plan
         return self._run_dml("merge", lambda: merge_rows(self, source, on, clauses, mode))
+
+    # -- schema evolution (mor/api/schema_update.py) ----------------------------------------
+    def update_schema(self) -> UpdateSchema:
+        """A builder of schema changes, committed together by `.commit()` or on leaving a
+        `with` block without an error: add_column, rename_column, drop_column, make_optional,
+        widen, set_doc, move_first, move_before, move_after (dotted paths, "info.c")."""
+        return UpdateSchema(self, self._writable())
+
+    def add_column(self, path: str, type: pa.DataType | IcebergType, doc: str | None = None, required: bool = False) -> Schema:
+        """Add one optional column (a commit of its own); returns the new schema."""
+        return self.update_schema().add_column(path, type, doc, required).commit()
+
+    def rename_column(self, path: str, new_name: str) -> Schema:
+        return self.update_schema().rename_column(path, new_name).commit()
+
+    def drop_column(self, path: str) -> Schema:
+        return self.update_schema().drop_column(path).commit()
+
+    # -- partition spec evolution (mor/api/spec_update.py) ----------------------------------
+    def update_spec(self) -> UpdateSpec:
+        """A builder of partition spec changes, committed together by `.commit()` or on
+        leaving a `with` block without an error: add_field("ts", "day") (or "day(ts)"),
+        remove_field(name), rename_field(name, new_name). Metadata only: files keep their
+        spec, new writes use the new default spec."""
+        return UpdateSpec(self, self._writable())
 
     def set_properties(self, **updates: str) -> None:
         """Set table properties, e.g. `set_properties(**{"write.delete.mode": "copy-on-write"})`."""

@@ -27,7 +27,7 @@ from mor.errors import CommitConflictError, CommitStateUnknownError, CorruptMeta
 from mor.format.content_file import ContentFile, DataFile, DeleteFile
 from mor.format.manifest import EntryToWrite, ManifestFile, read_manifest, write_manifest
 from mor.format.manifest_list import read_manifest_list, write_manifest_list
-from mor.format.metadata import Snapshot, TableMetadata, now_ms, with_snapshot, with_spec
+from mor.format.metadata import Snapshot, TableMetadata, now_ms, same_schema, with_schema, with_snapshot, with_spec
 from mor.format.spec import ManifestContent, ManifestEntryStatus
 from mor.io.fileio import FileIO
 
@@ -49,6 +49,10 @@ class Changes:
     # Compaction: the added data files keep the data sequence number of the snapshot it read,
     # so deletes committed after that snapshot still apply to the rewritten rows.
     data_sequence_number: int | None = None
+    # append(schema_mode="merge"): the schema the added files were written with, made current
+    # (with last-column-id raised) in the same metadata as the snapshot. Its new field ids were
+    # handed out on the read base, so a base whose schema changed meanwhile is a conflict.
+    schema: Schema | None = None
 
 
 # validate(base the operation read, current base) raises CommitConflictError when our changes
@@ -73,8 +77,9 @@ def commit_changes(
     A lost race is retried as `policy` allows (default: the read base's table properties)."""
     attempts = (policy or RetryPolicy.of(read_base.properties)).start()
     snapshot_id = new_snapshot_id()
-    schema = read_base.schema()
-    read_base = _with_added_spec(read_base, changes)
+    schema = changes.schema or read_base.schema()
+    planned_on = read_base
+    read_base = _with_new_schema(_with_added_spec(read_base, changes), planned_on, changes)
     faults.reached("files-written")
     new_manifests = _write_new_file_manifests(io, read_base, schema, snapshot_id, changes)
     faults.reached("manifests-written")
@@ -84,7 +89,7 @@ def commit_changes(
         for attempt in itertools.count():
             if attempt:
                 base, base_location = ops.refresh()
-                base = _with_added_spec(base, changes)
+                base = _with_new_schema(_with_added_spec(base, changes), planned_on, changes)
             if validate is not None and base.current_snapshot_id != validated.current_snapshot_id:
                 validate(validated, base)
                 validated = base
@@ -149,6 +154,17 @@ def _with_added_spec(base: TableMetadata, changes: Changes) -> TableMetadata:
         return with_spec(base, changes.added_spec)
     except CorruptMetadataError as e:
         raise CommitConflictError(f"a concurrent commit added partition spec {changes.added_spec.spec_id}: {e}") from e
+
+
+def _with_new_schema(base: TableMetadata, planned_on: TableMetadata, changes: Changes) -> TableMetadata:
+    if changes.schema is None:
+        return base
+    if base.last_column_id != planned_on.last_column_id or not same_schema(base.schema(), planned_on.schema()):
+        raise CommitConflictError(
+            f"a concurrent commit changed the table schema (schema {base.current_schema_id} is current, last-column-id "
+            f"{base.last_column_id}); this write added columns to schema {planned_on.current_schema_id}"
+        )
+    return with_schema(base, changes.schema)
 
 
 def _manifest_location(metadata: TableMetadata, snapshot_id: int, index: int) -> str:

@@ -15,6 +15,7 @@ from pyiceberg.types import (
     BinaryType,
     BooleanType,
     DateType,
+    DecimalType,
     DoubleType,
     FixedType,
     FloatType,
@@ -27,6 +28,7 @@ from pyiceberg.types import (
     TimeType,
     UUIDType,
 )
+from pyiceberg.utils.decimal import decimal_required_bytes
 
 from mor.errors import UnsupportedFeatureError
 
@@ -85,18 +87,26 @@ def partition_value_avro_type(iceberg_type: IcebergType) -> Any:
         return {"type": "fixed", "name": "uuid_fixed", "size": 16, "logicalType": "uuid"}
     if isinstance(iceberg_type, FixedType):
         return {"type": "fixed", "name": f"fixed_{len(iceberg_type)}", "size": len(iceberg_type)}
+    if isinstance(iceberg_type, DecimalType):
+        # The spec's Avro form: fixed of the fewest bytes that hold the precision (named as Java does).
+        p, s = iceberg_type.precision, iceberg_type.scale
+        return {"type": "fixed", "name": f"decimal_{p}_{s}", "size": decimal_required_bytes(p),
+                "logicalType": "decimal", "precision": p, "scale": s}  # fmt: skip
     raise UnsupportedFeatureError(f"partition values of type {iceberg_type} are not supported")
 
 
 def partition_record_schema(spec: PartitionSpec, schema: Schema) -> dict[str, Any]:
-    partition_type = spec.partition_type(schema)
-    return {
-        "type": "record",
-        "name": "r102",
-        "fields": [
-            _optional(f.field_id, f.name, partition_value_avro_type(f.field_type)) for f in partition_type.fields
-        ],
-    }
+    fields, named = [], set()
+    for f in spec.partition_type(schema).fields:
+        avro_type = partition_value_avro_type(f.field_type)
+        if isinstance(avro_type, dict) and "name" in avro_type:
+            # Avro defines a named type (two uuid or decimal(9, 2) fields) once, then refers to it.
+            avro_type, first = avro_type["name"], avro_type
+            if avro_type not in named:
+                named.add(avro_type)
+                avro_type = first
+        fields.append(_optional(f.field_id, f.name, avro_type))
+    return {"type": "record", "name": "r102", "fields": fields}
 
 
 def manifest_entry_schema(spec: PartitionSpec, schema: Schema) -> dict[str, Any]:

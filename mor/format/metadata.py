@@ -310,3 +310,29 @@ def unpartitioned_spec(base: TableMetadata) -> PartitionSpec:
         if not spec.fields:
             return spec
     return PartitionSpec(spec_id=max(s.spec_id for s in base.partition_specs) + 1)
+
+
+def same_schema(a: Schema, b: Schema) -> bool:
+    """The same fields (ids, names, types, requiredness, docs, order) and identifier fields;
+    schema ids aside."""
+    return tuple(a.fields) == tuple(b.fields) and sorted(a.identifier_field_ids) == sorted(b.identifier_field_ids)
+
+
+def with_schema(base: TableMetadata, schema: Schema, last_column_id: int | None = None) -> TableMetadata:
+    """Make `schema` current: an identical schema already in the table is reused with its id
+    (as Iceberg does), otherwise it is added with the next schema id. `last-column-id` rises
+    to cover the schema's field ids (and `last_column_id`, the ids handed out for it)."""
+    existing = next((s for s in base.schemas if same_schema(s, schema)), None)
+    schemas = base.schemas
+    if existing is None:
+        schema_id = max(s.schema_id for s in base.schemas) + 1
+        existing = Schema(*schema.fields, schema_id=schema_id, identifier_field_ids=list(schema.identifier_field_ids))
+        schemas = schemas + (existing,)
+    highest = max(base.last_column_id, schema.highest_field_id, last_column_id or 0)
+    return replace(
+        base,
+        schemas=schemas,
+        current_schema_id=existing.schema_id,
+        last_column_id=highest,
+        last_updated_ms=max(now_ms(), base.last_updated_ms),
+    )

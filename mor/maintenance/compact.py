@@ -4,10 +4,12 @@ Which files: in the snapshot read (optionally only files that may hold rows matc
 a data file with deletes is rewritten when its deleted share reaches `min_delete_ratio` (or it
 has `min_delete_files` delete files); small files (under 75% of the target size, as Iceberg's
 default) join them, and on their own a partition's small files are rewritten once there are
-`min_input_files` of them. Files are grouped by partition spec and partition, packed into bins
-of about `target_file_size` input bytes, and each bin is streamed through its own rolling
-writer (bins in parallel); rows stay in their file's spec (a concurrent equality delete in
-that spec must still reach them).
+`min_input_files` of them. Rows are written in the table's default spec, as Iceberg's
+rewrite_data_files does, so compaction also moves rows out of older specs. Files are grouped
+by the default-spec partition their rows fall in (known from the file's own partition when its
+spec has every default-spec field, by field id; the other files of older specs form one group
+of their own), packed into bins of about `target_file_size` input bytes, and each bin is
+streamed through its own rolling writer (bins in parallel).
 
 The commit (operation `replace`) swaps the files and drops every delete file that then applies
 to no live data file. The new files keep the data sequence number of the snapshot read, so a
@@ -16,6 +18,8 @@ meanwhile (the caller re-plans on CommitConflictError):
   - a position delete added for a rewritten file (its rows would come back);
   - a data file added with a data sequence number older than an equality delete this commit
     drops (another compaction's output, which that delete must still reach);
+  - when rows move to another spec: an equality delete scoped to a partition of a spec they
+    leave or enter (it would stop reaching them, or start to);
   - a rewritten data file or dropped delete file removed meanwhile (checked by the commit).
 """
 
@@ -23,8 +27,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Callable
 
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
+from pyiceberg.partitioning import PartitionSpec
 
 from mor.commit.snapshot_producer import Changes, Validator
 from mor.errors import InvalidArgumentError
@@ -97,8 +103,9 @@ class CompactionResult:
 @dataclass
 class CompactionPlan:
     snapshot_sequence_number: int
-    groups: list[list[FileScanTask]]  # bins: files of one spec and partition, written together
+    groups: list[list[FileScanTask]]  # bins: files of one output partition, written together
     dropped_deletes: list[DeleteFile]  # apply to no data file the commit leaves live
+    spec_id: int = 0  # the spec the rows are written in: the table's default when planned
     changes: Changes = field(default_factory=lambda: Changes(Operation.REPLACE))
 
     @property
@@ -136,21 +143,58 @@ def plan_compaction(io: FileIO, metadata: TableMetadata, where: BooleanExpressio
         return CompactionPlan(0, [], [])
     every_task = plan_files(io, metadata, snapshot, AlwaysTrue())
     in_scope = every_task if isinstance(where, AlwaysTrue) else plan_files(io, metadata, snapshot, where)
-    chosen = _choose(io, in_scope, options)
-    groups = _bins(chosen, options.target_file_size)
+    group_of = _OutputPartition(metadata)
+    chosen = _choose(io, in_scope, options, group_of)
+    groups = _bins(chosen, options.target_file_size, group_of)
     rewritten = {t.data_file.file_path for t in chosen}
     still_applied = {d.file_path for t in every_task if t.data_file.file_path not in rewritten for d in t.delete_files}
     live_deletes = [e.file for e in live_entries(io, metadata, snapshot, ManifestContent.DELETES)]
     dropped = [f for f in live_deletes if f.file_path not in still_applied]
-    return CompactionPlan(snapshot.sequence_number, groups, dropped)  # type: ignore[arg-type]
+    return CompactionPlan(snapshot.sequence_number, groups, dropped, metadata.default_spec_id)  # type: ignore[arg-type]
 
 
-def _choose(io: FileIO, tasks: list[FileScanTask], options: CompactionOptions) -> list[FileScanTask]:
+class _OutputPartition:
+    """The default-spec partition a data file's rows fall in, as a group key: from the file's
+    own partition values when its spec has every default-spec field (same field id, source and
+    transform); files of other specs may hold rows of many partitions and share one group
+    (Iceberg's planner groups them as unpartitioned)."""
+
+    MIXED = ("mixed",)
+
+    def __init__(self, metadata: TableMetadata):
+        self.spec = metadata.spec()
+        self.specs = metadata.specs()
+        self._positions: dict[int, list[int] | None] = {}  # file spec id -> where each output field is
+
+    def __call__(self, data_file: DataFile) -> tuple:
+        if data_file.spec_id == self.spec.spec_id:
+            return ("in", partition_key(data_file.partition))
+        if data_file.spec_id not in self._positions:
+            self._positions[data_file.spec_id] = self._map(self.specs[data_file.spec_id])
+        positions = self._positions[data_file.spec_id]
+        if positions is None:
+            return self.MIXED
+        return ("in", partition_key(tuple(data_file.partition[i] for i in positions)))
+
+    def _map(self, spec: PartitionSpec) -> list[int] | None:
+        index = {f.field_id: (i, f) for i, f in enumerate(spec.fields)}
+        positions = []
+        for f in self.spec.fields:
+            found = index.get(f.field_id)
+            if found is None or (found[1].source_id, str(found[1].transform)) != (f.source_id, str(f.transform)):
+                return None
+            positions.append(found[0])
+        return positions
+
+
+def _choose(
+    io: FileIO, tasks: list[FileScanTask], options: CompactionOptions, group_of: Callable[[DataFile], tuple]
+) -> list[FileScanTask]:
     small_below = SMALL_FILE_SHARE * options.target_file_size
     cache = DeleteFileCache(io)
     by_partition: dict[tuple, tuple[list[FileScanTask], list[FileScanTask]]] = defaultdict(lambda: ([], []))
     for task in tasks:
-        with_deletes, small = by_partition[(task.data_file.spec_id, partition_key(task.data_file.partition))]
+        with_deletes, small = by_partition[group_of(task.data_file)]
         if task.delete_files and _enough_deletes(task, options, cache):
             with_deletes.append(task)
         elif task.data_file.file_size_in_bytes < small_below:
@@ -177,12 +221,12 @@ def _enough_deletes(task: FileScanTask, options: CompactionOptions, cache: Delet
     return min(deleted, rows) / rows >= options.min_delete_ratio
 
 
-def _bins(tasks: list[FileScanTask], target: int) -> list[list[FileScanTask]]:
-    """Files of one spec and partition, packed in path order into bins of about `target`
+def _bins(tasks: list[FileScanTask], target: int, group_of: Callable[[DataFile], tuple]) -> list[list[FileScanTask]]:
+    """Files of one output partition, packed in path order into bins of about `target`
     input bytes; bins are written in parallel, each into files rolled at the target."""
     groups: dict[tuple, list[FileScanTask]] = defaultdict(list)
     for task in tasks:
-        groups[(task.data_file.spec_id, partition_key(task.data_file.partition))].append(task)
+        groups[group_of(task.data_file)].append(task)
     bins: list[list[FileScanTask]] = []
     for group in groups.values():
         size = target  # start a new bin with the first file
@@ -197,7 +241,7 @@ def _bins(tasks: list[FileScanTask], target: int) -> list[list[FileScanTask]]:
 
 def write_compaction(io: FileIO, metadata: TableMetadata, plan: CompactionPlan, options: CompactionOptions, progress: Progress) -> Validator:
     """Write the groups' live rows into new files (filling `plan.changes`); the validator for the commit."""
-    schema, specs = metadata.schema(), metadata.specs()
+    schema, spec = metadata.schema(), metadata.specs()[plan.spec_id]
     tasks = [t for g in plan.groups for t in g]
     write_options = WriteOptions({**metadata.properties, TARGET_FILE_SIZE: str(options.target_file_size)})
     reader = prepared_reader(io, tasks, schema, schema, AlwaysTrue(), True)
@@ -206,7 +250,6 @@ def write_compaction(io: FileIO, metadata: TableMetadata, plan: CompactionPlan, 
     with progress.stage("rewrite data files", len(tasks)) as step:
 
         def rewrite(group: list[FileScanTask]) -> list[DataFile]:
-            spec = specs[group[0].data_file.spec_id]
             writer = RollingDataWriter(io, metadata.location, schema, spec, write_options)
             written.append(writer.started)  # for cleanup if another group fails
 
@@ -238,6 +281,8 @@ def write_compaction(io: FileIO, metadata: TableMetadata, plan: CompactionPlan, 
 def _validator(io: FileIO, plan: CompactionPlan) -> Validator:
     rewritten = plan.rewritten
     dropped_equality = [f for f in plan.dropped_deletes if f.content == FileContent.EQUALITY_DELETES]
+    moved = [f for f in rewritten if f.spec_id != plan.spec_id]  # rows that change spec
+    added_partitions = {partition_key(f.partition) for f in plan.changes.added_data}
 
     def validate(read_base: TableMetadata, current: TableMetadata) -> None:
         unpartitioned = unpartitioned_spec_ids(current)
@@ -254,5 +299,17 @@ def _validator(io: FileIO, plan: CompactionPlan) -> Validator:
             ]  # fmt: skip
             if reached:
                 raise c.conflict("added data files that equality deletes this compaction drops still apply to", reached)
+            if moved:
+                scoped = [
+                    d for d in c.added_deletes if d.content == FileContent.EQUALITY_DELETES and d.spec_id not in unpartitioned
+                ]  # fmt: skip
+                hits = [
+                    d.file_path
+                    for d in scoped
+                    if any(applies_to(d, f, unpartitioned) for f in moved)
+                    or (d.spec_id == plan.spec_id and partition_key(d.partition) in added_partitions)
+                ]
+                if hits:
+                    raise c.conflict("added equality deletes scoped to a spec that rows this compaction moves leave or enter", hits)
 
     return validate

@@ -28,7 +28,9 @@ from pyiceberg.expressions import (
     And,
     BooleanExpression,
     BoundSetPredicate,
+    BoundPredicate,
     BoundTerm,
+    EqualTo,
     GreaterThan,
     GreaterThanOrEqual,
     IsNaN,
@@ -64,6 +66,7 @@ from pyiceberg.expressions.visitors import (
 )
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
+from pyiceberg.transforms import TruncateTransform
 from pyiceberg.types import (
     BinaryType,
     BooleanType,
@@ -157,10 +160,13 @@ def _bind(schema: Schema, expr: BooleanExpression, case_sensitive: bool, check: 
         return _remembered(  # type: ignore[no-any-return]
             "set" if check else "set-unchecked", schema, expr, case_sensitive, lambda: _bind_set(schema, expr, case_sensitive, check)
         )
-    if check and isinstance(expr, LiteralPredicate):
+    if isinstance(expr, LiteralPredicate):
         field = _field(schema, expr.term.name, case_sensitive)
         if field is not None:  # an unknown column is reported by bind
-            _check_values(field, [expr.literal.value])
+            if check:
+                _check_values(field, [expr.literal.value])
+            if _is_float_infinity(expr.literal, field.field_type):
+                expr = type(expr)(expr.term, FloatLiteral(expr.literal.value))
     return bind(schema, expr, case_sensitive)
 
 
@@ -211,6 +217,9 @@ def _converted(literals: set[Literal[Any]], ftype: IcebergType) -> set[Literal[A
     convert: dict[type, Callable[[Literal[Any], IcebergType], Literal[Any]]] = {}
     out = set()
     for lit in literals:
+        if _is_float_infinity(lit, ftype):
+            out.add(FloatLiteral(lit.value))
+            continue
         fn = convert.get(type(lit))
         if fn is None:
             dispatcher = getattr(inspect.getattr_static(type(lit), "to", None), "dispatcher", None)
@@ -221,6 +230,12 @@ def _converted(literals: set[Literal[Any]], ftype: IcebergType) -> set[Literal[A
 
 def _to(lit: Literal[Any], ftype: IcebergType) -> Literal[Any]:
     return lit.to(ftype)
+
+
+def _is_float_infinity(lit: Literal[Any], ftype: IcebergType) -> bool:
+    """An infinite double literal on a float column: a float value, though pyiceberg converts it
+    to "above the float range" and so folds the predicate to always true or false."""
+    return isinstance(ftype, FloatType) and isinstance(lit, DoubleLiteral) and math.isinf(lit.value)
 
 
 def _not_rewritten(schema: Schema, expr: BooleanExpression, case_sensitive: bool) -> BooleanExpression:
@@ -336,7 +351,7 @@ class FileFilter:
         def compute() -> _StrictMetricsEvaluator:
             # pyiceberg's constructor would bind again: give it the binding made once.
             strict = _StrictMetricsEvaluator.__new__(_StrictMetricsEvaluator)
-            strict.struct = schema.as_struct()
+            strict.struct = _FieldsById(schema)  # type: ignore[assignment]
             strict.include_empty_files = False
             strict.expr = bind_filter(schema, _not_rewritten(schema, expr, case_sensitive), case_sensitive)
             return strict
@@ -365,10 +380,53 @@ class FileFilter:
         return evaluator.eval
 
 
+class _FieldsById:
+    """The schema's fields by id, nested ones too, for pyiceberg's strict evaluator: it looks
+    fields up in the top-level struct only, and raises for a field of a struct column, which
+    has bounds (mor.write.metrics) as Iceberg Java gives it."""
+
+    def __init__(self, schema: Schema):
+        self.schema = schema
+
+    def field(self, field_id: int) -> NestedField | None:
+        try:
+            return self.schema.find_field(field_id)
+        except ValueError:
+            return None
+
+
 class _Projection(InclusiveProjection):
     def project(self, expr: BooleanExpression) -> BooleanExpression:
         schema, case_sensitive = self.schema, self.case_sensitive
         return visit(bind_filter(schema, _not_rewritten(schema, expr, case_sensitive), case_sensitive), self)
+
+    def visit_bound_predicate(self, predicate: BoundPredicate[Any]) -> BooleanExpression:
+        """pyiceberg's inclusive projection (every partition field of the column narrows it), where
+        a truncate partition of an int/long column also keeps its wrapped partition value."""
+        field = predicate.term.ref().field
+        result: BooleanExpression = AlwaysTrue()
+        for part in self.spec.fields_by_source_id(field.field_id):
+            projected = part.transform.project(name=part.name, pred=predicate)
+            if projected is None:
+                continue
+            wrapped = _wrapped_truncation(part.transform, field.field_type)
+            if wrapped is not None:
+                projected = Or(projected, EqualTo(part.name, wrapped))
+            result = And(result, projected)
+        return result
+
+
+def _wrapped_truncation(transform: Any, source_type: IcebergType) -> int | None:
+    """truncate(W) of the int/long values just above the type's minimum lies below it: Iceberg
+    Java's (and pyiceberg-core's) integer arithmetic wraps it around to one value near the
+    maximum, which their files carry as the partition value. pyiceberg projects a filter with
+    unbounded Python ints, so it would prune those files: keep that one value too."""
+    bounds = _INT_RANGES.get(type(source_type))
+    if not isinstance(transform, TruncateTransform) or bounds is None:
+        return None
+    lowest, highest = bounds
+    truncated = lowest - lowest % transform.width  # Python's % is never negative: as the spec asks
+    return None if truncated >= lowest else truncated + (highest - lowest + 1)
 
 
 def _always(_: Any) -> bool:
@@ -434,7 +492,7 @@ def _check_floats(field: NestedField, values: Iterable[Any]) -> None:
             raise InvalidFilterError(
                 f"NaN cannot be compared with column {field.name!r}: use '{field.name} is nan' or '{field.name} is not nan'"
             )
-        if isinstance(field.field_type, FloatType) and isinstance(v, (int, float, Decimal)) and abs(v) > _FLOAT32_MAX:
+        if isinstance(field.field_type, FloatType) and isinstance(v, (int, float, Decimal)) and _FLOAT32_MAX < abs(v) < math.inf:
             raise InvalidFilterError(f"{v} is out of range for column {field.name!r} of type float")
 
 

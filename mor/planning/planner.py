@@ -48,6 +48,12 @@ def manifests_of(io: FileIO, snapshot: Snapshot) -> list[ManifestFile]:
     return read_manifest_list(io, snapshot.manifest_list)
 
 
+def live_data_spec_ids(io: FileIO, snapshot: Snapshot) -> set[int]:
+    """Ids of the specs that live data files of `snapshot` use, from its manifest list alone
+    (a manifest holds one spec; its counts say whether it holds live files)."""
+    return {m.partition_spec_id for m in manifests_of(io, snapshot) if m.content == ManifestContent.DATA and m.has_live_files}
+
+
 def unpartitioned_spec_ids(metadata: TableMetadata) -> frozenset[int]:
     return frozenset(s.spec_id for s in metadata.partition_specs if not s.fields)
 

@@ -7,12 +7,14 @@ so position deletes stay aligned even when row groups are skipped.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 import pyarrow.parquet as pq
 from pyiceberg.conversions import to_bytes
 from pyiceberg.schema import Schema
-from pyiceberg.types import BinaryType, PrimitiveType, StringType, TimestampType, TimestamptzType
+from pyiceberg.types import BinaryType, DecimalType, PrimitiveType, StringType, TimestampType, TimestamptzType, TimeType
+from pyiceberg.utils.decimal import unscaled_to_decimal
 
 
 @dataclass
@@ -48,12 +50,20 @@ def row_group_metrics(meta: pq.FileMetaData, index: int, id_by_column: dict[str,
 
 
 def _bounds(ftype: PrimitiveType, col: Any, stats: Any) -> tuple[bytes, bytes] | None:
+    """Iceberg bounds of a row group from Parquet statistics in the file's physical form; None
+    (keep the row group) when the file's form has no safe conversion."""
     lo, hi = stats.min_raw, stats.max_raw
-    if isinstance(ftype, (TimestampType, TimestamptzType)):
-        unit = _timestamp_unit(col)
+    if isinstance(ftype, (TimestampType, TimestamptzType, TimeType)):
+        unit = _time_unit(col, "Timestamp" if isinstance(ftype, (TimestampType, TimestamptzType)) else "Time")
         if unit is None:
             return None  # INT96 or unknown: no safe conversion, do not prune
         lo, hi = lo * unit[0] // unit[1], -((-hi * unit[0]) // unit[1])
+    if isinstance(ftype, DecimalType):
+        # The unscaled value (an int, or big-endian two's complement bytes) at the file's scale,
+        # which Iceberg keeps equal to the table's (only the precision may widen).
+        if col.scale != ftype.scale or not isinstance(lo, (int, bytes)) or not isinstance(hi, (int, bytes)):
+            return None
+        lo, hi = _unscaled_decimal(lo, ftype.scale), _unscaled_decimal(hi, ftype.scale)
     if isinstance(ftype, StringType):
         lo = lo.decode("utf-8", "replace") if isinstance(lo, bytes) else lo
         hi = hi.decode("utf-8", "replace") if isinstance(hi, bytes) else hi
@@ -66,12 +76,25 @@ def _bounds(ftype: PrimitiveType, col: Any, stats: Any) -> tuple[bytes, bytes] |
         return None
 
 
-def _timestamp_unit(column: Any) -> tuple[int, int] | None:
-    """(multiplier, divisor) that turn a Parquet column's stored unit into microseconds."""
-    if column.physical_type != "INT64":
-        return None
-    logical = str(column.logical_type).lower()
+def _unscaled_decimal(raw: int | bytes, scale: int) -> Decimal:
+    unscaled = int.from_bytes(raw, "big", signed=True) if isinstance(raw, bytes) else raw
+    return unscaled_to_decimal(unscaled, scale)
+
+
+_LEGACY_UNITS = {
+    "Timestamp": {"TIMESTAMP_MICROS": (1, 1), "TIMESTAMP_MILLIS": (1000, 1)},
+    "Time": {"TIME_MICROS": (1, 1), "TIME_MILLIS": (1000, 1)},
+}
+
+
+def _time_unit(column: Any, logical_name: str) -> tuple[int, int] | None:
+    """(multiplier, divisor) that turn a Parquet time or timestamp column's stored unit into
+    microseconds: TIME(MILLIS) is an INT32, every other unit an INT64."""
+    logical = str(column.logical_type)
+    if not logical.startswith(logical_name + "("):
+        return _LEGACY_UNITS[logical_name].get(column.converted_type)  # files without logical types
     for unit, factor in (("microseconds", (1, 1)), ("milliseconds", (1000, 1)), ("nanoseconds", (1, 1000))):
         if unit in logical:
-            return factor
-    return (1, 1) if column.converted_type == "TIMESTAMP_MICROS" else None
+            physical = "INT32" if logical_name == "Time" and unit == "milliseconds" else "INT64"
+            return factor if column.physical_type == physical else None
+    return None

@@ -103,6 +103,8 @@ def _to_nested(f: pa.Field, field_id: int, ids: Iterator[int]) -> NestedField:
 
 
 def _from_arrow_type(t: pa.DataType, ids: Iterator[int]) -> IcebergType:
+    if isinstance(t, pa.UuidType):
+        return UUIDType()  # (read back as its storage, binary(16), the Arrow type of uuid here)
     if pa.types.is_boolean(t):
         return BooleanType()
     if pa.types.is_int8(t) or pa.types.is_int16(t) or pa.types.is_int32(t) or pa.types.is_uint8(t) or pa.types.is_uint16(t):
@@ -145,6 +147,8 @@ def _compatible(source: pa.DataType, target: pa.DataType) -> bool:
     """Casts that never change a value: same type, string/binary size variants, widening."""
     if source == target or pa.types.is_null(source):
         return True
+    if isinstance(source, pa.UuidType):
+        return target == source.storage_type
     same_family = [
         (pa.types.is_string, pa.types.is_large_string, pa.types.is_string_view),
         (pa.types.is_binary, pa.types.is_large_binary, pa.types.is_binary_view),
@@ -160,6 +164,9 @@ def _compatible(source: pa.DataType, target: pa.DataType) -> bool:
         return (source.tz is None) == (target.tz is None)  # unit changes are checked by a safe cast
     if pa.types.is_date(source) and pa.types.is_date(target):
         return True
+    if pa.types.is_decimal(source) and pa.types.is_decimal(target):
+        # pyarrow infers the fewest digits from Python Decimals: decimal(3, 2) data fits decimal(9, 2)
+        return source.scale == target.scale and source.precision <= target.precision
     if pa.types.is_struct(source) and pa.types.is_struct(target):
         return _fields_compatible(list(source), list(target))
     if (pa.types.is_list(source) or pa.types.is_large_list(source)) and pa.types.is_list(target):

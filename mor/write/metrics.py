@@ -1,15 +1,18 @@
 """Column metrics of a written Parquet file, from its footer (no second pass over the data).
 
-Metrics cover top-level primitive columns. String bounds are truncated to 16 characters, as
-Iceberg's default `truncate(16)` metrics mode does (the upper bound is rounded up so it still
-bounds); position-delete `file_path` bounds are kept whole, because readers match delete files
-to data files by them.
+Metrics cover every primitive field reachable from the top through structs only, as Iceberg
+Java's Parquet writer keeps them (`ParquetMetrics`): value and null counts, bounds, and NaN counts
+for float/double. A field inside a list or a map gets a column size and nothing else (Java
+drops their metrics: one row holds many values). String and binary bounds are truncated to
+16 characters/bytes, as Iceberg's default `truncate(16)` metrics mode does (the upper bound is
+rounded up so it still bounds); position-delete `file_path` bounds are kept whole, because
+readers match delete files to data files by them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
@@ -17,7 +20,19 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyiceberg.conversions import to_bytes
 from pyiceberg.schema import Schema
-from pyiceberg.types import BinaryType, DecimalType, DoubleType, FloatType, PrimitiveType, StringType
+from pyiceberg.types import (
+    BinaryType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    ListType,
+    MapType,
+    NestedField,
+    PrimitiveType,
+    StringType,
+    StructType,
+)
+from pyiceberg.utils.decimal import unscaled_to_decimal
 
 TRUNCATE_LENGTH = 16
 
@@ -46,6 +61,53 @@ class FileMetrics:
         }
 
 
+@dataclass(frozen=True)
+class Leaf:
+    """A primitive field as a Parquet column: its path, and whether it gets metrics."""
+
+    field: NestedField
+    names: tuple[str, ...]  # struct names from the top (only meaningful when `measured`)
+    measured: bool  # reached through structs only (not inside a list or a map)
+
+
+def parquet_leaves(schema: Schema) -> dict[str, Leaf]:
+    """Every primitive field by its Parquet column path (`s.a`, `l.list.element`,
+    `m.key_value.key`: the names pyarrow writes)."""
+    return {".".join(path): leaf for path, leaf in _leaves(schema.fields, (), (), True)}
+
+
+def _leaves(
+    fields: list[NestedField] | tuple[NestedField, ...], path: tuple[str, ...], names: tuple[str, ...], measured: bool
+) -> Iterator[tuple[tuple[str, ...], Leaf]]:
+    for f in fields:
+        yield from _leaves_of(f, path + (f.name,), names + (f.name,), measured)
+
+
+def _leaves_of(f: NestedField, path: tuple[str, ...], names: tuple[str, ...], measured: bool) -> Iterator[tuple[tuple[str, ...], Leaf]]:
+    t = f.field_type
+    if isinstance(t, StructType):
+        yield from _leaves(t.fields, path, names, measured)
+    elif isinstance(t, ListType):
+        yield from _leaves_of(t.element_field, path + ("list", "element"), names, False)
+    elif isinstance(t, MapType):
+        yield from _leaves_of(t.key_field, path + ("key_value", "key"), names, False)
+        yield from _leaves_of(t.value_field, path + ("key_value", "value"), names, False)
+    elif isinstance(t, PrimitiveType):
+        yield path, Leaf(f, names, measured)
+
+
+def count_nans(data: pa.Table | pa.RecordBatch, schema: Schema) -> dict[int, int]:
+    """NaN count of every measured float/double field (Parquet statistics leave NaN out)."""
+    out = {}
+    for leaf in parquet_leaves(schema).values():
+        if leaf.measured and isinstance(leaf.field.field_type, (FloatType, DoubleType)):
+            column: Any = data.column(leaf.names[0])
+            for name in leaf.names[1:]:
+                column = pc.struct_field(column, name)  # null where a parent struct is null
+            out[leaf.field.field_id] = int(pc.sum(pc.is_nan(column)).as_py() or 0)
+    return out
+
+
 def collect_metrics(
     meta: pq.FileMetaData,
     schema: Schema,
@@ -54,8 +116,8 @@ def collect_metrics(
     nan_counts: dict[int, int] | None = None,
 ) -> FileMetrics:
     """Metrics from the footer; NaN counts (which Parquet does not keep) from `data` or
-    `nan_counts` (counted by a streaming writer as it went)."""
-    top_level = {f.name: f for f in schema.fields if isinstance(f.field_type, PrimitiveType)}
+    `nan_counts` (counted by a streaming writer as it went, with `count_nans`)."""
+    leaves = parquet_leaves(schema)
     m = FileMetrics(meta.num_rows, {}, {}, {}, {}, {}, {}, ())
     lowers: dict[int, Any] = {}
     uppers: dict[int, Any] = {}
@@ -68,22 +130,25 @@ def collect_metrics(
             offsets.append(first.dictionary_page_offset or first.data_page_offset)
         for c in range(rg.num_columns):
             col = rg.column(c)
-            field = top_level.get(col.path_in_schema)
-            if field is None:
+            leaf = leaves.get(col.path_in_schema)
+            if leaf is None:
                 continue
-            fid = field.field_id
+            fid = leaf.field.field_id
             m.column_sizes[fid] = m.column_sizes.get(fid, 0) + col.total_compressed_size
-            m.value_counts[fid] = m.value_counts.get(fid, 0) + rg.num_rows
+            if not leaf.measured:
+                continue
+            m.value_counts[fid] = m.value_counts.get(fid, 0) + col.num_values
             stats = col.statistics
             if stats is None or not stats.has_null_count:
                 m.null_value_counts.pop(fid, None)
             else:
                 m.null_value_counts[fid] = m.null_value_counts.get(fid, 0) + stats.null_count
+            ftype = leaf.field.field_type
             if stats is not None and stats.has_min_max:
-                lo, hi = _physical(field.field_type, stats.min_raw), _physical(field.field_type, stats.max_raw)
+                lo, hi = _physical(ftype, stats.min_raw), _physical(ftype, stats.max_raw)
                 lowers[fid] = lo if fid not in lowers else min(lowers[fid], lo)
                 uppers[fid] = hi if fid not in uppers else max(uppers[fid], hi)
-            elif not (stats is not None and stats.has_null_count and stats.null_count == rg.num_rows):
+            elif not (stats is not None and stats.has_null_count and stats.null_count == col.num_values):
                 unbounded.add(fid)  # values we cannot bound (all NaN, or no statistics): no file bounds
     for fid, lo in lowers.items():
         hi = uppers[fid]
@@ -99,9 +164,7 @@ def collect_metrics(
     if nan_counts is not None:
         m.nan_value_counts.update(nan_counts)
     elif data is not None:
-        for name, field in top_level.items():
-            if isinstance(field.field_type, (FloatType, DoubleType)):
-                m.nan_value_counts[field.field_id] = int(pc.sum(pc.is_nan(data.column(name))).as_py() or 0)
+        m.nan_value_counts.update(count_nans(data, schema))
     m.split_offsets = tuple(offsets)
     return m
 
@@ -109,8 +172,9 @@ def collect_metrics(
 def _physical(ftype: PrimitiveType, raw: Any) -> Any:
     if isinstance(ftype, DecimalType):
         # Parquet keeps the unscaled value: an int, or big-endian two's complement bytes.
+        # (Not Decimal(unscaled).scaleb(): that rounds to the context's 28 digits.)
         unscaled = int.from_bytes(raw, "big", signed=True) if isinstance(raw, bytes) else int(raw)
-        return Decimal(unscaled).scaleb(-ftype.scale)
+        return unscaled_to_decimal(unscaled, ftype.scale)
     if isinstance(ftype, StringType) and isinstance(raw, bytes):
         return raw.decode("utf-8")
     if isinstance(ftype, BinaryType) and isinstance(raw, str):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import struct
 from typing import Any, Iterator
 
 import pyarrow as pa
@@ -9,9 +11,9 @@ import pyarrow.compute as pc
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.transforms import Transform, parse_transform
-from pyiceberg.types import NestedField
+from pyiceberg.types import ListType, MapType, NestedField, StructType
 
-from mor.errors import InvalidArgumentError, UnsupportedFeatureError
+from mor.errors import InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
 from mor.format.content_file import PartitionValues
 from mor.format.partition_values import to_internal
 from mor.format.spec import PARTITION_FIELD_ID_START
@@ -19,9 +21,11 @@ from mor.format.spec import PARTITION_FIELD_ID_START
 _ROW = "__mor_row"
 
 
-TRANSFORMS = ("identity", "bucket", "truncate", "year", "month", "day", "hour")
+TRANSFORMS = ("identity", "bucket", "truncate", "year", "month", "day", "hour", "void")
 _WITH_NUMBER = ("bucket", "truncate")
-_SYNTAX = "a column, or year/month/day/hour(col), bucket(N, col), truncate(W, col)"
+_SYNTAX = "a column, or year/month/day/hour(col), bucket(N, col), truncate(W, col), void(col)"
+_PLURALS = {"years": "year", "months": "month", "days": "day", "hours": "hour"}
+_TRANSFORM_TEXT = re.compile(r"^\s*([A-Za-z]+)\s*(?:\[([^\]]*)\]|\(([^)]*)\))?\s*$")
 
 
 def parse_partition_by(schema: Schema, partition_by: list[str] | None) -> PartitionSpec:
@@ -33,7 +37,7 @@ def parse_partition_by(schema: Schema, partition_by: list[str] | None) -> Partit
         raise InvalidArgumentError(f"partition_by is a list of terms like ['category', 'day(ts)'], got {partition_by!r}")
     fields: list[PartitionField] = []
     for i, text in enumerate(partition_by):
-        source, transform, name = _partition_term(schema, text)
+        source, transform, name = partition_term(schema, text)
         for f in fields:
             if (f.source_id, f.transform) == (source.field_id, transform) or f.name == name:
                 raise InvalidArgumentError(f"partition term {text!r} repeats an earlier term ({f.name})")
@@ -41,11 +45,20 @@ def parse_partition_by(schema: Schema, partition_by: list[str] | None) -> Partit
     return PartitionSpec(*fields, spec_id=0)
 
 
-def _partition_term(schema: Schema, text: object) -> tuple[NestedField, Transform[Any, Any], str]:
+def partition_term(schema: Schema, text: object) -> tuple[NestedField, Transform[Any, Any], str]:
     """(source column, transform, partition field name) of one term."""
     if not isinstance(text, str) or not text.strip():
         raise InvalidArgumentError(f"partition term {text!r} is not a term: write {_SYNTAX}")
     column, transform_name, number = _split_term(text)
+    return resolve_partition_term(schema, column, transform_name, number, text)
+
+
+def resolve_partition_term(
+    schema: Schema, column: str, transform_name: str, number: str, text: str
+) -> tuple[NestedField, Transform[Any, Any], str]:
+    """(source column, transform, default partition field name) of `transform_name[number]`
+    on `column`; `text` is how the caller wrote it, for the error messages."""
+    transform_name = _PLURALS.get(transform_name, transform_name)
     if transform_name not in TRANSFORMS:
         raise InvalidArgumentError(f"partition term {text!r}: unknown transform {transform_name!r}; write {_SYNTAX}")
     if (transform_name in _WITH_NUMBER) != bool(number):
@@ -56,13 +69,47 @@ def _partition_term(schema: Schema, text: object) -> tuple[NestedField, Transfor
         source = schema.find_field(column)
     except ValueError:
         raise InvalidArgumentError(f"partition term {text!r}: the table has no column {column!r}") from None
+    if source.field_id in _ids_in_lists_and_maps(schema.fields):
+        raise InvalidArgumentError(f"partition term {text!r}: the Iceberg spec allows no partition source inside a list or a map")
     if source.field_id not in {f.field_id for f in schema.fields}:
-        raise UnsupportedFeatureError(f"partition term {text!r}: partitioning by a nested column is not supported")
+        raise UnsupportedFeatureError(f"partition term {text!r}: partitioning by a field inside a struct is not supported")
     transform = parse_transform(f"{transform_name}[{number}]" if number else transform_name)
     if not transform.can_transform(source.field_type):
         raise InvalidArgumentError(f"partition term {text!r}: {transform_name} cannot apply to column {column!r} of type {source.field_type}")
-    suffix = "" if transform_name == "identity" else f"_{transform_name}" + (f"_{number}" if number else "")
-    return source, transform, f"{source.name}{suffix}"
+    return source, transform, default_field_name(source.name, transform_name, number)
+
+
+def _ids_in_lists_and_maps(fields: tuple[NestedField, ...], inside: bool = False) -> set[int]:
+    """Ids of the fields below a list or a map, which the spec rules out as partition sources."""
+    ids = set()
+    for f in fields:
+        if inside:
+            ids.add(f.field_id)
+        t = f.field_type
+        if isinstance(t, StructType):
+            ids |= _ids_in_lists_and_maps(t.fields, inside)
+        elif isinstance(t, ListType):
+            ids |= _ids_in_lists_and_maps((t.element_field,), True)
+        elif isinstance(t, MapType):
+            ids |= _ids_in_lists_and_maps((t.key_field, t.value_field), True)
+    return ids
+
+
+def default_field_name(column: str, transform_name: str, number: str = "") -> str:
+    """`category`, `ts_day`, `id_bucket_16`, `name_truncate_4`; a void field is `<column>_null`."""
+    if transform_name == "identity":
+        return column
+    if transform_name == "void":
+        return f"{column}_null"
+    return f"{column}_{transform_name}" + (f"_{number}" if number else "")
+
+
+def split_transform(text: str) -> tuple[str, str]:
+    """`"bucket[16]"` or `"bucket(16)"` -> ("bucket", "16"); `"day"` -> ("day", "")."""
+    match = _TRANSFORM_TEXT.match(text)
+    if match is None:
+        raise InvalidArgumentError(f"transform {text!r}: write identity, year, month, day, hour, void, bucket[N] or truncate[W]")
+    return match.group(1).lower(), (match.group(2) or match.group(3) or "").strip()
 
 
 def split_partition_terms(text: str) -> list[str]:
@@ -91,7 +138,7 @@ def _split_term(text: str) -> tuple[str, str, str]:
         raise InvalidArgumentError(f"partition term {text!r}: write {_SYNTAX}")
     transform, inner = text[:-1].split("(", 1)
     parts = [p.strip() for p in inner.split(",")]
-    transform = {"years": "year", "months": "month", "days": "day", "hours": "hour"}.get(transform.strip(), transform.strip())
+    transform = _PLURALS.get(transform.strip(), transform.strip())
     if len(parts) == 1:
         return parts[0], transform, ""
     if len(parts) == 2:
@@ -105,7 +152,40 @@ def partition_column(field: PartitionField, schema: Schema, data: pa.Table) -> p
         fn = field.transform.pyarrow_transform(source.field_type)
     except (NotImplementedError, ModuleNotFoundError) as e:
         raise UnsupportedFeatureError(f"partition transform {field.transform} on Arrow data: {e}") from e
-    return fn(data.column(source.name).combine_chunks())
+    column = fn(data.column(source.name).combine_chunks())
+    if pa.types.is_decimal(column.type):
+        _check_precision(field, source, column)
+    return column
+
+
+def _check_precision(field: PartitionField, source: NestedField, column: pa.Array) -> None:
+    """truncate(W) keeps the source's decimal type, yet can round a value past its precision
+    (truncate(2) of -9999999.99 is -10000000.00, not a decimal(9, 2)). The manifest's Avro
+    decimal(9, 2) cannot hold it: refuse the rows rather than write a partition readers reject."""
+    try:
+        column.validate(full=True)
+    except pa.ArrowInvalid:
+        too_wide = [v for v in column.to_pylist() if v is not None and len(v.as_tuple().digits) > column.type.precision]
+        raise SchemaMismatchError(
+            f"partition field {field.name!r}: {field.transform} of column {source.name!r} gives {too_wide[0] if too_wide else 'a value'}, "
+            f"which does not fit the partition type {source.field_type}"
+        ) from None
+
+
+def partition_key(values: PartitionValues) -> tuple[Any, ...]:
+    """`values` as a dict key that keeps -0.0 and 0.0 apart (and one NaN equal to another), as
+    `_grouping_key` does."""
+    return tuple(("float", struct.pack(">d", v) if v == v else b"nan") if isinstance(v, float) else v for v in values)
+
+
+def _grouping_key(column: pa.Array) -> pa.Array:
+    """What rows of one partition share. Floats group by their bits (one NaN): -0.0 and 0.0 are
+    equal to group_by, yet they are two identity partitions, and readers that take an identity
+    column's value from the partition (Iceberg Java) must get back what was written."""
+    if not pa.types.is_floating(column.type):
+        return column
+    canonical = pc.if_else(pc.is_nan(column), pa.scalar(float("nan"), column.type), column)
+    return canonical.view(pa.int32() if column.type.bit_width == 32 else pa.int64())
 
 
 def split_by_partition(spec: PartitionSpec, schema: Schema, data: pa.Table) -> Iterator[tuple[PartitionValues, pa.Table]]:
@@ -114,10 +194,11 @@ def split_by_partition(spec: PartitionSpec, schema: Schema, data: pa.Table) -> I
         yield (), data
         return
     keys = {f"p{i}": partition_column(f, schema, data) for i, f in enumerate(spec.fields)}
-    key_table = pa.table({**keys, _ROW: pa.array(range(data.num_rows), pa.int64())})
+    key_table = pa.table({**{k: _grouping_key(c) for k, c in keys.items()}, _ROW: pa.array(range(data.num_rows), pa.int64())})
     groups = key_table.group_by(list(keys), use_threads=False).aggregate([(_ROW, "list")])
     groups = groups.sort_by([(k, "ascending") for k in keys])
+    columns = [groups.column(k).combine_chunks().view(keys[k].type) for k in keys]
     for row in range(groups.num_rows):
-        values = tuple(to_internal(groups.column(k)[row].as_py()) for k in keys)
+        values = tuple(to_internal(c[row].as_py()) for c in columns)
         indices = groups.column(f"{_ROW}_list")[row].values
         yield values, data.take(pc.cast(indices, pa.int64()))

@@ -15,20 +15,18 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
-from pyiceberg.types import DoubleType, FloatType
 
 from mor.format.content_file import DataFile, PartitionValues, make_content_file
 from mor.format.partition_values import partition_path
 from mor.format.spec import FileContent
 from mor.io.fileio import FileIO
 from mor.write.arrow_schema import to_arrow_schema
-from mor.write.metrics import collect_metrics
+from mor.write.metrics import collect_metrics, count_nans
 from mor.write.options import WriteOptions
-from mor.write.partitioning import split_by_partition
+from mor.write.partitioning import partition_key, split_by_partition
 
 
 @dataclass
@@ -42,6 +40,7 @@ class _OpenFile:
 
 @dataclass
 class _Partition:
+    values: PartitionValues
     pending: list[pa.Table] = field(default_factory=list)
     pending_bytes: int = 0
     pending_rows: int = 0
@@ -60,8 +59,7 @@ class RollingDataWriter:
         self.options = options
         self.file_prefix = file_prefix
         self.arrow_schema = to_arrow_schema(schema)
-        self.float_columns = [(f.field_id, f.name) for f in schema.fields if isinstance(f.field_type, (FloatType, DoubleType))]
-        self.partitions: dict[PartitionValues, _Partition] = {}
+        self.partitions: dict[object, _Partition] = {}  # by partition_key(values)
         self.done: list[DataFile] = []
         self.started: list[str] = []
         self.buffered_bytes = 0
@@ -74,7 +72,7 @@ class RollingDataWriter:
             return
         rows = rows.select(self.arrow_schema.names).cast(self.arrow_schema)
         for partition, part_rows in split_by_partition(self.spec, self.schema, rows):
-            p = self.partitions.setdefault(partition, _Partition())
+            p = self.partitions.setdefault(partition_key(partition), _Partition(partition))
             p.pending.append(part_rows)
             p.pending_bytes += part_rows.nbytes
             p.pending_rows += part_rows.num_rows
@@ -83,14 +81,14 @@ class RollingDataWriter:
             if p.pending_bytes >= self.options.row_group_bytes or p.pending_rows >= self.options.row_group_rows:
                 self._flush(partition, p)
         while self.buffered_bytes > self.options.buffer_budget_bytes:
-            partition, p = max(self.partitions.items(), key=lambda kv: kv[1].pending_bytes)
-            self._flush(partition, p)
+            p = max(self.partitions.values(), key=lambda p: p.pending_bytes)
+            self._flush(p.values, p)
 
     def close(self) -> list[DataFile]:
         try:
-            for partition, p in self.partitions.items():
-                self._flush(partition, p, final=True)
-                self._finish(partition, p)
+            for p in self.partitions.values():
+                self._flush(p.values, p, final=True)
+                self._finish(p.values, p)
         except BaseException:
             self.abort()
             raise
@@ -125,8 +123,8 @@ class RollingDataWriter:
         f = p.file
         f.writer.write_table(rows, row_group_size=self.options.row_group_rows)
         f.rows += rows.num_rows
-        for fid, name in self.float_columns:
-            f.nan_counts[fid] = f.nan_counts.get(fid, 0) + int(pc.sum(pc.is_nan(rows.column(name))).as_py() or 0)
+        for fid, nans in count_nans(rows, self.schema).items():  # float/double fields in structs too
+            f.nan_counts[fid] = f.nan_counts.get(fid, 0) + nans
         if f.sink.tell() >= self.options.target_file_bytes:
             self._finish(partition, p)
 

@@ -164,6 +164,32 @@ def test_where_limits_it_to_matching_partitions(catalog: mor.Catalog) -> None:
     assert scan_ids(table) == expected
 
 
+def test_rows_move_into_the_default_spec_grouped_by_its_partitions(catalog: mor.Catalog) -> None:
+    """After a spec change, compaction writes the default spec (Iceberg's rewrite_data_files
+    does); an old file whose spec has every default-spec field (by id) groups with the default
+    spec's files of the same partition, and `where` prunes each spec by its own fields."""
+    table = catalog.create_table("db.t", schema=make_rows([]).schema, partition_by=["category"])
+    for start in (0, 30):
+        table.append(make_rows(range(start, start + 30)))  # a, b, c in runs of ten
+    table.update_spec().add_field("bucket(2, id)").commit()  # spec 1: [category, id_bucket_2]
+    table.append(make_rows(range(60, 90)))
+    table.update_spec().remove_field("id_bucket_2").commit()  # [category] again: spec 0
+    assert table.spec().spec_id == 0
+    table.append(make_rows(range(90, 120)))
+    expected, before = scan_ids(table), history(table)
+
+    result = table.compact(where="category = 'a'", min_input_files=2)
+
+    tasks = table.scan().plan_files()
+    a_files = [t for t in tasks if t.data_file.partition[0] == "a"]
+    assert [(t.data_file.spec_id, t.data_file.partition) for t in a_files] == [(0, ("a",))]  # all in one file
+    assert result.rewritten_data_files == 3 + 2  # spec 0: three appends; spec 1: both buckets
+    assert {t.data_file.spec_id for t in tasks if t.data_file.partition[0] != "a"} == {0, 1}  # untouched
+    after = history(table)
+    assert scan_ids(table) == expected and all(after[s] == ids for s, ids in before.items())
+    assert pyiceberg_ids(table) == expected
+
+
 def test_min_delete_ratio_and_min_delete_files(catalog: mor.Catalog) -> None:
     table = catalog.create_table("db.t", schema=make_rows([]).schema)
     table.append(make_rows(range(0, 100)))

@@ -1,0 +1,257 @@
+"""Schema evolution: `table.update_schema()` and the schema merge of `append(schema_mode="merge")`.
+
+    with table.update_schema() as update:          # commits on a clean exit, nothing on an error
+        update.add_column("info.c", pa.string()).rename_column("name", "label").widen("n", pa.int64())
+    table.update_schema().drop_column("old").commit()
+
+The changes are checked as they are made (mor/api/schema_rules.py: SchemaEvolutionError, the
+builder unchanged) and committed as one metadata-only change: the new schema (or an identical
+one the table already has, with its id) becomes current, `last-column-id` rises; no snapshot.
+A lost race is retried as `set_properties` is: the changes are made again on the new state if
+its current schema is still the one they were built on; a concurrent schema change (or a
+concurrent commit that makes a change invalid, e.g. a new equality delete on a column to drop)
+raises CommitConflictError.
+"""
+
+from __future__ import annotations
+
+from itertools import chain
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyiceberg.schema import Schema
+from pyiceberg.types import IcebergType, ListType, MapType, NestedField, StructType
+
+from mor.api.schema_rules import SchemaEditor, iceberg_type, is_promotion, protected_fields
+from mor.commit.retry import RetryPolicy
+from mor.commit.snapshot_producer import TableOperations
+from mor.commit.table_ops import CommitFailedError
+from mor.errors import CommitConflictError, InvalidArgumentError, SchemaEvolutionError, SchemaMismatchError
+from mor.format.metadata import TableMetadata, same_schema, with_schema
+from mor.write.arrow_schema import conform, to_arrow_type
+
+if TYPE_CHECKING:
+    from mor.api.table import Table
+
+STRICT, MERGE = "strict", "merge"
+
+
+class UpdateSchema:
+    """Schema changes to commit together; every method returns the builder (chainable)."""
+
+    def __init__(self, table: Table, ops: TableOperations):
+        self._table = table
+        self._ops = ops
+        self._base = table.metadata
+        self._base_location = table.metadata_location
+        self._editor = self._new_editor(self._base)
+        self._calls: list[tuple[str, tuple[Any, ...]]] = []
+        self._committed = False
+
+    def add_column(self, path: str, type: pa.DataType | IcebergType, doc: str | None = None, required: bool = False) -> UpdateSchema:
+        """Add an optional column ("info.c": field c of struct info), at the end of its struct.
+        `type` is a pyarrow DataType or a pyiceberg type; nested fields get new ids."""
+        return self._record("add_column", path, type, doc, required)
+
+    def rename_column(self, path: str, new_name: str) -> UpdateSchema:
+        return self._record("rename_column", path, new_name)
+
+    def drop_column(self, path: str) -> UpdateSchema:
+        return self._record("drop_column", path)
+
+    def make_optional(self, path: str) -> UpdateSchema:
+        return self._record("make_optional", path)
+
+    def widen(self, path: str, new_type: pa.DataType | IcebergType) -> UpdateSchema:
+        """int -> long, float -> double, decimal(P, S) -> decimal(P2 >= P, S)."""
+        return self._record("widen", path, new_type)
+
+    def set_doc(self, path: str, doc: str | None) -> UpdateSchema:
+        return self._record("set_doc", path, doc)
+
+    def move_first(self, path: str) -> UpdateSchema:
+        return self._record("move_first", path)
+
+    def move_before(self, path: str, other: str) -> UpdateSchema:
+        return self._record("move_before", path, other)
+
+    def move_after(self, path: str, other: str) -> UpdateSchema:
+        return self._record("move_after", path, other)
+
+    def apply(self) -> Schema:
+        """The schema the changes so far make (not committed; its schema id is a placeholder)."""
+        return self._editor.schema()
+
+    def commit(self) -> Schema:
+        """Commit the changes; returns the table's new current schema. No change, no commit."""
+        self._check_open()
+        self._committed = True
+        if not self._calls:
+            return self._table.schema()
+        ops = self._ops
+        base, location, editor = self._base, self._base_location, self._editor
+        attempts = RetryPolicy.of(base.properties).start()
+        while True:
+            schema = editor.schema()
+            if same_schema(schema, base.schema()):
+                return base.schema()
+            new = with_schema(base, schema, editor.last_column_id)
+            try:
+                self._table.metadata, self._table.metadata_location = ops.commit(base, location, new)
+                return self._table.schema()
+            except CommitFailedError:
+                if not attempts.retry():
+                    raise CommitConflictError("could not change the schema: the table kept changing") from None
+            base, location = ops.refresh()
+            self._table.metadata, self._table.metadata_location = base, location
+            editor = self._replayed(base, location)
+
+    def __enter__(self) -> UpdateSchema:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        if kind is None:
+            self.commit()
+
+    def _record(self, method: str, *args: Any) -> UpdateSchema:
+        self._check_open()
+        getattr(self._editor, method)(*args)  # SchemaEvolutionError: the editor is unchanged
+        self._calls.append((method, args))
+        return self
+
+    def _check_open(self) -> None:
+        if self._committed:
+            raise InvalidArgumentError("this schema update was committed already; start another with table.update_schema()")
+
+    def _new_editor(self, metadata: TableMetadata) -> SchemaEditor:
+        return SchemaEditor(metadata.schema(), metadata.last_column_id, lambda: protected_fields(self._table.io, metadata))
+
+    def _replayed(self, base: TableMetadata, location: str) -> SchemaEditor:
+        """The changes made again on `base`, which a concurrent commit produced."""
+        built_on = self._base.schema()
+        if not same_schema(base.schema(), built_on):
+            raise CommitConflictError(
+                f"a concurrent commit changed the schema of {self._table.identifier}: schema {base.current_schema_id} is "
+                f"current in {location}, this update was built on schema {built_on.schema_id}; load the table and try again"
+            )
+        editor = self._new_editor(base)
+        try:
+            for method, args in self._calls:
+                getattr(editor, method)(*args)
+        except SchemaEvolutionError as e:
+            raise CommitConflictError(f"a concurrent commit made this schema change invalid: {e}") from None
+        return editor
+
+
+# -- append(schema_mode="merge") ----------------------------------------------------------
+
+def check_schema_mode(schema_mode: str | None) -> str:
+    mode = schema_mode or STRICT
+    if mode not in (STRICT, MERGE):
+        raise InvalidArgumentError(f"schema_mode must be {STRICT!r} or {MERGE!r}, got {schema_mode!r}")
+    return mode
+
+
+def prepare_append(
+    metadata: TableMetadata, tables: Iterator[pa.Table], schema_mode: str | None
+) -> tuple[Schema, Iterator[pa.Table], Schema | None]:
+    """(the schema to write with, the rows conformed to it, the new schema to commit or None).
+
+    "strict" (default): the data must fit the table's schema (SchemaMismatchError otherwise).
+    "merge": columns and struct fields of the data that the table lacks are added (optional,
+    new ids, at the end of their struct); a column whose type is a promotion of the table's
+    (int -> long, float -> double, decimal precision up; e.g. int64 data for an int32 column)
+    is widened; other type differences are still a SchemaMismatchError. Optional columns (and
+    struct fields) the data lacks are written as nulls; a missing required one is an error.
+    The schema is taken from the first batch: a later batch with other new columns does not fit.
+    """
+    schema = metadata.schema()
+    if check_schema_mode(schema_mode) == STRICT:
+        return schema, (conform(rows, schema) for rows in tables), None
+    first = next(tables, None)
+    if first is None:
+        return schema, iter(()), None
+    merged = merged_schema(schema, metadata.last_column_id, first.schema)
+    target = schema if merged is None else merged
+    rows = (conform(with_missing_as_nulls(t, target), target) for t in chain([first], tables))
+    return target, rows, merged
+
+
+def merged_schema(schema: Schema, last_column_id: int, incoming: pa.Schema) -> Schema | None:
+    """`schema` with what the Arrow schema `incoming` adds (see prepare_append); None if nothing."""
+    editor = SchemaEditor(schema, last_column_id)
+    try:
+        _merge_fields(editor, "", tuple(schema.fields), list(incoming))
+    except SchemaEvolutionError as e:
+        raise SchemaMismatchError(f"cannot merge the data's schema into the table's: {e}") from None
+    merged = editor.schema()
+    return None if same_schema(merged, schema) else merged
+
+
+def _merge_fields(editor: SchemaEditor, prefix: str, fields: tuple[NestedField, ...], incoming: Iterable[pa.Field]) -> None:
+    by_name = {f.name: f for f in fields}
+    for arrow_field in incoming:
+        path = f"{prefix}{arrow_field.name}"
+        existing = by_name.get(arrow_field.name)
+        if existing is None:
+            editor.add_column(path, arrow_field.type)
+        else:
+            _merge_type(editor, path, existing.field_type, arrow_field.type)
+
+
+def _merge_type(editor: SchemaEditor, path: str, current: IcebergType, incoming: pa.DataType) -> None:
+    if isinstance(current, StructType) and pa.types.is_struct(incoming):
+        _merge_fields(editor, f"{path}.", tuple(current.fields), list(incoming))
+    elif isinstance(current, ListType) and (pa.types.is_list(incoming) or pa.types.is_large_list(incoming)):
+        _merge_type(editor, f"{path}.element", current.element_type, incoming.value_type)
+    elif isinstance(current, MapType) and pa.types.is_map(incoming):
+        _merge_type(editor, f"{path}.value", current.value_type, incoming.item_type)
+    elif current.is_primitive:
+        try:
+            new = iceberg_type(incoming, path)
+        except SchemaEvolutionError:
+            return  # conform names the mismatch
+        if new != current and new.is_primitive and is_promotion(current, new):
+            editor.widen(path, new)
+
+
+def with_missing_as_nulls(data: pa.Table, schema: Schema) -> pa.Table:
+    """`data` with the optional columns and struct fields of `schema` it lacks, as nulls
+    (columns of `data` the schema lacks stay: conform names them)."""
+    columns, names = [], []
+    for field in schema.fields:
+        if field.name in data.column_names:
+            column = data.column(field.name)
+            if isinstance(field.field_type, StructType) and pa.types.is_struct(column.type):
+                column = _fill_struct(column.combine_chunks(), field.field_type)
+            columns.append(column)
+            names.append(field.name)
+        elif not field.required:
+            columns.append(pa.nulls(data.num_rows, to_arrow_type(field.field_type)))
+            names.append(field.name)
+    extra = [n for n in data.column_names if n not in names]
+    return pa.table(columns + [data.column(n) for n in extra], names=names + extra)
+
+
+def _fill_struct(array: pa.StructArray, struct: StructType) -> pa.StructArray:
+    arrow_type = array.type
+    present = {arrow_type.field(i).name: i for i in range(arrow_type.num_fields)}
+    children, fields = [], []
+    for f in struct.fields:
+        if f.name in present:
+            i = present.pop(f.name)
+            child = array.field(i)
+            if isinstance(f.field_type, StructType) and pa.types.is_struct(child.type):
+                child = _fill_struct(child, f.field_type)
+            children.append(child)
+            fields.append(arrow_type.field(i).with_type(child.type))
+        elif not f.required:
+            children.append(pa.nulls(len(array), to_arrow_type(f.field_type)))
+            fields.append(pa.field(f.name, to_arrow_type(f.field_type)))
+    for i in present.values():
+        children.append(array.field(i))
+        fields.append(arrow_type.field(i))
+    mask = pc.is_null(array) if array.null_count else None
+    return pa.StructArray.from_arrays(children, fields=fields, mask=mask)
