@@ -9,6 +9,7 @@ import json
 import os
 import re
 import sys
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -57,19 +58,46 @@ def quickstart(warehouse: str) -> None:
     table.update({"amount": pc.field("amount") * 2}, where="id in (2, 3)")  # position deletes + new rows
     table.upsert(rows(range(24, 27)).set_column(3, "amount", pa.array([-1.0] * 3)), on=["id"])
     table.delete_rows(pa.table({"id": pa.array([25], pa.int64())}))  # equality delete: reads no data
+    print(
+        "delete by key: an equality delete file. pyiceberg 0.12, and polars and daft (which plan"
+        " their scans with it), cannot read this snapshot or any later one until compact() applies"
+        " it; with the table property mor.write.equality-deletes.enabled=false, delete_rows and"
+        " equality UPSERT write position deletes instead, which they read"
+    )
     current = table.scan(filter="id < 30").to_arrow().sort_by("id")
     print(f"\nrows with id < 30 now (of {table.scan().count()}):")
     print(_format(current))
-    print("\nsnapshot history:")
+    print("\nsnapshot history (pyiceberg: what pyiceberg 0.12 reads of it, tried now; polars and daft read the same snapshots):")
+    pyiceberg_table = _pyiceberg_static_table(table.metadata_location)
     for s in table.snapshots():
         summary = s.summary
+        rows = table.scan(snapshot_id=s.snapshot_id).count()
         print(
             f"  {s.snapshot_id:>20}  seq={s.sequence_number}  {s.operation:<9}"
             f" +data={summary.get('added-data-files', '0')} -data={summary.get('deleted-data-files', '0')}"
-            f" +deletes={summary.get('added-delete-files', '0')} rows={table.scan(snapshot_id=s.snapshot_id).count()}"
+            f" +deletes={summary.get('added-delete-files', '0')} rows={rows}"
+            f"  pyiceberg: {_pyiceberg_reads(pyiceberg_table, s.snapshot_id, rows)}"
         )
     print(f"\nmetadata: {table.metadata_location}")
     print(f"catalog: {warehouse}/catalog.db (pyiceberg's SqlCatalog opens it as catalog 'default')")
+
+
+def _pyiceberg_static_table(metadata_location: str) -> Any:
+    from pyiceberg.table import StaticTable
+
+    return StaticTable.from_metadata(metadata_location)
+
+
+def _pyiceberg_reads(pyiceberg_table: Any, snapshot_id: int, rows: int) -> str:
+    """What pyiceberg makes of a snapshot: "same row count", or its refusal of equality deletes.
+    Any other outcome is reported as it is."""
+    try:
+        got = pyiceberg_table.scan(snapshot_id=snapshot_id).to_arrow().num_rows
+    except ValueError as e:
+        if "equality deletes" not in str(e):
+            raise
+        return "cannot read (equality deletes)"
+    return "same row count" if got == rows else f"{got} rows, not {rows}"
 
 
 def _format(t: pa.Table) -> str:

@@ -29,6 +29,7 @@ from mor.api.keys import key_fields, key_range, unique_key_set
 from mor.api.row_changes import MERGE_ON_READ, FileMatch, build_changes, find_key_matches, rows_validator
 from mor.commit.snapshot_producer import Changes, Validator
 from mor.errors import InvalidArgumentError, SchemaMismatchError
+from mor.format.properties import equality_deletes_enabled
 from mor.format.spec import Operation
 from mor.read.task_reader import POSITION_COLUMN
 from mor.write.arrow_schema import conform, to_arrow_schema
@@ -171,6 +172,8 @@ def merge_rows(
 def upsert_rows(table: Table, rows: pa.Table, on: Sequence[str], mode: str, strategy: str) -> tuple[Changes, Validator | None] | None:
     if strategy not in STRATEGIES:
         raise InvalidArgumentError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
+    if strategy == "equality" and not equality_deletes_enabled(table.metadata.properties):
+        strategy = "position"  # the table asks for no equality deletes: same rows, found by a join
     _check_is_table("UPSERT rows", rows)
     key_fields(table.schema(), on)
     rows = conform(rows, table.schema())

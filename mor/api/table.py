@@ -18,7 +18,7 @@ from pyiceberg.types import IcebergType
 from mor.api.conflict_rules import isolation_level
 from mor.api.delete import DELETE_MODE_PROPERTY, delete_where
 from mor.api.row_changes import COPY_ON_WRITE, MERGE_ON_READ, MODES
-from mor.api.delete_rows import equality_delete_changes
+from mor.api.delete_rows import delete_rows_changes
 from mor.api.expressions import Assignments
 from mor.api.merge import MERGE_MODE_PROPERTY, MergeClauses, merge_rows, upsert_rows
 from mor.api.scan import Scan
@@ -143,10 +143,11 @@ class Table:
         return self.delete(AlwaysTrue())
 
     def delete_rows(self, keys: pa.Table) -> Snapshot | None:
-        """Blind delete by value: an equality delete file on `keys`' columns; reads no data."""
+        """Blind delete by value: an equality delete file on `keys`' columns; reads no data.
+        With `mor.write.equality-deletes.enabled=false`: the rows holding the keys are found
+        and removed as `delete` removes them (position deletes). None if nothing went."""
         self._writable()
-        changes = equality_delete_changes(self, keys)
-        return None if changes is None else self._commit(changes)
+        return self._run_dml("delete", lambda: delete_rows_changes(self, keys))
 
     def update(self, set: Assignments, where: FilterLike = None, mode: str | None = None) -> Snapshot | None:
         """Set columns (literals or `pyarrow.compute` expressions of the old row) where

@@ -18,6 +18,10 @@ MODES = ("merge-on-read", "copy-on-write")
 ISOLATION_LEVELS = ("serializable", "snapshot")
 # Iceberg's codec names and pyarrow's; Iceberg's "uncompressed" is pyarrow's "none".
 PARQUET_CODECS = ("uncompressed", "none", "snappy", "gzip", "brotli", "lz4", "lz4_raw", "zstd")
+# "false": delete_rows and equality UPSERT write no equality delete file (they find the rows
+# and write position deletes instead), for readers that cannot apply equality deletes
+# (pyiceberg 0.12, and polars and daft, which plan through it).
+EQUALITY_DELETES_ENABLED = "mor.write.equality-deletes.enabled"
 
 
 def _one_of(choices: tuple[str, ...], case_sensitive: bool = True) -> Callable[[str], str | None]:
@@ -60,6 +64,7 @@ CHECKS: dict[str, Callable[[str], str | None]] = {
     "commit.retry.max-wait-ms": _whole_number(0),
     "commit.retry.total-timeout-ms": _whole_number(0),
     "mor.dml.replan.num-retries": _whole_number(0),
+    EQUALITY_DELETES_ENABLED: _one_of(("true", "false"), case_sensitive=False),
     "write.metadata.previous-versions-max": _whole_number(0),
     "commit.manifest-merge.enabled": _one_of(("true", "false"), case_sensitive=False),
     "commit.manifest.min-count-to-merge": _whole_number(0),
@@ -80,6 +85,17 @@ CHECKS: dict[str, Callable[[str], str | None]] = {
     "mor.maintain.remove-orphans.enabled": _one_of(("true", "false"), case_sensitive=False),
     "mor.maintain.remove-orphans.min-age-ms": _whole_number(0),
 }
+
+
+def equality_deletes_enabled(properties: Mapping[str, str]) -> bool:
+    """May blind deletes by key write equality delete files? (`EQUALITY_DELETES_ENABLED`,
+    default true.) A value another engine set that is neither true nor false is an error here,
+    not a guess."""
+    value = properties.get(EQUALITY_DELETES_ENABLED, "true")
+    expected = CHECKS[EQUALITY_DELETES_ENABLED](value)
+    if expected is not None:
+        raise InvalidArgumentError(f"table property {EQUALITY_DELETES_ENABLED} must be {expected}, got {value!r}")
+    return value.lower() == "true"
 
 
 def check_properties(properties: Mapping[Any, Any]) -> None:

@@ -260,7 +260,10 @@ def _primitive_converter(file_type: pa.DataType, target: IcebergType, where: str
 
 def _readable_as(file_type: pa.DataType, wanted: pa.DataType) -> bool:
     """The promotions Iceberg allows, plus the Arrow spellings of one Iceberg type that
-    writers differ in (timestamp time zone names and units, string and binary sizes, uuid)."""
+    writers differ in (timestamp time zone names and units, string and binary sizes, uuid as
+    Arrow's extension type or as 16 bytes)."""
+    if isinstance(file_type, pa.BaseExtensionType):  # e.g. arrow.uuid: read as its storage
+        return _readable_as(file_type.storage_type, wanted)
     if pa.types.is_integer(file_type) and pa.types.is_integer(wanted):
         return file_type.bit_width <= wanted.bit_width
     if pa.types.is_floating(file_type) and pa.types.is_floating(wanted):

@@ -49,7 +49,12 @@ _PRIMITIVE_TO_ARROW: dict[type, pa.DataType] = {
 }
 
 
-def to_arrow_type(t: IcebergType) -> pa.DataType:
+def to_arrow_type(t: IcebergType, in_parquet: bool = False) -> pa.DataType:
+    """The Arrow type mor reads and takes for `t` (uuid: 16 bytes); `in_parquet`: the type it is
+    written to Parquet as (uuid: Arrow's uuid extension, which Parquet annotates as UUID, as the
+    spec's type mapping asks and Iceberg Java needs to read it as a uuid)."""
+    if in_parquet and isinstance(t, UUIDType):
+        return pa.uuid()
     if type(t) in _PRIMITIVE_TO_ARROW:
         return _PRIMITIVE_TO_ARROW[type(t)]
     if isinstance(t, DecimalType):
@@ -57,20 +62,28 @@ def to_arrow_type(t: IcebergType) -> pa.DataType:
     if isinstance(t, FixedType):
         return pa.binary(len(t))
     if isinstance(t, StructType):
-        return pa.struct([to_arrow_field(f) for f in t.fields])
+        return pa.struct([to_arrow_field(f, in_parquet) for f in t.fields])
     if isinstance(t, ListType):
-        return pa.list_(to_arrow_field(t.element_field))
+        return pa.list_(to_arrow_field(t.element_field, in_parquet))
     if isinstance(t, MapType):
-        return pa.map_(to_arrow_field(t.key_field), to_arrow_field(t.value_field))
+        return pa.map_(to_arrow_field(t.key_field, in_parquet), to_arrow_field(t.value_field, in_parquet))
     raise SchemaMismatchError(f"no Arrow type for Iceberg type {t}")
 
 
-def to_arrow_field(f: NestedField) -> pa.Field:
-    return pa.field(f.name, to_arrow_type(f.field_type), nullable=not f.required, metadata={FIELD_ID_KEY: str(f.field_id)})
+def to_arrow_field(f: NestedField, in_parquet: bool = False) -> pa.Field:
+    return pa.field(
+        f.name, to_arrow_type(f.field_type, in_parquet), nullable=not f.required, metadata={FIELD_ID_KEY: str(f.field_id)}
+    )
 
 
-def to_arrow_schema(schema: Schema) -> pa.Schema:
-    return pa.schema([to_arrow_field(f) for f in schema.fields])
+def to_arrow_schema(schema: Schema, in_parquet: bool = False) -> pa.Schema:
+    return pa.schema([to_arrow_field(f, in_parquet) for f in schema.fields])
+
+
+def to_parquet_rows(rows: pa.Table, parquet_schema: pa.Schema) -> pa.Table:
+    """`rows` (in mor's Arrow types) as the Parquet writer takes them (`to_arrow_schema(...,
+    in_parquet=True)`): uuid columns become the uuid extension type; nothing else changes."""
+    return rows if rows.schema.equals(parquet_schema) else rows.cast(parquet_schema)
 
 
 def from_arrow_schema(arrow_schema: pa.Schema) -> Schema:

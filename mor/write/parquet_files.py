@@ -14,7 +14,7 @@ from pyiceberg.types import LongType, NestedField, StringType
 from mor.format.content_file import ContentFile, DataFile, DeleteFile, make_content_file
 from mor.format.spec import DELETE_FILE_PATH_ID, DELETE_FILE_PATH_NAME, DELETE_POS_ID, DELETE_POS_NAME, FileContent
 from mor.io.fileio import FileIO
-from mor.write.arrow_schema import to_arrow_schema
+from mor.write.arrow_schema import to_arrow_schema, to_parquet_rows
 from mor.write.metrics import collect_metrics
 from mor.write.options import WriteOptions
 from mor.write.rolling import RollingDataWriter, new_file_location, write_rows
@@ -74,13 +74,14 @@ def _write_by_partition(
 ) -> list[ContentFile]:
     """Write `data` (columns of `file_schema`) as one file per partition value of `spec`."""
     arrow_schema = to_arrow_schema(file_schema)
+    parquet_schema = to_arrow_schema(file_schema, in_parquet=True)
     files = []
     for partition, rows in split_by_partition(spec, schema, data):
         if rows.num_rows == 0:
             continue
         location = new_file_location(table_location, spec, schema, partition, suffix)
         rows = rows.select(arrow_schema.names).cast(arrow_schema)
-        meta = _write_parquet(io, location, rows, options)
+        meta = _write_parquet(io, location, to_parquet_rows(rows, parquet_schema), options)
         files.append(
             make_content_file(
                 content,

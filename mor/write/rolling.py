@@ -23,7 +23,7 @@ from mor.format.content_file import DataFile, PartitionValues, make_content_file
 from mor.format.partition_values import partition_path
 from mor.format.spec import FileContent
 from mor.io.fileio import FileIO
-from mor.write.arrow_schema import to_arrow_schema
+from mor.write.arrow_schema import to_arrow_schema, to_parquet_rows
 from mor.write.metrics import collect_metrics, count_nans
 from mor.write.options import WriteOptions
 from mor.write.partitioning import partition_key, split_by_partition
@@ -59,6 +59,7 @@ class RollingDataWriter:
         self.options = options
         self.file_prefix = file_prefix
         self.arrow_schema = to_arrow_schema(schema)
+        self.parquet_schema = to_arrow_schema(schema, in_parquet=True)
         self.partitions: dict[object, _Partition] = {}  # by partition_key(values)
         self.done: list[DataFile] = []
         self.started: list[str] = []
@@ -121,7 +122,7 @@ class RollingDataWriter:
         if p.file is None:
             p.file = self._open(partition)
         f = p.file
-        f.writer.write_table(rows, row_group_size=self.options.row_group_rows)
+        f.writer.write_table(to_parquet_rows(rows, self.parquet_schema), row_group_size=self.options.row_group_rows)
         f.rows += rows.num_rows
         for fid, nans in count_nans(rows, self.schema).items():  # float/double fields in structs too
             f.nan_counts[fid] = f.nan_counts.get(fid, 0) + nans
@@ -133,7 +134,7 @@ class RollingDataWriter:
         self.io.make_parent_dirs(location)
         self.started.append(location)
         sink = self.io.fs.open_output_stream(self.io.path(location))
-        writer = pq.ParquetWriter(sink, self.arrow_schema, compression=self.options.compression, write_statistics=True)
+        writer = pq.ParquetWriter(sink, self.parquet_schema, compression=self.options.compression, write_statistics=True)
         return _OpenFile(location, sink, writer)
 
     def _finish(self, partition: PartitionValues, p: _Partition) -> None:

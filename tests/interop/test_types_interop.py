@@ -323,16 +323,6 @@ def test_every_type_reads_the_same_in_mor_pyiceberg_and_iceberg_java(reads: dict
                 assert pyiceberg_rows == ours, f"pyiceberg, {table.identifier} at {snapshot_id}:\n{differences(pyiceberg_rows, ours)}"
 
 
-_UUID_ANNOTATION = (
-    "mor writes uuid columns as plain fixed_len_byte_array(16), without the Parquet UUID logical type "
-    "the spec's type mapping asks for; Iceberg Java then reads such a column from a file as byte[], "
-    "not java.util.UUID, and no uuid equality delete matches a row. Writing the annotation (pa.uuid() "
-    "at the Parquet writers) first needs mor/read/field_resolution.py to read extension<arrow.uuid> "
-    "file columns (what pyiceberg and Java write) as uuid."
-)
-
-
-@pytest.mark.xfail(strict=True, reason=_UUID_ANNOTATION)
 def test_iceberg_java_applies_equality_deletes_on_uuid_keys(reads: dict[str, Any]) -> None:
     for table, java in reads["uuid_keyed"]:
         schema = table.schema()
@@ -341,7 +331,6 @@ def test_iceberg_java_applies_equality_deletes_on_uuid_keys(reads: dict[str, Any
         assert canonical_rows(schema, java) == ours, f"{table.identifier}:\n{differences(canonical_rows(schema, java), ours)}"
 
 
-@pytest.mark.xfail(strict=True, raises=mor.CorruptMetadataError, reason="the read side of the same gap: " + _UUID_ANNOTATION)
 def test_mor_reads_the_uuid_columns_pyiceberg_writes(tmp_path: Path) -> None:
     from pyiceberg.catalog.sql import SqlCatalog
 
