@@ -101,7 +101,7 @@ def _write_distinct_key_deletes(table: Table, keys: pa.Table) -> tuple[list[Dele
     covered = [specs[i] for i in sorted(live | {metadata.default_spec_id})]
     equality_ids = tuple(f.field_id for f in fields)
     options = WriteOptions(metadata.properties)
-    if all(_scoped(spec, schema, keys.column_names) for spec in covered):
+    if all(is_partition_scoped(spec, schema, keys.column_names) for spec in covered):
         files: list[DeleteFile] = []
         try:
             for spec in covered:
@@ -114,10 +114,3 @@ def _write_distinct_key_deletes(table: Table, keys: pa.Table) -> tuple[list[Dele
     spec = unpartitioned_spec(metadata)
     added_spec = None if spec.spec_id in specs else spec
     return write_equality_delete_files(table.io, metadata.location, schema, spec, keys, equality_ids, options), added_spec
-
-
-def _scoped(spec: PartitionSpec, schema: Schema, names: list[str]) -> bool:
-    try:
-        return is_partition_scoped(spec, schema, names)
-    except ValueError:  # a partition source column the schema no longer has
-        return False

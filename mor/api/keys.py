@@ -48,8 +48,11 @@ def unique_key_set(rows: pa.Table, names: Sequence[str]) -> EqualityKeySet:
 
 def is_partition_scoped(spec: PartitionSpec, schema: Schema, names: Sequence[str]) -> bool:
     """Can deletes of these keys live in the partition of each key? Only when every partition
-    source column is a key column, so a key's partition is computable from the key."""
-    return bool(spec.fields) and all(schema.find_field(f.source_id).name in names for f in spec.fields)
+    source column is a key column, so a key's partition is computable from the key. Compared by
+    field id: a source inside a struct (`s.d`) has the leaf name of another column (`d`), and a
+    source the schema has dropped is no key."""
+    key_ids = {schema.find_field(name).field_id for name in names}
+    return bool(spec.fields) and all(f.source_id in key_ids for f in spec.fields)
 
 
 def key_range(schema: Schema, keys: pa.Table) -> BooleanExpression:

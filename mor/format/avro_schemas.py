@@ -31,6 +31,7 @@ from pyiceberg.types import (
 from pyiceberg.utils.decimal import decimal_required_bytes
 
 from mor.errors import UnsupportedFeatureError
+from mor.format.partition_values import avro_field_name
 
 
 def _optional(field_id: int, name: str, avro_type: Any, doc: str | None = None) -> dict[str, Any]:
@@ -105,7 +106,10 @@ def partition_record_schema(spec: PartitionSpec, schema: Schema) -> dict[str, An
             if avro_type not in named:
                 named.add(avro_type)
                 avro_type = first
-        fields.append(_optional(f.field_id, f.name, avro_type))
+        field = _optional(f.field_id, avro_field_name(f.name), avro_type)
+        if field["name"] != f.name:
+            field["iceberg-field-name"] = f.name  # as Iceberg Java keeps the original name
+        fields.append(field)
     return {"type": "record", "name": "r102", "fields": fields}
 
 

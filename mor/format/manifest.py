@@ -19,7 +19,7 @@ from pyiceberg.schema import Schema
 from mor.errors import CorruptMetadataError, MorError
 from mor.format.avro_schemas import manifest_entry_schema
 from mor.format.content_file import ContentFile, ManifestEntry, content_file_from_fields, manifest_entry
-from mor.format.partition_values import to_avro_record, to_internal
+from mor.format.partition_values import avro_record_keys, to_avro_record, to_internal
 from mor.format.spec import FORMAT_VERSION, FileContent, ManifestContent, ManifestEntryStatus
 from mor.io.fileio import FileIO, unreadable
 
@@ -153,9 +153,9 @@ def decode_manifest(data: bytes, manifest: ManifestFile, specs: dict[int, Partit
     spec = specs.get(manifest.partition_spec_id)
     if spec is None:
         raise CorruptMetadataError(f"manifest {manifest.manifest_path} uses unknown spec {manifest.partition_spec_id}")
-    names = tuple(f.name for f in spec.partition_type(schema).fields)
     records = decode_avro_records(data, manifest.manifest_path, "manifest")
     try:
+        names = avro_record_keys(spec.partition_type(schema), records[0]["data_file"]["partition"] if records else None)
         return _EntryDecoder(manifest, names).entries(records)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
         raise CorruptMetadataError(f"manifest {manifest.manifest_path} holds an entry that is not a manifest entry: {e!r}") from e

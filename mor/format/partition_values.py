@@ -43,7 +43,32 @@ def from_avro_record(record: dict[str, Any] | None, partition_type: StructType) 
 
 
 def to_avro_record(values: PartitionValues, partition_type: StructType) -> dict[str, Any]:
-    return {f.name: to_avro_value(v) for f, v in zip(partition_type.fields, values, strict=True)}
+    return {avro_field_name(f.name): to_avro_value(v) for f, v in zip(partition_type.fields, values, strict=True)}
+
+
+def avro_field_name(name: str) -> str:
+    """The Avro name of partition field `name`. Avro names are `[A-Za-z_][A-Za-z0-9_]*`, and
+    Iceberg Java writes (and its Avro library validates) them so: any other character c
+    becomes `_x<hex of c>`, a leading digit d `_d`. The default name of a nested source has a
+    dot: `s.d` is `s_x2Ed`. Letters and digits are Unicode's, as Java's `Character` sees them."""
+    out = []
+    for i, c in enumerate(name):
+        if c == "_" or c.isalpha() or (i > 0 and c.isdecimal()):
+            out.append(c)
+        else:
+            out.append(f"_{c}" if c.isdecimal() else f"_x{ord(c):X}")
+    return "".join(out)
+
+
+def avro_record_keys(partition_type: StructType, record: dict[str, Any] | None) -> tuple[str, ...]:
+    """The keys of the partition fields in the records of one manifest (`record`: one of them):
+    their Avro names, or the names themselves in a manifest mor wrote before it wrote Avro
+    names (a field named `a-b`)."""
+    keys = []
+    for f in partition_type.fields:
+        key = avro_field_name(f.name)
+        keys.append(f.name if record is not None and key not in record and f.name in record else key)
+    return tuple(keys)
 
 
 def as_record(values: PartitionValues) -> Record:

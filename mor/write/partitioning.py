@@ -71,12 +71,11 @@ def resolve_partition_term(
         raise InvalidArgumentError(f"partition term {text!r}: the table has no column {column!r}") from None
     if source.field_id in _ids_in_lists_and_maps(schema.fields):
         raise InvalidArgumentError(f"partition term {text!r}: the Iceberg spec allows no partition source inside a list or a map")
-    if source.field_id not in {f.field_id for f in schema.fields}:
-        raise UnsupportedFeatureError(f"partition term {text!r}: partitioning by a field inside a struct is not supported")
     transform = parse_transform(f"{transform_name}[{number}]" if number else transform_name)
     if not transform.can_transform(source.field_type):
         raise InvalidArgumentError(f"partition term {text!r}: {transform_name} cannot apply to column {column!r} of type {source.field_type}")
-    return source, transform, default_field_name(source.name, transform_name, number)
+    # Iceberg Java names a partition field after the source's full name: `s.d`, `s.ts_day`.
+    return source, transform, default_field_name(schema.find_column_name(source.field_id) or column, transform_name, number)
 
 
 def _ids_in_lists_and_maps(fields: tuple[NestedField, ...], inside: bool = False) -> set[int]:
@@ -152,10 +151,35 @@ def partition_column(field: PartitionField, schema: Schema, data: pa.Table) -> p
         fn = field.transform.pyarrow_transform(source.field_type)
     except (NotImplementedError, ModuleNotFoundError) as e:
         raise UnsupportedFeatureError(f"partition transform {field.transform} on Arrow data: {e}") from e
-    column = fn(data.column(source.name).combine_chunks())
+    column = fn(source_values(schema, field.source_id, data))
     if pa.types.is_decimal(column.type):
         _check_precision(field, source, column)
     return column
+
+
+def source_values(schema: Schema, source_id: int, data: pa.Table) -> pa.Array:
+    """The values of the partition source `source_id` in `data` (columns named as in `schema`):
+    a top-level column, or a field of struct columns, null where an enclosing struct is null."""
+    path = _struct_path(schema.fields, source_id)
+    if path is None:
+        raise InvalidArgumentError(f"partition source field {source_id} is not a column or a struct field of the schema")
+    column = data.column(path[0]).combine_chunks()
+    for name in path[1:]:
+        column = pc.struct_field(column, name)  # unlike StructArray.field, keeps the parent's nulls
+    return column
+
+
+def _struct_path(fields: tuple[NestedField, ...], field_id: int) -> list[str] | None:
+    """Names from the top-level column down to field `field_id` through structs (names, not a
+    dotted string: a column name may itself hold a dot)."""
+    for f in fields:
+        if f.field_id == field_id:
+            return [f.name]
+        if isinstance(f.field_type, StructType):
+            below = _struct_path(f.field_type.fields, field_id)
+            if below is not None:
+                return [f.name, *below]
+    return None
 
 
 def _check_precision(field: PartitionField, source: NestedField, column: pa.Array) -> None:

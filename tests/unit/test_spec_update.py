@@ -275,11 +275,11 @@ def test_the_identity_field_may_take_its_column_name(catalog: mor.Catalog) -> No
     assert [f.name for f in table.spec().fields] == ["id", "ts"]
 
 
-def test_a_nested_source_is_unsupported(catalog: mor.Catalog) -> None:
+def test_a_nested_source_takes_its_full_name(catalog: mor.Catalog) -> None:
     schema = pa.schema([pa.field("id", pa.int64()), pa.field("s", pa.struct([pa.field("x", pa.int32())]))])
     table = catalog.create_table("db.n", schema=schema)
-    with pytest.raises(mor.UnsupportedFeatureError):
-        table.update_spec().add_field("s.x")
+    table.update_spec().add_field("s.x").add_field("bucket(2, s.x)").commit()
+    assert [f.name for f in table.spec().fields] == ["s.x", "s.x_bucket_2"]  # more in test_nested_partition.py
 
 
 # -- concurrency ---------------------------------------------------------------------------

@@ -60,7 +60,7 @@ from pyiceberg.utils.decimal import unscaled_to_decimal
 from unit_helpers import live_raw_entries, local
 
 import mor
-from mor.errors import InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
+from mor.errors import InvalidArgumentError, SchemaMismatchError
 from mor.write.arrow_schema import to_arrow_schema
 
 UTC = dt.timezone.utc
@@ -344,10 +344,10 @@ def test_partition_source_inside_a_list_or_map_is_refused(catalog: mor.Catalog, 
         catalog.create_table("db.t", schema=schema, partition_by=[term])
 
 
-def test_partition_source_inside_a_struct_is_unsupported(catalog: mor.Catalog) -> None:
+def test_partition_source_inside_a_struct_is_allowed(catalog: mor.Catalog) -> None:
     schema = pa.schema([("s", pa.struct([("d", pa.date32())]))])
-    with pytest.raises(UnsupportedFeatureError, match="inside a struct"):
-        catalog.create_table("db.t", schema=schema, partition_by=["day(s.d)"])
+    table = catalog.create_table("db.t", schema=schema, partition_by=["day(s.d)"])
+    assert [f.name for f in table.spec().fields] == ["s.d_day"]  # more in test_nested_partition.py
 
 
 # -- DELETE, UPDATE, UPSERT and delete_rows by a key of the type --------------------------------------
