@@ -11,7 +11,7 @@ from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.types import DoubleType, FloatType, IntegerType, LongType, NestedField, PrimitiveType, StringType
 
-from mor.errors import DuplicateKeyError, InvalidArgumentError, SchemaMismatchError
+from mor.errors import DuplicateKeyError, InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
 from mor.read.equality_deletes import EqualityKeySet
 
 
@@ -30,6 +30,8 @@ def key_fields(schema: Schema, names: Sequence[str]) -> list[NestedField]:
             field = schema.find_field(name)
         except ValueError:
             raise SchemaMismatchError(f"key column {name!r} is not in the table schema") from None
+        if all(f.field_id != field.field_id for f in schema.fields):
+            raise UnsupportedFeatureError(f"key column {name!r} is inside a struct: keys must be top-level columns")
         if not isinstance(field.field_type, PrimitiveType) or isinstance(field.field_type, (FloatType, DoubleType)):
             raise SchemaMismatchError(f"key column {name!r} has type {field.field_type}: keys must be primitive, not float/double")
         fields.append(field)

@@ -418,3 +418,14 @@ def test_avro_record_keys_read_names_mor_wrote_before_too() -> None:
     assert avro_record_keys(partition_type, {"a_x2Db": 1, "c": 2}) == ("a_x2Db", "c")
     assert avro_record_keys(partition_type, {"a-b": 1, "c": 2}) == ("a-b", "c")  # an older mor manifest
     assert avro_record_keys(partition_type, None) == ("a_x2Db", "c")
+
+
+def test_keys_inside_a_struct_are_refused_with_a_clear_error(tmp_path: Any) -> None:
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("s", pa.struct([("d", pa.int32())]))])
+    table = mor.load_catalog(str(tmp_path)).create_table("db.k", schema=schema)
+    table.append(pa.Table.from_pylist([{"id": 1, "s": {"d": 2}}], schema=schema))
+    with pytest.raises(mor.UnsupportedFeatureError, match="inside a struct"):
+        table.upsert(pa.Table.from_pylist([{"id": 1, "s": {"d": 2}}], schema=schema), on=["s.d"])
+    with pytest.raises(mor.UnsupportedFeatureError, match="inside a struct"):
+        table.delete_rows(pa.table({"s.d": pa.array([2], pa.int32())}))
+    assert table.scan().to_arrow().num_rows == 1
