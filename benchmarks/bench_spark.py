@@ -128,12 +128,11 @@ def scenario_reads(args: argparse.Namespace, spark: Any, data: pa.Table, slices:
         ("r1_one_file", f"id <= {pc.max(first_file_ids).as_py()} and value < {args.read_delete_fraction}"),
         ("r2_every_file", f"value < {args.read_delete_fraction}"),
     ]
+    prev_deleted = pa.array([], pa.int64())  # every id deleted so far (each step's parent lacks the earlier ones)
     for name, predicate in steps:
         table.delete(predicate)
         deleted = table.scan(snapshot_id=table.current_snapshot().parent_snapshot_id, filter=predicate, columns=["id"]).to_arrow()["id"]
-        if name == "r2_every_file":  # r1's rows are gone already
-            deleted = pa.concat_arrays([prev_deleted, deleted.combine_chunks()])
-        prev_deleted = deleted.combine_chunks() if isinstance(deleted, pa.ChunkedArray) else deleted
+        prev_deleted = pa.concat_arrays([prev_deleted, deleted.combine_chunks()])
         expected = expected_sums(data, prev_deleted)
         tasks = table.scan().plan_files()
         log(f"({name}) {predicate}: {len(prev_deleted):,} rows deleted; {sum(1 for t in tasks if t.delete_files)} of {len(tasks)} files have deletes")
