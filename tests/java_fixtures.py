@@ -15,16 +15,12 @@ from typing import Any
 
 import pytest
 
-import mor
 
 FIXTURES_SOURCE = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "iceberg-java"
 # Ours, made the same way (tests/fixtures/gen_java_evolution.py): schema and partition evolution.
 # Both are written into the same warehouse path, so they are copied into one folder to be read.
 OWN_FIXTURES_SOURCE = Path(__file__).resolve().parent / "fixtures" / "iceberg-java"
 FIXTURE_SOURCES = (FIXTURES_SOURCE, OWN_FIXTURES_SOURCE)
-
-FORMAT_V3_PENDING = "format v3 tables (deletion vectors) are not supported yet (a later issue)"
-
 
 @dataclass(frozen=True)
 class JavaSnapshot:
@@ -81,30 +77,11 @@ def load_java_snapshots(tables: dict[str, dict[str, Any]]) -> list[JavaSnapshot]
     ]
 
 
-def expected_failure(format_version: int) -> list[pytest.MarkDecorator]:
-    """mor must read every v2 fixture, equality deletes included; v3 is a later issue."""
-    if format_version < 3:
-        return []
-    # An explicit refusal (UnsupportedFeatureError) or wrong rows are the expected failures;
-    # any other exception is a bug and fails the test.
-    return [
-        pytest.mark.xfail(
-            strict=True, reason=FORMAT_V3_PENDING, raises=(AssertionError, mor.UnsupportedFeatureError)
-        )
-    ]
-
-
 FIXTURE_TABLES = load_fixture_tables()
 JAVA_SNAPSHOTS = load_java_snapshots(FIXTURE_TABLES)
 
-SNAPSHOT_PARAMS = [
-    pytest.param(snap, id=snap.test_id, marks=expected_failure(snap.format_version))
-    for snap in JAVA_SNAPSHOTS
-]
-TABLE_PARAMS = [
-    pytest.param(name, id=name, marks=expected_failure(info["format_version"]))
-    for name, info in FIXTURE_TABLES.items()
-]
+SNAPSHOT_PARAMS = [pytest.param(snap, id=snap.test_id) for snap in JAVA_SNAPSHOTS]
+TABLE_PARAMS = [pytest.param(name, id=name) for name in FIXTURE_TABLES]
 
 
 

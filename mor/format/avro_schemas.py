@@ -1,4 +1,4 @@
-"""Avro schemas of manifests and manifest lists (Iceberg v2), with field ids.
+"""Avro schemas of manifests and manifest lists (Iceberg v2 and v3), with field ids.
 
 Maps with int keys are arrays of key/value records named `k<key-id>_v<value-id>` with
 `logicalType: map`; nested records are named `r<field-id>`; optional fields are unions with
@@ -113,7 +113,14 @@ def partition_record_schema(spec: PartitionSpec, schema: Schema) -> dict[str, An
     return {"type": "record", "name": "r102", "fields": fields}
 
 
-def manifest_entry_schema(spec: PartitionSpec, schema: Schema) -> dict[str, Any]:
+def manifest_entry_schema(spec: PartitionSpec, schema: Schema, format_version: int = 2) -> dict[str, Any]:
+    # v3 adds row lineage (first_row_id) and the blob of a deletion vector in its Puffin file.
+    v3_fields = [
+        _optional(142, "first_row_id", "long", "The first row ID assigned to the first row in the data file"),
+        _optional(143, "referenced_data_file", "string"),
+        _optional(144, "content_offset", "long", "The offset in the file where the content starts"),
+        _optional(145, "content_size_in_bytes", "long", "The length of referenced content stored in the file"),
+    ]
     data_file = {
         "type": "record",
         "name": "r2",
@@ -134,7 +141,7 @@ def manifest_entry_schema(spec: PartitionSpec, schema: Schema) -> dict[str, Any]
             _optional(132, "split_offsets", {"type": "array", "items": "long", "element-id": 133}),
             _optional(135, "equality_ids", {"type": "array", "items": "int", "element-id": 136}),
             _optional(140, "sort_order_id", "int"),
-            _optional(143, "referenced_data_file", "string"),
+            *(v3_fields if format_version >= 3 else [_optional(143, "referenced_data_file", "string")]),
         ],
     }
     return {
@@ -150,7 +157,7 @@ def manifest_entry_schema(spec: PartitionSpec, schema: Schema) -> dict[str, Any]
     }
 
 
-MANIFEST_FILE_SCHEMA: dict[str, Any] = {
+MANIFEST_FILE_SCHEMA_V2: dict[str, Any] = {
     "type": "record",
     "name": "manifest_file",
     "fields": [
@@ -189,3 +196,15 @@ MANIFEST_FILE_SCHEMA: dict[str, Any] = {
         _optional(519, "key_metadata", "bytes"),
     ],
 }
+
+MANIFEST_FILE_SCHEMA_V3: dict[str, Any] = {
+    **MANIFEST_FILE_SCHEMA_V2,
+    "fields": [
+        *MANIFEST_FILE_SCHEMA_V2["fields"],
+        _optional(520, "first_row_id", "long", "Starting row ID to assign to new rows in ADDED data files"),
+    ],
+}
+
+
+def manifest_file_schema(format_version: int) -> dict[str, Any]:
+    return MANIFEST_FILE_SCHEMA_V3 if format_version >= 3 else MANIFEST_FILE_SCHEMA_V2

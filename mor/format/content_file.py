@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from mor.format.spec import FileContent, ManifestEntryStatus
+from mor.format.spec import PUFFIN, FileContent, ManifestEntryStatus
 
 PartitionValues = tuple[Any, ...]
 
@@ -35,6 +35,11 @@ class ContentFile:
     equality_ids: tuple[int, ...] | None = None
     sort_order_id: int | None = None
     referenced_data_file: str | None = None
+    # v3. A data file's first row id, resolved on read by inheritance (None before the table's
+    # upgrade, and for files being written). A deletion vector's blob inside its Puffin file.
+    first_row_id: int | None = None
+    content_offset: int | None = None
+    content_size_in_bytes: int | None = None
     # Resolved on read from the manifest entry (sequence-number inheritance applied); None only
     # for files that are being written and have no sequence number yet.
     data_sequence_number: int | None = field(default=None, compare=False)
@@ -46,6 +51,16 @@ class ContentFile:
     @property
     def is_delete(self) -> bool:
         return self.content != FileContent.DATA
+
+    @property
+    def is_deletion_vector(self) -> bool:
+        return self.file_format == PUFFIN
+
+    @property
+    def key(self) -> tuple[str, int | None]:
+        """What names this file's manifest entry: its path, and for a deletion vector the
+        blob's offset too (one Puffin file may hold the vectors of several data files)."""
+        return (self.file_path, self.content_offset)
 
 
 class DataFile(ContentFile):

@@ -20,7 +20,7 @@ from mor.errors import CorruptMetadataError, MorError
 from mor.format.avro_schemas import manifest_entry_schema
 from mor.format.content_file import ContentFile, ManifestEntry, content_file_from_fields, manifest_entry
 from mor.format.partition_values import avro_record_keys, to_avro_record, to_internal
-from mor.format.spec import FORMAT_VERSION, FileContent, ManifestContent, ManifestEntryStatus
+from mor.format.spec import FileContent, ManifestContent, ManifestEntryStatus
 from mor.io.fileio import FileIO, unreadable
 
 
@@ -52,6 +52,7 @@ class ManifestFile:
     deleted_rows_count: int
     partitions: tuple[PartitionFieldSummary, ...] | None = None
     key_metadata: bytes | None = None
+    first_row_id: int | None = None  # v3 data manifests: where inherited row ids start
 
     @property
     def has_live_files(self) -> bool:
@@ -87,6 +88,7 @@ def write_manifest(
     content: ManifestContent,
     snapshot_id: int,
     entries: Iterable[EntryToWrite],
+    format_version: int = 2,
 ) -> ManifestFile:
     entries = list(entries)
     partition_type = spec.partition_type(schema)
@@ -96,11 +98,11 @@ def write_manifest(
         "schema-id": str(schema.schema_id),
         "partition-spec": json.dumps([json.loads(f.model_dump_json(by_alias=True)) for f in spec.fields]),
         "partition-spec-id": str(spec.spec_id),
-        "format-version": str(FORMAT_VERSION),
+        "format-version": str(format_version),
         "content": "deletes" if content == ManifestContent.DELETES else "data",
     }
     buffer = io.BytesIO()
-    avro_schema = fastavro.parse_schema(manifest_entry_schema(spec, schema))
+    avro_schema = fastavro.parse_schema(manifest_entry_schema(spec, schema, format_version))
     fastavro.writer(buffer, avro_schema, records, codec="deflate", metadata=metadata)
     data = buffer.getvalue()
     io_.write_bytes_exclusive(location, data)
@@ -207,6 +209,10 @@ def _entry_to_avro(entry: EntryToWrite, partition_type: Any) -> dict[str, Any]:
             "equality_ids": list(f.equality_ids) if f.equality_ids is not None else None,
             "sort_order_id": f.sort_order_id,
             "referenced_data_file": f.referenced_data_file,
+            # v3 (a v2 manifest's schema has no such fields, and the writer skips them)
+            "first_row_id": f.first_row_id,
+            "content_offset": f.content_offset,
+            "content_size_in_bytes": f.content_size_in_bytes,
         },
     }
 
@@ -224,6 +230,10 @@ class _EntryDecoder:
         self.manifest = manifest
         self.names = partition_names
         self.data_manifest = manifest.content == ManifestContent.DATA
+        # First row id inheritance (v3): live data files without one take the next ids of
+        # their manifest's range, in entry order. A manifest with no range (written before the
+        # upgrade to v3) gives its files none.
+        self.next_row_id = manifest.first_row_id
 
     def entries(self, records: list[dict[str, Any]]) -> list[ManifestEntry]:
         return [self.entry(r) for r in records]
@@ -250,6 +260,12 @@ class _EntryDecoder:
         partition = d.get("partition") or {}
         split_offsets = d.get("split_offsets")
         equality_ids = d.get("equality_ids")
+        first_row_id = None
+        if self.next_row_id is not None and content is FileContent.DATA:
+            first_row_id = d.get("first_row_id")
+            if first_row_id is None and status is not ManifestEntryStatus.DELETED:
+                first_row_id = self.next_row_id
+                self.next_row_id += d["record_count"]
         file = content_file_from_fields(
             content,
             {
@@ -271,6 +287,9 @@ class _EntryDecoder:
                 "equality_ids": tuple(equality_ids) if equality_ids is not None else None,
                 "sort_order_id": d.get("sort_order_id"),
                 "referenced_data_file": d.get("referenced_data_file"),
+                "first_row_id": first_row_id,
+                "content_offset": d.get("content_offset"),
+                "content_size_in_bytes": d.get("content_size_in_bytes"),
                 "data_sequence_number": data_seq,
                 "file_sequence_number": file_seq,
             },

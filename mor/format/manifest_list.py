@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 from typing import Any, Iterable
 
 import fastavro
 
 from mor.errors import CorruptMetadataError
-from mor.format.avro_schemas import MANIFEST_FILE_SCHEMA
+from mor.format.avro_schemas import MANIFEST_FILE_SCHEMA_V2, MANIFEST_FILE_SCHEMA_V3
 from mor.format.manifest import ManifestFile, PartitionFieldSummary, read_avro_records
-from mor.format.spec import FORMAT_VERSION, INITIAL_SEQUENCE_NUMBER, ManifestContent
+from mor.format.spec import INITIAL_SEQUENCE_NUMBER, ManifestContent
 from mor.io.fileio import FileIO
 
-_PARSED_SCHEMA = fastavro.parse_schema(MANIFEST_FILE_SCHEMA)
+_PARSED_SCHEMAS = {2: fastavro.parse_schema(MANIFEST_FILE_SCHEMA_V2), 3: fastavro.parse_schema(MANIFEST_FILE_SCHEMA_V3)}
 
 
 def write_manifest_list(
@@ -24,19 +25,42 @@ def write_manifest_list(
     parent_snapshot_id: int | None,
     sequence_number: int,
     manifests: Iterable[ManifestFile],
-) -> list[ManifestFile]:
-    """Write the list; manifests written by this commit get its sequence number here."""
+    format_version: int = 2,
+    first_row_id: int | None = None,
+) -> tuple[list[ManifestFile], int]:
+    """Write the list; manifests written by this commit get its sequence number here. In v3,
+    data manifests without a first row id get one from `first_row_id` on: returns the manifests
+    as written and how many row ids they reserved (the snapshot's `added-rows`)."""
     final = [m if m.sequence_number is not None else m.with_sequence_number(sequence_number) for m in manifests]
+    reserved = 0
+    if format_version >= 3:
+        final, reserved = assign_first_row_ids(final, first_row_id or 0)
     metadata = {
         "snapshot-id": str(snapshot_id),
         "parent-snapshot-id": "null" if parent_snapshot_id is None else str(parent_snapshot_id),
         "sequence-number": str(sequence_number),
-        "format-version": str(FORMAT_VERSION),
+        "format-version": str(format_version),
     }
+    if format_version >= 3:
+        metadata["first-row-id"] = str(first_row_id or 0)
     buffer = io.BytesIO()
-    fastavro.writer(buffer, _PARSED_SCHEMA, [_to_avro(m) for m in final], codec="deflate", metadata=metadata)
+    schema = _PARSED_SCHEMAS[3 if format_version >= 3 else 2]
+    fastavro.writer(buffer, schema, [_to_avro(m) for m in final], codec="deflate", metadata=metadata)
     io_.write_bytes_exclusive(location, buffer.getvalue())
-    return final
+    return final, reserved
+
+
+def assign_first_row_ids(manifests: list[ManifestFile], first_row_id: int) -> tuple[list[ManifestFile], int]:
+    """The spec's first row id assignment: each data manifest that has none gets the next free
+    id, and reserves room for all its live rows, existing ones too (a manifest carried from
+    before the upgrade to v3 holds files that never had row ids)."""
+    out, next_id = [], first_row_id
+    for m in manifests:
+        if m.content == ManifestContent.DATA and m.first_row_id is None:
+            m = replace(m, first_row_id=next_id)
+            next_id += m.added_rows_count + m.existing_rows_count
+        out.append(m)
+    return out, next_id - first_row_id
 
 
 def read_manifest_list(io_: FileIO, location: str) -> list[ManifestFile]:
@@ -76,6 +100,7 @@ def _to_avro(m: ManifestFile) -> dict[str, Any]:
             ]
         ),
         "key_metadata": m.key_metadata,
+        "first_row_id": m.first_row_id,
     }
 
 
@@ -106,4 +131,5 @@ def _from_avro(r: dict[str, Any]) -> ManifestFile:
             )
         ),
         key_metadata=r.get("key_metadata"),
+        first_row_id=r.get("first_row_id"),
     )

@@ -1,6 +1,7 @@
-"""Table metadata (format v2): the JSON document each commit writes, as frozen values.
+"""Table metadata (format v2 and v3): the JSON document each commit writes, as frozen values.
 
-Everything the spec lists for v2 is kept; keys we do not model (statistics, ...) are carried
+Everything the spec lists for v2 is kept, and v3's row lineage counters (`next-row-id`, a
+snapshot's `first-row-id` and `added-rows`); keys we do not model (statistics, ...) are carried
 through untouched so a commit never drops what another engine wrote.
 """
 
@@ -16,9 +17,15 @@ from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table.sorting import SortOrder
 
-from mor.errors import CorruptMetadataError, UnsupportedFeatureError
+from mor.errors import CorruptMetadataError, InvalidArgumentError, UnsupportedFeatureError
 from mor.format.properties import check_properties
-from mor.format.spec import FORMAT_VERSION, INITIAL_SEQUENCE_NUMBER, MAIN_BRANCH, UNPARTITIONED_LAST_PARTITION_ID
+from mor.format.spec import (
+    FORMAT_VERSION,
+    INITIAL_SEQUENCE_NUMBER,
+    MAIN_BRANCH,
+    SUPPORTED_FORMAT_VERSIONS,
+    UNPARTITIONED_LAST_PARTITION_ID,
+)
 
 
 @dataclass(frozen=True)
@@ -30,6 +37,10 @@ class Snapshot:
     manifest_list: str
     summary: dict[str, str]
     schema_id: int | None = None
+    # v3 row lineage: the first row id this snapshot could hand out, and how many it reserved.
+    # None in v2 tables and in snapshots made before a table's upgrade to v3.
+    first_row_id: int | None = None
+    added_rows: int | None = None
 
     @property
     def operation(self) -> str:
@@ -49,6 +60,9 @@ class Snapshot:
         )
         if self.schema_id is not None:
             out["schema-id"] = self.schema_id
+        if self.first_row_id is not None:
+            out["first-row-id"] = self.first_row_id
+            out["added-rows"] = self.added_rows or 0
         return out
 
     @classmethod
@@ -63,6 +77,8 @@ class Snapshot:
             manifest_list=d["manifest-list"],
             summary=dict(d.get("summary") or {"operation": "append"}),
             schema_id=d.get("schema-id"),
+            first_row_id=d.get("first-row-id"),
+            added_rows=d.get("added-rows"),
         )
 
 
@@ -88,6 +104,7 @@ class TableMetadata:
     refs: dict[str, dict[str, Any]] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)  # keys we carry through unmodelled
     format_version: int = FORMAT_VERSION
+    next_row_id: int | None = None  # v3: higher than every row id handed out; None in v2
 
     # -- lookups -------------------------------------------------------------------------
     def schema(self) -> Schema:
@@ -159,6 +176,8 @@ class TableMetadata:
         d["snapshots"] = [s.to_dict() for s in self.snapshots]
         d["snapshot-log"] = [{"timestamp-ms": ts, "snapshot-id": sid} for ts, sid in self.snapshot_log]
         d["metadata-log"] = [{"timestamp-ms": ts, "metadata-file": f} for ts, f in self.metadata_log]
+        if self.format_version >= 3:
+            d["next-row-id"] = self.next_row_id or 0
         d.update(self.extra)
         return json.dumps(d, indent=2)
 
@@ -185,13 +204,15 @@ class TableMetadata:
         version = d.get("format-version")
         if version is None:
             raise CorruptMetadataError("required field 'format-version' is missing")
-        if version != FORMAT_VERSION:
-            raise UnsupportedFeatureError(f"table format-version {version!r} is not supported (mor reads and writes 2)")
+        if version not in SUPPORTED_FORMAT_VERSIONS:
+            raise UnsupportedFeatureError(
+                f"table format-version {version!r} is not supported (mor reads and writes {SUPPORTED_FORMAT_VERSIONS})"
+            )
         known = {
             "format-version", "table-uuid", "location", "last-sequence-number", "last-updated-ms",
             "last-column-id", "current-schema-id", "schemas", "default-spec-id", "partition-specs",
             "last-partition-id", "default-sort-order-id", "sort-orders", "properties",
-            "current-snapshot-id", "refs", "snapshots", "snapshot-log", "metadata-log",
+            "current-snapshot-id", "refs", "snapshots", "snapshot-log", "metadata-log", "next-row-id",
         }  # fmt: skip
         current = d.get("current-snapshot-id")
         if current == -1:
@@ -220,6 +241,8 @@ class TableMetadata:
             metadata_log=tuple((e["timestamp-ms"], e["metadata-file"]) for e in d.get("metadata-log") or ()),
             refs=refs,
             extra={k: v for k, v in d.items() if k not in known},
+            # A v3 table without it has handed out no row ids yet.
+            next_row_id=(d.get("next-row-id") or 0) if version >= 3 else None,
         )
 
 
@@ -239,10 +262,18 @@ def _checked(m: TableMetadata) -> TableMetadata:
 # -- pure transitions (each returns new metadata) -----------------------------------------
 
 def new_table_metadata(
-    schema: Schema, spec: PartitionSpec, sort_order: SortOrder, location: str, properties: dict[str, str]
+    schema: Schema,
+    spec: PartitionSpec,
+    sort_order: SortOrder,
+    location: str,
+    properties: dict[str, str],
+    format_version: int = FORMAT_VERSION,
 ) -> TableMetadata:
     check_properties(properties)
+    check_format_version(format_version)
     return TableMetadata(
+        format_version=format_version,
+        next_row_id=0 if format_version >= 3 else None,
         table_uuid=str(uuid.uuid4()),
         location=location,
         last_sequence_number=INITIAL_SEQUENCE_NUMBER,
@@ -259,10 +290,46 @@ def new_table_metadata(
     )
 
 
+FORMAT_VERSION_PROPERTY = "format-version"  # accepted in table properties, as Iceberg does; never stored
+
+
+def check_format_version(version: object) -> None:
+    if isinstance(version, bool) or version not in SUPPORTED_FORMAT_VERSIONS:
+        raise InvalidArgumentError(f"format_version must be one of {SUPPORTED_FORMAT_VERSIONS}, not {version!r}")
+
+
+def parse_format_version(value: object) -> int:
+    """A format version given as an int or as the text of a table property."""
+    try:
+        version = int(value) if isinstance(value, str) else value
+    except ValueError:
+        version = value
+    check_format_version(version)
+    return int(version)  # type: ignore[arg-type]
+
+
+def upgraded(base: TableMetadata, format_version: int) -> TableMetadata:
+    """The table at a higher format version. Nothing already written changes: snapshots made
+    before v3 keep no row ids, and row ids start at 0 (the spec's rule for upgrades)."""
+    check_format_version(format_version)
+    if format_version < base.format_version:
+        raise InvalidArgumentError(f"cannot downgrade a v{base.format_version} table to v{format_version}")
+    if format_version == base.format_version:
+        return base
+    return replace(
+        base, format_version=format_version, next_row_id=0, last_updated_ms=max(now_ms(), base.last_updated_ms + 1)
+    )
+
+
 def with_snapshot(base: TableMetadata, snapshot: Snapshot) -> TableMetadata:
-    """Add `snapshot` and make it the head of main."""
+    """Add `snapshot` and make it the head of main (and, in v3, move next-row-id past the
+    row ids it reserved)."""
+    next_row_id = base.next_row_id
+    if snapshot.first_row_id is not None:
+        next_row_id = snapshot.first_row_id + (snapshot.added_rows or 0)
     return replace(
         base,
+        next_row_id=next_row_id,
         last_sequence_number=snapshot.sequence_number,
         last_updated_ms=max(snapshot.timestamp_ms, base.last_updated_ms),
         current_snapshot_id=snapshot.snapshot_id,

@@ -10,6 +10,14 @@ From the Iceberg spec, "Scan Planning":
    - The data file's data sequence number is strictly less than the delete's data sequence number
    - The data file's partition (both spec id and partition values) is equal to the delete
      file's partition or the delete file's partition spec is unpartitioned"
+  "A deletion vector must be applied to a data file when all of the following are true:
+   - The data file's file_path is equal to the deletion vector's referenced_data_file
+   - The data file's data sequence number is less than or equal to the deletion vector's data
+     sequence number
+   - The data file's partition (both spec and partition values) is equal to the deletion
+     vector's partition"
+  and a position delete file applies only if "there is no deletion vector that must be applied
+  to the data file" (a vector holds every earlier position delete of its file).
 A position delete that names its data file (`referenced_data_file`, or `file_path` bounds)
 can only apply to that file. `applies_to` states the rules for one pair; `DeleteFileIndex`
 answers the same question fast for many data files and is tested against `applies_to`.
@@ -22,6 +30,7 @@ from bisect import bisect_left
 from collections import defaultdict
 from typing import Iterable
 
+from mor.errors import CorruptMetadataError
 from mor.format.content_file import DataFile, DeleteFile
 from mor.format.spec import DELETE_FILE_PATH_ID, FileContent
 
@@ -123,8 +132,20 @@ class DeleteFileIndex:
             return ()
         matched = [f for f in candidates if applies_to(f, data, self.unpartitioned_spec_ids)]
         if len(matched) > 1:
+            matched = _vector_replaces_position_files(matched, data)
             matched.sort(key=_order)
         return tuple(matched)
+
+
+def _vector_replaces_position_files(matched: list[DeleteFile], data: DataFile) -> list[DeleteFile]:
+    vectors = [f for f in matched if f.is_deletion_vector]
+    if not vectors:
+        return matched
+    if len(vectors) > 1:
+        raise CorruptMetadataError(
+            f"{len(vectors)} deletion vectors apply to data file {data.file_path}; the spec allows at most one"
+        )
+    return [f for f in matched if f.content != FileContent.POSITION_DELETES or f.is_deletion_vector]
 
 
 def _order(f: DeleteFile) -> tuple[int, str]:

@@ -2,8 +2,8 @@
 
 A manifest is immutable, so its decoded entries can be reused by every later plan of any
 snapshot that lists it (consecutive snapshots share most manifests). The cache key is the
-manifest-list row's identity (path, length, spec, content, inherited sequence number and
-snapshot id) and the kind of FileIO, so an entry is only ever served for the same file read the
+manifest-list row's identity (path, length, spec, content, inherited sequence number,
+snapshot id and first row id) and the kind of FileIO, so an entry is only ever served for the same file read the
 same way. A hit costs one `size` call: a file replaced or damaged since it was cached no longer
 has the size it was read with, and is read again (and fails, naming it, as it would have).
 
@@ -179,6 +179,7 @@ def cache_key(io: FileIO, manifest: ManifestFile, spec: Hashable) -> Hashable:
         manifest.content,
         manifest.sequence_number,
         manifest.added_snapshot_id,
+        manifest.first_row_id,  # a manifest from before a v3 upgrade gets one when carried on
     )
 
 

@@ -1,4 +1,5 @@
-"""Position deletes: load delete files once, merge their sorted runs, apply as keep-masks."""
+"""Position deletes: load delete files (v2 Parquet files, v3 deletion vectors) once, merge
+their sorted runs, apply as keep-masks."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from mor.errors import UnsupportedFeatureError
+from mor.errors import CorruptMetadataError, UnsupportedFeatureError
+from mor.format import deletion_vector
 from mor.format.content_file import DeleteFile
 from mor.format.spec import DELETE_FILE_PATH_NAME, DELETE_POS_NAME
 from mor.io.fileio import FileIO, unreadable
@@ -25,6 +27,8 @@ WHOLE_FILE_BYTES = 8 << 20
 
 def read_position_delete_file(io: FileIO, delete_file: DeleteFile) -> dict[str, np.ndarray]:
     """{data file path: sorted deleted positions} for every data file the delete file names."""
+    if delete_file.is_deletion_vector:
+        return {_dv_target(delete_file): read_deletion_vector(io, delete_file)}
     if delete_file.file_format != "PARQUET":
         raise UnsupportedFeatureError(f"{delete_file.file_format} delete files are not supported: {delete_file.file_path}")
     # A file whose metadata names its one data file needs only `pos`: skipping the path column
@@ -52,6 +56,33 @@ def read_position_delete_file(io: FileIO, delete_file: DeleteFile) -> dict[str, 
     return {path: _sorted(positions[codes == code]) for code, path in enumerate(dictionary)}
 
 
+def read_deletion_vector(io: FileIO, dv: DeleteFile) -> np.ndarray:
+    """The sorted positions of a deletion vector: one ranged read of its blob."""
+    offset, length = dv.content_offset, dv.content_size_in_bytes
+    if offset is None or length is None:
+        raise CorruptMetadataError(f"deletion vector {dv.file_path} has no content_offset / content_size_in_bytes")
+    try:
+        with io.open_input(dv.file_path) as f:
+            f.seek(offset)
+            blob = f.read(length)
+    except (OSError, pa.ArrowException, ValueError) as e:
+        raise unreadable("deletion vector file", dv.file_path, e) from e
+    if len(blob) != length:
+        raise CorruptMetadataError(f"deletion vector {dv.file_path}: {length} bytes at offset {offset} are past its end")
+    positions = deletion_vector.deserialize(blob, f"deletion vector {dv.file_path} at offset {offset}")
+    if len(positions) != dv.record_count:
+        raise CorruptMetadataError(
+            f"deletion vector {dv.file_path} at offset {offset} holds {len(positions)} positions, its manifest says {dv.record_count}"
+        )
+    return positions
+
+
+def _dv_target(dv: DeleteFile) -> str:
+    if dv.referenced_data_file is None:
+        raise CorruptMetadataError(f"deletion vector {dv.file_path} has no referenced_data_file")
+    return dv.referenced_data_file
+
+
 def _sorted(positions: np.ndarray) -> np.ndarray:
     positions = np.ascontiguousarray(positions, dtype=np.int64)
     if positions.size > 1 and not bool(np.all(positions[1:] >= positions[:-1])):
@@ -69,15 +100,15 @@ class DeleteFileCache:
     def __init__(self, io: FileIO, tasks: Iterable[FileScanTask] | None = None, shared: DecodedFileCache | None = SHARED):
         self.io = io
         self.shared = shared
-        self._loaded: dict[str, dict[str, np.ndarray]] = {}
-        self._locks: dict[str, threading.Lock] = {}
+        self._loaded: dict[tuple[str, int | None], dict[str, np.ndarray]] = {}
+        self._locks: dict[tuple[str, int | None], threading.Lock] = {}
         self._guard = threading.Lock()
-        self._users: Counter[str] | None = None
+        self._users: Counter[tuple[str, int | None]] | None = None
         if tasks is not None:
-            self._users = Counter(f.file_path for t in tasks for f in t.position_deletes)
+            self._users = Counter(f.key for t in tasks for f in t.position_deletes)
 
     def positions(self, delete_file: DeleteFile) -> dict[str, np.ndarray]:
-        path = delete_file.file_path
+        path = delete_file.key  # a Puffin file holds several deletion vectors
         with self._guard:
             lock = self._locks.setdefault(path, threading.Lock())
         with lock:
@@ -90,15 +121,15 @@ class DeleteFileCache:
             return
         with self._guard:
             for f in task.position_deletes:
-                self._users[f.file_path] -= 1
-                if self._users[f.file_path] <= 0:
-                    self._loaded.pop(f.file_path, None)
-                    self._locks.pop(f.file_path, None)
+                self._users[f.key] -= 1
+                if self._users[f.key] <= 0:
+                    self._loaded.pop(f.key, None)
+                    self._locks.pop(f.key, None)
 
     def _load(self, delete_file: DeleteFile) -> dict[str, np.ndarray]:
         if self.shared is None or not self.shared.max_bytes:
             return read_position_delete_file(self.io, delete_file)
-        key = ("positions", delete_file.file_path, delete_file.file_size_in_bytes)
+        key = ("positions", delete_file.key, delete_file.file_size_in_bytes)
         found = self.shared.get(key)
         if found is None:
             found = read_position_delete_file(self.io, delete_file)
@@ -129,7 +160,7 @@ def deleted_positions(data_file_path: str, delete_files: Iterable[DeleteFile], c
     if len(delete_files) < 2 or cache.shared is None or not cache.shared.max_bytes:
         return merge_sorted_runs(cache.positions(f).get(data_file_path, NO_POSITIONS) for f in delete_files)
     # The merge of a stack is remembered too: the next read of the same snapshot skips it.
-    key = ("merged", data_file_path, tuple(sorted((f.file_path, f.file_size_in_bytes) for f in delete_files)))
+    key = ("merged", data_file_path, tuple(sorted((f.file_path, f.content_offset or 0, f.file_size_in_bytes) for f in delete_files)))
     merged = cache.shared.get(key)
     if merged is None:
         merged = merge_sorted_runs(cache.positions(f).get(data_file_path, NO_POSITIONS) for f in delete_files)

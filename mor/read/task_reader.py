@@ -23,6 +23,8 @@ from mor.read.equality_deletes import EqualityDeleteCache, EqualityKeySet
 from mor.read.field_resolution import FileProjection, parse_name_mapping
 from mor.read.position_deletes import DeleteFileCache, apply_mask, deleted_positions, keep_mask
 from mor.read.row_filter import RowFilter
+from mor.format.lineage import LINEAGE_FIELD_IDS
+from mor.read.row_lineage import inherited
 from mor.read.row_groups import row_group_metrics
 from mor.write.arrow_schema import to_arrow_field, to_arrow_schema
 
@@ -66,6 +68,8 @@ class TaskReader:
             filter_field_ids(schema, row_filter, case_sensitive) if filter_rows else set()
         )
         self.wanted_ids = wanted
+        # Row lineage columns are no table columns: the projection names them, the file may hold them.
+        self.lineage_fields = [f for f in projection.fields if f.field_id in LINEAGE_FIELD_IDS]
         self.equality_cache = equality_cache or EqualityDeleteCache(io, schema)
 
     def read(self, task: FileScanTask, row_groups: range | None = None) -> Iterator[pa.RecordBatch]:
@@ -75,7 +79,7 @@ class TaskReader:
         key_sets = self.equality_cache.key_sets(task.equality_deletes, task.name_mapping) if task.equality_deletes else []
         # Equality key columns are read even when not selected, and dropped again at the end.
         ids = self.wanted_ids | {i for f in task.equality_deletes for i in f.equality_ids or ()}
-        fields = [f for f in self.schema.fields if f.field_id in ids]
+        fields = [f for f in self.schema.fields if f.field_id in ids] + self.lineage_fields
         path = task.data_file.file_path
         try:
             source = self.io.open_input(path)
@@ -92,18 +96,20 @@ class TaskReader:
                     f"data file {path} has {parquet.metadata.num_rows} rows, its manifest says {task.data_file.record_count}"
                 )
             projection = FileProjection(parquet.schema_arrow, fields, path, parse_name_mapping(task.name_mapping))
-            yield from self._read_file(path, parquet, deleted, projection, key_sets, row_groups)
+            yield from self._read_file(task, parquet, deleted, projection, key_sets, row_groups)
 
     def _read_file(
         self,
-        path: str,
+        task: FileScanTask,
         parquet: pq.ParquetFile,
         deleted: np.ndarray,
         projection: FileProjection,
         key_sets: list[EqualityKeySet],
         row_groups: range | None,
     ) -> Iterator[pa.RecordBatch]:
-        id_by_column = {name: fid for fid, name in projection.column_by_id.items()}
+        path = task.data_file.file_path
+        need_positions = self.with_positions or bool(self.lineage_fields)
+        id_by_column = {name: fid for fid, name in projection.column_by_id.items() if fid not in LINEAGE_FIELD_IDS}
         file_columns = projection.file_columns
         meta = parquet.metadata
         start = 0
@@ -123,16 +129,17 @@ class TaskReader:
                 batches = parquet.iter_batches(batch_size=self.batch_rows, row_groups=[rg], columns=file_columns, use_threads=True)
             for batch in _decoded(path, batches):
                 mask = keep_mask(deleted, position, batch.num_rows)
-                positions = np.arange(position, position + batch.num_rows, dtype=np.int64) if self.with_positions else None
+                positions = np.arange(position, position + batch.num_rows, dtype=np.int64) if need_positions else None
                 position += batch.num_rows
                 if positions is not None and mask is not None:
                     positions = positions[mask]
-                out = self._finish(apply_mask(batch, mask), projection, positions, key_sets)
+                out = self._finish(task, apply_mask(batch, mask), projection, positions, key_sets)
                 if out.num_rows:
                     yield out
 
     def _finish(
         self,
+        task: FileScanTask,
         batch: pa.RecordBatch,
         projection: FileProjection,
         positions: np.ndarray | None,
@@ -141,8 +148,14 @@ class TaskReader:
         """File columns -> read schema columns (by field id), equality deletes anti-joined,
         filtered, projected."""
         arrays = projection.arrays(batch)
+        if self.lineage_fields:
+            assert positions is not None
+            arrays = [
+                inherited(c.field.field_id, a, task.data_file, positions) if c.field.field_id in LINEAGE_FIELD_IDS else a
+                for c, a in zip(projection.columns, arrays)
+            ]
         fields = [to_arrow_field(c.field).with_type(a.type).with_nullable(True) for c, a in zip(projection.columns, arrays)]
-        if positions is not None:
+        if positions is not None and self.with_positions:
             arrays.append(pa.array(positions))
             fields.append(pa.field(POSITION_COLUMN, pa.int64()))
         # With no columns at all, keep the row count (from_arrays([]) would have 0 rows).

@@ -39,10 +39,6 @@ def test_every_snapshot_reads_as_the_local_reader(catalog: mor.Catalog, read_mor
 @pytest.mark.parametrize("snap", [pytest.param(s, id=s.test_id) for s in JAVA_SNAPSHOTS])
 def test_java_fixture_snapshots(spark: Any, java_fixtures: Path, snap: JavaSnapshot) -> None:
     reader = spark.read.format("mor").option("snapshot-id", str(snap.snapshot_id))
-    if snap.format_version >= 3:  # a later issue; until then the refusal must be explicit
-        with pytest.raises(Exception, match="UnsupportedFeatureError: .*table format-version 3"):
-            reader.load(str(java_fixtures / snap.final_metadata_file))
-        return
     df = reader.load(str(java_fixtures / snap.final_metadata_file))
     expected = read_json_lines(expected_rows_file(java_fixtures, snap))
     actual = to_json_rows(df.toArrow().to_pylist())

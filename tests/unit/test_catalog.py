@@ -152,11 +152,14 @@ def test_register_table_under_a_taken_name_fails(catalog: mor.Catalog) -> None:
     assert catalog.load_table("db.u").metadata_location != original.metadata_location
 
 
-def test_register_refuses_v3_metadata(catalog: mor.Catalog) -> None:
+def test_register_refuses_metadata_of_an_unknown_format_version(catalog: mor.Catalog, tmp_path: Path) -> None:
     v3 = JAVA_FIXTURES / "db" / "v3_dv" / "metadata" / "v6.metadata.json"
+    v4 = tmp_path / "v4.metadata.json"
+    v4.write_text(v3.read_text().replace('"format-version":3', '"format-version":4'))
+    assert '"format-version":4' in v4.read_text()
     with pytest.raises(mor.UnsupportedFeatureError):
-        catalog.register_table("db.v3", str(v3))
-    assert not catalog.table_exists("db.v3")
+        catalog.register_table("db.v4", str(v4))
+    assert not catalog.table_exists("db.v4")
 
 
 def test_register_refuses_a_missing_file(catalog: mor.Catalog, tmp_path: Path) -> None:

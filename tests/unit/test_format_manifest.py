@@ -16,7 +16,7 @@ from pyiceberg.types import DateType, LongType, NestedField, StringType, Timesta
 from unit_helpers import JAVA_FIXTURES, V2_FIXTURE_TABLES, RelocatingFileIO, avro_file, avro_fields_without_ids
 
 import mor
-from mor.format.avro_schemas import MANIFEST_FILE_SCHEMA, manifest_entry_schema
+from mor.format.avro_schemas import MANIFEST_FILE_SCHEMA_V2, manifest_entry_schema
 from mor.format.content_file import DataFile, DeleteFile
 from mor.format.manifest import (
     EntryToWrite,
@@ -146,7 +146,7 @@ def test_every_avro_field_carries_its_field_id(io: FileIO, metadata_dir: str) ->
     )  # fmt: skip
     _, avro_schema, _ = avro_file(m.manifest_path)
     assert avro_fields_without_ids(avro_schema) == []
-    assert avro_fields_without_ids(MANIFEST_FILE_SCHEMA) == []
+    assert avro_fields_without_ids(MANIFEST_FILE_SCHEMA_V2) == []
     data_file_fields = {f["name"]: f for f in avro_schema["fields"][-1]["type"]["fields"]}
     assert avro_schema["fields"][-1]["field-id"] == 2
     assert {name: f["field-id"] for name, f in data_file_fields.items()} == {

@@ -10,7 +10,7 @@ import pytest
 from unit_helpers import avro_fields_without_ids, avro_file, make_rows
 
 import mor
-from mor.format.avro_schemas import MANIFEST_FILE_SCHEMA
+from mor.format.avro_schemas import MANIFEST_FILE_SCHEMA_V2
 from mor.format.manifest import ManifestFile, PartitionFieldSummary
 from mor.format.manifest_list import read_manifest_list, write_manifest_list
 from mor.format.spec import ManifestContent
@@ -33,7 +33,7 @@ def test_manifest_list_round_trip(io: FileIO, metadata_dir: str) -> None:
     with_existing = _manifest_file("file:///m/rewritten.avro", None, 2)
     carried = _manifest_file("file:///m/old.avro", 3, 1)
     location = f"{metadata_dir}/snap-1.avro"
-    final = write_manifest_list(
+    final, _ = write_manifest_list(
         io, location, snapshot_id=99, parent_snapshot_id=98, sequence_number=5,
         manifests=[new_data, new_deletes, with_existing, carried],
     )  # fmt: skip
@@ -68,7 +68,7 @@ def test_first_manifest_list_has_null_parent(io: FileIO, metadata_dir: str) -> N
 def test_v1_manifest_list_reads_at_the_initial_sequence_number(tmp_path: Path) -> None:
     v1_schema = {
         "type": "record", "name": "manifest_file",
-        "fields": [f for f in MANIFEST_FILE_SCHEMA["fields"] if f["field-id"] not in (515, 516, 517)],
+        "fields": [f for f in MANIFEST_FILE_SCHEMA_V2["fields"] if f["field-id"] not in (515, 516, 517)],
     }  # fmt: skip
     record = {
         "manifest_path": "file:///m/1.avro", "manifest_length": 1, "partition_spec_id": 0, "added_snapshot_id": 5,

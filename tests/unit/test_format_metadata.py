@@ -86,15 +86,22 @@ def test_java_metadata_is_read_into_the_model(path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", V3_METADATA_FILES, ids=_fixture_id)
-def test_v3_metadata_is_unsupported(path: Path) -> None:
-    with pytest.raises(mor.UnsupportedFeatureError):
-        TableMetadata.from_json(path.read_text())
+def test_v3_metadata_keeps_row_lineage(path: Path) -> None:
+    raw = json.loads(path.read_text())
+    metadata = TableMetadata.from_json(path.read_text())
+    assert metadata.format_version == 3
+    assert metadata.next_row_id == raw["next-row-id"]
+    assert [(s.first_row_id, s.added_rows) for s in metadata.snapshots] == [
+        (s["first-row-id"], s["added-rows"]) for s in raw.get("snapshots", [])
+    ]
+    assert json.loads(metadata.to_json())["next-row-id"] == raw["next-row-id"]
 
 
-def test_v1_metadata_is_unsupported() -> None:
+@pytest.mark.parametrize("version", [1, 4])
+def test_other_format_versions_are_unsupported(version: int) -> None:
     raw = json.loads(V2_METADATA_FILES[0].read_text())
-    raw["format-version"] = 1
-    with pytest.raises(mor.UnsupportedFeatureError):
+    raw["format-version"] = version
+    with pytest.raises(mor.UnsupportedFeatureError, match=f"format-version {version}"):
         TableMetadata.from_json(json.dumps(raw))
 
 

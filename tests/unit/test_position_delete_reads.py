@@ -117,7 +117,7 @@ def test_a_scan_drops_deletes_after_their_last_task(tmp_path: Path) -> None:
     cache = DeleteFileCache(FileIO(), [task_a, task_b], shared=None)  # type: ignore[list-item]
     assert deleted_positions("a", task_a.position_deletes, cache).tolist() == [1, 3]
     cache.done(task_a)  # type: ignore[arg-type]
-    assert set(cache._loaded) == {shared_by_both.file_path}
+    assert set(cache._loaded) == {shared_by_both.key}
     assert deleted_positions("b", task_b.position_deletes, cache).tolist() == [2]
     cache.done(task_b)  # type: ignore[arg-type]
     assert cache._loaded == {}
