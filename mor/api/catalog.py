@@ -26,7 +26,8 @@ from mor.errors import (
     StorageError,
     TableAlreadyExistsError,
 )
-from mor.format.metadata import new_table_metadata
+from mor.format.metadata import FORMAT_VERSION_PROPERTY, new_table_metadata, parse_format_version
+from mor.format.spec import FORMAT_VERSION
 from mor.format.properties import check_properties
 from mor.io.fileio import FileIO, to_local_path, to_uri
 from mor.write.arrow_schema import from_arrow_schema
@@ -175,17 +176,21 @@ class Catalog:
         partition_by: list[str] | None = None,
         properties: dict[str, str] | None = None,
         location: str | None = None,
+        format_version: int | None = None,
     ) -> Table:
+        """A new empty table. `format_version` 2 (the default) or 3: v3 tables delete with
+        deletion vectors and track row lineage (also given as the `format-version` property)."""
         namespace, name = _new_identifier(identifier)
         if self.table_exists(identifier):
             raise TableAlreadyExistsError(f"table {identifier} already exists")
         iceberg_schema = _iceberg_schema(schema)
         spec = parse_partition_by(iceberg_schema, partition_by)
-        if properties is not None:
-            check_properties(properties)
+        check_properties(properties or {})
+        properties = dict(properties or {})
+        version = _format_version(format_version, properties.pop(FORMAT_VERSION_PROPERTY, None))
         table_location = _table_location(location) if location is not None else self.default_location(identifier)
         metadata = new_table_metadata(
-            iceberg_schema, spec, UNSORTED_SORT_ORDER, table_location, {**DEFAULT_PROPERTIES, **(properties or {})}
+            iceberg_schema, spec, UNSORTED_SORT_ORDER, table_location, {**DEFAULT_PROPERTIES, **properties}, version
         )
         metadata_location = new_metadata_location(table_location, None)
         write_metadata(self.io, metadata_location, metadata)
@@ -249,3 +254,12 @@ def _table_location(location: str) -> str:
             raise InvalidArgumentError(f"a file: location is absolute (file:///path), got {location!r}")
         return location
     return to_uri(location)
+
+
+def _format_version(argument: int | None, property_value: str | None) -> int:
+    if property_value is None:
+        return FORMAT_VERSION if argument is None else parse_format_version(argument)
+    from_property = parse_format_version(property_value)
+    if argument is not None and parse_format_version(argument) != from_property:
+        raise InvalidArgumentError(f"format_version={argument} but the format-version property says {property_value}")
+    return from_property

@@ -26,11 +26,12 @@ from pyiceberg.types import NestedField
 from mor.api.delete_rows import write_key_deletes
 from mor.api.expressions import Assignments, as_expression, evaluate_condition, project
 from mor.api.keys import key_fields, key_range, unique_key_set
-from mor.api.row_changes import MERGE_ON_READ, FileMatch, build_changes, find_key_matches, rows_validator
+from mor.api.row_changes import MERGE_ON_READ, FileMatch, build_changes, find_key_matches, rows_validator, with_row_ids
 from mor.commit.snapshot_producer import Changes, Validator
 from mor.errors import InvalidArgumentError, SchemaMismatchError
 from mor.format.properties import equality_deletes_enabled
-from mor.format.spec import Operation
+from mor.format.spec import ROW_ID_NAME, Operation
+from mor.read.equality_deletes import EqualityKeySet
 from mor.read.task_reader import POSITION_COLUMN
 from mor.write.arrow_schema import conform, to_arrow_schema
 from mor.write.parquet_files import WriteOptions, write_data_files
@@ -121,7 +122,8 @@ def matched_changes(joined: pa.Table, clauses: MergeClauses, outputs: MergeOutpu
     if outputs.update is None:
         return delete, None
     update = pc.and_(pc.invert(delete), evaluate_condition(joined, clauses.matched_update_if))
-    return pc.or_(delete, update), conform(project(joined.filter(update), outputs.update), schema)
+    updated = joined.filter(update)
+    return pc.or_(delete, update), with_row_ids(conform(project(updated, outputs.update), schema), updated)
 
 
 def inserted_rows(unmatched: pa.Table, clauses: MergeClauses, outputs: MergeOutputs, schema: Schema) -> pa.Table | None:
@@ -162,7 +164,7 @@ def merge_rows(
     inserted = inserted_rows(prefixed.filter(pa.array(~matched_source)), clauses, outputs, schema)
     if inserted is not None:
         new_parts.append(inserted)
-    new_rows = pa.concat_tables(new_parts) if new_parts else None
+    new_rows = pa.concat_tables(new_parts, promote_options="default") if new_parts else None
     if not removed and (new_rows is None or new_rows.num_rows == 0):
         return None
     changes, removals = build_changes(table, removed, new_rows, mode)
@@ -188,13 +190,29 @@ def upsert_rows(table: Table, rows: pa.Table, on: Sequence[str], mode: str, stra
         # each source row is added once: the same rows the equality strategy leaves.
         rows_range = key_range(schema, rows.select(list(on)))
         matches = find_key_matches(table, keys, rows_range, all_columns=False)
-        changes, removals = build_changes(table, matches, rows, mode)
+        changes, removals = build_changes(table, matches, _keeping_row_ids(rows, keys, matches), mode)
         return changes, rows_validator(table, "merge", rows_range, removals, keys)
     deletes, added_spec = write_key_deletes(table, rows.select(list(on)))
     metadata = table.metadata
     data = write_data_files(table.io, metadata.location, metadata.schema(), metadata.spec(), rows, WriteOptions(metadata.properties))
     # Blind: no rows were read, so there is nothing a concurrent commit could invalidate.
     return Changes(Operation.OVERWRITE, added_data=data, added_deletes=deletes, added_spec=added_spec), None
+
+
+def _keeping_row_ids(rows: pa.Table, keys: EqualityKeySet, matches: list[FileMatch]) -> pa.Table:
+    """UPSERT rows, each with the `_row_id` of the live row it replaces (v3: the row is updated,
+    not deleted and added); a new key, or one held by several rows, starts a new row."""
+    found = [m.rows for m in matches if m.rows is not None and ROW_ID_NAME in m.rows.column_names]
+    if not found:
+        return rows
+    replaced = pa.concat_tables(found)
+    codes = keys.row_codes(replaced).to_numpy(zero_copy_only=False)
+    row_ids = replaced.column(ROW_ID_NAME).to_numpy(zero_copy_only=False)
+    held = np.bincount(codes, minlength=rows.num_rows)
+    by_source = np.full(rows.num_rows, -1, dtype=np.int64)
+    by_source[codes] = row_ids
+    keep = (held == 1) & (by_source >= 0)
+    return rows.append_column(pa.field(ROW_ID_NAME, pa.int64()), pa.array(by_source, mask=~keep))
 
 
 def _check_is_table(what: str, data: object) -> None:

@@ -2,8 +2,9 @@
 
 Every verb reduces to "remove these live rows (by file and position), add these rows":
 DELETE adds nothing, UPDATE and MERGE add the rewritten rows. Merge-on-read removes rows with
-position delete files (or drops a data file whose live rows all go); copy-on-write rewrites
-each touched file without them. Either way it is one snapshot.
+position delete files, or in a v3 table with a deletion vector merged with the file's earlier
+deletes (and drops a data file whose live rows all go); copy-on-write rewrites each touched
+file without them. Either way it is one snapshot.
 """
 
 from __future__ import annotations
@@ -21,15 +22,17 @@ from pyiceberg.types import DoubleType, FloatType
 from mor.api.conflict_rules import ReadScope, TouchedRows, dml_validator, isolation_level
 from mor.commit.snapshot_producer import Changes, Validator
 from mor.format.content_file import DataFile, DeleteFile
-from mor.format.spec import Operation
+from mor.format.lineage import LINEAGE_FIELDS, with_lineage
+from mor.format.spec import ROW_ID_NAME, Operation
 from mor.io.fileio import FileIO
 from mor.planning.delete_index import referenced_path
 from mor.planning.filters import FileFilter, filter_field_ids
 from mor.planning.task import FileScanTask
 from mor.read.equality_deletes import EqualityDeleteCache, EqualityKeySet
-from mor.read.position_deletes import DeleteFileCache, deleted_positions
+from mor.read.position_deletes import DeleteFileCache, deleted_positions, merge_sorted_runs
 from mor.read.scan_reader import parallel_map
 from mor.read.task_reader import POSITION_COLUMN, TaskReader
+from mor.write.deletion_vectors import replaced_by_vector, write_deletion_vectors
 from mor.write.parquet_files import WriteOptions, write_data_files, write_position_delete_file
 
 if TYPE_CHECKING:
@@ -66,14 +69,21 @@ class RowMatcher:
     Without `with_rows` only the predicate's columns are read."""
 
     def __init__(
-        self, io: FileIO, schema: Schema, specs: Mapping[int, PartitionSpec], row_filter: BooleanExpression, with_rows: bool = False
+        self,
+        io: FileIO,
+        schema: Schema,
+        specs: Mapping[int, PartitionSpec],
+        row_filter: BooleanExpression,
+        with_rows: bool = False,
+        lineage: bool = False,
     ):
+        """`lineage` (v3 tables): the rows carry their `_row_id`, which an UPDATE keeps."""
         self.cache = DeleteFileCache(io)
         self.with_rows = with_rows
         self.strict = FileFilter(schema, dict(specs), row_filter)
         self.predicate_ids = set() if isinstance(row_filter, AlwaysTrue) else filter_field_ids(schema, row_filter)
         if with_rows:
-            projection = schema
+            projection = with_lineage(schema, ROW_ID_NAME) if lineage else schema
         else:
             projection = schema.select(*[schema.find_column_name(i) for i in sorted(self.predicate_ids)])
         self.reader = TaskReader(io, schema, projection, row_filter, self.cache, with_positions=True)
@@ -98,7 +108,7 @@ class RowMatcher:
 def find_matches(table: Table, row_filter: BooleanExpression, with_rows: bool = False) -> list[FileMatch]:
     """Live rows matching `row_filter`, per data file that has any."""
     metadata = table.metadata
-    matcher = RowMatcher(table.io, metadata.schema(), metadata.specs(), row_filter, with_rows)
+    matcher = RowMatcher(table.io, metadata.schema(), metadata.specs(), row_filter, with_rows, metadata.format_version >= 3)
     tasks = table.scan(filter=row_filter).plan_files()
     matcher.reader.equality_cache.prepare(d for t in tasks for d in t.equality_deletes)
     return [m for m in parallel_map(matcher.match, tasks) if m is not None]
@@ -122,10 +132,13 @@ def find_key_matches(
     table: Table, keys: EqualityKeySet, key_range: BooleanExpression, all_columns: bool = True
 ) -> list[FileMatch]:
     """Live rows whose key tuple is in `keys` (null-safe): all their columns, or only the key
-    columns. `key_range` is a filter every such row satisfies; it prunes files and row groups."""
+    columns (and `_row_id` in a v3 table). `key_range` is a filter every such row satisfies; it
+    prunes files and row groups."""
     schema = table.metadata.schema()
     cache = DeleteFileCache(table.io)
     projection = schema if all_columns else schema.select(*keys.names)
+    if table.metadata.format_version >= 3:
+        projection = with_lineage(projection, ROW_ID_NAME)
     # The key set selects rows exactly; the range only skips files and row groups.
     # Equality deletes matter only for rows holding one of the keys: index just those deleted
     # keys, once for all tasks, whatever the number of delete files.
@@ -157,30 +170,41 @@ class DmlTarget:
     spec: PartitionSpec  # new rows go into the table's default spec
     options: WriteOptions
     mode: str
+    format_version: int = 2  # v3 removes rows with deletion vectors
 
     @classmethod
     def of(cls, table: Table, mode: str) -> DmlTarget:
         metadata = table.metadata
-        return cls(metadata.location, metadata.schema(), metadata.specs(), metadata.spec(), WriteOptions(metadata.properties), mode)
+        return cls(
+            metadata.location, metadata.schema(), metadata.specs(), metadata.spec(), WriteOptions(metadata.properties), mode,
+            metadata.format_version,
+        )  # fmt: skip
 
     def write_rows(self, io: FileIO, rows: pa.Table) -> list[DataFile]:
-        """New rows (conformed to the schema) as data files, one per partition value."""
+        """New rows (conformed to the schema) as data files, one per partition value. Rows moved
+        from another file may carry their lineage columns (v3), which are stored with them."""
         if not rows.num_rows:
             return []
-        return write_data_files(io, self.location, self.schema, self.spec, rows, self.options)
+        return write_data_files(io, self.location, self.write_schema(rows), self.spec, rows, self.options)
+
+    def write_schema(self, rows: pa.Table) -> Schema:
+        lineage = [n for n in LINEAGE_FIELDS if n in rows.column_names] if self.format_version >= 3 else []
+        return with_lineage(self.schema, *lineage) if lineage else self.schema
 
 
 @dataclass(frozen=True)
 class Removal:
-    """How the targeted rows of one data file leave the table: a position delete file
-    (merge-on-read), or the data file goes, replaced by its surviving rows (copy-on-write; none
-    when every live row was targeted)."""
+    """How the targeted rows of one data file leave the table: a position delete file or
+    deletion vector (merge-on-read), or the data file goes, replaced by its surviving rows
+    (copy-on-write; none when every live row was targeted)."""
 
     task: FileScanTask
     delete_file: DeleteFile | None
     rewritten: tuple[DataFile, ...] = ()
     # The removed rows' positions, or None for a rewrite (whose result depends on every row).
     positions: np.ndarray | None = field(default=None, compare=False)
+    # The deletes a new deletion vector takes the place of (the commit removes them).
+    replaced: tuple[DeleteFile, ...] = ()
 
     @property
     def written(self) -> list[str]:
@@ -197,14 +221,18 @@ class RowRemover:
         self.io = io
         self.target = target
         # Copy-on-write reads whole files; one reader shares the delete caches between them.
+        # In a v3 table the surviving rows keep their lineage (unchanged rows: both columns).
         schema = target.schema
-        self.reader = TaskReader(io, schema, schema, AlwaysTrue(), DeleteFileCache(io), with_positions=True)
+        projection = with_lineage(schema) if target.format_version >= 3 else schema
+        self.reader = TaskReader(io, schema, projection, AlwaysTrue(), DeleteFileCache(io), with_positions=True)
 
     def remove(self, match: FileMatch) -> Removal:
         if match.all_live_rows_match:
             return Removal(match.task, None, positions=match.positions)
         t = self.target
         data_file = match.task.data_file
+        if t.mode == MERGE_ON_READ and t.format_version >= 3:
+            return self._vector(match)
         if t.mode == MERGE_ON_READ:
             # A position delete lives in its data file's spec and partition, whatever the default.
             spec = t.specs[data_file.spec_id]
@@ -214,7 +242,16 @@ class RowRemover:
         keep = ~np.isin(live.column(POSITION_COLUMN).to_numpy(), match.positions, assume_unique=True)
         survivors = live.drop_columns([POSITION_COLUMN]).filter(pa.array(keep))
         # Rewritten rows are new rows: they go into the default spec, as Iceberg's writers do.
-        return Removal(match.task, None, tuple(write_data_files(self.io, t.location, t.schema, t.spec, survivors, t.options)))
+        rewritten = write_data_files(self.io, t.location, t.write_schema(survivors), t.spec, survivors, t.options)
+        return Removal(match.task, None, tuple(rewritten))
+
+    def _vector(self, match: FileMatch) -> Removal:
+        """The file's one deletion vector: its earlier deletes and the matched rows."""
+        task = match.task
+        earlier = deleted_positions(task.data_file.file_path, task.position_deletes, self.reader.cache)
+        merged = merge_sorted_runs([earlier, np.asarray(match.positions, dtype=np.int64)])
+        (vector,) = write_deletion_vectors(self.io, self.target.location, [(task.data_file, merged)])
+        return Removal(task, vector, positions=match.positions, replaced=replaced_by_vector(task.data_file, task.position_deletes))
 
 
 def build_changes(
@@ -233,6 +270,7 @@ def changes_for(removals: Sequence[Removal], added: Sequence[DataFile]) -> Chang
     for r in removals:
         if r.delete_file is not None:
             changes.added_deletes.append(r.delete_file)
+            changes.removed_deletes += [d for d in r.replaced if d not in changes.removed_deletes]
         else:
             _remove_data_file(changes, r.task)
             changes.added_data += r.rewritten
@@ -268,4 +306,13 @@ def rows_validator(
 
 def drop_position_column(rows: pa.Table) -> pa.Table:
     return rows.drop_columns([POSITION_COLUMN]) if POSITION_COLUMN in rows.column_names else rows
+
+
+def with_row_ids(new_rows: pa.Table, old_rows: pa.Table) -> pa.Table:
+    """New versions of `old_rows` (row for row) keeping the old rows' `_row_id` when they carry
+    one (v3): an updated row is the same row. Its `_last_updated_sequence_number` is left out,
+    so it reads as the sequence number of the commit that wrote it."""
+    if ROW_ID_NAME not in old_rows.column_names:
+        return new_rows
+    return new_rows.append_column(old_rows.schema.field(ROW_ID_NAME), old_rows.column(ROW_ID_NAME))
 

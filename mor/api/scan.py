@@ -14,6 +14,7 @@ from mor.format.metadata import Snapshot, TableMetadata
 from mor.planning.filters import FilterLike, bind_filter, parse_filter
 from mor.planning.planner import plan_files
 from mor.planning.task import FileScanTask
+from mor.format.lineage import LINEAGE_FIELDS
 from mor.read.scan_reader import read_batches, read_table
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ class Scan:
         self.schema = snapshot_schema(table.metadata, self.snapshot) if time_travel else table.metadata.schema()
         self.row_filter = parse_filter(filter)
         bind_filter(self.schema, self.row_filter, case_sensitive)
-        self.projection = _project(self.schema, columns, case_sensitive)
+        self.projection = _project(self.schema, columns, case_sensitive, table.metadata.format_version)
 
     def plan_files(self) -> list[FileScanTask]:
         return plan_files(
@@ -67,8 +68,9 @@ def snapshot_schema(metadata: TableMetadata, snapshot: Snapshot | None) -> Schem
     return metadata.schema_by_id(snapshot.schema_id)
 
 
-def _project(schema: Schema, columns: Sequence[str] | None, case_sensitive: bool) -> Schema:
-    """The selected columns, in the schema's order; [] selects none (rows still count).
+def _project(schema: Schema, columns: Sequence[str] | None, case_sensitive: bool, format_version: int = 2) -> Schema:
+    """The selected columns, in the schema's order, then the row lineage columns selected (v3:
+    `_row_id`, `_last_updated_sequence_number`); [] selects none (rows still count).
     InvalidFilterError naming a column the schema does not have, or one given twice."""
     if columns is None:
         return schema
@@ -80,8 +82,18 @@ def _project(schema: Schema, columns: Sequence[str] | None, case_sensitive: bool
     repeated = sorted({c for c in columns if columns.count(c) > 1})
     if repeated:
         raise InvalidFilterError(f"columns {repeated} are selected twice in {list(columns)}")
+    lineage = [c for c in columns if c in LINEAGE_FIELDS and _find(schema, c, case_sensitive) is None]
+    if lineage and format_version < 3:
+        raise InvalidFilterError(
+            f"{lineage} are row lineage columns of format v3 tables; this table is v{format_version} "
+            "(table.upgrade(format_version=3) starts row lineage)"
+        )
+    columns = [c for c in columns if c not in lineage]
     try:
-        return schema.select(*columns, case_sensitive=case_sensitive)
+        selected = schema.select(*columns, case_sensitive=case_sensitive)
+        if lineage:
+            selected = Schema(*selected.fields, *(LINEAGE_FIELDS[c] for c in lineage), schema_id=selected.schema_id)
+        return selected
     except ValueError:
         unknown = [c for c in columns if _find(schema, c, case_sensitive) is None]
         raise InvalidFilterError(f"unknown columns {unknown}; the table has {schema.column_names}") from None

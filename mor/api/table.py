@@ -29,7 +29,14 @@ from mor.commit.retry import RetryPolicy
 from mor.commit.snapshot_producer import Changes, TableOperations, Validator, commit_changes
 from mor.commit.table_ops import CommitFailedError, metadata_version, read_metadata
 from mor.errors import NoSuchTableError, CommitConflictError, CommitStateUnknownError, InvalidArgumentError, MorError, SchemaMismatchError
-from mor.format.metadata import Snapshot, TableMetadata, with_properties
+from mor.format.metadata import (
+    FORMAT_VERSION_PROPERTY,
+    Snapshot,
+    TableMetadata,
+    parse_format_version,
+    upgraded,
+    with_properties,
+)
 from mor.format.spec import Operation
 from mor.io.fileio import FileIO
 from mor.maintenance.compact import CompactionOptions, CompactionPlan, CompactionResult, plan_compaction, write_compaction
@@ -212,20 +219,40 @@ class Table:
         return UpdateSpec(self, self._writable())
 
     def set_properties(self, **updates: str) -> None:
-        """Set table properties, e.g. `set_properties(**{"write.delete.mode": "copy-on-write"})`."""
-        ops = self._writable()
+        """Set table properties, e.g. `set_properties(**{"write.delete.mode": "copy-on-write"})`.
+        `format-version` is no property but the table's format: "3" upgrades it, as Iceberg's
+        `ALTER TABLE ... SET TBLPROPERTIES` does."""
+        self._writable()
         bad = {k: v for k, v in updates.items() if not isinstance(v, str)}
         if bad:
             raise InvalidArgumentError(f"property values must be strings: {bad}")
+        version = updates.pop(FORMAT_VERSION_PROPERTY, None)
+        target = None if version is None else parse_format_version(version)
+        self._commit_metadata(
+            lambda base: with_properties(upgraded(base, target) if target is not None else base, updates), "set properties"
+        )
+
+    def upgrade(self, format_version: int = 3) -> None:
+        """Raise the table's format version (2 -> 3): later writes use deletion vectors and
+        track row lineage. Metadata only: files already written stay as they are, and their
+        position delete files still apply until a deletion vector replaces them."""
+        self._writable()
+        self._commit_metadata(lambda base: upgraded(base, format_version), "upgrade the table")
+
+    def _commit_metadata(self, change: Callable[[TableMetadata], TableMetadata], what: str) -> None:
+        """A commit of new metadata without a snapshot, retried on a lost race."""
+        ops = self._writable()
         attempts = RetryPolicy.of(self.metadata.properties).start()
         while True:
-            new = with_properties(self.metadata, updates)
+            new = change(self.metadata)
+            if new is self.metadata:
+                return
             try:
                 self.metadata, self.metadata_location = ops.commit(self.metadata, self.metadata_location, new)
                 return
             except CommitFailedError:
                 if not attempts.retry():
-                    raise CommitConflictError("could not set properties: the table kept changing") from None
+                    raise CommitConflictError(f"could not {what}: the table kept changing") from None
                 self.refresh()
 
     def remove_orphan_files(

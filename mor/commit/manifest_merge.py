@@ -120,4 +120,5 @@ def _merge(
         content=first.content,
         snapshot_id=snapshot_id,
         entries=entries,
+        format_version=base.format_version,
     )

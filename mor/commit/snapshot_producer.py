@@ -28,7 +28,7 @@ from mor.format.content_file import ContentFile, DataFile, DeleteFile
 from mor.format.manifest import EntryToWrite, ManifestFile, read_manifest, write_manifest
 from mor.format.manifest_list import read_manifest_list, write_manifest_list
 from mor.format.metadata import Snapshot, TableMetadata, now_ms, same_schema, with_schema, with_snapshot, with_spec
-from mor.format.spec import ManifestContent, ManifestEntryStatus
+from mor.format.spec import FileContent, ManifestContent, ManifestEntryStatus
 from mor.io.fileio import FileIO
 
 class TableOperations(Protocol):
@@ -90,6 +90,7 @@ def commit_changes(
             if attempt:
                 base, base_location = ops.refresh()
                 base = _with_new_schema(_with_added_spec(base, changes), planned_on, changes)
+                _check_format_version(base, planned_on, changes)
             if validate is not None and base.current_snapshot_id != validated.current_snapshot_id:
                 validate(validated, base)
                 validated = base
@@ -101,13 +102,15 @@ def commit_changes(
             sequence_number = base.last_sequence_number + 1
             manifest_list = f"{base.location.rstrip('/')}/metadata/snap-{snapshot_id}-{attempt + 1}-{uuid.uuid4()}.avro"
             parent = base.current_snapshot()
-            write_manifest_list(
+            _, added_rows = write_manifest_list(
                 io,
                 manifest_list,
                 snapshot_id=snapshot_id,
                 parent_snapshot_id=parent.snapshot_id if parent else None,
                 sequence_number=sequence_number,
                 manifests=new_manifests + rewritten + carried,
+                format_version=base.format_version,
+                first_row_id=base.next_row_id,
             )
             faults.reached("manifest-list-written")
             summary = build_summary(
@@ -124,6 +127,8 @@ def commit_changes(
                 manifest_list=manifest_list,
                 summary=summary,
                 schema_id=base.current_schema_id,
+                first_row_id=base.next_row_id if base.format_version >= 3 else None,
+                added_rows=added_rows if base.format_version >= 3 else None,
             )
             new = with_snapshot(base, snapshot)
             try:
@@ -167,6 +172,16 @@ def _with_new_schema(base: TableMetadata, planned_on: TableMetadata, changes: Ch
     return with_schema(base, changes.schema)
 
 
+def _check_format_version(base: TableMetadata, planned_on: TableMetadata, changes: Changes) -> None:
+    """Position delete files may not be added to a v3 table: a concurrent upgrade is a conflict."""
+    if base.format_version != planned_on.format_version and any(
+        f.content == FileContent.POSITION_DELETES and not f.is_deletion_vector for f in changes.added_deletes
+    ):
+        raise CommitConflictError(
+            f"the table was upgraded to format v{base.format_version} concurrently; this write made v2 position delete files"
+        )
+
+
 def _manifest_location(metadata: TableMetadata, snapshot_id: int, index: int) -> str:
     return f"{metadata.location.rstrip('/')}/metadata/{uuid.uuid4()}-{snapshot_id}-m{index}.avro"
 
@@ -185,7 +200,10 @@ def _write_new_file_manifests(
         entries = [EntryToWrite(ManifestEntryStatus.ADDED, snapshot_id, f, keep) for f in files]
         location = _manifest_location(metadata, snapshot_id, len(out))
         out.append(
-            write_manifest(io, location, spec=specs[spec_id], schema=schema, content=content, snapshot_id=snapshot_id, entries=entries)
+            write_manifest(
+                io, location, spec=specs[spec_id], schema=schema, content=content, snapshot_id=snapshot_id,
+                entries=entries, format_version=metadata.format_version,
+            )  # fmt: skip
         )
     return out
 
@@ -199,8 +217,9 @@ def _carry_manifests(
         if changes.removed_data or changes.removed_deletes:
             raise CommitConflictError("the table has no snapshot any more; files to remove are gone")
         return [], []
-    to_remove = {f.file_path for f in [*changes.removed_data, *changes.removed_deletes]}
-    found: set[str] = set()
+    # By entry key: one Puffin file holds the deletion vectors of several data files.
+    to_remove = {f.key for f in [*changes.removed_data, *changes.removed_deletes]}
+    found: set[tuple[str, int | None]] = set()
     specs = base.specs()
     carried, rewritten = [], []
     for manifest in read_manifest_list(io, parent.manifest_list):
@@ -210,7 +229,7 @@ def _carry_manifests(
                 carried.append(manifest)
             continue
         entries = read_manifest(io, manifest, specs, schema)
-        hits = {e.file.file_path for e in entries if e.is_live and e.file.file_path in to_remove}
+        hits = {e.file.key for e in entries if e.is_live and e.file.key in to_remove}
         if not hits:
             if manifest.has_live_files:
                 _check_intact(io, manifest)
@@ -219,8 +238,8 @@ def _carry_manifests(
         found |= hits
         kept = [
             EntryToWrite(
-                ManifestEntryStatus.DELETED if e.file.file_path in hits else ManifestEntryStatus.EXISTING,
-                snapshot_id if e.file.file_path in hits else e.snapshot_id,
+                ManifestEntryStatus.DELETED if e.file.key in hits else ManifestEntryStatus.EXISTING,
+                snapshot_id if e.file.key in hits else e.snapshot_id,
                 e.file,
                 e.data_sequence_number,
                 e.file_sequence_number,
@@ -237,13 +256,14 @@ def _carry_manifests(
                 content=manifest.content,
                 snapshot_id=snapshot_id,
                 entries=kept,
+                format_version=base.format_version,
             )
         )
     missing = to_remove - found
     if missing:
         for m in rewritten:
             io.delete(m.manifest_path)
-        raise CommitConflictError(f"files to remove are no longer in the table (removed concurrently?): {sorted(missing)[:3]}")
+        raise CommitConflictError(f"files to remove are no longer in the table (removed concurrently?): {sorted(p for p, _ in missing)[:3]}")
     return carried, rewritten
 
 

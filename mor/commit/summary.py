@@ -19,17 +19,18 @@ _TOTALS = {
 
 def _counts(files: Iterable[ContentFile]) -> dict[str, int]:
     c = dict.fromkeys(
-        ["data-files", "delete-files", "position-delete-files", "equality-delete-files", "records",
+        ["data-files", "delete-files", "position-delete-files", "equality-delete-files", "dvs", "records",
          "position-deletes", "equality-deletes", "files-size"], 0)  # fmt: skip
     for f in files:
-        c["files-size"] += f.file_size_in_bytes
+        # A deletion vector counts its blob, not the Puffin file it shares (as Iceberg Java does).
+        c["files-size"] += f.content_size_in_bytes if f.is_deletion_vector else f.file_size_in_bytes
         if f.content == FileContent.DATA:
             c["data-files"] += 1
             c["records"] += f.record_count
         else:
             c["delete-files"] += 1
             kind = "position" if f.content == FileContent.POSITION_DELETES else "equality"
-            c[f"{kind}-delete-files"] += 1
+            c["dvs" if f.is_deletion_vector else f"{kind}-delete-files"] += 1
             c[f"{kind}-deletes"] += f.record_count
     return c
 
@@ -53,6 +54,8 @@ def build_summary(
         ("removed-delete-files", r["delete-files"]),
         ("removed-position-delete-files", r["position-delete-files"]),
         ("removed-equality-delete-files", r["equality-delete-files"]),
+        ("added-dvs", a["dvs"]),
+        ("removed-dvs", r["dvs"]),
         ("added-records", a["records"]),
         ("deleted-records", r["records"]),
         ("added-position-deletes", a["position-deletes"]),

@@ -179,7 +179,7 @@ def _run_groups(job: RowsJob, groups: Iterator[list[FileScanTask]]) -> Iterator[
 
 def _change_rows(job: RowsJob, tasks: list[FileScanTask], io: FileIO, written: list[str]) -> TaskResult:
     t = job.target
-    matcher = RowMatcher(io, t.schema, t.specs, job.row_filter, with_rows=job.columns is not None)
+    matcher = RowMatcher(io, t.schema, t.specs, job.row_filter, with_rows=job.columns is not None, lineage=t.format_version >= 3)
     remover = RowRemover(io, t)
     removals: list[Removal] = []
     new_parts: list[pa.Table] = []
@@ -192,6 +192,6 @@ def _change_rows(job: RowsJob, tasks: list[FileScanTask], io: FileIO, written: l
         removals.append(removal)
         if job.columns is not None and match.rows is not None:
             new_parts.append(updated_rows(match.rows, job.columns, t.schema))
-    added = t.write_rows(io, pa.concat_tables(new_parts)) if new_parts else []
+    added = t.write_rows(io, pa.concat_tables(new_parts, promote_options="default")) if new_parts else []
     written += [f.file_path for f in added]
     return TaskResult(tuple(removals), tuple(added))

@@ -304,7 +304,7 @@ def _merge_rows(job: MergeJob, rows: pa.Table, io: FileIO, written: list[str]) -
         inserted = inserted_rows(_source_rows(job, unmatched), job.clauses, job.outputs, schema)
         if inserted is not None:
             new_parts.append(inserted)
-    added = job.target.write_rows(io, pa.concat_tables(new_parts)) if new_parts else []
+    added = job.target.write_rows(io, pa.concat_tables(new_parts, promote_options="default")) if new_parts else []
     written += [f.file_path for f in added]
     return TaskResult(tuple(removals), tuple(added))
 
