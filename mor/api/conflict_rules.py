@@ -30,7 +30,7 @@ from mor.format.content_file import DataFile
 from mor.format.metadata import TableMetadata
 from mor.format.properties import ISOLATION_LEVELS
 from mor.io.fileio import FileIO
-from mor.planning.conflicts import commits_since, validate_files_still_live
+from mor.planning.conflicts import commits_since, validate_files_still_live, validate_no_new_vectors
 from mor.planning.delete_index import applies_to
 from mor.planning.filters import FileFilter
 from mor.planning.planner import unpartitioned_spec_ids
@@ -70,12 +70,14 @@ class ReadScope:
     row_filter: BooleanExpression
     touched: Sequence[TouchedRows]
     keys: EqualityKeySet | None = None
+    vectors: frozenset[str] = frozenset()  # data files the operation writes deletion vectors for (v3)
 
 
 def dml_validator(io: FileIO, schema: Schema, scope: ReadScope, isolation: str) -> Validator:
     def validate(read_base: TableMetadata, current: TableMetadata) -> None:
         commits = commits_since(io, read_base, current)
         validate_files_still_live(commits, [t.data_file.file_path for t in scope.touched])
+        validate_no_new_vectors(commits, scope.vectors)
         file_filter = FileFilter(schema, current.specs(), scope.row_filter)
         unpartitioned = unpartitioned_spec_ids(current)
         deletes = DeleteReader(io, schema)

@@ -301,7 +301,10 @@ def rows_validator(
     and made `removals` (see api/conflict_rules.py)."""
     isolation = isolation_level(table.metadata.properties, kind)
     touched = [TouchedRows(r.task.data_file, r.positions) for r in removals]
-    return dml_validator(table.io, table.metadata.schema(), ReadScope(row_filter, touched, keys), isolation)
+    vectors = frozenset(
+        r.task.data_file.file_path for r in removals if r.delete_file is not None and r.delete_file.is_deletion_vector
+    )
+    return dml_validator(table.io, table.metadata.schema(), ReadScope(row_filter, touched, keys, vectors), isolation)
 
 
 def drop_position_column(rows: pa.Table) -> pa.Table:

@@ -43,6 +43,7 @@ from mor.planning.conflicts import commits_since
 from mor.planning.delete_index import applies_to, partition_key
 from mor.planning.planner import live_entries, plan_files, unpartitioned_spec_ids
 from mor.planning.task import FileScanTask
+from mor.format.lineage import with_lineage
 from mor.read.position_deletes import DeleteFileCache, deleted_positions
 from mor.read.scan_reader import parallel_map, prepared_reader
 from mor.write.options import WriteOptions
@@ -244,13 +245,15 @@ def write_compaction(io: FileIO, metadata: TableMetadata, plan: CompactionPlan, 
     schema, spec = metadata.schema(), metadata.specs()[plan.spec_id]
     tasks = [t for g in plan.groups for t in g]
     write_options = WriteOptions({**metadata.properties, TARGET_FILE_SIZE: str(options.target_file_size)})
-    reader = prepared_reader(io, tasks, schema, schema, AlwaysTrue(), True)
+    # v3: rows keep their lineage, stored in the new files (they are moved, not changed).
+    write_schema = with_lineage(schema) if metadata.format_version >= 3 else schema
+    reader = prepared_reader(io, tasks, schema, write_schema, AlwaysTrue(), True)
     written: list[list[DataFile]] = []
 
     with progress.stage("rewrite data files", len(tasks)) as step:
 
         def rewrite(group: list[FileScanTask]) -> list[DataFile]:
-            writer = RollingDataWriter(io, metadata.location, schema, spec, write_options)
+            writer = RollingDataWriter(io, metadata.location, write_schema, spec, write_options)
             written.append(writer.started)  # for cleanup if another group fails
 
             def rows():

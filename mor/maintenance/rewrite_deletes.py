@@ -8,25 +8,31 @@ names only that data file, and removes the old files, plus any position delete f
 longer applies to a live data file (its data file was removed). Rows do not change: the new
 file deletes exactly the union of what the old ones deleted, and a position delete applies to
 its data file whatever its (newer) sequence number. Equality deletes are left as they are.
+
+In a v3 table the merged deletes of a data file become its deletion vector (position delete
+files may no longer be added): every data file that v2 position delete files (left from before
+the upgrade) still apply to gets a vector holding them, and the files go.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 from pyiceberg.expressions import AlwaysTrue
 
 from mor.commit.snapshot_producer import Changes, Validator
-from mor.format.content_file import DeleteFile
+from mor.format.content_file import DataFile, DeleteFile
 from mor.format.metadata import TableMetadata
 from mor.format.spec import FileContent, ManifestContent, Operation
 from mor.io.fileio import FileIO
-from mor.planning.conflicts import commits_since, validate_files_still_live
+from mor.planning.conflicts import commits_since, validate_files_still_live, validate_no_new_vectors
 from mor.planning.delete_index import referenced_path
 from mor.planning.planner import live_entries, plan_files
 from mor.planning.task import FileScanTask
 from mor.read.position_deletes import DeleteFileCache, deleted_positions
 from mor.read.scan_reader import parallel_map
+from mor.write.deletion_vectors import write_deletion_vectors
 from mor.write.options import WriteOptions
 from mor.write.parquet_files import write_position_delete_file
 
@@ -79,36 +85,49 @@ def plan_rewrite(io: FileIO, metadata: TableMetadata) -> RewritePlan:
         e.file for e in live_entries(io, metadata, snapshot, ManifestContent.DELETES)
         if isinstance(e.file, DeleteFile) and e.file.content == FileContent.POSITION_DELETES
     ]  # fmt: skip
-    applied = {f.file_path for t in tasks for f in t.position_deletes}
-    shared = {f.file_path for t in tasks for f in t.position_deletes if referenced_path(f) is None}
-    # A file naming several data files is rewritten for each of them, so it can go.
-    to_merge = [t for t in tasks if len(t.position_deletes) > 1 or any(f.file_path in shared for f in t.position_deletes)]
+    applied = {f.key for t in tasks for f in t.position_deletes}
+    vectors = metadata.format_version >= 3
+    if vectors:
+        to_merge = [t for t in tasks if any(not f.is_deletion_vector for f in t.position_deletes)]
+    else:
+        shared = {f.file_path for t in tasks for f in t.position_deletes if referenced_path(f) is None}
+        # A file naming several data files is rewritten for each of them, so it can go.
+        to_merge = [t for t in tasks if len(t.position_deletes) > 1 or any(f.file_path in shared for f in t.position_deletes)]
     schema, specs, options = metadata.schema(), metadata.specs(), WriteOptions(metadata.properties)
     cache = DeleteFileCache(io)
 
     written: list[DeleteFile] = []
 
+    def merged_positions(task: FileScanTask) -> tuple[DataFile, np.ndarray]:
+        return task.data_file, deleted_positions(task.data_file.file_path, task.position_deletes, cache)
+
     def merge(task: FileScanTask) -> None:
-        data = task.data_file
-        positions = deleted_positions(data.file_path, task.position_deletes, cache)
+        data, positions = merged_positions(task)
         if len(positions):
             written.append(write_position_delete_file(io, metadata.location, schema, specs[data.spec_id], data, positions, options))
 
     try:
-        parallel_map(merge, to_merge)
+        if vectors:
+            found = [(d, p) for d, p in parallel_map(merged_positions, to_merge) if len(p)]
+            written += write_deletion_vectors(io, metadata.location, found)
+        else:
+            parallel_map(merge, to_merge)
     except BaseException:  # an unreadable delete file: leave nothing of ours behind
         for f in written:
             io.delete(f.file_path)
         raise
     changes.added_deletes = written
-    merged = {f.file_path for t in to_merge for f in t.position_deletes}
-    dangling = [f for f in live_position if f.file_path not in applied]
-    changes.removed_deletes = [f for f in live_position if f.file_path in merged] + dangling
+    merged = {f.key for t in to_merge for f in t.position_deletes}
+    dangling = [f for f in live_position if f.key not in applied]
+    changes.removed_deletes = [f for f in live_position if f.key in merged] + dangling
     rewritten_data = [t.data_file.file_path for t in to_merge]
 
     def validate(read_base: TableMetadata, current: TableMetadata) -> None:
         # The new files must still have their data files to delete from; the files removed
         # are checked by the commit itself (they must still be live).
-        validate_files_still_live(commits_since(io, read_base, current), rewritten_data)
+        commits = commits_since(io, read_base, current)
+        validate_files_still_live(commits, rewritten_data)
+        if vectors:
+            validate_no_new_vectors(commits, rewritten_data)
 
     return RewritePlan(changes, validate, len(dangling))

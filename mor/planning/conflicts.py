@@ -85,6 +85,18 @@ def validate_files_still_live(commits: Iterable[Commit], paths: Iterable[str]) -
             raise c.conflict("removed data files this operation changes", sorted(gone))
 
 
+def validate_no_new_vectors(commits: Iterable[Commit], data_paths: Iterable[str]) -> None:
+    """v3 keeps one deletion vector per data file: a vector added since for a file this
+    operation writes a vector for is a conflict (its vector would not hold those deletes)."""
+    paths = set(data_paths)
+    if not paths:
+        return
+    for c in commits:
+        hits = [d.file_path for d in c.added_deletes if d.is_deletion_vector and d.referenced_data_file in paths]
+        if hits:
+            raise c.conflict("added deletion vectors for data files this operation writes deletion vectors for", hits)
+
+
 def validate_no_new_matching_data(
     io: FileIO, read_base: TableMetadata, current: TableMetadata, row_filter: BooleanExpression
 ) -> None:
