@@ -9,7 +9,7 @@ file without them. Either way it is one snapshot.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
@@ -205,6 +205,8 @@ class Removal:
     positions: np.ndarray | None = field(default=None, compare=False)
     # The deletes a new deletion vector takes the place of (the commit removes them).
     replaced: tuple[DeleteFile, ...] = ()
+    # v3: the positions of the file's new deletion vector, until `RowRemover.finish` writes it.
+    vector: np.ndarray | None = field(default=None, compare=False)
 
     @property
     def written(self) -> list[str]:
@@ -215,7 +217,8 @@ class Removal:
 
 class RowRemover:
     """Writes the files that remove matched rows, one data file at a time (in threads locally,
-    in a Spark task when distributed)."""
+    in a Spark task when distributed). Deletion vectors (v3) are collected and written together,
+    one Puffin file for all of them, by `finish`."""
 
     def __init__(self, io: FileIO, target: DmlTarget):
         self.io = io
@@ -246,12 +249,24 @@ class RowRemover:
         return Removal(match.task, None, tuple(rewritten))
 
     def _vector(self, match: FileMatch) -> Removal:
-        """The file's one deletion vector: its earlier deletes and the matched rows."""
+        """The file's one deletion vector, to write: its earlier deletes and the matched rows."""
         task = match.task
         earlier = deleted_positions(task.data_file.file_path, task.position_deletes, self.reader.cache)
         merged = merge_sorted_runs([earlier, np.asarray(match.positions, dtype=np.int64)])
-        (vector,) = write_deletion_vectors(self.io, self.target.location, [(task.data_file, merged)])
-        return Removal(task, vector, positions=match.positions, replaced=replaced_by_vector(task.data_file, task.position_deletes))
+        replaced = replaced_by_vector(task.data_file, task.position_deletes)
+        return Removal(task, None, positions=match.positions, replaced=replaced, vector=merged)
+
+    def finish(self, removals: Sequence[Removal], written: list[str] | None = None) -> list[Removal]:
+        """`removals` with their deletion vectors written, all in one Puffin file (whose path
+        is added to `written`)."""
+        pending = [r for r in removals if r.vector is not None and r.delete_file is None]
+        if not pending:
+            return list(removals)
+        vectors = write_deletion_vectors(self.io, self.target.location, [(r.task.data_file, r.vector) for r in pending])
+        if written is not None:
+            written.append(vectors[0].file_path)
+        done = {id(r): replace(r, delete_file=v) for r, v in zip(pending, vectors)}
+        return [done.get(id(r), r) for r in removals]
 
 
 def build_changes(
@@ -259,7 +274,8 @@ def build_changes(
 ) -> tuple[Changes, list[Removal]]:
     """Write the files that remove the matched rows and add `new_rows`; describe the commit."""
     target = DmlTarget.of(table, mode)
-    removals = parallel_map(RowRemover(table.io, target).remove, matches)
+    remover = RowRemover(table.io, target)
+    removals = remover.finish(parallel_map(remover.remove, matches))
     added = target.write_rows(table.io, new_rows) if new_rows is not None else []
     return changes_for(removals, added), removals
 
@@ -268,6 +284,8 @@ def changes_for(removals: Sequence[Removal], added: Sequence[DataFile]) -> Chang
     """The commit of removals and added rows: `delete`, `overwrite` or `append`."""
     changes = Changes(Operation.DELETE)
     for r in removals:
+        if r.vector is not None and r.delete_file is None:
+            raise AssertionError("a deletion vector was not written (RowRemover.finish)")
         if r.delete_file is not None:
             changes.added_deletes.append(r.delete_file)
             changes.removed_deletes += [d for d in r.replaced if d not in changes.removed_deletes]

@@ -192,6 +192,7 @@ def _change_rows(job: RowsJob, tasks: list[FileScanTask], io: FileIO, written: l
         removals.append(removal)
         if job.columns is not None and match.rows is not None:
             new_parts.append(updated_rows(match.rows, job.columns, t.schema))
+    removals = remover.finish(removals, written)
     added = t.write_rows(io, pa.concat_tables(new_parts, promote_options="default")) if new_parts else []
     written += [f.file_path for f in added]
     return TaskResult(tuple(removals), tuple(added))

@@ -297,6 +297,7 @@ def _merge_rows(job: MergeJob, rows: pa.Table, io: FileIO, written: list[str]) -
             removal = remover.remove(FileMatch(task, positions, live_row_count(task, cache)))
             written += removal.written
             removals.append(removal)
+        removals = remover.finish(removals, written)
         if updated is not None:
             new_parts.append(updated)
     unmatched = rows.filter(pc.invert(has_file))
