@@ -127,6 +127,7 @@ Step = Append | Delete | Update | Upsert | Merge | DeleteRows
 
 # What each step writes: the kind of snapshot it makes.
 APPEND, POSITION, COPY, EQUALITY, KEYS_OFF = "append", "position deletes", "copy-on-write", "equality deletes", "equality deletes off"
+VECTORS = "deletion vectors"  # format v3
 
 
 def _bump(column: str, by: float) -> Callable[[Row], Row]:
@@ -159,6 +160,20 @@ KEYS_OFF_SCENARIO: list[tuple[str, Step]] = [
     (KEYS_OFF, Upsert((62, 705), "equality")),
     (KEYS_OFF, DeleteRows({"category": ["a", "a", None], "name": ["x-64", None, "merged-703"]})),
 ]
+
+# The position steps on a format v3 table: every one writes deletion vectors (a DELETE on files
+# that already have one merges into it), and UPDATE/UPSERT/MERGE store `_row_id` columns.
+V3_SCENARIO: list[tuple[str, Step]] = [
+    (APPEND, Append(range(0, 300))),
+    (APPEND, Append(range(300, 600))),
+    (VECTORS, Delete("id < 30", lambda r: r["id"] < 30)),
+    (VECTORS, Delete("id >= 25 and id < 60", lambda r: 25 <= r["id"] < 60)),
+    (VECTORS, Update("id >= 500 and id < 520", lambda r: 500 <= r["id"] < 520, {"value": pc.field("value") + 1000}, _bump("value", 1000))),
+    (VECTORS, Upsert((70, 71, 700, 701), "position")),
+    (VECTORS, Merge(300, 301, 703)),
+    (COPY, Delete("category = 'b' and id < 200", lambda r: r["category"] == "b" and r["id"] < 200, COPY_ON_WRITE)),
+]
+V3 = {"format-version": "3"}
 
 # ---------------------------------------------------------------------------------------------
 # The readers, and what each is known not to read
@@ -212,8 +227,8 @@ KNOWN_LIMITS: dict[str, dict[str, tuple[type[BaseException], str]]] = {
     # polars' planner gives tables with equality deletes to pyiceberg's planner, which refuses them.
     "polars": {EQUALITY: PYICEBERG_NO_EQUALITY},
     "polars (plugin planner)": {EQUALITY: (NotImplementedError, r"polars_iceberg: iceberg: unsupported: equality delete files")},
-    # daft plans its scans with pyiceberg.
-    "daft": {EQUALITY: PYICEBERG_NO_EQUALITY},
+    # daft plans its scans with pyiceberg, and reads a deletion vector's Puffin file as Parquet.
+    "daft": {EQUALITY: PYICEBERG_NO_EQUALITY, VECTORS: (daft.exceptions.DaftCoreException, r"deletes\.puffin: Parquet error: Invalid Parquet file")},
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -236,9 +251,12 @@ class Read:
 def snapshot_kind(table: mor.Table, snapshot_id: int, step: str) -> str:
     """What makes the snapshot hard to read, measured from its plan: live equality deletes
     first, then live position deletes, else the step's own kind."""
-    deletes = {d.content for t in table.scan(snapshot_id=snapshot_id).plan_files() for d in t.delete_files}
+    files = [d for t in table.scan(snapshot_id=snapshot_id).plan_files() for d in t.delete_files]
+    deletes = {d.content for d in files}
     if mor.FileContent.EQUALITY_DELETES in deletes:
         return EQUALITY
+    if any(d.is_deletion_vector for d in files):
+        return VECTORS
     if step in (COPY, KEYS_OFF, APPEND):
         return step
     return POSITION if mor.FileContent.POSITION_DELETES in deletes else APPEND
@@ -300,6 +318,8 @@ def reads(tmp_path_factory: pytest.TempPathFactory) -> list[Read]:
         out += read_all(param.id, table, history, warehouse)
         table, history = build(catalog, "db.keys_off", partition_by, KEYS_OFF_SCENARIO, **NO_EQUALITY_DELETES)
         out += read_all(param.id, table, history, warehouse)
+        table, history = build(catalog, "db.v3", partition_by, V3_SCENARIO, **V3)
+        out += read_all(param.id, table, history, warehouse)
     return out
 
 
@@ -356,9 +376,10 @@ def test_scenarios_make_every_kind_of_snapshot(reads: list[Read]) -> None:
         assert kinds == {
             ("db.dml", APPEND), ("db.dml", POSITION), ("db.dml", COPY), ("db.dml", EQUALITY),
             ("db.keys_off", APPEND), ("db.keys_off", KEYS_OFF),
+            ("db.v3", APPEND), ("db.v3", VECTORS),
         }, layout  # fmt: skip
         time_travel = [r for r in reads if r.layout == layout and r.snapshot_id is not None and r.reader == "pyiceberg"]
-        assert len(time_travel) == len(SCENARIO) + len(KEYS_OFF_SCENARIO)
+        assert len(time_travel) == len(SCENARIO) + len(KEYS_OFF_SCENARIO) + len(V3_SCENARIO)
 
 
 def measured_matrix(reads: list[Read]) -> dict[tuple[str, str], str]:
@@ -385,6 +406,7 @@ README_COLUMNS = {
     "equality deletes": EQUALITY,
     "copy-on-write": COPY,
     "equality deletes off": KEYS_OFF,
+    "deletion vectors": VECTORS,
 }
 
 
