@@ -42,7 +42,8 @@ def deserialize(blob: bytes, where: str) -> np.ndarray:
         raise CorruptMetadataError(f"{where}: the deletion vector's checksum does not match")
     try:
         bitmap = BitMap64.deserialize(bytes(vector[4:]))
-    except (ValueError, OverflowError) as e:
+    except (ValueError, OverflowError, IndexError) as e:
+        # IndexError: pyroaring's answer to an empty vector (a blob of magic and CRC only).
         raise CorruptMetadataError(f"{where}: the deletion vector's bitmap does not decode ({e})") from e
     positions = np.frombuffer(bitmap.to_array(), dtype=np.uint64)
     if positions.size and int(positions[-1]) > _MAX_POSITION:

@@ -90,9 +90,12 @@ def read_footer(data: bytes, where: str) -> tuple[list[Blob], dict[str, str]]:
             )
             for b in footer["blobs"]
         ]
+        # Inside the try: file properties that are no JSON object ("properties": 5) are a
+        # damaged footer too, not a TypeError for the caller.
+        properties = dict(footer.get("properties") or {})
     except (ValueError, KeyError, TypeError) as e:
         raise CorruptMetadataError(f"{where}: the Puffin footer is not valid ({e!r})") from e
-    return blobs, dict(footer.get("properties") or {})
+    return blobs, properties
 
 
 def _lz4_frame_decompress(payload: bytes, where: str) -> bytes:
@@ -101,7 +104,9 @@ def _lz4_frame_decompress(payload: bytes, where: str) -> bytes:
         # which decompress() needs up front: read it from the frame header.
         size = _lz4_frame_content_size(payload)
         return pa.decompress(payload, decompressed_size=size, codec="lz4", asbytes=True)
-    except (pa.ArrowException, ValueError) as e:
+    # pyarrow reports a damaged frame as OSError ("LZ4 decompress failed: ..."), no ArrowException;
+    # IndexError: a frame cut inside its header.
+    except (pa.ArrowException, OSError, ValueError, IndexError) as e:
         raise CorruptMetadataError(f"{where}: the compressed Puffin footer does not decompress ({e})") from e
 
 
@@ -111,4 +116,10 @@ def _lz4_frame_content_size(frame: bytes) -> int:
     flags = frame[4]
     if not flags & 0x08:
         raise ValueError("the LZ4 frame does not record its content size, which the Puffin spec requires")
-    return int.from_bytes(frame[6:14], "little")
+    size = int.from_bytes(frame[6:14], "little")
+    # A damaged size would make decompress() allocate it (MemoryError at 2^40, OverflowError
+    # above 2^63): LZ4 expands at most 255-fold (a match byte of 255 more bytes), so a larger
+    # size cannot be this frame's.
+    if size > 255 * len(frame):
+        raise ValueError(f"the LZ4 frame of {len(frame)} bytes cannot hold {size} bytes")
+    return size

@@ -22,6 +22,17 @@ for a longer run:
     MOR_STATEFUL_EXAMPLES=2000 .venv/bin/python -m pytest tests/stateful
 
 (`MOR_STATEFUL_STEPS` sets the steps per example, 12 by default.)
+
+`TableModelV3` runs the same rules on format v3 tables (created v3, or v2 ones that an
+`upgrade` rule turns v3 at some step). Its checks add: at most one deletion vector per data
+file, each for a live data file, and no Parquet position delete file in a table created v3;
+`_row_id` unique and non-null among live rows once a commit after the upgrade assigned ids
+(all null before); every row either keeps its (`_row_id`, `_last_updated_sequence_number`)
+with unchanged values or was written by the last commit (its sequence number, an old id or
+a new one); DELETE, UPDATE, delete_rows and compaction exactly as the model says (UPDATE keeps
+ids), UPSERT by position keeps the id of a row it replaces, by equality hands out new ones;
+and every snapshot's lineage reads the same at the end. `MOR_STATEFUL_EXAMPLES_V3` sets its
+examples (150 by default).
 """
 
 from __future__ import annotations
@@ -33,6 +44,7 @@ import os
 import shutil
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -50,11 +62,13 @@ from hypothesis.stateful import (
 )
 
 import mor
-from mor.format.spec import ManifestContent
+from mor.format.spec import FileContent, ManifestContent
 from mor.planning.planner import live_entries
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("category", pa.string()), ("value", pa.float64())])
 COLUMNS = SCHEMA.names
+ROW_ID, LAST_UPDATED = "_row_id", "_last_updated_sequence_number"
+LINEAGE = [ROW_ID, LAST_UPDATED]
 MOR, COW = "merge-on-read", "copy-on-write"
 MODE = st.sampled_from([None, MOR, COW])  # None: the table property decides
 MODE_PROPERTIES = ["write.delete.mode", "write.update.mode", "write.merge.mode"]
@@ -69,6 +83,9 @@ COMPACTIONS = [m for m in ("compact", "rewrite_position_deletes") if m in OPTION
 
 CATEGORY = st.sampled_from(["a", "b", "ab", "c", None])  # "ab": `like 'a%'` is not `= 'a'`
 VALUE = st.one_of(st.none(), st.just(NAN), st.sampled_from([10.0, 20.0, 50.0]), st.floats(0, 100, allow_nan=False))
+PARTITIONINGS = st.sampled_from(
+    [None, ["category"], ["bucket(3, id)"], ["truncate(10, id)", "category"], ["truncate(1, category)", "bucket(2, id)"]]
+)
 ROW = st.fixed_dictionaries({"id": st.integers(0, 40), "category": CATEGORY, "value": VALUE})
 
 
@@ -297,6 +314,10 @@ def _bag(rows: Iterable[Row], columns: Sequence[str] = COLUMNS) -> list[tuple]:
     return sorted(tuple(_cell(r[c]) for c in columns) for r in rows)
 
 
+def _lineage_bag(rows: Iterable[Row]) -> list[tuple]:
+    return _bag(rows, [*COLUMNS, *LINEAGE])
+
+
 def _ms_to_datetime(ms: int) -> dt.datetime:
     return dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(milliseconds=ms)
 
@@ -318,15 +339,23 @@ class TableModel(RuleBasedStateMachine):
         self.model: list[Row] = []
         self.versions: list[Version] = []
         self.modes = dict.fromkeys(MODE_PROPERTIES, MOR)  # what new tables set
+        # v3: the live rows with their lineage at the last check, and what each snapshot read
+        self.created_v3 = False
+        self.lineage_rows: list[Row] | None = None
+        self.lineage_at: tuple[int | None, int | None] = (None, None)  # (snapshot id, next-row-id) of lineage_rows
+        self.lineage_of: dict[int, list[tuple]] = {}
+        # set by a rule for the check after it: (rows before, new sequence number) -> rows after
+        self.expect_lineage: Callable[[list[Row], int], list[Row]] | None = None
+        self.check_lineage: Callable[[list[Row], list[Row], int, int], None] | None = None
 
-    @initialize(
-        partition_by=st.sampled_from(
-            [None, ["category"], ["bucket(3, id)"], ["truncate(10, id)", "category"], ["truncate(1, category)", "bucket(2, id)"]]
-        )
-    )
+    @initialize(partition_by=PARTITIONINGS)
     def create(self, partition_by: list[str] | None) -> None:
+        self._create(partition_by, 2)
+
+    def _create(self, partition_by: list[str] | None, format_version: int) -> None:
         self.catalog = mor.load_catalog(self.dir)
-        self.table = self.catalog.create_table("db.t", schema=SCHEMA, partition_by=partition_by)
+        self.table = self.catalog.create_table("db.t", schema=SCHEMA, partition_by=partition_by, format_version=format_version)
+        self.created_v3 = format_version >= 3
 
     # -- writes ----------------------------------------------------------------------------
     @rule(rows=st.lists(ROW, min_size=1, max_size=20), batch=st.none() | st.integers(1, 8))
@@ -339,6 +368,7 @@ class TableModel(RuleBasedStateMachine):
     @rule(where=PREDICATE, mode=MODE)
     def delete(self, where: Pred, mode: str | None) -> None:
         hit = where.rows(self.model)
+        self.expect_lineage = lambda before, seq: [r for r in before if where.test(r) is not True]
         self._expect(
             self.table.delete(where.text, mode=mode),
             [r for r in self.model if where.test(r) is not True],
@@ -350,6 +380,10 @@ class TableModel(RuleBasedStateMachine):
     @rule(set=st.sampled_from(ASSIGNMENTS), where=PREDICATE, mode=MODE)
     def update(self, set: Assignment, where: Pred, mode: str | None) -> None:
         new = [set.apply(r) if where.test(r) is True else r for r in self.model]
+        # An updated row keeps its id and takes the commit's sequence number.
+        self.expect_lineage = lambda before, seq: [
+            {**set.apply(r), LAST_UPDATED: seq} if where.test(r) is True else r for r in before
+        ]
         snapshot = self.table.update(set.set, where=where.text, mode=mode)
         self._expect(snapshot, new, changed=bool(where.rows(self.model)), mode=self._mode(mode, "write.update.mode"))
 
@@ -358,6 +392,7 @@ class TableModel(RuleBasedStateMachine):
         rows = self._source_rows(data, on)
         if self._mode(mode, "write.merge.mode") == COW:
             strategy = "position"  # the equality strategy is merge-on-read only
+        self.check_lineage = lambda before, after, seq, next_id: _upsert_lineage(before, after, seq, next_id, rows, on, strategy)
         snapshot = self.table.upsert(pa.Table.from_pylist(rows, schema=SCHEMA), on=list(on), mode=mode, strategy=strategy)
         keys = {_key(s, on) for s in rows}
         new = [r for r in self.model if _key(r, on) not in keys] + rows
@@ -389,6 +424,7 @@ class TableModel(RuleBasedStateMachine):
     def delete_rows(self, on: tuple[str, ...], data: st.DataObject) -> None:
         keys = {_key(r, on) for r in self._source_rows(data, on)}
         columns = {c: [k[i] for k in keys] for i, c in enumerate(on)}
+        self.expect_lineage = lambda before, seq: [r for r in before if _key(r, on) not in keys]
         snapshot = self.table.delete_rows(pa.table(columns, schema=pa.schema([SCHEMA.field(c) for c in on])))
         # Blind (reads no data), so it commits even when no row matches.
         self._expect(snapshot, [r for r in self.model if _key(r, on) not in keys], changed=True, mode=MOR)
@@ -408,6 +444,7 @@ class TableModel(RuleBasedStateMachine):
 
         @rule(name=st.sampled_from(COMPACTIONS))
         def compact(self, name: str) -> None:  # the rows stay; a new snapshot may record that
+            self.expect_lineage = lambda before, seq: before  # and so does their lineage
             before = self.table.current_snapshot()
             getattr(self.table, name)()
             after = self.table.current_snapshot()
@@ -473,7 +510,12 @@ class TableModel(RuleBasedStateMachine):
     def table_matches_model(self) -> None:
         if not hasattr(self, "table"):
             return
-        assert _bag(self.table.scan().to_arrow().to_pylist()) == _bag(self.model)
+        v3 = self.table.metadata.format_version >= 3
+        rows = self.table.scan(columns=[*COLUMNS, *LINEAGE] if v3 else None).to_arrow().to_pylist()
+        assert _bag(rows) == _bag(self.model)
+        if v3:
+            self._check_lineage(rows)
+            self._check_deletion_vectors()
         assert self.table.scan().count() == len(self.model)
         assert [s.snapshot_id for s in self.table.snapshots()] == [v.snapshot_id for v in self.versions]
         assert {k: self.table.properties.get(k) for k in MODE_PROPERTIES} == self.modes
@@ -483,11 +525,58 @@ class TableModel(RuleBasedStateMachine):
             # Every snapshot still reads as it did (skipped when a step already failed, so
             # hypothesis reports and shrinks that failure).
             if hasattr(self, "table") and sys.exc_info()[0] is None:
+                v3 = self.table.metadata.format_version >= 3
                 for v in self.versions:
-                    rows = self.table.scan(snapshot_id=v.snapshot_id).to_arrow().to_pylist()
+                    rows = self.table.scan(snapshot_id=v.snapshot_id, columns=[*COLUMNS, *LINEAGE] if v3 else None).to_arrow().to_pylist()
                     assert _bag(rows) == _bag(v.rows), v.snapshot_id
+                    if v.snapshot_id in self.lineage_of:  # v3: row ids read as they did
+                        assert _lineage_bag(rows) == self.lineage_of[v.snapshot_id], v.snapshot_id
         finally:
             shutil.rmtree(self.dir, ignore_errors=True)
+
+    # -- v3 checks ------------------------------------------------------------------------
+    def _check_lineage(self, rows: list[Row]) -> None:
+        """`rows`: the live rows with `_row_id` and `_last_updated_sequence_number`."""
+        snapshot = self.table.current_snapshot()
+        next_id = self.table.metadata.next_row_id
+        assert next_id is not None
+        expect, check = self.expect_lineage, self.check_lineage
+        self.expect_lineage = self.check_lineage = None
+        if snapshot is None or snapshot.first_row_id is None:  # no commit since the upgrade gave ids
+            assert all(r[ROW_ID] is None and r[LAST_UPDATED] is None for r in rows)
+        else:
+            ids = [r[ROW_ID] for r in rows]
+            assert None not in ids and len(set(ids)) == len(ids), sorted(ids, key=str)
+            assert all(0 <= i < next_id for i in ids)
+            assert all(1 <= r[LAST_UPDATED] <= snapshot.sequence_number for r in rows)
+        before, (before_snapshot, before_next) = self.lineage_rows, self.lineage_at
+        snapshot_id = snapshot.snapshot_id if snapshot else None
+        had_ids = before is not None and all(r[ROW_ID] is not None for r in before)
+        if before is not None and snapshot_id == before_snapshot:
+            assert _lineage_bag(rows) == _lineage_bag(before)  # no commit: nothing changed
+        elif before is not None and had_ids and snapshot is not None:
+            assert before_next is not None
+            _kept_or_written(before, rows, snapshot.sequence_number, before_next)
+            if expect is not None:
+                assert _lineage_bag(rows) == _lineage_bag(expect(before, snapshot.sequence_number))
+            if check is not None:
+                check(before, rows, snapshot.sequence_number, before_next)
+        self.lineage_rows, self.lineage_at = rows, (snapshot_id, next_id)
+        if snapshot_id is not None:
+            self.lineage_of.setdefault(snapshot_id, _lineage_bag(rows))
+
+    def _check_deletion_vectors(self) -> None:
+        snapshot = self.table.current_snapshot()
+        if snapshot is None:
+            return
+        io, metadata = self.table.io, self.table.metadata
+        data = {e.file.file_path for e in live_entries(io, metadata, snapshot, ManifestContent.DATA)}
+        deletes = [e.file for e in live_entries(io, metadata, snapshot, ManifestContent.DELETES)]
+        vectors = [f.referenced_data_file for f in deletes if f.is_deletion_vector]
+        assert len(vectors) == len(set(vectors)), sorted(vectors)  # at most one per data file
+        assert set(vectors) <= data  # none left behind by a data file that went
+        if self.created_v3:  # DVs only, never a Parquet position delete file
+            assert not [f.file_path for f in deletes if f.content == FileContent.POSITION_DELETES and not f.is_deletion_vector]
 
     # -- helpers ---------------------------------------------------------------------------
     def _mode(self, mode: str | None, name: str) -> str:
@@ -530,3 +619,66 @@ TableModel.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 test_table_matches_model = TableModel.TestCase
+
+
+def _kept_or_written(before: list[Row], after: list[Row], seq: int, next_id: int) -> None:
+    """Every live row either is one from before, values and lineage unchanged, or was written by
+    the commit at `seq`: its sequence number, and an id of a row from before (moved, updated) or
+    a new one."""
+    left = Counter(_lineage_bag(before))
+    old_ids = {r[ROW_ID] for r in before}
+    for r in after:
+        cells = _lineage_bag([r])[0]
+        if left[cells] > 0:
+            left[cells] -= 1
+            continue
+        assert r[LAST_UPDATED] == seq, (r, seq)
+        assert r[ROW_ID] in old_ids or r[ROW_ID] >= next_id, (r, next_id)
+
+
+def _upsert_lineage(before: list[Row], after: list[Row], seq: int, next_id: int, source: list[Row], on: Sequence[str], strategy: str) -> None:
+    """UPSERT by position: a source row that replaces exactly one row keeps that row's id. By
+    equality: the replaced rows' new versions are new rows (the spec: lineage is not kept
+    through equality deletes)."""
+    by_key: dict[tuple, list[Row]] = {}
+    for r in before:
+        by_key.setdefault(_key(r, on), []).append(r)
+    written = {_key(r, on): r for r in after if _key(r, on) in {_key(s, on) for s in source}}
+    for s in source:
+        new = written[_key(s, on)]
+        assert new[LAST_UPDATED] == seq
+        matched = by_key.get(_key(s, on), [])
+        if strategy == "position" and len(matched) == 1:
+            assert new[ROW_ID] == matched[0][ROW_ID], (s, matched, new)
+        elif strategy == "equality" or not matched:
+            assert new[ROW_ID] >= next_id, (s, new, next_id)
+
+
+class TableModelV3(TableModel):
+    """The same rules on a v3 table, created v3 or created v2 and upgraded by a rule."""
+
+    @initialize(
+        partition_by=PARTITIONINGS,
+        format_version=st.sampled_from([3, 2]),
+    )
+    def create(self, partition_by: list[str] | None, format_version: int) -> None:  # type: ignore[override]
+        self._create(partition_by, format_version)
+
+    @precondition(lambda self: hasattr(self, "table") and self.table.metadata.format_version < 3)
+    @rule(how=st.sampled_from(["upgrade", "set_properties"]))
+    def upgrade(self, how: str) -> None:
+        """Metadata only: no snapshot, the rows stay; deletes already written still apply."""
+        snapshots = len(self.table.snapshots())
+        if how == "upgrade":
+            self.table.upgrade()
+        else:
+            self.table.set_properties(**{"format-version": "3"})
+        assert self.table.metadata.format_version == 3 and self.table.metadata.next_row_id == 0
+        assert len(self.table.snapshots()) == snapshots
+
+
+TableModelV3.TestCase.settings = settings(
+    TableModel.TestCase.settings,
+    max_examples=int(os.environ.get("MOR_STATEFUL_EXAMPLES_V3", os.environ.get("MOR_STATEFUL_EXAMPLES", "150"))),
+)
+test_v3_table_matches_model = TableModelV3.TestCase
