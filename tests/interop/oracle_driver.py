@@ -2,7 +2,10 @@
 snapshots with Iceberg Java and writes each result as Parquet. One JVM for all reads.
 
 usage: python oracle_driver.py <oracle dir> <requests.json>
-requests: [{"metadata": path, "snapshot_id": int, "out": path.parquet}, ...]
+requests: [{"metadata": path, "snapshot_id": int, "out": path.parquet}, ...]; a request may also
+hold "columns": [names] (metadata columns such as _row_id and _last_updated_sequence_number
+too), else every column of the snapshot's schema is read; and "sort": false, to get the rows in
+the order Spark returns them (sorting them all costs about half of each read).
 """
 
 import json
@@ -13,8 +16,16 @@ import pyarrow.parquet as pq
 sys.path.insert(0, sys.argv[1])
 import oracle  # noqa: E402
 
+
+def read(spark, request):
+    if request.get("sort", True):
+        return oracle.read_rows(spark, request["metadata"], request["snapshot_id"], columns=request.get("columns"))
+    df = spark.read.format("iceberg").option("snapshot-id", str(request["snapshot_id"])).load(request["metadata"])
+    return df.select(*(request.get("columns") or df.columns))
+
+
 spark = oracle.spark_session()
 for request in json.load(open(sys.argv[2])):
-    rows = oracle.collect_arrow(oracle.read_rows(spark, request["metadata"], request["snapshot_id"]))
+    rows = oracle.collect_arrow(read(spark, request))
     pq.write_table(rows, request["out"])
 spark.stop()

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -24,13 +26,26 @@ def ensure_oracle() -> Path:
     return ORACLE_VENV / "bin" / "python"
 
 
-def read_with_iceberg_java(requests: list[tuple[str, int]], workdir: Path) -> list[pa.Table]:
-    """Rows of each (metadata location, snapshot id), as Iceberg Java reads them."""
+def read_with_iceberg_java(
+    requests: Sequence[tuple[str, int] | tuple[str, int, Sequence[str] | None]], workdir: Path, sort: bool = True
+) -> list[pa.Table]:
+    """Rows of each (metadata location, snapshot id), as Iceberg Java reads them.
+
+    A request may name the columns to read as a third item, metadata columns included: on a v3
+    table `("…/v9.metadata.json", snapshot_id, ["id", "_row_id", "_last_updated_sequence_number"])`
+    gives each row's lineage as Iceberg Java assigns it (NULL in snapshots from before v3).
+    Without it (or with None) every column of the snapshot's schema is read. The rows come
+    sorted by every column; `sort=False` leaves them in Spark's order, which halves the cost of
+    each read, for callers that compare rows as multisets."""
     python = ensure_oracle()
-    payload = [
-        {"metadata": metadata, "snapshot_id": snapshot_id, "out": str(workdir / f"oracle-{i}.parquet")}
-        for i, (metadata, snapshot_id) in enumerate(requests)
-    ]
+    payload = []
+    for i, (metadata, snapshot_id, *rest) in enumerate(requests):
+        request: dict[str, Any] = {"metadata": metadata, "snapshot_id": snapshot_id, "out": str(workdir / f"oracle-{i}.parquet")}
+        if rest and rest[0] is not None:
+            request["columns"] = list(rest[0])
+        if not sort:
+            request["sort"] = False
+        payload.append(request)
     request_file = workdir / "oracle-requests.json"
     request_file.write_text(json.dumps(payload))
     env = {**os.environ, "ORACLE_VENV": str(ORACLE_VENV), "PYSPARK_PYTHON": str(python)}
