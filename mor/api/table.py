@@ -228,9 +228,14 @@ class Table:
             raise InvalidArgumentError(f"property values must be strings: {bad}")
         version = updates.pop(FORMAT_VERSION_PROPERTY, None)
         target = None if version is None else parse_format_version(version)
-        self._commit_metadata(
-            lambda base: with_properties(upgraded(base, target) if target is not None else base, updates), "set properties"
-        )
+
+        def change(base: TableMetadata) -> TableMetadata:
+            if target is None:
+                return with_properties(base, updates)
+            new = upgraded(base, target)  # the same version: no commit, unless properties change
+            return with_properties(new, updates) if updates else new
+
+        self._commit_metadata(change, "set properties")
 
     def upgrade(self, format_version: int = 3) -> None:
         """Raise the table's format version (2 -> 3): later writes use deletion vectors and
