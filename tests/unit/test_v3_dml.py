@@ -403,9 +403,8 @@ def test_upgrading_to_the_same_version_changes_nothing(v3: mor.Table, catalog: m
     state = TableState(v3)
     v3.upgrade(3)
     state.assert_unchanged()
-    # set_properties commits new metadata (as it does for any property set again), but the
-    # format and the row ids stay.
-    v3.set_properties(**{"format-version": "3"})
+    v3.set_properties(**{"format-version": "3"})  # the same version and nothing else: no commit
+    state.assert_unchanged()
     assert (v3.metadata.format_version, v3.metadata.next_row_id, len(v3.snapshots())) == (3, 40, 2)
     assert "format-version" not in v3.properties
     t = catalog.create_table("db.v2", schema=SCHEMA)
