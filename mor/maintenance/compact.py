@@ -13,9 +13,11 @@ streamed through its own rolling writer (bins in parallel).
 
 The commit (operation `replace`) swaps the files and drops every delete file that then applies
 to no live data file. The new files keep the data sequence number of the snapshot read, so a
-delete committed meanwhile still applies to their rows. Conflicts, checked against what landed
-meanwhile (the caller re-plans on CommitConflictError):
-  - a position delete added for a rewritten file (its rows would come back);
+delete committed meanwhile still applies to their rows. In a v3 table the rows keep their
+lineage (`_row_id`, `_last_updated_sequence_number` are written into the new files), and the
+deletion vector of a rewritten file leaves (its Puffin file may hold vectors that stay).
+Conflicts, checked against what landed meanwhile (the caller re-plans on CommitConflictError):
+  - a position delete or deletion vector added for a rewritten file (its rows would come back);
   - a data file added with a data sequence number older than an equality delete this commit
     drops (another compaction's output, which that delete must still reach);
   - when rows move to another spec: an equality delete scoped to a partition of a spec they
@@ -39,6 +41,7 @@ from mor.format.metadata import TableMetadata
 from mor.format.spec import FileContent, ManifestContent, Operation
 from mor.io.fileio import FileIO
 from mor.maintenance.progress import Progress
+from mor.maintenance.sizes import total_bytes
 from mor.planning.conflicts import commits_since
 from mor.planning.delete_index import applies_to, partition_key
 from mor.planning.planner import live_entries, plan_files, unpartitioned_spec_ids
@@ -78,7 +81,9 @@ class CompactionOptions:
 
 @dataclass(frozen=True)
 class CompactionResult:
-    """What `compact` did (with `dry_run`, would do: nothing is written, so nothing added)."""
+    """What `compact` did (with `dry_run`, would do: nothing is written, so nothing added).
+    Deletion vectors (v3) count among the position deletes, each vector once, with its blob's
+    size as bytes (several may share one Puffin file, which expiry deletes later)."""
 
     rewritten_data_files: int
     rewritten_data_bytes: int
@@ -127,9 +132,9 @@ class CompactionPlan:
             added_data_files=len(added),
             added_data_bytes=sum(f.file_size_in_bytes for f in added),
             removed_position_delete_files=len(position),
-            removed_position_delete_bytes=sum(f.file_size_in_bytes for f in position),
+            removed_position_delete_bytes=total_bytes(position),
             removed_equality_delete_files=len(equality),
-            removed_equality_delete_bytes=sum(f.file_size_in_bytes for f in equality),
+            removed_equality_delete_bytes=total_bytes(equality),
             rewritten_rows=sum(f.record_count for f in rewritten),
             written_rows=sum(f.record_count for f in added),
             snapshot_id=snapshot_id,
@@ -148,9 +153,11 @@ def plan_compaction(io: FileIO, metadata: TableMetadata, where: BooleanExpressio
     chosen = _choose(io, in_scope, options, group_of)
     groups = _bins(chosen, options.target_file_size, group_of)
     rewritten = {t.data_file.file_path for t in chosen}
-    still_applied = {d.file_path for t in every_task if t.data_file.file_path not in rewritten for d in t.delete_files}
+    # By entry, not path: one Puffin file holds the deletion vectors of several data files, and
+    # the vector of a rewritten file goes though its neighbours' stay.
+    still_applied = {d.key for t in every_task if t.data_file.file_path not in rewritten for d in t.delete_files}
     live_deletes = [e.file for e in live_entries(io, metadata, snapshot, ManifestContent.DELETES)]
-    dropped = [f for f in live_deletes if f.file_path not in still_applied]
+    dropped = [f for f in live_deletes if f.key not in still_applied]
     return CompactionPlan(snapshot.sequence_number, groups, dropped, metadata.default_spec_id)  # type: ignore[arg-type]
 
 

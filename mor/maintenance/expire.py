@@ -15,7 +15,8 @@ replaces (on a lost race, from the fresh metadata again), the metadata is swappe
 then are files deleted; after an unknown outcome nothing is. A crash in between leaves orphans
 for `remove_orphan_files`, never a snapshot without its files. Deleted: the manifest lists of
 expired snapshots; manifests no retained snapshot lists; content files named by those manifests
-(any status) that no retained snapshot reads, which needs every manifest of every retained
+(any status) that no retained snapshot reads (by path: a Puffin file stays while a retained
+snapshot reads any of its deletion vectors), which needs every manifest of every retained
 snapshot read (one that cannot be read stops it: it could hide live files). A retained manifest
 may still name such a file in a DELETED entry (a tombstone no reader opens), so after a crash
 `remove_orphan_files` leaves it: it is named. Also deleted: statistics files of
@@ -57,7 +58,9 @@ STATISTICS_KEYS = ("statistics", "partition-statistics")
 class ExpireResult:
     """What `expire_snapshots` removed (with `dry_run`: would remove). Paths are file system
     paths. `missing_paths`: manifest lists and manifests of expired snapshots that were already
-    gone, so the content files they named (if any are left) are for `remove_orphan_files`."""
+    gone, so the content files they named (if any are left) are for `remove_orphan_files`.
+    Deletion vectors (v3) are counted by Puffin file among the position delete files, with the
+    file's size: one goes once no retained snapshot reads any of the vectors in it."""
 
     expired_snapshot_ids: tuple[int, ...] = ()
     removed_refs: tuple[str, ...] = ()

@@ -26,6 +26,7 @@ from mor.format.content_file import DataFile, DeleteFile
 from mor.format.metadata import TableMetadata
 from mor.format.spec import FileContent, ManifestContent, Operation
 from mor.io.fileio import FileIO
+from mor.maintenance.sizes import total_bytes
 from mor.planning.conflicts import commits_since, validate_files_still_live, validate_no_new_vectors
 from mor.planning.delete_index import referenced_path
 from mor.planning.planner import live_entries, plan_files
@@ -39,7 +40,9 @@ from mor.write.parquet_files import write_position_delete_file
 
 @dataclass(frozen=True)
 class RewriteResult:
-    """What `rewrite_position_deletes` did. `snapshot_id` is None when nothing needed it."""
+    """What `rewrite_position_deletes` did. `snapshot_id` is None when nothing needed it.
+    A deletion vector (v3) counts as one delete file, its blob's size as its bytes (the
+    vectors of one rewrite share one Puffin file)."""
 
     removed_delete_files: int
     removed_delete_bytes: int
@@ -66,9 +69,9 @@ class RewritePlan:
         c = self.changes
         return RewriteResult(
             removed_delete_files=len(c.removed_deletes),
-            removed_delete_bytes=sum(f.file_size_in_bytes for f in c.removed_deletes),
+            removed_delete_bytes=total_bytes(c.removed_deletes),
             added_delete_files=len(c.added_deletes),
-            added_delete_bytes=sum(f.file_size_in_bytes for f in c.added_deletes),
+            added_delete_bytes=total_bytes(c.added_deletes),
             dangling_delete_files=self.dangling,
             snapshot_id=snapshot_id,
         )
