@@ -7,9 +7,10 @@ The driver plans the scan as the local API does (`table.scan(filter=where).plan_
 packs the tasks into about `defaultParallelism` groups (mor/planning/packing.py); each group is
 one Spark task. A task finds the matching live rows of its data files with the local matcher
 (`RowMatcher`), and removes them with the local writer (`RowRemover`): one position delete file
-per data file, sorted by position, or the whole data file when all its live rows match (or, in
-copy-on-write mode, a rewrite of the file without them); an UPDATE task also writes the new rows
-of its group as data files. Tasks send back descriptions of the files they wrote, and the driver
+per data file, sorted by position (in a v3 table, one deletion vector per data file, merged with
+its earlier deletes, all of the task's in one Puffin file), or the whole data file when all its
+live rows match (or, in copy-on-write mode, a rewrite of the file without them); an UPDATE task
+also writes the new rows of its group as data files (v3: keeping their `_row_id`). Tasks send back descriptions of the files they wrote, and the driver
 commits one snapshot through `Table._run_dml` with the local API's conflict checks
 (`rows_validator`), so the same rows change, under the same snapshot operation and the same
 conflicts (re-planned as locally), as with `table.delete/update` on the same table.

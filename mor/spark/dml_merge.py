@@ -29,6 +29,12 @@ UPSERT removes every live row holding a source key (a semi join of the target wi
 keys, through the same tasks) and appends every source row once, written by about
 `defaultParallelism` tasks after a shuffle, in one Spark job.
 
+Row lineage (v3 tables), as the local API keeps it: the target is read with its `_row_id`, and a
+row the update clause rewrites keeps the `_row_id` of the row it replaces. An upserted row keeps
+the `_row_id` of the one live row that held its key (none when several did): the target's rows
+are counted per key (an aggregation over the target's key columns, which reads the target a
+second time) and joined to the source before the rows are written.
+
 The source DataFrame is evaluated twice (statistics, then the join): cache it when computing it
 is costly or not deterministic. A task holds its share of the joined rows in memory (only the
 key columns of the target unless the clauses read others) while it writes.
@@ -66,6 +72,7 @@ from mor.api.row_changes import DmlTarget, FileMatch, Removal, RowRemover, live_
 from mor.api.table import Table
 from mor.errors import DuplicateKeyError, UnsupportedFeatureError
 from mor.format.metadata import Snapshot
+from mor.format.spec import ROW_ID_NAME
 from mor.io.fileio import FileIO
 from mor.planning.filters import bind_filter
 from mor.planning.task import FileScanTask
@@ -97,6 +104,7 @@ class MergeJob:
     target_columns: tuple[str, ...]  # the table columns read from the target
     source_schema: pa.Schema  # the source as the local API sees it (keys in the table's types)
     tasks: Mapping[str, FileScanTask]  # the planned target files, by path
+    row_ids: bool = False  # v3: read the target's `_row_id`, which an updated (upserted) row keeps
 
     def source_name(self, column: str) -> str:
         """The source column's name in the joined rows, apart from the table's names."""
@@ -124,7 +132,8 @@ def merge(
     mode = table._mode(mode, MERGE_MODE_PROPERTY)
     keyed, outputs = merge_outputs(table, spark_arrow_schema(source.schema).empty_table(), on, clauses)
     target_columns = [f.name for f in table.schema().fields] if clauses.reads_target_columns else list(on)
-    job = MergeJob(DmlTarget.of(table, mode), tuple(on), clauses, outputs, tuple(target_columns), keyed.schema, {})
+    row_ids = table.metadata.format_version >= 3 and outputs.update is not None
+    job = MergeJob(DmlTarget.of(table, mode), tuple(on), clauses, outputs, tuple(target_columns), keyed.schema, {}, row_ids)
     _check_readable(table, target_columns)
     _check_expressions(job)
     renamed = _renamed_source(source, job)
@@ -150,7 +159,7 @@ def upsert(spark: SparkSession, table: Table, source: DataFrame, on: Sequence[st
     fitted = conform(spark_arrow_schema(source.schema).empty_table(), schema)  # SchemaMismatchError unless it fits
     key_fields(schema, on)
     job = MergeJob(DmlTarget.of(table, mode), tuple(on), MergeClauses(matched_delete=True), MergeOutputs(None, None),
-                   tuple(on), fitted.schema, {})  # fmt: skip
+                   tuple(on), fitted.schema, {}, table.metadata.format_version >= 3)  # fmt: skip
     renamed = _renamed_source(source, job)
     key_filter = _key_filter(table, renamed, job)
     if key_filter is None:
@@ -161,7 +170,9 @@ def upsert(spark: SparkSession, table: Table, source: DataFrame, on: Sequence[st
         keys = renamed.select(*[planned.source_name(k) for k in on])
         removals = _by_file(target.join(keys, _keys_match(planned), "left_semi"), spark, planned)
         # The shuffle computes the whole source before any task writes (as the join does for removals).
-        spread = source.repartition(spark.sparkContext.defaultParallelism)
+        spread = (_with_held_row_ids(renamed, target, planned) if planned.row_ids else source).repartition(
+            spark.sparkContext.defaultParallelism
+        )
         inserts = spread.mapInArrow(partial(_insert_task, planned.target), RESULT_SCHEMA)
         results = _collect(removals.mapInArrow(partial(_merge_task, planned), RESULT_SCHEMA).union(inserts))
         return found_changes(table, results, "merge", key_filter)
@@ -238,16 +249,32 @@ def _target(spark: SparkSession, table: Table, job: MergeJob, key_filter: Boolea
 
     register(spark)
     tasks = table.scan(filter=key_filter).plan_files()
+    columns = [*job.target_columns, *([ROW_ID_NAME] if job.row_ids else [])]
     target = (
         spark.read.format(FORMAT)
         .option("metadata-columns", "true")
-        .option("columns", ",".join(job.target_columns))
+        .option("columns", ",".join(columns))
         .option("data-files", json.dumps([t.data_file.file_path for t in tasks]))
         .load(table.metadata_location)
     )
     if not isinstance(key_filter, AlwaysTrue):  # the rows outside it hold no key; pushed down, it skips row groups
         target = target.filter(to_column(bind_filter(table.schema(), key_filter)))
     return replace(job, tasks={t.data_file.file_path: t for t in tasks}), target
+
+
+def _with_held_row_ids(renamed: DataFrame, target: DataFrame, job: MergeJob) -> DataFrame:
+    """The source rows (under their own names) with the `_row_id` of the one live row holding
+    their key, as the local UPSERT keeps it (v3: that row is updated, not deleted and added);
+    null for a new key or one held by several rows (the row is new)."""
+    keys = [F.col(f"`{k}`") for k in job.keys]
+    held = (
+        target.groupBy(*keys)
+        .agg(F.count(F.lit(1)).alias("__held"), F.max(ROW_ID_NAME).alias(ROW_ID_NAME))
+        .where(F.col("__held") == 1)
+        .drop("__held")
+    )
+    joined = renamed.join(held, _keys_match(job), "left")
+    return joined.select(*[F.col(job.source_name(f.name)).alias(f.name) for f in job.source_schema], ROW_ID_NAME)
 
 
 def _keys_match(job: MergeJob) -> Column:
@@ -317,6 +344,9 @@ def _joined(job: MergeJob, matched: pa.Table) -> pa.Table:
     names = [*job.target_columns, POSITION_COLUMN]
     columns = [matched.column(c).cast(arrow_schema.field(c).type) for c in job.target_columns]
     columns.append(matched.column(POSITION_COLUMN))
+    if job.row_ids:  # kept by the rows the update clause rewrites (matched_changes)
+        names.append(ROW_ID_NAME)
+        columns.append(matched.column(ROW_ID_NAME).cast(pa.int64()))
     source = _source_rows(job, matched)
     return pa.table(columns + source.columns, names=names + source.column_names)
 
@@ -347,6 +377,11 @@ def _insert_task(target: DmlTarget, batches: Iterator[pa.RecordBatch]) -> Iterat
 
 
 def _insert_rows(target: DmlTarget, rows: pa.Table, io: FileIO, written: list[str]) -> TaskResult:
-    added = target.write_rows(io, conform(rows, target.schema))
+    if ROW_ID_NAME in rows.column_names:  # an upserted row that keeps the id of the row it replaces
+        row_ids = rows.column(ROW_ID_NAME).cast(pa.int64())
+        conformed = conform(rows.drop_columns([ROW_ID_NAME]), target.schema).append_column(pa.field(ROW_ID_NAME, pa.int64()), row_ids)
+    else:
+        conformed = conform(rows, target.schema)
+    added = target.write_rows(io, conformed)
     written += [f.file_path for f in added]
     return TaskResult(added=tuple(added))

@@ -5,7 +5,9 @@ Only files with deletes pay for the Python worker hop. A delete-free file goes n
 Spark's by-name Parquet reading is sure to see the table's columns: its columns must carry the
 table's names for their field ids (a renamed or re-typed column after schema evolution falls
 back to the Python source, which maps columns by field id), and the projected types must be
-ones Spark reads natively (not uuid or time).
+ones Spark reads natively (not uuid or time). Reading the row lineage columns of a v3 table
+(`columns=[..., "_row_id", "_last_updated_sequence_number"]`) takes the Python source for
+every file: their values are mostly inherited from manifest entries, not stored.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pyiceberg.types import NestedField, PrimitiveType, TimeType, UUIDType
 from pyspark.sql import DataFrame, SparkSession
 
 from mor.api.table import Table
+from mor.format.lineage import LINEAGE_FIELD_IDS
 from mor.planning.filters import FilterLike, bind_filter, filter_field_ids
 from mor.planning.task import FileScanTask
 from mor.spark.columns import to_column
@@ -49,11 +52,14 @@ def read_table(
     output = [f.name for f in scan.projection.fields]
     # Read the filter's columns too, so Spark can apply the filter before projecting.
     read_ids = {f.field_id for f in scan.projection.fields} | filter_field_ids(scan.schema, scan.row_filter, CASE_SENSITIVE)
-    read_schema = Schema(*[f for f in scan.schema.fields if f.field_id in read_ids])
+    lineage = [f for f in scan.projection.fields if f.field_id in LINEAGE_FIELD_IDS]
+    read_schema = Schema(*[f for f in scan.schema.fields if f.field_id in read_ids], *lineage)
     condition = None if isinstance(scan.row_filter, AlwaysTrue) else to_column(bind_filter(scan.schema, scan.row_filter, CASE_SENSITIVE))
 
     tasks = scan.plan_files()
-    native = [t for t in tasks if not t.delete_files] if _natively_readable(read_schema) else []
+    # Row lineage is inherited from the file's manifest entry (first row id plus position,
+    # its data sequence number) where the file stores none: only the Python reader knows that.
+    native = [t for t in tasks if not t.delete_files] if _natively_readable(read_schema) and not lineage else []
     if native and len(table.metadata.schemas) > 1:  # names or types may have changed
         native = [t for t in native if _file_matches(table, t, read_schema)]
     native_paths = {t.data_file.file_path for t in native}

@@ -3,6 +3,10 @@
 A table is named by the load/save path: either `namespace.table` in a catalog (option
 `warehouse`, and/or `uri` for another SQLAlchemy catalog database), or a metadata location
 (`.../metadata/v5.metadata.json`, or a table folder) for a read-only table.
+
+Option `columns` (comma-separated) selects columns; on a format v3 table it may name the row
+lineage columns `_row_id` and `_last_updated_sequence_number`, as `table.scan(columns=...)`
+does (a user's `.schema(...)` may name them too).
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from mor.api.scan import Scan
 from mor.api.table import Table
+from mor.format.lineage import LINEAGE_FIELDS, with_lineage
 from mor.io.fileio import FileIO
 from mor.planning.packing import pack_tasks
 from mor.planning.planner import plan_files
@@ -83,7 +84,10 @@ def plan_scan(ref: TableRef, options: ReadOptions, requested: StructType | None)
     if requested is not None:
         extra = (FILE_COLUMN, POS_COLUMN) if options.metadata_columns else ()
         table_columns = StructType([f for f in requested.fields if f.name not in extra])
-        projection = projection.select(*check_requested_schema(table_columns, projection))
+        candidates = _with_lineage_asked(table, projection, table_columns)
+        by_name = {f.name: f for f in candidates.fields}
+        names = check_requested_schema(table_columns, candidates)
+        projection = Schema(*[by_name[n] for n in names], schema_id=projection.schema_id)
         output = requested
     elif options.metadata_columns:
         output = StructType([*output.fields, *METADATA_FIELDS])
@@ -97,6 +101,17 @@ def plan_scan(ref: TableRef, options: ReadOptions, requested: StructType | None)
         output=output,
         table=table,
     )
+
+
+def _with_lineage_asked(table: Table, projection: Schema, requested: StructType) -> Schema:
+    """`projection` and the row lineage columns (v3) a user's `.schema(...)` names, when the
+    `columns` option did not select them already."""
+    if table.metadata.format_version < 3:
+        return projection
+    have = {f.name.lower() for f in projection.fields}
+    asked = {f.name.lower() for f in requested.fields}
+    lineage = [n for n in LINEAGE_FIELDS if n.lower() in asked and n.lower() not in have]
+    return with_lineage(projection, *lineage) if lineage else projection
 
 
 def read_group(plan: ScanPlan, tasks: Sequence[FileScanTask]) -> Iterator[pa.RecordBatch]:

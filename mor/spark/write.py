@@ -11,7 +11,8 @@ if a concurrent commit added or removed files meanwhile. A table that does not e
 from the DataFrame's schema (option `partition-by`, e.g. `"category, day(ts), bucket(16, id)"`)
 by the commit itself, so it appears with its first snapshot or not at all.
 
-Options: `warehouse` and/or `uri` (the catalog, as for reading); `partition-by` (new tables);
+Options: `warehouse` and/or `uri` (the catalog, as for reading); `partition-by` and
+`format-version` (2 or 3; new tables);
 `target-file-size-bytes` (default: table property `write.target-file-size-bytes`, else 512 MB);
 `check-nullability` (default true: a nullable DataFrame column cannot go into a required table
 column; with false, only actual nulls are refused, by the task that meets them).
@@ -66,8 +67,8 @@ from mor.errors import (
     TableAlreadyExistsError,
 )
 from mor.format.content_file import DataFile, DeleteFile
-from mor.format.metadata import TableMetadata, new_table_metadata
-from mor.format.spec import ManifestContent, Operation
+from mor.format.metadata import TableMetadata, new_table_metadata, parse_format_version
+from mor.format.spec import FORMAT_VERSION, ManifestContent, Operation
 from mor.io.fileio import FileIO
 from mor.planning.conflicts import validate_no_new_deletes_for, validate_no_new_matching_data
 from mor.planning.planner import live_entries
@@ -101,6 +102,7 @@ class WriteTarget:
     renames: Mapping[str, str]  # DataFrame column -> table column, where only the case differs
     base_location: str | None  # the table's metadata file then; None: the commit creates the table
     table_uuid: str | None
+    format_version: int = FORMAT_VERSION  # of a table the commit creates
 
 
 class MorWriter(DataSourceArrowWriter):
@@ -180,7 +182,7 @@ class MorWriter(DataSourceArrowWriter):
         t = self.target
         catalog = self.ref.catalog()
         if t.base_location is None:
-            metadata = new_table_metadata(t.schema, t.spec, UNSORTED_SORT_ORDER, t.location, dict(t.properties))
+            metadata = new_table_metadata(t.schema, t.spec, UNSORTED_SORT_ORDER, t.location, dict(t.properties), t.format_version)
             return CreateTableOperations(catalog, t.identifier), metadata, ""
         ops = CatalogTableOperations(catalog.store, *split_identifier(t.identifier), catalog.io)
         if self.overwrite:
@@ -258,10 +260,17 @@ def plan_target(ref: TableRef, options: Mapping[str, str], schema: StructType) -
     """The table to write (or to create), after checking that `schema` fits it."""
     terms = split_partition_terms(options.get("partition-by") or "")
     nullable_ok = not bool_option(options, "check-nullability", True)
+    version = parse_format_version(options["format-version"]) if options.get("format-version") else None
     catalog = ref.catalog()
     if not catalog.table_exists(ref.name):
-        return _new_table(catalog, ref.name, schema, terms)
+        return _new_table(catalog, ref.name, schema, terms, version or FORMAT_VERSION)
     table = catalog.load_table(ref.name)
+    if version is not None and version != table.metadata.format_version:
+        raise InvalidArgumentError(
+            f"option format-version {version} differs from the format version of {ref.name} "
+            f"({table.metadata.format_version}); it only applies when the write creates the table "
+            "(table.upgrade(format_version=3) upgrades a table)"
+        )
     if terms and _spec_key(parse_partition_by(table.schema(), terms)) != _spec_key(table.spec()):
         raise InvalidArgumentError(
             f"option partition-by {terms} differs from the partitioning of {ref.name} ({table.spec()}); "
@@ -279,12 +288,13 @@ def plan_target(ref: TableRef, options: Mapping[str, str], schema: StructType) -
     )  # fmt: skip
 
 
-def _new_table(catalog: Catalog, identifier: str, schema: StructType, terms: list[str]) -> WriteTarget:
+def _new_table(catalog: Catalog, identifier: str, schema: StructType, terms: list[str], format_version: int) -> WriteTarget:
     iceberg_schema = from_arrow_schema(_arrow_schema(schema))
     spec = parse_partition_by(iceberg_schema, terms)
     return WriteTarget(
-        identifier, catalog.default_location(identifier), iceberg_schema, spec, dict(DEFAULT_PROPERTIES), {}, None, None
-    )
+        identifier, catalog.default_location(identifier), iceberg_schema, spec, dict(DEFAULT_PROPERTIES), {}, None, None,
+        format_version,
+    )  # fmt: skip
 
 
 def _arrow_schema(schema: StructType) -> pa.Schema:
