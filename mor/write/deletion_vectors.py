@@ -8,6 +8,7 @@ vector replaces (`replaced_by_vector`).
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import uuid
 from typing import Iterable, Sequence
@@ -51,6 +52,7 @@ def write_deletion_vectors(io: FileIO, table_location: str, vectors: Sequence[tu
     ]
 
 
+@functools.cache
 def _created_by() -> str:
     try:
         return f"mor {importlib.metadata.version('mor')}"
