@@ -39,6 +39,7 @@ TABLE_NAME = "bench.events"
 CATEGORIES = [f"cat-{i:02d}" for i in range(12)]
 TS_BASE_US = 1_704_067_200_000_000  # 2024-01-01T00:00:00Z in microseconds
 TS_STEP_US = 3_000_000  # ids are 3 s apart, plus up to 1 s of random jitter
+V3_LINEAGE_COLUMNS = {"_row_id", "_last_updated_sequence_number"}  # format v3 row lineage
 
 
 class BenchmarkError(RuntimeError):
@@ -135,13 +136,16 @@ def in_list_predicate(data: pa.Table, fraction: float, seed: int) -> DeleteSpec:
 
 
 
-def build_warehouse(root: Path, slices: list[pa.Table]) -> tuple[Any, dict[str, Any]]:
-    """Fresh warehouse with one append (one data file) per slice; returns (table, build info)."""
+def build_warehouse(root: Path, slices: list[pa.Table], *, format_version: int | None = None,
+                    properties: dict[str, str] | None = None) -> tuple[Any, dict[str, Any]]:
+    """Fresh warehouse with one append (one data file) per slice; returns (table, build info).
+    `format_version` and `properties` go to `create_table` (defaults: mor's)."""
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
     start = time.perf_counter()
     catalog = mor.load_catalog(str(root))
-    table = catalog.create_table(TABLE_NAME, schema=slices[0].schema)
+    table = catalog.create_table(TABLE_NAME, schema=slices[0].schema, properties=properties,
+                                 format_version=format_version)
     for piece in slices:
         table.append(piece)
     seconds = time.perf_counter() - start
@@ -175,6 +179,8 @@ def classify(path: Path, data_columns: set[str]) -> str:
             return "position_delete_parquet"
         if set(columns) == data_columns:
             return "data_parquet"
+        if set(columns) - data_columns == V3_LINEAGE_COLUMNS:  # v3 rewrite: rows keep their lineage
+            return "data_parquet"
         if columns and set(columns) < data_columns:  # only key columns: an equality delete file
             return "equality_delete_parquet"
         return "other_parquet"
@@ -190,6 +196,9 @@ def classify(path: Path, data_columns: set[str]) -> str:
         return "other_avro"
     if name.endswith(".json"):
         return "metadata_json"
+    if name.endswith(".puffin"):  # deletion vectors (format v3); checked by the Puffin magic
+        with open(path, "rb") as f:
+            return "puffin" if f.read(4) == b"PFA1" else "other"
     if name.startswith("catalog.db"):
         return "catalog_db"
     return "other"
