@@ -5,6 +5,7 @@ from mor.api.predicates import isin
 from mor.api.scan import Scan
 from mor.api.table import StaticTable, Table
 from mor.errors import (
+    CatalogUnavailableError,
     CommitConflictError,
     CommitStateUnknownError,
     CorruptMetadataError,
@@ -33,6 +34,7 @@ from mor.planning.task import FileScanTask
 __all__ = [
     "isin",
     "Catalog",
+    "CatalogUnavailableError",
     "CommitConflictError",
     "CommitStateUnknownError",
     "CorruptMetadataError",

@@ -21,7 +21,10 @@
     ├── CorruptMetadataError      metadata, manifest or delete file that breaks the spec
     │                             (also: a file the table references that is missing or unreadable)
     ├── StorageError              the file system or catalog database refused a read or write
-    │                             (permission denied, path too long, ...); also an OSError
+    │   │                         (permission denied, path too long, ...); also an OSError
+    │   └── CatalogUnavailableError  the catalog database server is unreachable, refused the
+    │                             connection or did not answer in time; names host:port/db.
+    │                             Raised by a commit only when it certainly did not happen
     ├── StreamingChangeError      a stream of appends met a snapshot it cannot emit (delete, overwrite)
     │                             or lost its place in the history (rollback, expired snapshots)
     └── UnsupportedFeatureError   a valid Iceberg feature we do not implement yet
@@ -111,6 +114,14 @@ class CorruptMetadataError(MorError):
 
 class StorageError(MorError, OSError):
     """The message names the file (or catalog database) and what the system said."""
+
+
+class CatalogUnavailableError(StorageError):
+    """The catalog database (a server such as PostgreSQL) could not be used: unreachable,
+    connection refused or dropped, authentication failed, or a timeout (also a commit refused by a
+    locked SQLite file). The message names the server as host:port/database (never a password).
+    From a commit it means the commit certainly did not happen; an unknown outcome is
+    `CommitStateUnknownError`."""
 
 
 class StreamingChangeError(MorError):

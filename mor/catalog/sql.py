@@ -3,11 +3,21 @@
 The tables and columns are those of pyiceberg's `SqlCatalog` (and Iceberg Java's JDBC catalog),
 so `SqlCatalog("default", uri=..., warehouse=...)` opens our tables unchanged. A commit is one
 compare-and-swap UPDATE on `metadata_location`.
+
+SQLite (a file) is the embedded default; a database server (PostgreSQL:
+`postgresql+psycopg://user@host:port/db`) gets a connection pool that checks connections before
+use, a connect timeout and a statement timeout. A server that cannot be used raises
+`CatalogUnavailableError` naming host:port/db, never a driver error. A commit (`swap`) that fails
+before its COMMIT was sent certainly did not happen (`CatalogUnavailableError`); one whose COMMIT
+was sent but not acknowledged may have (`CommitStateUnknownError`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+import weakref
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from sqlalchemy import (
     Column,
@@ -21,16 +31,29 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 
 from mor.errors import (
+    CatalogUnavailableError,
     CommitStateUnknownError,
+    InvalidArgumentError,
     NamespaceAlreadyExistsError,
     NamespaceNotEmptyError,
     NoSuchNamespaceError,
     NoSuchTableError,
+    StorageError,
     TableAlreadyExistsError,
 )
+
+# Server defaults. Each can be given to SqlCatalogStore, or in the URL's query
+# (`?connect_timeout=5&statement_timeout=10000`); connect_timeout is libpq's, in seconds.
+DEFAULT_CONNECT_TIMEOUT_S = 10
+DEFAULT_STATEMENT_TIMEOUT_MS = 30_000
+DEFAULT_POOL_SIZE = 5
+DEFAULT_MAX_OVERFLOW = 10
+DEFAULT_POOL_RECYCLE_S = 1800
 
 _META = MetaData()
 TABLES = Table(
@@ -54,15 +77,89 @@ NAMESPACE_PROPERTIES = Table(
 _TABLE_TYPE = "TABLE"
 
 
-class SqlCatalogStore:
-    """Rows of one catalog (`catalog_name`) in a SQL database."""
+_F = TypeVar("_F", bound=Callable[..., Any])
 
-    def __init__(self, uri: str, catalog_name: str = "default", **engine_kwargs: Any) -> None:
+
+def _guarded(what: str) -> Callable[[_F], _F]:
+    """Driver errors of a server catalog become CatalogUnavailableError / StorageError."""
+
+    def decorate(method: _F) -> _F:
+        @functools.wraps(method)
+        def wrapper(self: SqlCatalogStore, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return method(self, *args, **kwargs)
+            except SQLAlchemyError as e:
+                error = self._error(what, e)
+                if error is e:
+                    raise
+                raise error from None  # the driver's message is in ours; no driver traceback
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
+class SqlCatalogStore:
+    """Rows of one catalog (`catalog_name`) in a SQL database.
+
+    For a server (PostgreSQL): `connect_timeout` (seconds, default 10), `statement_timeout`
+    (milliseconds, default 30,000; 0 turns it off), `pool_size` (default 5) and `max_overflow`
+    (default 10); the URL's query parameters of the same names win over the defaults. SQLite
+    ignores them."""
+
+    def __init__(
+        self,
+        uri: str | URL,
+        catalog_name: str = "default",
+        *,
+        connect_timeout: float | None = None,
+        statement_timeout: int | None = None,
+        pool_size: int | None = None,
+        max_overflow: int | None = None,
+        **engine_kwargs: Any,
+    ) -> None:
         self.catalog_name = catalog_name
-        self.engine = create_engine(uri, **engine_kwargs)
-        _META.create_all(self.engine)
+        url = make_url(uri)  # ArgumentError for a malformed URL
+        self.is_server = url.get_backend_name() != "sqlite"
+        if url.get_backend_name() == "postgresql":
+            url, engine_kwargs = _postgres_engine_options(
+                url, engine_kwargs, connect_timeout, statement_timeout, pool_size, max_overflow
+            )
+        self.server = _describe(url)
+        # An engine in autocommit mode commits with the UPDATE itself: its failure is then unknown.
+        self._autocommit = "AUTOCOMMIT" in (
+            engine_kwargs.get("isolation_level"),
+            dict(engine_kwargs.get("execution_options") or {}).get("isolation_level"),
+        )
+        try:
+            self.engine = create_engine(url, **engine_kwargs)
+        except ImportError as e:
+            raise InvalidArgumentError(f"catalog uri {self.server}: its driver is not installed ({e})") from e
+        # Close the pooled connections when the store is garbage collected (a server counts them).
+        weakref.finalize(self, self.engine.dispose)
+        try:
+            _META.create_all(self.engine)
+        except SQLAlchemyError as e:
+            if not self.is_server:
+                raise  # load_catalog maps SQLite's errors (a locked or unreadable file)
+            self.engine.dispose()
+            raise self._error("open the catalog", e) from None
+
+    def _error(self, what: str, e: SQLAlchemyError) -> Exception:
+        """The mor error for a driver error `e` raised while doing `what`."""
+        if not self.is_server:
+            return e  # SQLite: as before
+        reason = _reason(e)
+        if _is_unavailable(e):
+            return CatalogUnavailableError(f"{what}: the catalog database {self.server} is unavailable: {reason}")
+        return StorageError(f"{what}: the catalog database {self.server} refused it: {reason}")
+
+    def dispose(self) -> None:
+        """Close the pooled connections."""
+        self.engine.dispose()
 
     # -- namespaces ----------------------------------------------------------------------
+    @_guarded("create a namespace")
     def create_namespace(self, namespace: str, properties: dict[str, str] | None = None) -> None:
         props = {"exists": "true", **(properties or {})}
         if self.namespace_exists(namespace):
@@ -78,6 +175,7 @@ class SqlCatalogStore:
         except IntegrityError as e:  # created concurrently
             raise NamespaceAlreadyExistsError(f"namespace {namespace!r} already exists") from e
 
+    @_guarded("look up a namespace")
     def namespace_exists(self, namespace: str) -> bool:
         with self.engine.connect() as conn:
             props = conn.execute(
@@ -91,6 +189,7 @@ class SqlCatalogStore:
             ).first()
         return props is not None or tables is not None
 
+    @_guarded("list namespaces")
     def list_namespaces(self) -> list[str]:
         with self.engine.connect() as conn:
             a = conn.execute(
@@ -102,6 +201,7 @@ class SqlCatalogStore:
             )
         return sorted(names)
 
+    @_guarded("drop a namespace")
     def drop_namespace(self, namespace: str) -> None:
         if not self.namespace_exists(namespace):
             raise NoSuchNamespaceError(f"namespace {namespace!r} does not exist")
@@ -115,11 +215,13 @@ class SqlCatalogStore:
             )
 
     # -- tables --------------------------------------------------------------------------
+    @_guarded("list tables")
     def list_tables(self, namespace: str) -> list[str]:
         with self.engine.connect() as conn:
             rows = conn.execute(select(TABLES.c.table_name).where(self._ns(namespace), self._is_table())).scalars()
             return sorted(rows)
 
+    @_guarded("look up a table")
     def metadata_location(self, namespace: str, name: str) -> str:
         with self.engine.connect() as conn:
             location = conn.execute(
@@ -129,6 +231,7 @@ class SqlCatalogStore:
             raise NoSuchTableError(f"table {namespace}.{name} does not exist")
         return str(location)
 
+    @_guarded("create a table")
     def create_table_row(self, namespace: str, name: str, metadata_location: str) -> None:
         try:
             with self.engine.begin() as conn:
@@ -146,20 +249,50 @@ class SqlCatalogStore:
             raise TableAlreadyExistsError(f"table {namespace}.{name} already exists") from e
 
     def swap(self, namespace: str, name: str, expected: str, new: str) -> bool:
-        """Point the table at `new` if it still points at `expected`. False: someone else won."""
+        """Point the table at `new` if it still points at `expected`. False: someone else won.
+
+        CatalogUnavailableError: the commit certainly did not happen (no connection, or the
+        UPDATE failed inside its transaction, which the server then rolls back). A failure once
+        COMMIT was sent is CommitStateUnknownError: the caller must not clean up."""
+        what = f"commit of {namespace}.{name}"
+        statement = (
+            update(TABLES)
+            .where(self._row(namespace, name), TABLES.c.metadata_location == expected)
+            .values(metadata_location=new, previous_metadata_location=expected)
+        )
         try:
-            with self.engine.begin() as conn:
-                result = conn.execute(
-                    update(TABLES)
-                    .where(self._row(namespace, name), TABLES.c.metadata_location == expected)
-                    .values(metadata_location=new, previous_metadata_location=expected)
-                )
-                swapped = result.rowcount == 1
-        except SQLAlchemyError as e:
-            # The UPDATE may or may not have been applied: the caller must not clean up.
-            raise CommitStateUnknownError(f"commit of {namespace}.{name} to {new}: {e}") from e
+            conn = self.engine.connect()
+        except SQLAlchemyError as e:  # never reached the UPDATE
+            raise self._unsent(what, e) from None
+        try:
+            transaction = conn.begin()
+            try:
+                swapped = conn.execute(statement).rowcount == 1
+            except SQLAlchemyError as e:
+                if self._autocommit:  # the UPDATE was its own commit
+                    raise CommitStateUnknownError(f"{what} to {new}: {_reason(e)}") from e
+                raise self._unsent(what, e) from None  # inside a transaction never committed
+            try:
+                transaction.commit()
+            except SQLAlchemyError as e:
+                # COMMIT was sent: the server may have applied it. The caller must not clean up.
+                raise CommitStateUnknownError(
+                    f"{what} to {new}: the catalog database {self.server} did not acknowledge the COMMIT: {_reason(e)}"
+                ) from e
+        finally:
+            try:
+                conn.close()
+            except SQLAlchemyError:
+                pass
         return swapped
 
+    def _unsent(self, what: str, e: SQLAlchemyError) -> Exception:
+        error = self._error(what, e)
+        if isinstance(error, SQLAlchemyError):  # SQLite
+            return CatalogUnavailableError(f"{what}: the catalog database {self.server} is unavailable: {_reason(e)}")
+        return error
+
+    @_guarded("drop a table")
     def drop_table_row(self, namespace: str, name: str) -> None:
         with self.engine.begin() as conn:
             result = conn.execute(delete(TABLES).where(self._row(namespace, name), self._is_table()))
@@ -175,3 +308,79 @@ class SqlCatalogStore:
     @staticmethod
     def _is_table() -> Any:
         return (TABLES.c.iceberg_type == _TABLE_TYPE) | TABLES.c.iceberg_type.is_(None)
+
+
+def _postgres_engine_options(
+    url: URL,
+    engine_kwargs: dict[str, Any],
+    connect_timeout: float | None,
+    statement_timeout: int | None,
+    pool_size: int | None,
+    max_overflow: int | None,
+) -> tuple[URL, dict[str, Any]]:
+    """A server's pool and timeouts; query parameters of the URL win over the defaults."""
+    if url.drivername == "postgresql":  # SQLAlchemy's default driver is psycopg2; ours is psycopg 3
+        url = url.set(drivername="postgresql+psycopg")
+    query = dict(url.query)
+
+    def take(key: str, given: Any, default: Any, kind: type) -> Any:
+        raw = query.pop(key, None)
+        value = given if raw is None else raw
+        value = default if value is None else value
+        try:
+            number = kind(float(value)) if kind is int else kind(value)
+        except (TypeError, ValueError):
+            raise InvalidArgumentError(f"catalog {key} is a number, got {value!r}") from None
+        if number < 0:
+            raise InvalidArgumentError(f"catalog {key} is >= 0, got {value!r}")
+        return number
+
+    connect_s = take("connect_timeout", connect_timeout, DEFAULT_CONNECT_TIMEOUT_S, float)
+    statement_ms = take("statement_timeout", statement_timeout, DEFAULT_STATEMENT_TIMEOUT_MS, int)
+    pool = take("pool_size", pool_size, DEFAULT_POOL_SIZE, int)
+    overflow = take("max_overflow", max_overflow, DEFAULT_MAX_OVERFLOW, int)
+    options = " ".join(filter(None, [query.pop("options", ""), f"-c statement_timeout={statement_ms}"]))
+    connect_args = {
+        # libpq counts whole seconds, at least 2
+        "connect_timeout": max(2, int(round(connect_s))) if connect_s else 0,
+        "options": options,
+        "application_name": query.pop("application_name", "mor"),
+        # notice a peer that vanished without closing the connection
+        "keepalives": 1,
+        "keepalives_idle": 30,
+        "keepalives_interval": 10,
+        "keepalives_count": 3,
+        **engine_kwargs.pop("connect_args", {}),
+    }
+    options_out: dict[str, Any] = {
+        "pool_pre_ping": True,
+        "pool_size": pool,
+        "max_overflow": overflow,
+        "pool_timeout": max(connect_s, 1.0) * 3,
+        "pool_recycle": DEFAULT_POOL_RECYCLE_S,
+        "connect_args": connect_args,
+        **engine_kwargs,
+    }
+    return url.set(query=query), options_out
+
+
+def _describe(url: URL) -> str:
+    """host:port/database (no user, no password); the file for SQLite."""
+    if url.get_backend_name() == "sqlite":
+        return url.database or ":memory:"
+    port = url.port or {"postgresql": 5432, "mysql": 3306}.get(url.get_backend_name(), "")
+    return f"{url.host or 'localhost'}:{port}/{url.database or ''}"
+
+
+def _reason(e: SQLAlchemyError) -> str:
+    """The driver's message, first line, without SQLAlchemy's statement dump."""
+    orig = getattr(e, "orig", None)
+    text = str(orig if orig is not None else e).strip() or type(orig or e).__name__
+    return text.splitlines()[0]
+
+
+def _is_unavailable(e: SQLAlchemyError) -> bool:
+    """A connection problem or a timeout (rather than the server rejecting the statement)."""
+    if isinstance(e, (OperationalError, InterfaceError, PoolTimeoutError)):
+        return True
+    return isinstance(e, DBAPIError) and bool(e.connection_invalidated)

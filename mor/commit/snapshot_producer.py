@@ -23,7 +23,7 @@ from mor.commit.manifest_merge import merge_carried
 from mor.commit.retry import NUM_RETRIES, TOTAL_TIMEOUT_MS, RetryPolicy
 from mor.commit.summary import build_summary
 from mor.commit.table_ops import CommitFailedError
-from mor.errors import CommitConflictError, CommitStateUnknownError, CorruptMetadataError
+from mor.errors import CatalogUnavailableError, CommitConflictError, CommitStateUnknownError, CorruptMetadataError
 from mor.format.content_file import ContentFile, DataFile, DeleteFile
 from mor.format.manifest import EntryToWrite, ManifestFile, read_manifest, write_manifest
 from mor.format.manifest_list import read_manifest_list, write_manifest_list
@@ -135,6 +135,11 @@ def commit_changes(
                 committed = ops.commit(base, base_location, new)
                 faults.reached("committed")
                 return committed
+            except CatalogUnavailableError:
+                # The commit certainly did not happen: nothing of this attempt is referenced.
+                for path in [manifest_list, *(m.manifest_path for m in rewritten + merged)]:
+                    io.delete(path)
+                raise
             except CommitFailedError:
                 for path in [manifest_list, *(m.manifest_path for m in rewritten + merged)]:
                     io.delete(path)

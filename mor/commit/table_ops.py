@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from mor.catalog.sql import SqlCatalogStore
 from mor.commit import faults
-from mor.errors import CorruptMetadataError, MorError, UnsupportedFeatureError
+from mor.errors import CatalogUnavailableError, CorruptMetadataError, MorError, UnsupportedFeatureError
 from mor.format.metadata import TableMetadata, with_previous_file
 from mor.io.fileio import FileIO, unreadable
 
@@ -75,7 +75,12 @@ class CatalogTableOperations:
         location = new_metadata_location(new.location, base_location)
         write_metadata(self.io, location, new)
         faults.reached("metadata-written")
-        if not self.store.swap(self.namespace, self.name, base_location, location):
+        try:
+            swapped = self.store.swap(self.namespace, self.name, base_location, location)
+        except CatalogUnavailableError:
+            self.io.delete(location)  # the commit certainly did not happen: the file is ours alone
+            raise
+        if not swapped:
             self.io.delete(location)  # the swap did not happen: the file is ours alone
             raise CommitFailedError(f"{self.namespace}.{self.name} changed since {base_location}")
         return new, location

@@ -1,0 +1,21 @@
+"""A writer process of tests/catalog/test_postgres_concurrency.py: tests/concurrency/writer.py's
+`run`, with every `mor.load_catalog(warehouse)` in it pointed at the PostgreSQL catalog.
+Started with multiprocessing (spawn); returns writer.py's JSON log lines instead of printing."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import io
+
+import mor
+
+
+def run_writer(uri: str, warehouse: str, worker: int, operations: int, seed: int, mode: str) -> list[str]:
+    import writer  # tests/concurrency, on the path the parent passes to spawned children
+
+    mor.load_catalog = functools.partial(mor.load_catalog, uri=uri)  # this process only
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        writer.run(warehouse, worker, operations, seed, mode)
+    return out.getvalue().splitlines()
