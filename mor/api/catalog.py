@@ -25,11 +25,12 @@ from mor.errors import (
     SchemaMismatchError,
     StorageError,
     TableAlreadyExistsError,
+    UnsupportedFeatureError,
 )
 from mor.format.metadata import FORMAT_VERSION_PROPERTY, new_table_metadata, parse_format_version
 from mor.format.spec import FORMAT_VERSION
 from mor.format.properties import check_properties
-from mor.io.fileio import FileIO, to_local_path, to_uri
+from mor.io.fileio import FileIO, is_object_store, to_local_path, to_uri
 from mor.write.arrow_schema import from_arrow_schema
 from mor.write.partitioning import parse_partition_by
 
@@ -42,15 +43,31 @@ DEFAULT_PROPERTIES = {
 
 
 def load_catalog(
-    warehouse: str | os.PathLike[str] = "warehouse", uri: str | None = None, name: str = "default", create: bool = True
+    warehouse: str | os.PathLike[str] = "warehouse",
+    uri: str | None = None,
+    name: str = "default",
+    create: bool = True,
+    properties: Mapping[str, str] | None = None,
 ) -> Catalog:
     """A catalog over `warehouse`: tables under it, the SQL catalog at `warehouse/catalog.db`
     unless `uri` names another SQLAlchemy database. `create=False` (read-only use) opens only
-    a warehouse that exists: a missing one is an error, never a new empty warehouse."""
+    a warehouse that exists: a missing one is an error, never a new empty warehouse.
+
+    `warehouse` may be object storage, `s3://bucket/prefix` (then `uri` names the catalog
+    database). `properties` configure file access as pyiceberg's do (`s3.endpoint`,
+    `s3.access-key-id`, `s3.secret-access-key`, `s3.region`, ...; `mor/io/fileio.py`)."""
     if not isinstance(warehouse, (str, os.PathLike)) or not str(warehouse).strip():
         raise InvalidArgumentError(f"warehouse is a folder path, got {warehouse!r}")
     if uri is not None and not isinstance(uri, str):
         raise InvalidArgumentError(f"uri is a SQLAlchemy database URL string, got {uri!r}")
+    io = FileIO(properties)
+    if isinstance(warehouse, str) and is_object_store(warehouse):
+        if uri is None:
+            raise InvalidArgumentError(
+                f"warehouse {warehouse} is object storage: give uri= for the catalog database (a SQLite file cannot live there)"
+            )
+        io.path(warehouse)  # InvalidArgumentError unless s3://bucket/...
+        return Catalog(_open_store(uri, name), warehouse.rstrip("/"), io)
     root = Path(warehouse).resolve()
     if root.exists() and not root.is_dir():
         raise InvalidArgumentError(f"warehouse {root} is a file, not a folder")
@@ -62,7 +79,7 @@ def load_catalog(
             root.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise StorageError(f"cannot create warehouse {root}: {e.strerror or e}") from e
-    return Catalog(_open_store(uri or f"sqlite:///{root}/catalog.db", name), to_uri(root))
+    return Catalog(_open_store(uri or f"sqlite:///{root}/catalog.db", name), to_uri(root), io)
 
 
 def _open_store(uri: str, name: str) -> SqlCatalogStore:
@@ -126,10 +143,15 @@ def _existing_identifier(identifier: str) -> tuple[str, str]:
 
 
 class Catalog:
-    def __init__(self, store: SqlCatalogStore, warehouse_uri: str):
+    def __init__(self, store: SqlCatalogStore, warehouse_uri: str, io: FileIO | None = None):
         self.store = store
         self.warehouse = warehouse_uri
-        self.io = FileIO()
+        self.io = io if io is not None else FileIO()  # its properties configure object storage
+
+    @property
+    def properties(self) -> dict[str, str]:
+        """The file access properties this catalog was loaded with (`load_catalog(properties=)`)."""
+        return dict(self.io.properties)
 
     @property
     def name(self) -> str:
@@ -189,6 +211,11 @@ class Catalog:
         properties = dict(properties or {})
         version = _format_version(format_version, properties.pop(FORMAT_VERSION_PROPERTY, None))
         table_location = _table_location(location) if location is not None else self.default_location(identifier)
+        if is_object_store(table_location) and not (is_object_store(self.warehouse) or self.io.s3_configured):
+            raise UnsupportedFeatureError(
+                f"table location {table_location} is in object storage, but this catalog has no S3 configuration: "
+                "load_catalog(..., properties={'s3.endpoint': ..., 's3.access-key-id': ..., ...}) or AWS_* environment variables"
+            )
         metadata = new_table_metadata(
             iceberg_schema, spec, UNSORTED_SORT_ORDER, table_location, {**DEFAULT_PROPERTIES, **properties}, version
         )
@@ -248,8 +275,10 @@ def _table_location(location: str) -> str:
     the table does not depend on the directory it was created from."""
     if not isinstance(location, str) or not location.strip():
         raise InvalidArgumentError(f"location is a folder path or URI, got {location!r}")
+    if is_object_store(location):
+        return location.rstrip("/")
     if location.startswith("file:") or "://" in location:
-        # UnsupportedFeatureError for an object store, before any file is written.
+        # UnsupportedFeatureError for another scheme, before any file is written.
         if not os.path.isabs(to_local_path(location)):
             raise InvalidArgumentError(f"a file: location is absolute (file:///path), got {location!r}")
         return location

@@ -171,13 +171,14 @@ class DmlTarget:
     options: WriteOptions
     mode: str
     format_version: int = 2  # v3 removes rows with deletion vectors
+    io: FileIO = field(default_factory=FileIO, compare=False)  # the table's: pickles as its properties
 
     @classmethod
     def of(cls, table: Table, mode: str) -> DmlTarget:
         metadata = table.metadata
         return cls(
             metadata.location, metadata.schema(), metadata.specs(), metadata.spec(), WriteOptions(metadata.properties), mode,
-            metadata.format_version,
+            metadata.format_version, table.io,
         )  # fmt: skip
 
     def write_rows(self, io: FileIO, rows: pa.Table) -> list[DataFile]:

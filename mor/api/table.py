@@ -6,7 +6,7 @@ import datetime as dt
 import itertools
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -443,8 +443,9 @@ class StaticTable(Table):
     """A read-only table opened from one metadata file, without a catalog."""
 
     @classmethod
-    def from_metadata(cls, metadata_location: str) -> StaticTable:
-        io = FileIO()
+    def from_metadata(cls, metadata_location: str, properties: Mapping[str, str] | None = None) -> StaticTable:
+        """`properties`: file access, as `load_catalog`'s (`s3.endpoint`, ...)."""
+        io = FileIO(properties)
         location = _resolve_metadata_file(io, metadata_location)
         return cls(location, read_metadata(io, location), location, io, None)
 

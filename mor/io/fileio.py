@@ -1,14 +1,38 @@
-"""File access through pyarrow.fs, with Iceberg's URI spellings.
+"""File access through pyarrow.fs, with Iceberg's URI spellings: local files and S3.
 
 Iceberg writers spell local paths three ways: `file:///abs`, `file:/abs` (Hadoop) and `/abs`.
 Locations are stored as the writer spelled them; this module turns them into file system paths.
+Object storage locations are `s3://bucket/key` (`s3a://` and `s3n://`, Hadoop's spellings, are
+the same objects); one FileIO serves both kinds, choosing the file system by scheme.
+
+S3 is configured by catalog properties named as pyiceberg names them (`s3.endpoint`,
+`s3.access-key-id`, `s3.secret-access-key`, `s3.session-token`, `s3.region`, `s3.proxy-uri`,
+`s3.connect-timeout`, `s3.request-timeout`, `s3.role-arn`, `s3.role-session-name`,
+`s3.force-virtual-addressing`, `s3.anonymous`; the `client.*` fallbacks; Iceberg Java's
+`s3.path-style-access`), else by the usual environment variables (AWS_ACCESS_KEY_ID,
+AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION / AWS_DEFAULT_REGION,
+AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL), else by the AWS SDK's own chain (config files,
+instance metadata). A FileIO pickles as its properties: Spark ships it to executors, which
+open their own connections (and read their own environment).
+
+Writes on S3: every file a writer creates has a new unique name (a uuid in it; metadata files
+`NNNNN-<uuid>.metadata.json`), so "create exclusively" is a plain PUT of a key nobody else
+writes, and an object appears whole or not at all. Which metadata file is current is decided
+by the catalog's compare-and-swap, never by the storage, and no name is ever reused: a lost
+race leaves an unreferenced object (removed by `remove_orphan_files`), never an overwritten one.
+Reads never list: table state is found from the catalog's metadata location down through
+manifest lists and manifests; only `remove_orphan_files` (by design), `expire_snapshots`'
+removal of old metadata files, a Spark write's abort and opening a table *folder* (not a
+metadata file) with StaticTable list a prefix.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 
 import pyarrow as pa
@@ -16,10 +40,23 @@ import pyarrow.fs as pafs
 
 from mor.errors import (
     CorruptMetadataError,
+    InvalidArgumentError,
     MorError,
     StorageError,
     UnsupportedFeatureError,
 )
+
+S3_SCHEMES = ("s3://", "s3a://", "s3n://")
+# Environment variables that configure S3 access for the AWS SDK.
+AWS_ENVIRONMENT = (
+    "AWS_ACCESS_KEY_ID", "AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ROLE_ARN",
+    "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+)  # fmt: skip
+WHOLE_OBJECT_BYTES = 8 << 20  # objects up to this size are read in one request
+
+
+def is_object_store(location: str) -> bool:
+    return isinstance(location, str) and location.startswith(S3_SCHEMES)
 
 
 def to_local_path(location: str) -> str:
@@ -28,8 +65,17 @@ def to_local_path(location: str) -> str:
     if location.startswith("file:"):
         return location[len("file:") :]
     if "://" in location:
-        raise UnsupportedFeatureError(f"only local file systems are supported, got {location!r}")
+        raise UnsupportedFeatureError(f"only local files and s3:// object storage are supported, got {location!r}")
     return location
+
+
+def s3_key(location: str) -> str:
+    """`s3://bucket/key` (or s3a://, s3n://) -> `bucket/key`, the S3FileSystem path."""
+    scheme = next(s for s in S3_SCHEMES if location.startswith(s))
+    path = location[len(scheme) :]
+    if not path or path.startswith("/"):
+        raise InvalidArgumentError(f"an s3 location is s3://bucket/key, got {location!r}")
+    return path
 
 
 def unreadable(what: str, location: str, error: BaseException) -> MorError:
@@ -49,34 +95,168 @@ def to_uri(path: str | os.PathLike[str]) -> str:
     return "file://" + str(Path(path).resolve())
 
 
-class FileIO:
-    """Reads and writes files by location. Local now; the seam for object stores later."""
+def _flag(value: str) -> bool:
+    v = str(value).strip().lower()
+    if v not in ("true", "false"):
+        raise InvalidArgumentError(f"expected true or false, got {value!r}")
+    return v == "true"
 
-    def __init__(self) -> None:
-        self.fs: pafs.FileSystem = pafs.LocalFileSystem()
+
+def _first(properties: Mapping[str, str], *keys: str) -> str | None:
+    for k in keys:
+        v = properties.get(k)
+        if v not in (None, ""):
+            return v
+    return None
+
+
+def s3_options(properties: Mapping[str, str], environ: Mapping[str, str] = os.environ) -> dict[str, object]:
+    """The S3FileSystem arguments the properties (then the environment) give."""
+    p = properties
+    # A small file is one PutObject when closed, not a three-request multipart upload.
+    options: dict[str, object] = {"allow_delayed_open": True}
+    endpoint = _first(p, "s3.endpoint") or _first(environ, "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
+    if endpoint:
+        if endpoint.startswith("http://"):
+            options["scheme"], endpoint = "http", endpoint[len("http://") :]
+        elif endpoint.startswith("https://"):
+            options["scheme"], endpoint = "https", endpoint[len("https://") :]
+        options["endpoint_override"] = endpoint.rstrip("/")
+    key = _first(p, "s3.access-key-id", "client.access-key-id")
+    secret = _first(p, "s3.secret-access-key", "client.secret-access-key")
+    token = _first(p, "s3.session-token", "client.session-token")
+    if key is None and secret is None:
+        key, secret = _first(environ, "AWS_ACCESS_KEY_ID"), _first(environ, "AWS_SECRET_ACCESS_KEY")
+        token = token or _first(environ, "AWS_SESSION_TOKEN")
+    if key is not None:
+        options["access_key"] = key
+    if secret is not None:
+        options["secret_key"] = secret
+    if token is not None:
+        options["session_token"] = token
+    region = _first(p, "s3.region", "client.region") or _first(environ, "AWS_REGION", "AWS_DEFAULT_REGION")
+    if region:
+        options["region"] = region
+    if proxy := _first(p, "s3.proxy-uri"):
+        options["proxy_options"] = proxy
+    for prop, arg in (("s3.connect-timeout", "connect_timeout"), ("s3.request-timeout", "request_timeout")):
+        if (value := _first(p, prop)) is not None:
+            try:
+                options[arg] = float(value)
+            except ValueError:
+                raise InvalidArgumentError(f"property {prop} is a number of seconds, got {value!r}") from None
+    if role := _first(p, "s3.role-arn", "client.role-arn"):
+        options["role_arn"] = role
+    if session := _first(p, "s3.role-session-name", "client.role-session-name"):
+        options["session_name"] = session
+    if (virtual := _first(p, "s3.force-virtual-addressing")) is not None:
+        options["force_virtual_addressing"] = _flag(virtual)
+    elif (path_style := _first(p, "s3.path-style-access")) is not None:
+        options["force_virtual_addressing"] = not _flag(path_style)
+    if (anonymous := _first(p, "s3.anonymous")) is not None:
+        options["anonymous"] = _flag(anonymous)
+    return options
+
+
+class FileIO:
+    """Reads and writes files by location: local files, and `s3://` objects configured by
+    `properties` (see the module docstring). Picklable: it pickles as its properties."""
+
+    def __init__(self, properties: Mapping[str, str] | None = None) -> None:
+        if properties is not None and not (
+            isinstance(properties, Mapping) and all(isinstance(k, str) and isinstance(v, str) for k, v in properties.items())
+        ):
+            raise InvalidArgumentError(f"FileIO properties are a dict of strings, got {properties!r}")
+        self.properties: dict[str, str] = dict(properties or {})
+        self.fs: pafs.FileSystem = pafs.LocalFileSystem()  # the local file system
+        self._s3: pafs.FileSystem | None = None
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, object]:
+        return {"properties": self.properties}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__init__(state["properties"])  # type: ignore[misc, arg-type]
+
+    def __repr__(self) -> str:
+        return f"FileIO({sorted(k for k in self.properties)})"
+
+    @property
+    def s3_configured(self) -> bool:
+        """Is S3 configured at all: by a property (`s3.*`, `client.*`) or the environment?"""
+        return any(k.startswith(("s3.", "client.")) for k in self.properties) or any(os.environ.get(v) for v in AWS_ENVIRONMENT)
+
+    @property
+    def s3(self) -> pafs.FileSystem:
+        """The S3 file system, opened on first use."""
+        if self._s3 is None:
+            with self._lock:
+                if self._s3 is None:
+                    try:
+                        self._s3 = pafs.S3FileSystem(**s3_options(self.properties))  # type: ignore[arg-type]
+                    except (TypeError, ValueError, pa.ArrowException) as e:
+                        raise InvalidArgumentError(f"cannot configure S3 from the properties: {e}") from e
+        return self._s3
+
+    def resolve(self, location: str) -> tuple[pafs.FileSystem, str]:
+        """The file system holding `location` and its path in it."""
+        if is_object_store(location):
+            return self.s3, s3_key(location)
+        return self.fs, self.path(location)
 
     def path(self, location: str) -> str:
+        """One spelling per file, to compare locations by: the local path, or `s3://bucket/key`."""
+        if is_object_store(location):
+            return "s3://" + s3_key(location)
         return to_local_path(location)
 
-    def open_input(self, location: str) -> pa.NativeFile:
-        return self.fs.open_input_file(self.path(location))
+    def open_input(self, location: str, whole: bool = True) -> pa.NativeFile:
+        """A file to read. On S3 an object of at most WHOLE_OBJECT_BYTES is fetched whole in one
+        GET (Avro readers ask for a few KiB at a time: one ranged GET each otherwise) unless
+        `whole` is False (one blob of a Puffin file: one ranged GET); a larger one is read by
+        ranges (Parquet readers pre-buffer and coalesce them). Opening an object costs a HEAD
+        request (pyarrow's Python API takes no size hint)."""
+        fs, path = self.resolve(location)
+        f = fs.open_input_file(path)
+        if fs is self.fs or not whole or f.size() > WHOLE_OBJECT_BYTES:
+            return f
+        with f:
+            return pa.BufferReader(f.read())
+
+    def open_output(self, location: str) -> pa.NativeFile:
+        """A new file to stream into (parents made as needed); on S3 it appears when closed."""
+        self.make_parent_dirs(location)
+        fs, path = self.resolve(location)
+        return fs.open_output_stream(path)
 
     def read_bytes(self, location: str) -> bytes:
         with self.open_input(location) as f:
             return bytes(f.read())
 
     def size(self, location: str) -> int:
-        return int(self.fs.get_file_info(self.path(location)).size)
+        fs, path = self.resolve(location)
+        return int(fs.get_file_info(path).size)
 
     def exists(self, location: str) -> bool:
-        return self.fs.get_file_info(self.path(location)).type != pafs.FileType.NotFound
+        fs, path = self.resolve(location)
+        return fs.get_file_info(path).type != pafs.FileType.NotFound
 
     def make_parent_dirs(self, location: str) -> None:
+        if is_object_store(location):
+            return  # no folders in object storage
         self.fs.create_dir(os.path.dirname(self.path(location)), recursive=True)
 
     def write_bytes_exclusive(self, location: str, data: bytes) -> None:
         """Create a new file with `data`; fail if it exists. Written under a temporary name and
-        linked into place, so a reader never sees a partial file."""
+        linked into place, so a reader never sees a partial file. On S3 a plain PUT: the object
+        appears whole, and the name is new (module docstring)."""
+        if is_object_store(location):
+            try:
+                with self.s3.open_output_stream(s3_key(location)) as out:
+                    out.write(data)
+            except OSError as e:
+                raise StorageError(f"cannot write {location}: {e}") from e
+            return
         final = self.path(location)
         tmp = f"{final}.{uuid.uuid4().hex}.tmp"
         try:
@@ -99,11 +279,17 @@ class FileIO:
             os.unlink(tmp)
 
     def delete(self, location: str) -> None:
+        fs, path = self.resolve(location)
         try:
-            self.fs.delete_file(self.path(location))
+            fs.delete_file(path)
         except FileNotFoundError:
             pass
 
     def list_files(self, directory_location: str) -> list[pafs.FileInfo]:
-        selector = pafs.FileSelector(self.path(directory_location), recursive=True, allow_not_found=True)
-        return [info for info in self.fs.get_file_info(selector) if info.type == pafs.FileType.File]
+        """Every file under a folder (on S3: a prefix), each with its path as `path()` spells it."""
+        fs, path = self.resolve(directory_location)
+        selector = pafs.FileSelector(path.rstrip("/"), recursive=True, allow_not_found=True)
+        files = [info for info in fs.get_file_info(selector) if info.type == pafs.FileType.File]
+        if not is_object_store(directory_location):
+            return files
+        return [pafs.FileInfo("s3://" + i.path, pafs.FileType.File, mtime_ns=i.mtime_ns, size=i.size) for i in files]

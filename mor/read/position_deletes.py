@@ -62,7 +62,7 @@ def read_deletion_vector(io: FileIO, dv: DeleteFile) -> np.ndarray:
     if offset is None or length is None:
         raise CorruptMetadataError(f"deletion vector {dv.file_path} has no content_offset / content_size_in_bytes")
     try:
-        with io.open_input(dv.file_path) as f:
+        with io.open_input(dv.file_path, whole=False) as f:  # one ranged GET on S3
             f.seek(offset)
             blob = f.read(length)
     except (OSError, pa.ArrowException, ValueError) as e:

@@ -68,10 +68,10 @@ class TaskResult:
         return [p for r in self.removals for p in r.written] + [f.file_path for f in self.added]
 
 
-def run_task(work: Callable[[FileIO, list[str]], TaskResult]) -> TaskResult:
+def run_task(io: FileIO, work: Callable[[FileIO, list[str]], TaskResult]) -> TaskResult:
     """Run a task's work, which appends the path of each file to the list as it writes it.
-    An exception deletes those files and becomes the task's result (see the module docstring)."""
-    io = FileIO()
+    An exception deletes those files and becomes the task's result (see the module docstring).
+    `io`: the table's (shipped with the job), so object storage is reached as the driver does."""
     written: list[str] = []
     try:
         return work(io, written)
@@ -175,7 +175,7 @@ def _run(spark: SparkSession, table: Table, job: RowsJob) -> tuple[Changes, Vali
 
 def _run_groups(job: RowsJob, groups: Iterator[list[FileScanTask]]) -> Iterator[TaskResult]:
     for tasks in groups:  # one group per partition
-        yield run_task(partial(_change_rows, job, tasks))
+        yield run_task(job.target.io, partial(_change_rows, job, tasks))
 
 
 def _change_rows(job: RowsJob, tasks: list[FileScanTask], io: FileIO, written: list[str]) -> TaskResult:

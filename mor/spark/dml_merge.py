@@ -255,6 +255,7 @@ def _target(spark: SparkSession, table: Table, job: MergeJob, key_filter: Boolea
         .option("metadata-columns", "true")
         .option("columns", ",".join(columns))
         .option("data-files", json.dumps([t.data_file.file_path for t in tasks]))
+        .options(**table.io.properties)
         .load(table.metadata_location)
     )
     if not isinstance(key_filter, AlwaysTrue):  # the rows outside it hold no key; pushed down, it skips row groups
@@ -307,7 +308,7 @@ def _merge_task(job: MergeJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa
     received = list(batches)  # read all input first: nothing is written before the input is complete
     rows = pa.Table.from_batches(received) if received else None
     if rows is not None and rows.num_rows:
-        yield _result_batch(run_task(partial(_merge_rows, job, rows)))
+        yield _result_batch(run_task(job.target.io, partial(_merge_rows, job, rows)))
 
 
 def _merge_rows(job: MergeJob, rows: pa.Table, io: FileIO, written: list[str]) -> TaskResult:
@@ -373,7 +374,7 @@ def _insert_task(target: DmlTarget, batches: Iterator[pa.RecordBatch]) -> Iterat
     received = list(batches)
     rows = pa.Table.from_batches(received) if received else None
     if rows is not None and rows.num_rows:
-        yield _result_batch(run_task(partial(_insert_rows, target, rows)))
+        yield _result_batch(run_task(target.io, partial(_insert_rows, target, rows)))
 
 
 def _insert_rows(target: DmlTarget, rows: pa.Table, io: FileIO, written: list[str]) -> TaskResult:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import pyarrow.parquet as pq
 from pyiceberg.expressions import AlwaysTrue
@@ -24,6 +24,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from mor.api.table import Table
 from mor.format.lineage import LINEAGE_FIELD_IDS
+from mor.io.fileio import is_object_store
 from mor.planning.filters import FilterLike, bind_filter, filter_field_ids
 from mor.planning.task import FileScanTask
 from mor.spark.columns import to_column
@@ -43,11 +44,15 @@ def read_table(
     as_of: dt.datetime | int | None = None,
     warehouse: str | None = None,
     uri: str | None = None,
+    properties: Mapping[str, str] | None = None,
 ) -> DataFrame:
     """The live rows of `table` (a mor Table, a `namespace.table` name with `warehouse`/`uri`,
-    or a metadata location) as a DataFrame: the rows `table.scan(...).to_arrow()` returns."""
+    or a metadata location) as a DataFrame: the rows `table.scan(...).to_arrow()` returns.
+    `properties`: file access (`s3.endpoint`, ...), as `load_catalog`'s. A table in object
+    storage is read by the Python source alone (Spark's own Parquet reader would need the
+    Hadoop S3 connector on the classpath)."""
     if not isinstance(table, Table):
-        table = TableRef(table, warehouse, uri).open()
+        table = TableRef(table, warehouse, uri, tuple(sorted((properties or {}).items()))).open()
     scan = table.scan(filter=filter, columns=columns, snapshot_id=snapshot_id, as_of=as_of, case_sensitive=CASE_SENSITIVE)
     output = [f.name for f in scan.projection.fields]
     # Read the filter's columns too, so Spark can apply the filter before projecting.
@@ -60,6 +65,8 @@ def read_table(
     # Row lineage is inherited from the file's manifest entry (first row id plus position,
     # its data sequence number) where the file stores none: only the Python reader knows that.
     native = [t for t in tasks if not t.delete_files] if _natively_readable(read_schema) and not lineage else []
+    if is_object_store(table.location) or any(is_object_store(t.data_file.file_path) for t in native):
+        native = []
     if native and len(table.metadata.schemas) > 1:  # names or types may have changed
         native = [t for t in native if _file_matches(table, t, read_schema)]
     native_paths = {t.data_file.file_path for t in native}
@@ -75,6 +82,7 @@ def read_table(
             .option("snapshot-id", str(scan.snapshot.snapshot_id) if scan.snapshot else "")
             .option("columns", ",".join(f.name for f in read_schema.fields))
             .option("data-files", json.dumps(rest))
+            .options(**table.io.properties)
         )
         if isinstance(filter, str):
             python = python.option("filter", filter)  # prunes row groups in the Python reader

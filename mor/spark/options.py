@@ -2,7 +2,9 @@
 
 A table is named by the load/save path: either `namespace.table` in a catalog (option
 `warehouse`, and/or `uri` for another SQLAlchemy catalog database), or a metadata location
-(`.../metadata/v5.metadata.json`, or a table folder) for a read-only table.
+(`.../metadata/v5.metadata.json`, or a table folder) for a read-only table. Options named
+`s3.*` (and `client.*`) configure object storage, as pyiceberg's properties do (`s3.endpoint`,
+`s3.access-key-id`, ...); they travel with the table reference to the executors.
 
 Option `columns` (comma-separated) selects columns; on a format v3 table it may name the row
 lineage columns `_row_id` and `_last_updated_sequence_number`, as `table.scan(columns=...)`
@@ -18,9 +20,12 @@ from typing import Mapping
 from mor.api.catalog import Catalog, load_catalog
 from mor.api.table import StaticTable, Table
 from mor.errors import InvalidArgumentError
+from mor.io.fileio import FileIO
 from mor.planning.filters import FilterLike, parse_filter
 
 TABLE_OPTIONS = ("path", "table")
+# Options passed on as file access properties, named as pyiceberg names them (`s3.endpoint`, ...).
+FILE_IO_OPTION_PREFIXES = ("s3.", "client.")
 
 
 @dataclass(frozen=True)
@@ -30,6 +35,11 @@ class TableRef:
     name: str
     warehouse: str | None = None
     uri: str | None = None
+    properties: tuple[tuple[str, str], ...] = ()  # file access (`s3.endpoint`, ...), as load_catalog's
+
+    def file_io(self) -> FileIO:
+        """A FileIO configured as the table's catalog is: what executors read and write with."""
+        return FileIO(dict(self.properties))
 
     @property
     def is_metadata_location(self) -> bool:
@@ -38,7 +48,7 @@ class TableRef:
     def open(self) -> Table:
         """The table, to read: a missing warehouse is an error, never created."""
         if self.is_metadata_location:
-            return StaticTable.from_metadata(self.name)
+            return StaticTable.from_metadata(self.name, dict(self.properties))
         return self.catalog(create=False).load_table(self.name)
 
     def catalog(self, create: bool = True) -> Catalog:
@@ -47,7 +57,7 @@ class TableRef:
                 f"table {self.name!r}: give option 'warehouse' (or 'uri' for a catalog database), "
                 "or load a metadata location instead"
             )
-        return load_catalog(self.warehouse or ".", uri=self.uri, create=create)
+        return load_catalog(self.warehouse or ".", uri=self.uri, create=create, properties=dict(self.properties))
 
 
 def is_metadata_location(name: str) -> bool:
@@ -58,7 +68,8 @@ def table_ref(options: Mapping[str, str]) -> TableRef:
     name = next((options[k] for k in TABLE_OPTIONS if options.get(k)), None)
     if not name:
         raise InvalidArgumentError('name the table: .load("db.table") or .load(".../metadata/vN.metadata.json")')
-    return TableRef(name, options.get("warehouse") or None, options.get("uri") or None)
+    properties = tuple(sorted((k, str(v)) for k, v in options.items() if k.lower().startswith(FILE_IO_OPTION_PREFIXES)))
+    return TableRef(name, options.get("warehouse") or None, options.get("uri") or None, properties)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,6 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 from mor.api.scan import Scan
 from mor.api.table import Table
 from mor.format.lineage import LINEAGE_FIELDS, with_lineage
-from mor.io.fileio import FileIO
 from mor.planning.packing import pack_tasks
 from mor.planning.planner import plan_files
 from mor.planning.task import FileScanTask
@@ -116,7 +115,7 @@ def _with_lineage_asked(table: Table, projection: Schema, requested: StructType)
 
 def read_group(plan: ScanPlan, tasks: Sequence[FileScanTask]) -> Iterator[pa.RecordBatch]:
     """The live rows of `tasks`, as batches of exactly Spark's Arrow schema."""
-    io = FileIO()
+    io = plan.ref.file_io()
     with_positions = plan.options.metadata_columns
     reader = TaskReader(
         io, plan.schema, plan.projection, plan.row_filter, DeleteFileCache(io, tasks), CASE_SENSITIVE, with_positions=with_positions

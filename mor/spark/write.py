@@ -121,7 +121,7 @@ class MorWriter(DataSourceArrowWriter):
 
     # -- executors -------------------------------------------------------------------------
     def write(self, iterator: Iterator[pa.RecordBatch]) -> MorCommitMessage:
-        io, t = FileIO(), self.target
+        io, t = self.ref.file_io(), self.target
         options = WriteOptions(dict(t.properties))
         files: list[DataFile] = []
         try:
@@ -152,7 +152,7 @@ class MorWriter(DataSourceArrowWriter):
     # -- driver ----------------------------------------------------------------------------
     def commit(self, messages: Sequence[WriterCommitMessage | None]) -> None:
         files = _files(messages)
-        io = FileIO()
+        io = self.ref.file_io()
         try:
             ops, base, base_location = self._base()
             changes = self._changes(io, base, files)
@@ -169,7 +169,7 @@ class MorWriter(DataSourceArrowWriter):
         # files itself unless it ended in CommitStateUnknownError, when they must stay.
         if all(m is not None for m in messages):
             return
-        io = FileIO()
+        io = self.ref.file_io()
         _delete(io, _files(messages))
         # A task that failed upstream of its writer (in a UDF, say) can end the writer's input
         # as if complete: the writer returns, Spark drops its message. Its files carry our prefix.

@@ -31,10 +31,11 @@ def _write_parquet(
 ) -> pq.FileMetaData:
     io.make_parent_dirs(location)
     collector: list[pq.FileMetaData] = []
+    fs, path = io.resolve(location)
     pq.write_table(
         table,
-        io.path(location),
-        filesystem=io.fs,
+        path,
+        filesystem=fs,
         compression=options.compression,
         row_group_size=options.row_group_rows,
         metadata_collector=collector,

@@ -133,9 +133,8 @@ class RollingDataWriter:
 
     def _open(self, partition: PartitionValues) -> _OpenFile:
         location = new_file_location(self.table_location, self.spec, self.schema, partition, prefix=self.file_prefix)
-        self.io.make_parent_dirs(location)
         self.started.append(location)
-        sink = self.io.fs.open_output_stream(self.io.path(location))
+        sink = self.io.open_output(location)
         writer = pq.ParquetWriter(
             sink, self.parquet_schema, compression=self.options.compression, write_statistics=True,
             **encodings(self.parquet_schema),
