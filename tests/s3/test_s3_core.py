@@ -25,7 +25,7 @@ def rows(ids) -> pa.Table:
     return pa.table({"id": ids, "cat": [("a", "b", "c")[i % 3] for i in ids], "n": [i * 10 for i in ids]}, schema=SCHEMA)
 
 
-@pytest.fixture(params=["s3", "s3-postgres", "local"])
+@pytest.fixture(params=["s3", pytest.param("s3-postgres", marks=pytest.mark.postgres), "local"])
 def catalog(request, tmp_path: Path):
     if request.param == "local":
         return mor.load_catalog(tmp_path / "warehouse")
@@ -164,7 +164,7 @@ def test_v2_upgrade_rewrite_position_deletes(catalog):
     assert sorted_rows(table) == expect(range(3, 100))
 
 
-@pytest.mark.parametrize("database", ["sqlite", "postgres"])
+@pytest.mark.parametrize("database", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_pyiceberg_reads_the_same_rows(request, s3_server, tmp_path: Path, database: str):
     from pyiceberg.catalog.sql import SqlCatalog
 

@@ -27,7 +27,7 @@ def rows(ids) -> pa.Table:
     return pa.table({"id": ids, "cat": [("a", "b", "c")[i % 3] for i in ids], "n": [i * 10 for i in ids]}, schema=SCHEMA)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def s3_table(request, s3_server, tmp_path: Path):  # noqa: F811
     if request.param == "postgres":
         server = request.getfixturevalue("postgres_server")
