@@ -19,7 +19,7 @@ import pytest
 from java_fixtures import describe_row_differences, row_sort_key, to_json_rows
 from oracle_support import read_with_iceberg_java
 from pyiceberg.table import StaticTable as PyIcebergStaticTable
-from test_maintenance_interop import relocate_fixture
+from fixture_copies import relocate_fixture
 
 import mor
 

@@ -20,17 +20,15 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import fastavro
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 import pytest
+from fixture_copies import relocate_fixture
 from java_fixtures import (
     FIXTURE_TABLES,
     describe_row_differences,
@@ -242,80 +240,7 @@ def build(catalog: mor.Catalog, name: str, partition_by: list[str] | None, steps
 # Relocated copies of the Iceberg Java fixtures
 # ---------------------------------------------------------------------------------------------
 
-FIXTURE_ROOT = "/tmp/mor-fixtures/iceberg-java"  # the warehouse the fixtures' metadata names
 V2_FIXTURES = sorted(name for name, info in FIXTURE_TABLES.items() if info["format_version"] == 2)
-POSITION_PATH_FIELD_ID = 2147483546
-
-
-def relocate_fixture(name: str, root: Path) -> str:
-    """Copy fixture table `name` to root/db/<name> with every location inside it moved from the
-    fixtures' warehouse to `root`: the metadata JSON files, the manifest lists, the manifests
-    (file paths, `file_path` bounds, sizes of the rewritten delete files) and the `file_path`
-    column of the position delete files. The data files are copied as Java wrote them. Returns
-    the final metadata file."""
-    new_root = str(root.resolve())
-    target = root / "db" / name
-    shutil.copytree(fixture_source(name) / "db" / name, target)
-
-    def moved(location: str | None) -> str | None:
-        if location is None:
-            return None
-        assert FIXTURE_ROOT in location, location
-        return location.replace(FIXTURE_ROOT, new_root, 1)
-
-    def rewrite_avro(path: Path, change: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
-        with open(path, "rb") as f:
-            reader = fastavro.reader(f)
-            schema, codec = reader.writer_schema, reader.codec
-            metadata = {k: v for k, v in reader.metadata.items() if not k.startswith("avro.")}
-            records = [change(record) for record in reader]
-        with open(path, "wb") as f:
-            fastavro.writer(f, schema, records, codec=codec, metadata=metadata)
-
-    manifests = [p for p in sorted((target / "metadata").glob("*.avro")) if not p.name.startswith("snap-")]
-    manifest_lists = sorted((target / "metadata").glob("snap-*.avro"))
-
-    position_delete_files = set()
-    for manifest in manifests:
-        with open(manifest, "rb") as f:
-            position_delete_files |= {r["data_file"]["file_path"] for r in fastavro.reader(f) if r["data_file"]["content"] == 1}
-    new_sizes: dict[str, int] = {}
-    for location in sorted(position_delete_files):
-        local = to_local_path(moved(location))  # type: ignore[arg-type]
-        deletes = pq.read_table(local)
-        paths = pa.array([moved(p) for p in deletes["file_path"].to_pylist()], pa.string())
-        pq.write_table(deletes.set_column(0, deletes.schema.field(0), paths), local)
-        new_sizes[location] = Path(local).stat().st_size
-
-    def move_entry(entry: dict[str, Any]) -> dict[str, Any]:
-        data_file = entry["data_file"]
-        old_path = data_file["file_path"]
-        data_file["file_path"] = moved(old_path)
-        data_file["referenced_data_file"] = moved(data_file.get("referenced_data_file"))
-        if old_path in new_sizes:
-            data_file["file_size_in_bytes"] = new_sizes[old_path]
-            data_file["split_offsets"] = None  # the rewritten file has its own row groups
-            for bounds in ("lower_bounds", "upper_bounds"):
-                for bound in data_file.get(bounds) or []:
-                    if bound["key"] == POSITION_PATH_FIELD_ID:
-                        bound["value"] = moved(bound["value"].decode()).encode()  # type: ignore[union-attr]
-        return entry
-
-    for manifest in manifests:
-        rewrite_avro(manifest, move_entry)
-
-    def move_manifest(entry: dict[str, Any]) -> dict[str, Any]:
-        entry["manifest_path"] = moved(entry["manifest_path"])
-        entry["manifest_length"] = Path(to_local_path(entry["manifest_path"])).stat().st_size
-        return entry
-
-    for manifest_list in manifest_lists:
-        rewrite_avro(manifest_list, move_manifest)
-    for metadata_file in (target / "metadata").glob("*.metadata.json"):
-        metadata_file.write_text(metadata_file.read_text().replace(FIXTURE_ROOT, new_root))
-    final = root / FIXTURE_TABLES[name]["final_metadata_file"]
-    assert final.is_file(), final
-    return str(final)
 
 
 @dataclass

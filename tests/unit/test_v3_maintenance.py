@@ -12,10 +12,10 @@ import shutil
 
 import pytest
 from pyiceberg.expressions import In
+from test_compact import race  # compaction raced by a concurrent commit
 from unit_helpers import SCHEMA, RawEntry, assert_no_orphans, files_under, live_data_paths, live_delete_entries, local, make_rows, raw_entries
 
 import mor
-from mor.api import table as table_module
 
 LINEAGE = ["_row_id", "_last_updated_sequence_number"]
 NOW = dt.timedelta(0)
@@ -107,23 +107,6 @@ def test_compaction_drops_the_vectors_of_rewritten_files_only_and_keeps_lineage(
     assert result.removed_position_delete_files == 4
     assert {r["id"]: r["_last_updated_sequence_number"] for r in lineage_rows(table)}[95] == 3  # the UPDATE's
     assert_no_orphans(table)
-
-
-def race(monkeypatch: pytest.MonkeyPatch, concurrent) -> list[int]:  # type: ignore[no-untyped-def]
-    """Run `concurrent()` once, after compaction has written its files and before it commits;
-    the list counts the plans written."""
-    real = table_module.write_compaction
-    pending, plans = [concurrent], []
-
-    def written_then_raced(*args, **kwargs):  # type: ignore[no-untyped-def]
-        validate = real(*args, **kwargs)
-        plans.append(1)
-        while pending:
-            pending.pop()()
-        return validate
-
-    monkeypatch.setattr(table_module, "write_compaction", written_then_raced)
-    return plans
 
 
 def test_a_vector_committed_meanwhile_for_a_rewritten_file_is_a_conflict(catalog: mor.Catalog, monkeypatch: pytest.MonkeyPatch) -> None:
