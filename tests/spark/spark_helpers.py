@@ -35,6 +35,15 @@ def rows(ids: range | list[int], n: int = 0) -> pa.Table:
     )
 
 
+def source_rows(ids: list[int], n: int, categories: dict[int, str | None] | None = None) -> pa.Table:
+    """Rows for a MERGE/UPSERT source; `categories` overrides the category of some ids."""
+    data = rows(ids, n=n)
+    if categories:
+        values = [categories.get(i, c) for i, c in zip(ids, data.column("category").to_pylist())]
+        data = data.set_column(1, "category", pa.array(values, pa.string()))
+    return data
+
+
 def canonical(table: pa.Table) -> list[tuple]:
     return sorted(tuple(r.values()) for r in table.to_pylist())
 

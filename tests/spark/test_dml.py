@@ -17,7 +17,7 @@ import pytest
 from pyiceberg.expressions import In
 from pyiceberg.table import StaticTable as PyIcebergStaticTable
 from pyspark.errors import PythonException
-from spark_helpers import SCHEMA, canonical, rows
+from spark_helpers import SCHEMA, canonical, rows, source_rows
 
 import mor
 from mor.io.fileio import to_local_path
@@ -49,14 +49,6 @@ def files_under(table: mor.Table) -> set[str]:
 
 def live_rows(table: mor.Table) -> list[tuple]:
     return canonical(table.scan().to_arrow())
-
-
-def source_rows(ids: list[int], n: int, categories: dict[int, str | None] | None = None) -> pa.Table:
-    data = rows(ids, n=n)
-    if categories:
-        values = [categories.get(i, c) for i, c in zip(ids, data.column("category").to_pylist())]
-        data = data.set_column(1, "category", pa.array(values, pa.string()))
-    return data
 
 
 MERGE_SOURCE = source_rows([4, 15, 16, 17, 30, 44, 90, 500, 501], n=1000, categories={17: "zzz", 501: None})

@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 import pytest
 from java_fixtures import JAVA_SNAPSHOTS, describe_row_differences, expected_rows_file, read_json_lines, row_sort_key, to_json_rows
 from pyiceberg.expressions import In
-from spark_helpers import SCHEMA, canonical, rows
+from spark_helpers import SCHEMA, canonical, rows, source_rows
 
 import mor
 from mor.api.table import StaticTable
@@ -87,14 +87,6 @@ def test_lineage_columns_read_by_option_schema_and_fast_path(spark: Any, catalog
     catalog.create_table("db.v2", schema=SCHEMA).append(rows(range(3)))  # no lineage before v3
     with pytest.raises(Exception, match="not in the table"):
         spark.read.format("mor").schema("id long, _row_id long").option("warehouse", str(warehouse)).load("db.v2").collect()
-
-
-def source_rows(ids: list[int], n: int, categories: dict[int, str | None] | None = None) -> pa.Table:
-    data = rows(ids, n=n)
-    if categories:
-        values = [categories.get(i, c) for i, c in zip(ids, data.column("category").to_pylist())]
-        data = data.set_column(1, "category", pa.array(values, pa.string()))
-    return data
 
 
 # As in test_dml.py: matched rows deleted, updated (partly) and kept; new keys inserted or not.
