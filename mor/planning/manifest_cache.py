@@ -5,7 +5,9 @@ snapshot that lists it (consecutive snapshots share most manifests). The cache k
 manifest-list row's identity (path, length, spec, content, inherited sequence number,
 snapshot id and first row id) and the kind of FileIO, so an entry is only ever served for the same file read the
 same way. A hit costs one `size` call: a file replaced or damaged since it was cached no longer
-has the size it was read with, and is read again (and fails, naming it, as it would have).
+has the size it was read with, and is read again (and fails, naming it, as it would have). On
+object storage a hit costs nothing: objects are never replaced in place, and a HEAD request per
+manifest per plan is what the cache is there to save.
 
 Memory is bounded by a number of entries (`MOR_MANIFEST_CACHE_ENTRIES` or
 `configure(max_entries=...)`; default DEFAULT_MAX_ENTRIES, about 3 KB each with metrics for 5
@@ -25,11 +27,9 @@ paused while manifests are decoded (reference counting still frees everything ac
 from __future__ import annotations
 
 import gc
-import os
 import threading
 from collections import OrderedDict
 from contextlib import contextmanager
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Hashable, Iterator, Sequence
 
@@ -39,7 +39,8 @@ from pyiceberg.schema import Schema
 from mor.format.content_file import ManifestEntry
 from mor.format.manifest import ManifestFile, decode_manifest, read_manifest_bytes
 from mor.io.environment import budget_from_env
-from mor.io.fileio import FileIO
+from mor.io.fileio import FileIO, is_object_store
+from mor.io.threads import SharedPool
 
 DEFAULT_MAX_ENTRIES = 100_000
 BUDGET_ENV = "MOR_MANIFEST_CACHE_ENTRIES"
@@ -126,10 +127,7 @@ def _budget() -> int:
 
 
 _CACHE = ManifestCache(_budget())
-_threads = DEFAULT_THREADS
-_executor: ThreadPoolExecutor | None = None
-_executor_pid: int | None = None
-_executor_lock = threading.Lock()
+_POOL = SharedPool(DEFAULT_THREADS, "mor-manifests")
 
 
 def cache() -> ManifestCache:
@@ -139,7 +137,6 @@ def cache() -> ManifestCache:
 def configure(max_entries: int | None = None, threads: int | None = None) -> None:
     """Resize the process-wide cache (0 turns it off; shrinking empties it) and set how many
     threads read manifests (1: read them one after another in the calling thread)."""
-    global _threads, _executor
     if max_entries is not None:
         if max_entries < 0:
             raise ValueError(f"max_entries must be >= 0, got {max_entries}")
@@ -149,23 +146,11 @@ def configure(max_entries: int | None = None, threads: int | None = None) -> Non
     if threads is not None:
         if threads < 1:
             raise ValueError(f"threads must be >= 1, got {threads}")
-        with _executor_lock:
-            _threads = threads
-            _executor = None  # a plan still using the old pool finishes; its idle threads then exit
+        _POOL.resize(threads)
 
 
 def clear() -> None:
     _CACHE.clear()
-
-
-def _pool() -> ThreadPoolExecutor:
-    """The shared reader pool, made again in a forked child (its threads do not survive a fork)."""
-    global _executor, _executor_pid
-    with _executor_lock:
-        if _executor is None or _executor_pid != os.getpid():
-            _executor = ThreadPoolExecutor(max_workers=_threads, thread_name_prefix="mor-manifests")
-            _executor_pid = os.getpid()
-        return _executor
 
 
 def cache_key(io: FileIO, manifest: ManifestFile, spec: Hashable) -> Hashable:
@@ -217,11 +202,11 @@ def read_entries(
         return entries
 
     with gc_paused():
-        if len(missing) > 1 and _threads > 1:
+        if len(missing) > 1 and _POOL.threads > 1:
             # Reading releases the GIL and decoding does not: threads read ahead, this thread
             # decodes in order as the bytes arrive (decoding in the pool made the GIL change
             # hands per entry: 5-25% slower locally than one thread).
-            read = _pool().map(lambda i: read_manifest_bytes(io, manifests[i]), missing)
+            read = _POOL.get().map(lambda i: read_manifest_bytes(io, manifests[i]), missing)
             for i, data in zip(missing, read):
                 out[i] = decode(i, data)
         else:
@@ -255,6 +240,10 @@ def gc_paused() -> Iterator[None]:
 
 
 def _still_there(io: FileIO, manifest: ManifestFile, size: int) -> bool:
+    if is_object_store(manifest.manifest_path):
+        # Objects are written once under new names, never replaced in place (mor/io/fileio.py):
+        # checking would cost a HEAD request per cached manifest per plan.
+        return True
     try:
         return io.size(manifest.manifest_path) == size
     except Exception:  # missing, a folder, unreachable: read it again and report what is wrong

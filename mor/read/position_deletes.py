@@ -3,8 +3,10 @@ their sorted runs, apply as keep-masks."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections import Counter
+from collections import Counter, deque
+from concurrent.futures import Future
 from typing import Iterable
 
 import numpy as np
@@ -15,7 +17,8 @@ from mor.errors import CorruptMetadataError, UnsupportedFeatureError
 from mor.format import deletion_vector
 from mor.format.content_file import DeleteFile
 from mor.format.spec import DELETE_FILE_PATH_NAME, DELETE_POS_NAME
-from mor.io.fileio import FileIO, unreadable
+from mor.io.fileio import FileIO, is_object_store, unreadable
+from mor.io.threads import SharedPool
 from mor.planning.delete_index import referenced_path
 from mor.planning.task import FileScanTask
 from mor.read.decoded_cache import SHARED, DecodedFileCache
@@ -23,6 +26,8 @@ from mor.read.decoded_cache import SHARED, DecodedFileCache
 NO_POSITIONS = np.empty(0, dtype=np.int64)
 NO_POSITIONS.flags.writeable = False
 WHOLE_FILE_BYTES = 8 << 20
+PREFETCH_BYTES = 64 << 20  # positions fetched ahead of the reader, at most (estimated: 8 bytes each)
+_PREFETCH_POOL = SharedPool(8, "mor-delete-prefetch")  # GETs in flight at once
 
 
 def read_position_delete_file(io: FileIO, delete_file: DeleteFile) -> dict[str, np.ndarray]:
@@ -95,7 +100,9 @@ class DeleteFileCache:
     per process while it stays in the shared cache (`mor.read.decoded_cache`). Thread-safe.
 
     Given the scan's tasks, a file is dropped from this scan's memory after the last task that
-    needs it is `done`, so a streaming read holds only the deletes still ahead of it."""
+    needs it is `done`, so a streaming read holds only the deletes still ahead of it; and
+    `prefetch()` fetches the object-store delete files ahead of the reader, in task order,
+    several at once, holding at most PREFETCH_BYTES of positions not yet needed."""
 
     def __init__(self, io: FileIO, tasks: Iterable[FileScanTask] | None = None, shared: DecodedFileCache | None = SHARED):
         self.io = io
@@ -104,17 +111,31 @@ class DeleteFileCache:
         self._locks: dict[tuple[str, int | None], threading.Lock] = {}
         self._guard = threading.Lock()
         self._users: Counter[tuple[str, int | None]] | None = None
+        self._ahead: deque[DeleteFile] = deque()  # files to prefetch, in task order
+        self._started: set[tuple[str, int | None]] = set()  # loaded, being loaded, or prefetched
+        self._held: dict[tuple[str, int | None], int] = {}  # prefetched, not yet dropped: bytes
         if tasks is not None:
+            tasks = list(tasks)
             self._users = Counter(f.key for t in tasks for f in t.position_deletes)
+            first = {f.key: f for t in tasks for f in t.position_deletes}  # insertion order: task order
+            self._ahead.extend(f for f in first.values() if is_object_store(f.file_path))
 
     def positions(self, delete_file: DeleteFile) -> dict[str, np.ndarray]:
         path = delete_file.key  # a Puffin file holds several deletion vectors
         with self._guard:
             lock = self._locks.setdefault(path, threading.Lock())
+            self._started.add(path)
         with lock:
-            if path not in self._loaded:
-                self._loaded[path] = self._load(delete_file)
-            return self._loaded[path]
+            found = self._loaded.get(path)
+            if found is None:
+                found = self._load(delete_file)
+                with self._guard:
+                    if self._still_needed(path):  # not when a late prefetch finds its tasks done
+                        self._loaded[path] = found
+            return found
+
+    def _still_needed(self, key: tuple[str, int | None]) -> bool:
+        return self._users is None or key not in self._users or self._users[key] > 0
 
     def done(self, task: FileScanTask) -> None:
         if self._users is None:
@@ -125,6 +146,35 @@ class DeleteFileCache:
                 if self._users[f.key] <= 0:
                     self._loaded.pop(f.key, None)
                     self._locks.pop(f.key, None)
+                    self._held.pop(f.key, None)
+        if self._ahead:
+            self.prefetch()
+
+    def prefetch(self) -> list[Future[None]]:
+        """Start fetching the next delete files in object storage (a GET costs milliseconds of
+        waiting: the reader would pay them one after another) on the shared I/O threads, while
+        those prefetched and not yet done hold less than PREFETCH_BYTES. A no-op without tasks
+        or for local files. A file that fails is left for the reader, which raises its error.
+        Returns the fetches it started."""
+        pool, started = None, []
+        while True:
+            with self._guard:
+                if not self._ahead or sum(self._held.values()) >= PREFETCH_BYTES:
+                    return started
+                f = self._ahead.popleft()
+                if f.key in self._started:
+                    continue
+                self._started.add(f.key)
+                self._held[f.key] = 8 * max(1, f.record_count)  # int64 positions
+            pool = pool or _PREFETCH_POOL.get()
+            started.append(pool.submit(self._prefetch_one, f))
+
+    def _prefetch_one(self, delete_file: DeleteFile) -> None:
+        with self._guard:
+            if not self._still_needed(delete_file.key):
+                return  # its tasks read it themselves meanwhile
+        with contextlib.suppress(Exception):
+            self.positions(delete_file)
 
     def _load(self, delete_file: DeleteFile) -> dict[str, np.ndarray]:
         if self.shared is None or not self.shared.max_bytes:

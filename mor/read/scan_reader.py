@@ -46,6 +46,7 @@ def prepared_reader(
     # Announced up front, each set of equality columns and partition is indexed once, with all
     # of its files, rather than once per subset of files the tasks happen to need.
     reader.equality_cache.prepare(d for t in tasks for d in t.equality_deletes)
+    reader.cache.prefetch()
     return reader
 
 

@@ -121,6 +121,7 @@ def read_group(plan: ScanPlan, tasks: Sequence[FileScanTask]) -> Iterator[pa.Rec
         io, plan.schema, plan.projection, plan.row_filter, DeleteFileCache(io, tasks), CASE_SENSITIVE, with_positions=with_positions
     )
     reader.equality_cache.prepare(d for t in tasks for d in t.equality_deletes)
+    reader.cache.prefetch()
     target = spark_arrow_schema(plan.output)
     for task in tasks:
         for batch in reader.read(task):

@@ -24,9 +24,22 @@ INSTALL_HINT = 'pip install "moto[server]" (in the dev extra: pip install -e ".[
 ACCESS_KEY, SECRET_KEY, REGION = "testing", "testing", "us-east-1"
 
 
+def request_kind(line: str) -> str | None:
+    """The kind of request an access log line records: its HTTP method, or LIST for a GET of a
+    bucket (a listing: `GET /bucket?list-type=2&prefix=...`); None for other lines."""
+    found = _REQUEST.search(line)  # the line may carry color codes
+    if not found:
+        return None
+    method, path = found.groups()
+    if method == "GET" and "/" not in path.split("?", 1)[0].strip("/"):
+        return "LIST"
+    return method
+
+
 class RequestCounter(logging.Filter):
-    """Counts the requests the server answers, by method, from werkzeug's access log: a filter
-    on its logger that counts each record and drops it (nothing printed or captured)."""
+    """Counts the requests the server answers, by kind (`request_kind`), from werkzeug's access
+    log: a filter on its logger that counts each record and drops it (nothing printed or
+    captured)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -34,9 +47,9 @@ class RequestCounter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         args = record.args if isinstance(record.args, tuple) else ()
-        found = _METHOD.search(str(args[0])) if args else None  # the line may carry color codes
-        if found:
-            self.counts[found.group(1)] += 1
+        kind = request_kind(str(args[0])) if args else None
+        if kind:
+            self.counts[kind] += 1
             return False
         return True
 
@@ -48,7 +61,7 @@ class RequestCounter(logging.Filter):
 
 
 REQUESTS = RequestCounter()
-_METHOD = re.compile(r"(GET|HEAD|PUT|POST|DELETE) /")
+_REQUEST = re.compile(r"(GET|HEAD|PUT|POST|DELETE) (/\S*)")
 
 
 @dataclass(frozen=True)
@@ -106,6 +119,56 @@ def start_moto() -> tuple[object, S3Server]:
         server.stop()
         raise RuntimeError(f"moto's S3 server at {endpoint} did not create bucket {bucket}: {e}") from e
     return server, S3Server(endpoint, bucket)
+
+
+class MotoProcess:
+    """moto's S3 server in a child process, for benchmarks: served by this process's threads it
+    would compete with the reader being measured for the GIL. Its access log goes to a file;
+    `requests()` counts the lines logged since `reset()` by kind (werkzeug logs a request when
+    it sends the response headers, so every answered request is counted)."""
+
+    def __init__(self, log_path: str) -> None:
+        import subprocess
+        import sys
+        import time
+
+        self.log_path = log_path
+        port = _free_port()
+        self._log = open(log_path, "wb")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            stdout=self._log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        self.server = S3Server(f"http://127.0.0.1:{port}", "mor-bench")
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                request = urllib.request.Request(f"{self.server.endpoint}/{self.server.bucket}", method="PUT")
+                urllib.request.urlopen(request, timeout=30).read()
+                break
+            except OSError as e:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError(f"moto's S3 server did not start ({e}); see {log_path} ({INSTALL_HINT})") from e
+                time.sleep(0.2)
+        self._offset = 0
+        self.reset()
+
+    def reset(self) -> None:
+        self._log.flush()
+        with open(self.log_path, "rb") as f:
+            self._offset = f.seek(0, 2)
+
+    def requests(self) -> dict[str, int]:
+        with open(self.log_path, "rb") as f:
+            f.seek(self._offset)
+            lines = f.read().decode(errors="replace").splitlines()
+        return dict(Counter(k for k in map(request_kind, lines) if k))
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=30)
+        self._log.close()
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,83 @@
+"""What a scan and the writes cost in requests to the object store, counted from the S3 test
+server's access log (tests/servers/s3.py): a cold scan fetches every file it needs once, in one
+GET (plus the HEAD pyarrow sends when it opens an object: its Python API takes no size), a warm
+scan fetches only the manifest list, the data and the equality delete files (position deletes
+and manifests are cached in the process), and nothing lists a prefix to find table state."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from mor.format.manifest_list import read_manifest_list
+from mor.planning import manifest_cache
+from mor.read.decoded_cache import SHARED
+
+SCHEMA = pa.schema([("id", pa.int64()), ("cat", pa.string()), ("n", pa.int64())])
+
+
+def rows(ids) -> pa.Table:
+    ids = list(ids)
+    return pa.table({"id": ids, "cat": [("a", "b", "c")[i % 3] for i in ids], "n": [i * 10 for i in ids]}, schema=SCHEMA)
+
+
+def cold() -> None:
+    manifest_cache.clear()
+    SHARED.clear()
+
+
+@pytest.fixture
+def table(s3_catalog):
+    table = s3_catalog.create_table("db.t", SCHEMA, partition_by=["cat"])
+    table.append(rows(range(0, 300)))  # three partitions: three data files per append
+    table.append(rows(range(300, 600)))
+    table.delete("n >= 1000 and n < 2000")  # position deletes, in every data file
+    table.delete_rows(pa.table({"id": pa.array([1, 2, 301], pa.int64())}))  # equality deletes
+    return table
+
+
+def test_a_cold_scan_fetches_each_file_once(s3_server, table) -> None:
+    tasks = table.scan().plan_files()
+    manifests = read_manifest_list(table.io, table.current_snapshot().manifest_list)
+    data = {t.data_file.file_path for t in tasks}
+    deletes = {d.file_path for t in tasks for d in t.delete_files}
+    equality = {d.file_path for t in tasks for d in t.equality_deletes}
+    assert len(data) == 6 and len(deletes) > len(equality) > 0
+    files = 1 + len(manifests) + len(data) + len(deletes)  # and the manifest list
+
+    cold()
+    s3_server.requests.reset()
+    result = table.scan().to_arrow()
+    assert s3_server.requests.snapshot() == {"GET": files, "HEAD": files}
+    gone = set(range(100, 200)) | {1, 2, 301}
+    assert sorted(result["id"].to_pylist()) == [i for i in range(600) if i not in gone]
+
+    s3_server.requests.reset()  # warm: manifests and decoded position deletes are cached in the process
+    assert table.scan().to_arrow().num_rows == result.num_rows
+    files = 1 + len(data) + len(equality)
+    assert s3_server.requests.snapshot() == {"GET": files, "HEAD": files}
+
+
+def test_planning_reads_only_the_manifest_list_and_manifests(s3_server, table) -> None:
+    manifests = read_manifest_list(table.io, table.current_snapshot().manifest_list)
+    cold()
+    s3_server.requests.reset()
+    table.scan().plan_files()
+    assert s3_server.requests.snapshot() == {"GET": 1 + len(manifests), "HEAD": 1 + len(manifests)}
+
+
+def test_writes_and_reads_never_list_a_prefix(s3_server, s3_catalog) -> None:
+    s3_server.requests.reset()
+    table = s3_catalog.create_table("db.w", SCHEMA, partition_by=["cat"])
+    table.append(rows(range(0, 100)))
+    table.delete("id < 10")
+    table.delete("id < 20", mode="copy-on-write")
+    table.update({"n": 0}, "id = 50")
+    table.upsert(rows(range(90, 110)), on=["id"])
+    table.delete_rows(pa.table({"id": pa.array([95], pa.int64())}))
+    reloaded = s3_catalog.load_table("db.w")
+    assert reloaded.scan().to_arrow().num_rows == 89
+    table.compact()
+    counts = s3_server.requests.snapshot()
+    assert "LIST" not in counts, counts
+    assert counts["PUT"] > 0 and "DELETE" not in counts  # nothing written is ever removed by a commit
