@@ -25,11 +25,12 @@ from mor.commit.summary import build_summary
 from mor.commit.table_ops import CommitFailedError
 from mor.errors import CatalogUnavailableError, CommitConflictError, CommitStateUnknownError, CorruptMetadataError
 from mor.format.content_file import ContentFile, DataFile, DeleteFile
-from mor.format.manifest import EntryToWrite, ManifestFile, read_manifest, write_manifest
+from mor.format.manifest import EntryToWrite, ManifestFile, read_manifests, write_manifest
 from mor.format.manifest_list import read_manifest_list, write_manifest_list
 from mor.format.metadata import Snapshot, TableMetadata, now_ms, same_schema, with_schema, with_snapshot, with_spec
 from mor.format.spec import FileContent, ManifestContent, ManifestEntryStatus
-from mor.io.fileio import FileIO
+from mor.io.fileio import FileIO, is_object_store
+from mor.io.threads import IO_POOL
 
 class TableOperations(Protocol):
     def refresh(self) -> tuple[TableMetadata, str]: ...
@@ -227,17 +228,12 @@ def _carry_manifests(
     found: set[tuple[str, int | None]] = set()
     specs = base.specs()
     carried, rewritten = [], []
-    for manifest in read_manifest_list(io, parent.manifest_list):
-        if not to_remove:
-            if manifest.has_live_files:
-                _check_intact(io, manifest)
-                carried.append(manifest)
-            continue
-        entries = read_manifest(io, manifest, specs, schema)
+    manifests = read_manifest_list(io, parent.manifest_list)
+    entries_of = read_manifests(io, manifests, specs, schema) if to_remove else [[] for _ in manifests]
+    for manifest, entries in zip(manifests, entries_of):
         hits = {e.file.key for e in entries if e.is_live and e.file.key in to_remove}
         if not hits:
             if manifest.has_live_files:
-                _check_intact(io, manifest)
                 carried.append(manifest)
             continue
         found |= hits
@@ -264,6 +260,7 @@ def _carry_manifests(
                 format_version=base.format_version,
             )
         )
+    _check_intact(io, carried)
     missing = to_remove - found
     if missing:
         for m in rewritten:
@@ -273,13 +270,29 @@ def _carry_manifests(
 
 
 
-def _check_intact(io: FileIO, manifest: ManifestFile) -> None:
+# Object-store manifests this process found whole. An object is never truncated or replaced in
+# place (mor/io/fileio.py), so one is looked at once per process, not once per commit: a HEAD
+# request for every manifest of the table on every commit would grow with the table's history.
+_SEEN_WHOLE: set[tuple[str, int]] = set()
+_SEEN_WHOLE_MAX = 100_000
+
+
+def _check_intact(io: FileIO, manifests: list[ManifestFile]) -> None:
     """Refuse to build on a manifest that is gone or truncated: the new snapshot would carry
-    it, and no reader could read that snapshot either."""
-    try:
-        size = io.size(manifest.manifest_path)
-    except (OSError, TypeError):
-        size = None
-    if size != manifest.manifest_length:
-        found = "missing" if size is None else f"{size} bytes, the manifest list says {manifest.manifest_length}"
-        raise CorruptMetadataError(f"manifest {manifest.manifest_path} is {found}: refusing to commit on top of it")
+    it, and no reader could read that snapshot either. The sizes are looked up concurrently."""
+    todo = [m for m in manifests if (m.manifest_path, m.manifest_length) not in _SEEN_WHOLE]
+
+    def size(manifest: ManifestFile) -> int | None:
+        try:
+            return io.size(manifest.manifest_path)
+        except (OSError, TypeError):
+            return None
+
+    sizes = list(IO_POOL.get().map(size, todo)) if len(todo) > 1 else [size(m) for m in todo]
+    for manifest, found in zip(todo, sizes):
+        if found != manifest.manifest_length:
+            what = "missing" if found is None else f"{found} bytes, the manifest list says {manifest.manifest_length}"
+            raise CorruptMetadataError(f"manifest {manifest.manifest_path} is {what}: refusing to commit on top of it")
+    if len(_SEEN_WHOLE) > _SEEN_WHOLE_MAX:
+        _SEEN_WHOLE.clear()
+    _SEEN_WHOLE.update((m.manifest_path, m.manifest_length) for m in todo if is_object_store(m.manifest_path))

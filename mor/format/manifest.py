@@ -22,6 +22,7 @@ from mor.format.content_file import ContentFile, ManifestEntry, content_file_fro
 from mor.format.partition_values import avro_record_keys, to_avro_record, to_internal
 from mor.format.spec import FileContent, ManifestContent, ManifestEntryStatus
 from mor.io.fileio import FileIO, unreadable
+from mor.io.threads import IO_POOL
 
 
 @dataclass(frozen=True)
@@ -136,6 +137,17 @@ def write_manifest(
 
 def read_manifest(io_: FileIO, manifest: ManifestFile, specs: dict[int, PartitionSpec], schema: Schema) -> list[ManifestEntry]:
     return decode_manifest(read_manifest_bytes(io_, manifest), manifest, specs, schema)
+
+
+def read_manifests(
+    io_: FileIO, manifests: list[ManifestFile], specs: dict[int, PartitionSpec], schema: Schema
+) -> list[list[ManifestEntry]]:
+    """`read_manifest` of each: the files fetched concurrently (on object storage each is a
+    GET worth overlapping), decoded in this thread, in order (decoding holds the GIL)."""
+    if len(manifests) < 2:
+        return [read_manifest(io_, m, specs, schema) for m in manifests]
+    data = IO_POOL.get().map(lambda m: read_manifest_bytes(io_, m), manifests)
+    return [decode_manifest(d, m, specs, schema) for m, d in zip(manifests, data)]
 
 
 def read_manifest_bytes(io_: FileIO, manifest: ManifestFile) -> bytes:

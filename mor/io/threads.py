@@ -35,3 +35,7 @@ class SharedPool:
         with self._lock:
             self.threads = threads
             self._executor = None
+
+
+# Small reads that wait on storage: delete files fetched ahead of a reader, size checks.
+IO_POOL = SharedPool(8, "mor-io")

@@ -28,6 +28,7 @@ from mor.format.content_file import DeleteFile
 from mor.format.spec import FileContent
 from mor.io.fileio import FileIO, unreadable
 from mor.planning.delete_index import partition_key
+from mor.read.decoded_cache import SHARED
 from mor.read.field_resolution import FileProjection, parse_name_mapping
 from mor.write.arrow_schema import to_arrow_type
 
@@ -236,6 +237,26 @@ def read_equality_delete_file(
         raise unreadable("equality delete file", path, e) from e
 
 
+def shared_equality_delete_file(
+    io: FileIO, delete_file: DeleteFile, schema: Schema, name_mapping: NameMapping | None = None
+) -> pa.Table:
+    """`read_equality_delete_file`, through the process-wide decoded cache (SHARED), as position
+    deletes are: a later scan or DML in this process reads no delete file twice (a GET each on
+    object storage). Keyed by the file and the names and types it is read as."""
+    if name_mapping is not None or not SHARED.max_bytes:
+        return read_equality_delete_file(io, delete_file, schema, name_mapping)
+    try:
+        read_as = tuple((i, schema.find_field(i).name, str(schema.find_field(i).field_type)) for i in delete_file.equality_ids or ())
+    except ValueError:
+        return read_equality_delete_file(io, delete_file, schema, name_mapping)  # raises, naming the file
+    key = ("equality", delete_file.key, delete_file.file_size_in_bytes, read_as)
+    found = SHARED.get(key)
+    if found is None:
+        found = read_equality_delete_file(io, delete_file, schema, name_mapping)
+        SHARED.put(key, found, found.nbytes)
+    return found
+
+
 @dataclass(frozen=True)
 class _IndexedFiles:
     """Equality delete files of one column set and one partition, indexed together."""
@@ -339,7 +360,7 @@ class EqualityDeleteCache:
             return list(pool.map(lambda f: self._read_keys(f, name_mapping), files))
 
     def _read_keys(self, delete_file: DeleteFile, name_mapping: NameMapping | None) -> pa.Table:
-        keys = read_equality_delete_file(self.io, delete_file, self.schema, name_mapping)
+        keys = shared_equality_delete_file(self.io, delete_file, self.schema, name_mapping)
         within = self.within
         if within is not None and keys.num_rows and set(within.names) <= set(keys.column_names):
             keys = keys.filter(pa.array(within.deleted_mask(keys)))

@@ -18,7 +18,7 @@ from mor.format import deletion_vector
 from mor.format.content_file import DeleteFile
 from mor.format.spec import DELETE_FILE_PATH_NAME, DELETE_POS_NAME
 from mor.io.fileio import FileIO, is_object_store, unreadable
-from mor.io.threads import SharedPool
+from mor.io.threads import IO_POOL
 from mor.planning.delete_index import referenced_path
 from mor.planning.task import FileScanTask
 from mor.read.decoded_cache import SHARED, DecodedFileCache
@@ -27,7 +27,6 @@ NO_POSITIONS = np.empty(0, dtype=np.int64)
 NO_POSITIONS.flags.writeable = False
 WHOLE_FILE_BYTES = 8 << 20
 PREFETCH_BYTES = 64 << 20  # positions fetched ahead of the reader, at most (estimated: 8 bytes each)
-_PREFETCH_POOL = SharedPool(8, "mor-delete-prefetch")  # GETs in flight at once
 
 
 def read_position_delete_file(io: FileIO, delete_file: DeleteFile) -> dict[str, np.ndarray]:
@@ -166,7 +165,7 @@ class DeleteFileCache:
                     continue
                 self._started.add(f.key)
                 self._held[f.key] = 8 * max(1, f.record_count)  # int64 positions
-            pool = pool or _PREFETCH_POOL.get()
+            pool = pool or IO_POOL.get()
             started.append(pool.submit(self._prefetch_one, f))
 
     def _prefetch_one(self, delete_file: DeleteFile) -> None:

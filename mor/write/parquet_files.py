@@ -28,21 +28,22 @@ POSITION_DELETE_SCHEMA = Schema(
 
 def _write_parquet(
     io: FileIO, location: str, table: pa.Table, options: WriteOptions, store_arrow_schema: bool = True
-) -> pq.FileMetaData:
-    io.make_parent_dirs(location)
+) -> tuple[pq.FileMetaData, int]:
+    """The file's Parquet metadata and its size in bytes (counted while writing: asking the
+    storage afterwards would cost a HEAD request on S3)."""
     collector: list[pq.FileMetaData] = []
-    fs, path = io.resolve(location)
-    pq.write_table(
-        table,
-        path,
-        filesystem=fs,
-        compression=options.compression,
-        row_group_size=options.row_group_rows,
-        metadata_collector=collector,
-        write_statistics=True,
-        store_schema=store_arrow_schema,
-    )
-    return collector[0]
+    with io.open_output(location) as sink:
+        pq.write_table(
+            table,
+            sink,
+            compression=options.compression,
+            row_group_size=options.row_group_rows,
+            metadata_collector=collector,
+            write_statistics=True,
+            store_schema=store_arrow_schema,
+        )
+        size = sink.tell()
+    return collector[0], size
 
 
 def write_data_files(
@@ -82,7 +83,7 @@ def _write_by_partition(
             continue
         location = new_file_location(table_location, spec, schema, partition, suffix)
         rows = rows.select(arrow_schema.names).cast(arrow_schema)
-        meta = _write_parquet(io, location, to_parquet_rows(rows, parquet_schema), options)
+        meta, size = _write_parquet(io, location, to_parquet_rows(rows, parquet_schema), options)
         files.append(
             make_content_file(
                 content,
@@ -91,7 +92,7 @@ def _write_by_partition(
                 spec_id=spec.spec_id,
                 partition=partition,
                 record_count=rows.num_rows,
-                file_size_in_bytes=io.size(location),
+                file_size_in_bytes=size,
                 **collect_metrics(meta, file_schema, rows).as_fields(),
                 **fields,
             )
@@ -122,7 +123,7 @@ def write_position_delete_file(
         [paths, pa.array(positions, pa.int64())],
         schema=pa.schema([path_field.with_type(paths.type), arrow_schema.field(DELETE_POS_NAME)]),
     )
-    meta = _write_parquet(io, location, rows, options, store_arrow_schema=False)
+    meta, size = _write_parquet(io, location, rows, options, store_arrow_schema=False)
     metrics = collect_metrics(meta, POSITION_DELETE_SCHEMA, untruncated=frozenset({DELETE_FILE_PATH_ID}))
     return DeleteFile(
         content=FileContent.POSITION_DELETES,
@@ -131,7 +132,7 @@ def write_position_delete_file(
         spec_id=data_file.spec_id,
         partition=data_file.partition,
         record_count=len(positions),
-        file_size_in_bytes=io.size(location),
+        file_size_in_bytes=size,
         **metrics.as_fields(),
         referenced_data_file=data_file.file_path,
     )

@@ -1,5 +1,6 @@
 """A writer process of tests/catalog/test_postgres_concurrency.py: tests/concurrency/writer.py's
-`run`, with every `mor.load_catalog(warehouse)` in it pointed at the PostgreSQL catalog.
+`run`, with every `mor.load_catalog(warehouse)` in it pointed at the PostgreSQL catalog (and,
+for a warehouse in object storage, given the S3 settings).
 Started with multiprocessing (spawn); returns writer.py's JSON log lines instead of printing."""
 
 from __future__ import annotations
@@ -11,10 +12,13 @@ import io
 import mor
 
 
-def run_writer(uri: str, warehouse: str, worker: int, operations: int, seed: int, mode: str) -> list[str]:
+def run_writer(
+    uri: str, warehouse: str, worker: int, operations: int, seed: int, mode: str, properties: dict[str, str] | None = None
+) -> list[str]:
+    """`properties`: file access (the S3 server's), for an s3:// warehouse."""
     import writer  # tests/concurrency, on the path the parent passes to spawned children
 
-    mor.load_catalog = functools.partial(mor.load_catalog, uri=uri)  # this process only
+    mor.load_catalog = functools.partial(mor.load_catalog, uri=uri, properties=properties)  # this process only
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         writer.run(warehouse, worker, operations, seed, mode)

@@ -1,8 +1,8 @@
 """What a scan and the writes cost in requests to the object store, counted from the S3 test
 server's access log (tests/servers/s3.py): a cold scan fetches every file it needs once, in one
 GET (plus the HEAD pyarrow sends when it opens an object: its Python API takes no size), a warm
-scan fetches only the manifest list, the data and the equality delete files (position deletes
-and manifests are cached in the process), and nothing lists a prefix to find table state."""
+scan fetches only the manifest list and the data (manifests and decoded delete files are cached
+in the process), and nothing lists a prefix to find table state."""
 
 from __future__ import annotations
 
@@ -52,10 +52,9 @@ def test_a_cold_scan_fetches_each_file_once(s3_server, table) -> None:
     gone = set(range(100, 200)) | {1, 2, 301}
     assert sorted(result["id"].to_pylist()) == [i for i in range(600) if i not in gone]
 
-    s3_server.requests.reset()  # warm: manifests and decoded position deletes are cached in the process
+    s3_server.requests.reset()  # warm: manifests and decoded deletes are cached in the process
     assert table.scan().to_arrow().num_rows == result.num_rows
-    files = 1 + len(data) + len(equality)
-    assert s3_server.requests.snapshot() == {"GET": files, "HEAD": files}
+    assert s3_server.requests.snapshot() == {"GET": 1 + len(data), "HEAD": 1 + len(data)}
 
 
 def test_planning_reads_only_the_manifest_list_and_manifests(s3_server, table) -> None:
