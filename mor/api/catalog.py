@@ -18,6 +18,7 @@ from mor.api.table import Table
 from mor.catalog.sql import SqlCatalogStore
 from mor.commit.table_ops import CatalogTableOperations, new_metadata_location, read_metadata, write_metadata
 from mor.errors import (
+    CommitStateUnknownError,
     CorruptMetadataError,
     InvalidArgumentError,
     NoSuchNamespaceError,
@@ -224,6 +225,8 @@ class Catalog:
         try:
             self.create_namespace_if_not_exists(namespace)
             self.store.create_table_row(namespace, name, metadata_location)
+        except CommitStateUnknownError:
+            raise  # the table may exist, pointing at the file: keep it
         except BaseException:
             self.io.delete(metadata_location)
             raise

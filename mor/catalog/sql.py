@@ -78,6 +78,7 @@ _TABLE_TYPE = "TABLE"
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])
+_T = TypeVar("_T")
 
 
 def _guarded(what: str) -> Callable[[_F], _F]:
@@ -231,20 +232,19 @@ class SqlCatalogStore:
             raise NoSuchTableError(f"table {namespace}.{name} does not exist")
         return str(location)
 
-    @_guarded("create a table")
     def create_table_row(self, namespace: str, name: str, metadata_location: str) -> None:
+        """Add the table. CatalogUnavailableError: it certainly was not added;
+        CommitStateUnknownError: it may have been (the caller must not remove its file)."""
+        statement = insert(TABLES).values(
+            catalog_name=self.catalog_name,
+            table_namespace=namespace,
+            table_name=name,
+            metadata_location=metadata_location,
+            previous_metadata_location=None,
+            iceberg_type=_TABLE_TYPE,
+        )
         try:
-            with self.engine.begin() as conn:
-                conn.execute(
-                    insert(TABLES).values(
-                        catalog_name=self.catalog_name,
-                        table_namespace=namespace,
-                        table_name=name,
-                        metadata_location=metadata_location,
-                        previous_metadata_location=None,
-                        iceberg_type=_TABLE_TYPE,
-                    )
-                )
+            self._write_once(f"creation of {namespace}.{name}", lambda conn: conn.execute(statement))
         except IntegrityError as e:
             raise TableAlreadyExistsError(f"table {namespace}.{name} already exists") from e
 
@@ -254,37 +254,44 @@ class SqlCatalogStore:
         CatalogUnavailableError: the commit certainly did not happen (no connection, or the
         UPDATE failed inside its transaction, which the server then rolls back). A failure once
         COMMIT was sent is CommitStateUnknownError: the caller must not clean up."""
-        what = f"commit of {namespace}.{name}"
         statement = (
             update(TABLES)
             .where(self._row(namespace, name), TABLES.c.metadata_location == expected)
             .values(metadata_location=new, previous_metadata_location=expected)
         )
+        return self._write_once(f"commit of {namespace}.{name} to {new}", lambda conn: conn.execute(statement).rowcount == 1)
+
+    def _write_once(self, what: str, write: Callable[[Any], _T]) -> _T:
+        """`write(connection)` in one transaction, telling apart the failures after which it
+        certainly did not happen (CatalogUnavailableError) from those after which it may have
+        (COMMIT sent, not acknowledged: CommitStateUnknownError). IntegrityError passes."""
         try:
             conn = self.engine.connect()
-        except SQLAlchemyError as e:  # never reached the UPDATE
+        except SQLAlchemyError as e:  # never reached the statement
             raise self._unsent(what, e) from None
         try:
             transaction = conn.begin()
             try:
-                swapped = conn.execute(statement).rowcount == 1
+                result = write(conn)
+            except IntegrityError:
+                raise
             except SQLAlchemyError as e:
-                if self._autocommit:  # the UPDATE was its own commit
-                    raise CommitStateUnknownError(f"{what} to {new}: {_reason(e)}") from e
+                if self._autocommit:  # the statement was its own commit
+                    raise CommitStateUnknownError(f"{what}: {_reason(e)}") from e
                 raise self._unsent(what, e) from None  # inside a transaction never committed
             try:
                 transaction.commit()
             except SQLAlchemyError as e:
                 # COMMIT was sent: the server may have applied it. The caller must not clean up.
                 raise CommitStateUnknownError(
-                    f"{what} to {new}: the catalog database {self.server} did not acknowledge the COMMIT: {_reason(e)}"
+                    f"{what}: the catalog database {self.server} did not acknowledge the COMMIT: {_reason(e)}"
                 ) from e
         finally:
             try:
                 conn.close()
             except SQLAlchemyError:
                 pass
-        return swapped
+        return result
 
     def _unsent(self, what: str, e: SQLAlchemyError) -> Exception:
         error = self._error(what, e)
@@ -292,11 +299,10 @@ class SqlCatalogStore:
             return CatalogUnavailableError(f"{what}: the catalog database {self.server} is unavailable: {_reason(e)}")
         return error
 
-    @_guarded("drop a table")
     def drop_table_row(self, namespace: str, name: str) -> None:
-        with self.engine.begin() as conn:
-            result = conn.execute(delete(TABLES).where(self._row(namespace, name), self._is_table()))
-        if result.rowcount == 0:
+        """Remove the table. CommitStateUnknownError: it may have been removed."""
+        statement = delete(TABLES).where(self._row(namespace, name), self._is_table())
+        if self._write_once(f"drop of {namespace}.{name}", lambda conn: conn.execute(statement).rowcount) == 0:
             raise NoSuchTableError(f"table {namespace}.{name} does not exist")
 
     def _ns(self, namespace: str) -> Any:

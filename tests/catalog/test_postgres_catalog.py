@@ -278,26 +278,18 @@ def test_a_statement_timeout_is_catalog_unavailable_and_commits_nothing(
         catalog.store.dispose()
 
 
-def test_connection_killed_during_commit_is_state_unknown_and_deletes_nothing(
-    warehouse: Path, postgres_server: PostgresServer, pg_uri: str
-) -> None:
-    """The COMMIT is sent and the connection dies before the answer: here it has in fact landed
-    (PostgreSQL commits locally, then waits for a synchronous standby that never comes), which is
-    why the caller must not delete the files: CommitStateUnknownError, every file kept."""
+def _killed_during_commit(postgres_server: PostgresServer, pg_uri: str, warehouse: Path, action) -> dict:
+    """Run `action(catalog)` in a thread and kill its connection while its COMMIT waits: the
+    COMMIT has in fact landed (PostgreSQL commits locally, then waits for a synchronous standby
+    that never comes). Returns the thread's outcome ("error" or "value")."""
     database = pg_uri.rsplit("/", 1)[1]
-    setup = mor.load_catalog(warehouse, uri=pg_uri)
-    table = setup.create_table("db.t", schema=SCHEMA)
-    table.append(make_rows(range(20)))
-    setup.store.dispose()
     with postgres_server.connect(database) as admin:
         admin.execute(f'ALTER DATABASE "{database}" SET synchronous_commit = on')  # new sessions wait for the standby
         admin.execute("ALTER SYSTEM SET synchronous_standby_names = 'mor_no_such_standby'")
         admin.execute("SELECT pg_reload_conf()")
     catalog = mor.load_catalog(warehouse, uri=pg_uri)
     try:
-        table = catalog.load_table("db.t")
-        before_files = files_under(table.location)
-        thread, outcome = _in_thread(lambda: table.append(make_rows(range(20, 30))))
+        thread, outcome = _in_thread(lambda: action(catalog))
         pid = _wait_for_backend(postgres_server, database, "wait_event = 'SyncRep'")
         with postgres_server.connect(database) as admin:
             admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
@@ -308,6 +300,22 @@ def test_connection_killed_during_commit_is_state_unknown_and_deletes_nothing(
             admin.execute("SELECT pg_reload_conf()")
             admin.execute(f'ALTER DATABASE "{database}" RESET synchronous_commit')
         catalog.store.dispose()
+    return outcome
+
+
+def test_connection_killed_during_commit_is_state_unknown_and_deletes_nothing(
+    warehouse: Path, postgres_server: PostgresServer, pg_uri: str
+) -> None:
+    """The COMMIT is sent and the connection dies before the answer: here it has in fact landed,
+    which is why the caller must not delete the files: CommitStateUnknownError, every file kept."""
+    setup = mor.load_catalog(warehouse, uri=pg_uri)
+    table = setup.create_table("db.t", schema=SCHEMA)
+    table.append(make_rows(range(20)))
+    setup.store.dispose()
+    before_files = files_under(table.location)
+    outcome = _killed_during_commit(
+        postgres_server, pg_uri, warehouse, lambda catalog: catalog.load_table("db.t").append(make_rows(range(20, 30)))
+    )
     assert isinstance(outcome.get("error"), mor.CommitStateUnknownError), outcome
     assert "did not acknowledge the COMMIT" in str(outcome["error"])
     after_files = files_under(table.location)
@@ -317,6 +325,40 @@ def test_connection_killed_during_commit_is_state_unknown_and_deletes_nothing(
         landed = reopened.load_table("db.t")
         assert scan_ids(landed) == list(range(30))  # the commit had landed; nothing it needs is gone
         assert all(Path(local(f.file_path)).exists() for task in landed.scan().plan_files() for f in [task.data_file])
+    finally:
+        reopened.store.dispose()
+
+
+def test_create_table_killed_during_commit_is_state_unknown_and_keeps_its_metadata_file(
+    warehouse: Path, postgres_server: PostgresServer, pg_uri: str
+) -> None:
+    setup = mor.load_catalog(warehouse, uri=pg_uri)
+    setup.create_namespace("db")  # only the table's row is left for the COMMIT that hangs
+    setup.store.dispose()
+    outcome = _killed_during_commit(postgres_server, pg_uri, warehouse, lambda c: c.create_table("db.t", schema=SCHEMA))
+    assert isinstance(outcome.get("error"), mor.CommitStateUnknownError), outcome
+    assert "creation of db.t" in str(outcome["error"])
+    reopened = mor.load_catalog(warehouse, uri=pg_uri)
+    try:
+        table = reopened.load_table("db.t")  # it landed: its metadata file must still be there
+        table.append(make_rows(range(5)))
+        assert scan_ids(table) == list(range(5))
+    finally:
+        reopened.store.dispose()
+
+
+def test_drop_table_killed_during_commit_is_state_unknown(warehouse: Path, postgres_server: PostgresServer, pg_uri: str) -> None:
+    setup = mor.load_catalog(warehouse, uri=pg_uri)
+    table = setup.create_table("db.t", schema=SCHEMA)
+    table.append(make_rows(range(5)))
+    setup.store.dispose()
+    files = files_under(table.location)
+    outcome = _killed_during_commit(postgres_server, pg_uri, warehouse, lambda c: c.drop_table("db.t"))
+    assert isinstance(outcome.get("error"), mor.CommitStateUnknownError), outcome
+    reopened = mor.load_catalog(warehouse, uri=pg_uri)
+    try:
+        assert not reopened.table_exists("db.t")  # it landed
+        assert files_under(table.location) == files  # a drop never removes files
     finally:
         reopened.store.dispose()
 
