@@ -20,10 +20,10 @@ from mor.maintenance.expire import ExpireResult
 from mor.maintenance.orphans import OrphanResult
 
 
-def quickstart(warehouse: str) -> None:
+def quickstart(warehouse: str, uri: str | None = None, properties: dict[str, str] | None = None) -> None:
     """Create a table, append twice, DELETE both ways, UPDATE, UPSERT and delete by key; show
-    rows and history."""
-    catalog = mor.load_catalog(warehouse)
+    rows and history. `uri` and `properties` as `mor.load_catalog` takes them (S3: both)."""
+    catalog = mor.load_catalog(warehouse, uri=uri, properties=properties)
     if catalog.table_exists("demo.events"):
         catalog.drop_table("demo.events")
     schema = pa.schema(
@@ -68,7 +68,7 @@ def quickstart(warehouse: str) -> None:
     print(f"\nrows with id < 30 now (of {table.scan().count()}):")
     print(_format(current))
     print("\nsnapshot history (pyiceberg: what pyiceberg 0.12 reads of it, tried now; polars and daft read the same snapshots):")
-    pyiceberg_table = _pyiceberg_static_table(table.metadata_location)
+    pyiceberg_table = _pyiceberg_static_table(table.metadata_location, properties or {})
     for s in table.snapshots():
         summary = s.summary
         rows = table.scan(snapshot_id=s.snapshot_id).count()
@@ -79,13 +79,13 @@ def quickstart(warehouse: str) -> None:
             f"  pyiceberg: {_pyiceberg_reads(pyiceberg_table, s.snapshot_id, rows)}"
         )
     print(f"\nmetadata: {table.metadata_location}")
-    print(f"catalog: {warehouse}/catalog.db (pyiceberg's SqlCatalog opens it as catalog 'default')")
+    print(f"catalog: {uri or f'{warehouse}/catalog.db'} (pyiceberg's SqlCatalog opens it as catalog 'default')")
 
 
-def _pyiceberg_static_table(metadata_location: str) -> Any:
+def _pyiceberg_static_table(metadata_location: str, properties: dict[str, str]) -> Any:
     from pyiceberg.table import StaticTable
 
-    return StaticTable.from_metadata(metadata_location)
+    return StaticTable.from_metadata(metadata_location, properties=properties)
 
 
 def _pyiceberg_reads(pyiceberg_table: Any, snapshot_id: int, rows: int) -> str:
@@ -108,18 +108,35 @@ def _format(t: pa.Table) -> str:
     return "\n".join(lines)
 
 
-def _open_table(warehouse: str, identifier: str) -> mor.Table:
+def _open_table(args: argparse.Namespace) -> mor.Table:
     """For reading only: a missing warehouse is an error, never created."""
+    identifier = args.table
     try:
-        catalog = mor.load_catalog(warehouse, create=False)
+        catalog = mor.load_catalog(args.warehouse, uri=args.uri, create=False, properties=args.property)
     except mor.InvalidArgumentError as e:
         raise mor.NoSuchTableError(f"table {identifier} does not exist: {e}") from e
     return catalog.load_table(identifier)
 
 
+def _catalog_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--warehouse", default="warehouse", help="a folder, or s3://bucket/prefix (then give --uri)")
+    parser.add_argument("--uri", default=None, help="the catalog database (SQLAlchemy URL); default: warehouse/catalog.db")
+    parser.add_argument(
+        "--property", type=_property, action="append", default=None, metavar="KEY=VALUE",
+        help="file access settings, as pyiceberg names them (s3.endpoint=..., s3.access-key-id=..., s3.region=...)",
+    )  # fmt: skip
+
+
+def _property(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"a property is KEY=VALUE, got {text!r}")
+    return key.strip(), value
+
+
 def _table_args(parser: argparse.ArgumentParser, dry_run: bool = True) -> None:
     parser.add_argument("table")
-    parser.add_argument("--warehouse", default="warehouse")
+    _catalog_args(parser)
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     if dry_run:
         parser.add_argument("--dry-run", action="store_true", help="say what would change; change nothing")
@@ -140,7 +157,7 @@ def _age_or_time(text: str) -> dt.timedelta | dt.datetime:
 
 
 def _run_maintenance(args: argparse.Namespace) -> None:
-    table = _open_table(args.warehouse, args.table)
+    table = _open_table(args)
     dry_run = getattr(args, "dry_run", False)
     if args.command == "rewrite-deletes":
         result = table.rewrite_position_deletes()
@@ -214,10 +231,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mor", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     q = sub.add_parser("quickstart", help="create a demo table, change rows every way, print rows and history")
-    q.add_argument("--warehouse", default="warehouse")
+    _catalog_args(q)
     s = sub.add_parser("scan", help="print a table's rows")
     s.add_argument("table")
-    s.add_argument("--warehouse", default="warehouse")
+    _catalog_args(s)
     s.add_argument("--filter", default=None)
     s.add_argument("--snapshot-id", type=int, default=None)
     r = sub.add_parser("rewrite-deletes", help="merge each data file's position delete files into one")
@@ -240,11 +257,12 @@ def main(argv: list[str] | None = None) -> int:
     m = sub.add_parser("maintain", help="compact, expire and remove orphans as the table's properties say")
     _table_args(m)
     args = parser.parse_args(argv)
+    args.property = dict(args.property) if args.property else None
     try:
         if args.command == "quickstart":
-            quickstart(args.warehouse)
+            quickstart(args.warehouse, args.uri, args.property)
         elif args.command == "scan":
-            table = _open_table(args.warehouse, args.table)
+            table = _open_table(args)
             print(_format(table.scan(filter=args.filter, snapshot_id=args.snapshot_id).to_arrow()))
         else:
             _run_maintenance(args)
