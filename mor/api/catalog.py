@@ -49,6 +49,7 @@ def load_catalog(
     name: str = "default",
     create: bool = True,
     properties: Mapping[str, str] | None = None,
+    **more_properties: str,
 ) -> Catalog:
     """A catalog over `warehouse`: tables under it, the SQL catalog at `warehouse/catalog.db`
     unless `uri` names another SQLAlchemy database. `create=False` (read-only use) opens only
@@ -56,7 +57,16 @@ def load_catalog(
 
     `warehouse` may be object storage, `s3://bucket/prefix` (then `uri` names the catalog
     database). `properties` configure file access as pyiceberg's do (`s3.endpoint`,
-    `s3.access-key-id`, `s3.secret-access-key`, `s3.region`, ...; `mor/io/fileio.py`)."""
+    `s3.access-key-id`, `s3.secret-access-key`, `s3.region`, ...; `mor/io/fileio.py`); they may
+    also be given as keywords, as pyiceberg's `load_catalog` takes them:
+    `load_catalog(..., **{"s3.endpoint": ...})`."""
+    unknown = sorted(k for k in more_properties if "." not in k)
+    if unknown:  # a property name always has a dot: anything else is a mistyped argument
+        raise InvalidArgumentError(f"load_catalog() got unexpected arguments {unknown}")
+    if more_properties:
+        if properties is not None and not isinstance(properties, Mapping):
+            raise InvalidArgumentError(f"properties is a dict of strings, got {properties!r}")
+        properties = {**(properties or {}), **more_properties}
     if not isinstance(warehouse, (str, os.PathLike)) or not str(warehouse).strip():
         raise InvalidArgumentError(f"warehouse is a folder path, got {warehouse!r}")
     if uri is not None and not isinstance(uri, str):

@@ -291,3 +291,27 @@ def test_local_catalog_with_a_table_in_s3(s3_server, tmp_path: Path):
         assert sorted_rows(catalog.load_table(table.identifier)) == expect(range(3, 10))
     assert local.metadata_location.startswith("file:") and remote.metadata_location.startswith("s3://")
     assert not remote.location.endswith("/")
+
+
+def test_properties_as_keywords_as_pyiceberg_takes_them(s3_server, tmp_path: Path):
+    warehouse = s3_server.fresh_prefix()
+    catalog = mor.load_catalog(warehouse=warehouse, uri=f"sqlite:///{tmp_path}/c.db", **s3_server.properties)
+    table = catalog.create_table("db.t", SCHEMA)
+    table.append(rows(range(5)))
+    assert table.io.properties == s3_server.properties
+    assert sorted_rows(catalog.load_table("db.t")) == expect(range(5))
+    with pytest.raises(mor.InvalidArgumentError, match="unexpected arguments"):
+        mor.load_catalog(warehouse, uri=f"sqlite:///{tmp_path}/c.db", wharehouse="typo")
+
+
+def test_s3_configured_by_the_environment_alone(s3_server, tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", s3_server.properties["s3.access-key-id"])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", s3_server.properties["s3.secret-access-key"])
+    monkeypatch.setenv("AWS_REGION", s3_server.properties["s3.region"])
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", s3_server.endpoint)
+    catalog = mor.load_catalog(s3_server.fresh_prefix(), uri=f"sqlite:///{tmp_path}/c.db")
+    table = catalog.create_table("db.t", SCHEMA)
+    table.append(rows(range(8)))
+    table.delete("id < 2")
+    assert sorted_rows(catalog.load_table("db.t")) == expect(range(2, 8))
+    assert table.metadata_location.startswith("s3://")
