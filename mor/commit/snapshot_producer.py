@@ -279,7 +279,8 @@ _SEEN_WHOLE_MAX = 100_000
 
 def _check_intact(io: FileIO, manifests: list[ManifestFile]) -> None:
     """Refuse to build on a manifest that is gone or truncated: the new snapshot would carry
-    it, and no reader could read that snapshot either. The sizes are looked up concurrently."""
+    it, and no reader could read that snapshot either. On object storage the sizes are looked
+    up concurrently."""
     todo = [m for m in manifests if (m.manifest_path, m.manifest_length) not in _SEEN_WHOLE]
 
     def size(manifest: ManifestFile) -> int | None:
@@ -288,7 +289,8 @@ def _check_intact(io: FileIO, manifests: list[ManifestFile]) -> None:
         except (OSError, TypeError):
             return None
 
-    sizes = list(IO_POOL.get().map(size, todo)) if len(todo) > 1 else [size(m) for m in todo]
+    remote = len(todo) > 1 and is_object_store(todo[0].manifest_path)  # a local stat is quicker than a thread hand-off
+    sizes = list(IO_POOL.get().map(size, todo)) if remote else [size(m) for m in todo]
     for manifest, found in zip(todo, sizes):
         if found != manifest.manifest_length:
             what = "missing" if found is None else f"{found} bytes, the manifest list says {manifest.manifest_length}"

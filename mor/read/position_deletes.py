@@ -113,6 +113,7 @@ class DeleteFileCache:
         self._ahead: deque[DeleteFile] = deque()  # files to prefetch, in task order
         self._started: set[tuple[str, int | None]] = set()  # loaded, being loaded, or prefetched
         self._held: dict[tuple[str, int | None], int] = {}  # prefetched, not yet dropped: bytes
+        self._held_bytes = 0
         if tasks is not None:
             tasks = list(tasks)
             self._users = Counter(f.key for t in tasks for f in t.position_deletes)
@@ -145,7 +146,7 @@ class DeleteFileCache:
                 if self._users[f.key] <= 0:
                     self._loaded.pop(f.key, None)
                     self._locks.pop(f.key, None)
-                    self._held.pop(f.key, None)
+                    self._held_bytes -= self._held.pop(f.key, 0)
         if self._ahead:
             self.prefetch()
 
@@ -158,13 +159,14 @@ class DeleteFileCache:
         pool, started = None, []
         while True:
             with self._guard:
-                if not self._ahead or sum(self._held.values()) >= PREFETCH_BYTES:
+                if not self._ahead or self._held_bytes >= PREFETCH_BYTES:
                     return started
                 f = self._ahead.popleft()
                 if f.key in self._started:
                     continue
                 self._started.add(f.key)
                 self._held[f.key] = 8 * max(1, f.record_count)  # int64 positions
+                self._held_bytes += self._held[f.key]
             pool = pool or IO_POOL.get()
             started.append(pool.submit(self._prefetch_one, f))
 
