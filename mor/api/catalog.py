@@ -238,7 +238,7 @@ class Catalog:
         except CommitStateUnknownError:
             raise  # the table may exist, pointing at the file: keep it
         except BaseException:
-            self.io.delete(metadata_location)
+            self.io.delete_quietly(metadata_location)
             raise
         return self._table(identifier, namespace, name)
 

@@ -108,7 +108,7 @@ def _write_distinct_key_deletes(table: Table, keys: pa.Table) -> tuple[list[Dele
                 files += write_equality_delete_files(table.io, metadata.location, schema, spec, keys, equality_ids, options)
         except BaseException:
             for f in files:
-                table.io.delete(f.file_path)
+                table.io.delete_quietly(f.file_path)
             raise
         return files, None
     spec = unpartitioned_spec(metadata)

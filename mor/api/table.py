@@ -407,7 +407,7 @@ class Table:
             raise  # the files may be referenced by a commit that landed: leave them
         except BaseException:
             for f in [*changes.added_data, *changes.added_deletes]:
-                self.io.delete(f.file_path)
+                self.io.delete_quietly(f.file_path)
             raise
         snapshot = self.metadata.current_snapshot()
         assert snapshot is not None

@@ -86,7 +86,7 @@ def merge_carried(
                     replacement[m.manifest_path] = None
     except BaseException:
         for m in written:
-            io.delete(m.manifest_path)
+            io.delete_quietly(m.manifest_path)
         raise
     out = []
     for m in carried:

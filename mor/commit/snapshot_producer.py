@@ -139,11 +139,11 @@ def commit_changes(
             except CatalogUnavailableError:
                 # The commit certainly did not happen: nothing of this attempt is referenced.
                 for path in [manifest_list, *(m.manifest_path for m in rewritten + merged)]:
-                    io.delete(path)
+                    io.delete_quietly(path)
                 raise
             except CommitFailedError:
                 for path in [manifest_list, *(m.manifest_path for m in rewritten + merged)]:
-                    io.delete(path)
+                    io.delete_quietly(path)
                 if not attempts.retry():
                     raise CommitConflictError(
                         f"gave up after {attempts.retries + 1} attempts in {attempts.elapsed_s:.1f} s: the table kept "
@@ -154,7 +154,7 @@ def commit_changes(
         raise
     except BaseException:
         for m in new_manifests:
-            io.delete(m.manifest_path)
+            io.delete_quietly(m.manifest_path)
         raise
 
 
@@ -264,7 +264,7 @@ def _carry_manifests(
     missing = to_remove - found
     if missing:
         for m in rewritten:
-            io.delete(m.manifest_path)
+            io.delete_quietly(m.manifest_path)
         raise CommitConflictError(f"files to remove are no longer in the table (removed concurrently?): {sorted(p for p, _ in missing)[:3]}")
     return carried, rewritten
 

@@ -78,9 +78,9 @@ class CatalogTableOperations:
         try:
             swapped = self.store.swap(self.namespace, self.name, base_location, location)
         except CatalogUnavailableError:
-            self.io.delete(location)  # the commit certainly did not happen: the file is ours alone
+            self.io.delete_quietly(location)  # the commit certainly did not happen: the file is ours alone
             raise
         if not swapped:
-            self.io.delete(location)  # the swap did not happen: the file is ours alone
+            self.io.delete_quietly(location)  # the swap did not happen: the file is ours alone
             raise CommitFailedError(f"{self.namespace}.{self.name} changed since {base_location}")
         return new, location

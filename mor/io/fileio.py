@@ -32,7 +32,7 @@ import contextlib
 import os
 import threading
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pyarrow as pa
@@ -81,13 +81,36 @@ def s3_key(location: str) -> str:
 def unreadable(what: str, location: str, error: BaseException) -> MorError:
     """The error for a file of a table that cannot be read, naming it: missing, or not in its
     format (truncated, overwritten, a folder) is CorruptMetadataError; refused by the file
-    system (permissions) is StorageError."""
+    system (permissions) or by object storage (unreachable, access denied, ...) is StorageError."""
     if isinstance(error, PermissionError):
         return StorageError(f"cannot read {what} {location}: permission denied")
     if isinstance(error, FileNotFoundError):
         return CorruptMetadataError(f"{what} {location} is missing")
-    detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-    return CorruptMetadataError(f"{what} {location} is unreadable (damaged, or not the file it should be): {detail}")
+    if is_storage_failure(error):
+        return StorageError(f"cannot read {what} {location}: {_detail(error)}")
+    return CorruptMetadataError(f"{what} {location} is unreadable (damaged, or not the file it should be): {_detail(error)}")
+
+
+def is_storage_failure(error: BaseException) -> bool:
+    """An object store's refusal or failure (pyarrow's S3 errors name the AWS error), as opposed
+    to a file that is there but not what it should be."""
+    return isinstance(error, OSError) and not isinstance(error, FileNotFoundError) and "AWS Error" in str(error)
+
+
+def _detail(error: BaseException) -> str:
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+
+
+@contextlib.contextmanager
+def write_errors(location: str) -> Iterator[None]:
+    """A file system's or object store's failure to write `location` (disk full, unreachable,
+    access denied) as StorageError naming it; mor's own errors pass unchanged."""
+    try:
+        yield
+    except MorError:
+        raise
+    except OSError as e:
+        raise StorageError(f"cannot write {location}: {e.strerror if getattr(e, 'strerror', None) else _detail(e)}") from e
 
 
 def to_uri(path: str | os.PathLike[str]) -> str:
@@ -225,9 +248,10 @@ class FileIO:
 
     def open_output(self, location: str) -> pa.NativeFile:
         """A new file to stream into (parents made as needed); on S3 it appears when closed."""
-        self.make_parent_dirs(location)
-        fs, path = self.resolve(location)
-        return fs.open_output_stream(path)
+        with write_errors(location):
+            self.make_parent_dirs(location)
+            fs, path = self.resolve(location)
+            return fs.open_output_stream(path)
 
     def read_bytes(self, location: str) -> bytes:
         with self.open_input(location) as f:
@@ -279,11 +303,21 @@ class FileIO:
             os.unlink(tmp)
 
     def delete(self, location: str) -> None:
+        """Delete a file (gone already is fine); StorageError when the storage refuses or fails."""
         fs, path = self.resolve(location)
         try:
             fs.delete_file(path)
         except FileNotFoundError:
             pass
+        except OSError as e:
+            raise StorageError(f"cannot delete {location}: {e.strerror if getattr(e, 'strerror', None) else _detail(e)}") from e
+
+    def delete_quietly(self, location: str) -> None:
+        """Cleanup after a failure: delete the file we wrote, and when the storage fails that
+        too (unreachable), leave it, an unreferenced file for `remove_orphan_files`, rather than
+        hide the error that made us clean up."""
+        with contextlib.suppress(OSError):
+            self.delete(location)
 
     def list_files(self, directory_location: str) -> list[pafs.FileInfo]:
         """Every file under a folder (on S3: a prefix), each with its path as `path()` spells it."""

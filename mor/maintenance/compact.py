@@ -276,7 +276,7 @@ def write_compaction(io: FileIO, metadata: TableMetadata, plan: CompactionPlan, 
         except BaseException:
             for started in written:
                 for location in started:
-                    io.delete(location)
+                    io.delete_quietly(location)
             raise
     plan.changes = Changes(
         Operation.REPLACE,

@@ -117,7 +117,7 @@ def plan_rewrite(io: FileIO, metadata: TableMetadata) -> RewritePlan:
             parallel_map(merge, to_merge)
     except BaseException:  # an unreadable delete file: leave nothing of ours behind
         for f in written:
-            io.delete(f.file_path)
+            io.delete_quietly(f.file_path)
         raise
     changes.added_deletes = written
     merged = {f.key for t in to_merge for f in t.position_deletes}

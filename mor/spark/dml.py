@@ -120,7 +120,7 @@ def found_changes(
 
 def _delete(io: FileIO, paths: Sequence[str]) -> None:
     for path in paths:
-        io.delete(path)
+        io.delete_quietly(path)
 
 
 # -- DELETE and UPDATE ---------------------------------------------------------------------

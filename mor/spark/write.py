@@ -175,7 +175,7 @@ class MorWriter(DataSourceArrowWriter):
         # as if complete: the writer returns, Spark drops its message. Its files carry our prefix.
         for info in io.list_files(f"{self.target.location.rstrip('/')}/data"):
             if os.path.basename(info.path).startswith(self.file_prefix):
-                io.delete(info.path)
+                io.delete_quietly(info.path)
 
     def _base(self) -> tuple[TableOperations, TableMetadata, str]:
         """Operations, read base and its location for the commit."""
@@ -248,7 +248,7 @@ class CreateTableOperations:
         try:
             self.catalog.store.create_table_row(namespace, name, location)
         except TableAlreadyExistsError as e:
-            self.catalog.io.delete(location)
+            self.catalog.io.delete_quietly(location)
             raise CommitConflictError(f"table {self.identifier} was created by another writer during this write") from e
         except SQLAlchemyError as e:
             # The INSERT may or may not have been applied: the caller must not clean up.
@@ -336,4 +336,4 @@ def _files(messages: Sequence[WriterCommitMessage | None]) -> list[DataFile]:
 
 def _delete(io: FileIO, files: Sequence[DataFile]) -> None:
     for f in files:
-        io.delete(f.file_path)
+        io.delete_quietly(f.file_path)

@@ -13,7 +13,7 @@ from pyiceberg.types import LongType, NestedField, StringType
 
 from mor.format.content_file import ContentFile, DataFile, DeleteFile, make_content_file
 from mor.format.spec import DELETE_FILE_PATH_ID, DELETE_FILE_PATH_NAME, DELETE_POS_ID, DELETE_POS_NAME, FileContent
-from mor.io.fileio import FileIO
+from mor.io.fileio import FileIO, write_errors
 from mor.write.arrow_schema import to_arrow_schema, to_parquet_rows
 from mor.write.metrics import collect_metrics
 from mor.write.options import WriteOptions
@@ -32,7 +32,7 @@ def _write_parquet(
     """The file's Parquet metadata and its size in bytes (counted while writing: asking the
     storage afterwards would cost a HEAD request on S3)."""
     collector: list[pq.FileMetaData] = []
-    with io.open_output(location) as sink:
+    with write_errors(location), io.open_output(location) as sink:
         pq.write_table(
             table,
             sink,

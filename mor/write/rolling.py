@@ -24,7 +24,7 @@ from mor.format.content_file import DataFile, PartitionValues, make_content_file
 from mor.format.lineage import LINEAGE_FIELDS
 from mor.format.partition_values import partition_path
 from mor.format.spec import FileContent
-from mor.io.fileio import FileIO
+from mor.io.fileio import FileIO, write_errors
 from mor.write.arrow_schema import to_arrow_schema, to_parquet_rows
 from mor.write.metrics import collect_metrics, count_nans
 from mor.write.options import WriteOptions
@@ -103,7 +103,7 @@ class RollingDataWriter:
                 _close_quietly(p.file)
                 p.file = None
         for location in self.started:
-            self.io.delete(location)
+            self.io.delete_quietly(location)
         self.done = []
 
     def _flush(self, partition: PartitionValues, p: _Partition, final: bool = False) -> None:
@@ -124,7 +124,8 @@ class RollingDataWriter:
         if p.file is None:
             p.file = self._open(partition)
         f = p.file
-        f.writer.write_table(to_parquet_rows(rows, self.parquet_schema), row_group_size=self.options.row_group_rows)
+        with write_errors(f.location):
+            f.writer.write_table(to_parquet_rows(rows, self.parquet_schema), row_group_size=self.options.row_group_rows)
         f.rows += rows.num_rows
         for fid, nans in count_nans(rows, self.schema).items():  # float/double fields in structs too
             f.nan_counts[fid] = f.nan_counts.get(fid, 0) + nans
@@ -135,19 +136,21 @@ class RollingDataWriter:
         location = new_file_location(self.table_location, self.spec, self.schema, partition, prefix=self.file_prefix)
         self.started.append(location)
         sink = self.io.open_output(location)
-        writer = pq.ParquetWriter(
-            sink, self.parquet_schema, compression=self.options.compression, write_statistics=True,
-            **encodings(self.parquet_schema),
-        )  # fmt: skip
+        with write_errors(location):
+            writer = pq.ParquetWriter(
+                sink, self.parquet_schema, compression=self.options.compression, write_statistics=True,
+                **encodings(self.parquet_schema),
+            )  # fmt: skip
         return _OpenFile(location, sink, writer)
 
     def _finish(self, partition: PartitionValues, p: _Partition) -> None:
         f, p.file = p.file, None
         if f is None:
             return
-        f.writer.close()
-        size = f.sink.tell()
-        f.sink.close()
+        with write_errors(f.location):
+            f.writer.close()
+            size = f.sink.tell()
+            f.sink.close()
         metrics = collect_metrics(f.writer.writer.metadata, self.schema, nan_counts=f.nan_counts)
         self.done.append(
             make_content_file(
