@@ -80,3 +80,16 @@ def test_writes_and_reads_never_list_a_prefix(s3_server, s3_catalog) -> None:
     counts = s3_server.requests.snapshot()
     assert "LIST" not in counts, counts
     assert counts["PUT"] > 0 and "DELETE" not in counts  # nothing written is ever removed by a commit
+
+
+def test_a_streaming_scan_fetches_each_file_once_too(s3_server, table) -> None:
+    """to_batches() reads task by task, its delete files fetched ahead (DeleteFileCache.prefetch)."""
+    expected = sorted(table.scan().to_arrow()["id"].to_pylist())
+    tasks = table.scan().plan_files()
+    manifests = read_manifest_list(table.io, table.current_snapshot().manifest_list)
+    files = 1 + len(manifests) + len({t.data_file.file_path for t in tasks}) + len({d.file_path for t in tasks for d in t.delete_files})
+    cold()
+    s3_server.requests.reset()
+    got = sorted(i for batch in table.scan().to_batches() for i in batch.column("id").to_pylist())
+    assert got == expected
+    assert s3_server.requests.snapshot() == {"GET": files, "HEAD": files}
