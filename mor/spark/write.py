@@ -53,12 +53,12 @@ from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.pandas.types import to_arrow_schema as spark_to_arrow_schema
 from pyspark.sql.types import StructType
-from sqlalchemy.exc import SQLAlchemyError  # how the catalog reports a connection failure
 
 from mor.api.catalog import DEFAULT_PROPERTIES, Catalog, split_identifier
 from mor.commit.snapshot_producer import Changes, TableOperations, Validator, commit_changes
 from mor.commit.table_ops import CatalogTableOperations, new_metadata_location, read_metadata, write_metadata
 from mor.errors import (
+    CatalogUnavailableError,
     CommitConflictError,
     CommitStateUnknownError,
     InvalidArgumentError,
@@ -250,9 +250,10 @@ class CreateTableOperations:
         except TableAlreadyExistsError as e:
             self.catalog.io.delete_quietly(location)
             raise CommitConflictError(f"table {self.identifier} was created by another writer during this write") from e
-        except SQLAlchemyError as e:
-            # The INSERT may or may not have been applied: the caller must not clean up.
-            raise CommitStateUnknownError(f"creating {self.identifier} at {location}: {e}") from e
+        except CatalogUnavailableError:
+            self.catalog.io.delete_quietly(location)  # the row certainly was not added: the file is ours alone
+            raise
+        # CommitStateUnknownError (the row may have been added) passes with the file kept.
         return new, location
 
 
