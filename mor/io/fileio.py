@@ -98,6 +98,9 @@ def is_storage_failure(error: BaseException) -> bool:
 
 
 def _detail(error: BaseException) -> str:
+    """What the system said, in one line: an OSError's strerror, else the message's first line."""
+    if getattr(error, "strerror", None):
+        return str(error.strerror)  # type: ignore[attr-defined]
     return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
 
 
@@ -110,7 +113,7 @@ def write_errors(location: str) -> Iterator[None]:
     except MorError:
         raise
     except OSError as e:
-        raise StorageError(f"cannot write {location}: {e.strerror if getattr(e, 'strerror', None) else _detail(e)}") from e
+        raise StorageError(f"cannot write {location}: {_detail(e)}") from e
 
 
 def to_uri(path: str | os.PathLike[str]) -> str:
@@ -310,7 +313,7 @@ class FileIO:
         except FileNotFoundError:
             pass
         except OSError as e:
-            raise StorageError(f"cannot delete {location}: {e.strerror if getattr(e, 'strerror', None) else _detail(e)}") from e
+            raise StorageError(f"cannot delete {location}: {_detail(e)}") from e
 
     def delete_quietly(self, location: str) -> None:
         """Cleanup after a failure: delete the file we wrote, and when the storage fails that
