@@ -136,11 +136,18 @@ def test_a_writer_killed_at_a_random_moment(tmp_path: Path, seed: int) -> None:
         [sys.executable, str(HERE / "writer.py"), str(tmp_path), "0", "200", str(seed), "contended"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
     )  # fmt: skip
-    time.sleep(random.Random(seed).uniform(3.0, 8.0))  # the interpreter and mor load in about 2 s
+    # Wait for an event, not a delay: the first finished operation (however loaded the machine
+    # is), then kill at a random moment of the operations that follow.
+    seen = []
+    for line in proc.stdout:  # type: ignore[union-attr]
+        seen.append(line)
+        if _phase(line) == "end":
+            break
+    time.sleep(random.Random(seed).uniform(0.0, 1.5))
     proc.send_signal(signal.SIGKILL)
-    out, _ = proc.communicate(timeout=60)
+    rest, err = proc.communicate(timeout=60)
     started, ended = {}, []
-    for line in out.splitlines():
+    for line in "".join(seen + [rest]).splitlines():
         try:
             record = json.loads(line)
         except json.JSONDecodeError:  # a line cut by the kill
@@ -152,13 +159,20 @@ def test_a_writer_killed_at_a_random_moment(tmp_path: Path, seed: int) -> None:
         else:
             ended.append(op)
             started.pop(op.name)
-    assert ended, "the writer was killed before it finished any operation: raise the delay"
+    assert ended, f"the writer finished no operation: {err[-2000:]}"
     in_flight = next(iter(started.values()), None)
     table = mor.load_catalog(tmp_path).load_table("db.t")
     check_history(table, ended, serializable=True, in_flight=in_flight)
     rows = rows_at(table, table.current_snapshot().snapshot_id)  # type: ignore[union-attr]
     _remove_all_orphans(table)
     assert rows_at(table, table.current_snapshot().snapshot_id) == rows  # type: ignore[union-attr]
+
+
+def _phase(line: str) -> str | None:
+    try:
+        return json.loads(line).get("phase")
+    except json.JSONDecodeError:
+        return None
 
 
 # -- expire_snapshots killed after its commit: what it would have deleted is orphaned, then gone --
