@@ -60,7 +60,11 @@ class FileMatch:
 def live_row_count(task: FileScanTask, cache: DeleteFileCache) -> int:
     if task.equality_deletes:
         return -1  # unknown without a read: then a delete file is written, never a whole-file drop
-    return task.data_file.record_count - len(deleted_positions(task.data_file.file_path, task.position_deletes, cache))
+    # Only positions inside the file count (deleted_positions refuses others): a position past
+    # the end subtracted here would make a partial match look like a whole-file one.
+    rows = task.data_file.record_count
+    deleted = deleted_positions(task.data_file.file_path, task.position_deletes, cache, rows)
+    return rows - int(np.searchsorted(deleted, rows) - np.searchsorted(deleted, 0))
 
 
 class RowMatcher:
@@ -252,7 +256,7 @@ class RowRemover:
     def _vector(self, match: FileMatch) -> Removal:
         """The file's one deletion vector, to write: its earlier deletes and the matched rows."""
         task = match.task
-        earlier = deleted_positions(task.data_file.file_path, task.position_deletes, self.reader.cache)
+        earlier = deleted_positions(task.data_file.file_path, task.position_deletes, self.reader.cache, task.data_file.record_count)
         merged = merge_sorted_runs([earlier, np.asarray(match.positions, dtype=np.int64)])
         replaced = replaced_by_vector(task.data_file, task.position_deletes)
         return Removal(task, None, positions=match.positions, replaced=replaced, vector=merged)

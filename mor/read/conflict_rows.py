@@ -55,7 +55,7 @@ def removes_rows(deletes: DeleteReader, delete_file: DeleteFile, data_file: Data
     (sorted; None: any row of the file)?"""
     io, schema = deletes.io, deletes.schema
     if delete_file.content == FileContent.POSITION_DELETES:
-        removed = deleted_positions(data_file.file_path, [delete_file], deletes.positions)
+        removed = deleted_positions(data_file.file_path, [delete_file], deletes.positions, data_file.record_count)
         if positions is None:
             return removed.size > 0
         return np.intersect1d(removed, positions, assume_unique=True).size > 0

@@ -205,9 +205,32 @@ def merge_sorted_runs(runs: Iterable[np.ndarray]) -> np.ndarray:
     return merged if first.all() else merged[first]
 
 
-def deleted_positions(data_file_path: str, delete_files: Iterable[DeleteFile], cache: DeleteFileCache) -> np.ndarray:
-    """The sorted positions of `data_file_path` that any of `delete_files` deletes (read-only)."""
+def deleted_positions(
+    data_file_path: str, delete_files: Iterable[DeleteFile], cache: DeleteFileCache, record_count: int | None = None
+) -> np.ndarray:
+    """The sorted positions of `data_file_path` that any of `delete_files` deletes (read-only).
+    Given the data file's `record_count`, a position outside its rows is CorruptMetadataError
+    naming the delete file: counting it would make live-row arithmetic drop rows that exist."""
     delete_files = tuple(delete_files)
+    merged = _merged_positions(data_file_path, delete_files, cache)
+    if record_count is not None and merged.size and (merged[0] < 0 or merged[-1] >= record_count):
+        _raise_out_of_range(data_file_path, delete_files, cache, record_count)
+    return merged
+
+
+def _raise_out_of_range(path: str, delete_files: tuple[DeleteFile, ...], cache: DeleteFileCache, record_count: int) -> None:
+    for f in delete_files:
+        run = cache.positions(f).get(path, NO_POSITIONS)
+        if run.size and (run[0] < 0 or run[-1] >= record_count):
+            bad = int(run[0]) if run[0] < 0 else int(run[-1])
+            kind = "deletion vector" if f.is_deletion_vector else "position delete file"
+            raise CorruptMetadataError(
+                f"{kind} {f.file_path} deletes position {bad} of data file {path}, which has {record_count} rows"
+            )
+    raise AssertionError("a merged position is out of range but no run holds it")
+
+
+def _merged_positions(data_file_path: str, delete_files: tuple[DeleteFile, ...], cache: DeleteFileCache) -> np.ndarray:
     if len(delete_files) < 2 or cache.shared is None or not cache.shared.max_bytes:
         return merge_sorted_runs(cache.positions(f).get(data_file_path, NO_POSITIONS) for f in delete_files)
     # The merge of a stack is remembered too: the next read of the same snapshot skips it.

@@ -75,7 +75,7 @@ class TaskReader:
     def read(self, task: FileScanTask, row_groups: range | None = None) -> Iterator[pa.RecordBatch]:
         """The task's live rows; `row_groups` (indexes) limits it to part of the file, so
         that parts of one large file can be read in parallel."""
-        deleted = deleted_positions(task.data_file.file_path, task.position_deletes, self.cache)
+        deleted = deleted_positions(task.data_file.file_path, task.position_deletes, self.cache, task.data_file.record_count)
         key_sets = self.equality_cache.key_sets(task.equality_deletes, task.name_mapping) if task.equality_deletes else []
         # Equality key columns are read even when not selected, and dropped again at the end.
         ids = self.wanted_ids | {i for f in task.equality_deletes for i in f.equality_ids or ()}
