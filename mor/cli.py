@@ -22,10 +22,10 @@ from mor.maintenance.orphans import OrphanResult
 
 def quickstart(warehouse: str, uri: str | None = None, properties: dict[str, str] | None = None) -> None:
     """Create a table, append twice, DELETE both ways, UPDATE, UPSERT and delete by key; show
-    rows and history. `uri` and `properties` as `mor.load_catalog` takes them (S3: both)."""
+    rows and history. `uri` and `properties` as `mor.load_catalog` takes them (S3: both).
+    It never touches a table it did not create: when `demo.events` exists (a run before, or
+    the user's own), it makes `demo.events_2` (or the next free name) and says so."""
     catalog = mor.load_catalog(warehouse, uri=uri, properties=properties)
-    if catalog.table_exists("demo.events"):
-        catalog.drop_table("demo.events")
     schema = pa.schema(
         [
             pa.field("id", pa.int64(), nullable=False),
@@ -34,7 +34,8 @@ def quickstart(warehouse: str, uri: str | None = None, properties: dict[str, str
             pa.field("amount", pa.float64()),
         ]
     )
-    table = catalog.create_table("demo.events", schema=schema, partition_by=["category"])
+    table = _create_demo_table(catalog, schema)
+    name = table.identifier
     start = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
 
     def rows(ids: range) -> pa.Table:
@@ -50,7 +51,7 @@ def quickstart(warehouse: str, uri: str | None = None, properties: dict[str, str
 
     table.append(rows(range(0, 1000)))
     table.append(rows(range(1000, 2000)))
-    print(f"table demo.events at {table.location}")
+    print(f"table {name} at {table.location}")
     print(f"after 2 appends: {table.scan().count()} rows")
     table.delete("id < 20 and amount > 5")  # merge-on-read: one position delete file per data file hit
     table.delete("id in (21, 23, 1500)")  # merge-on-read again: the deletes stack
@@ -80,6 +81,23 @@ def quickstart(warehouse: str, uri: str | None = None, properties: dict[str, str
         )
     print(f"\nmetadata: {table.metadata_location}")
     print(f"catalog: {uri or f'{warehouse}/catalog.db'} (pyiceberg's SqlCatalog opens it as catalog 'default')")
+
+
+def _create_demo_table(catalog: mor.Catalog, schema: pa.Schema) -> mor.Table:
+    """A new table `demo.events`, or `demo.events_2`, `_3`, ... if that name is taken: an
+    existing table, perhaps the user's, is never dropped or changed."""
+    for n in range(1, 1000):
+        name = "demo.events" if n == 1 else f"demo.events_{n}"
+        if catalog.table_exists(name):
+            continue
+        try:
+            table = catalog.create_table(name, schema=schema, partition_by=["category"])
+        except mor.TableAlreadyExistsError:
+            continue  # created meanwhile by another run: leave it, take the next name
+        if n > 1:
+            print(f"demo.events exists already and is left as it is: this run uses a new table, {name}")
+        return table
+    raise mor.TableAlreadyExistsError("demo.events and demo.events_2 ... demo.events_999 all exist: give another --warehouse")
 
 
 def _pyiceberg_static_table(metadata_location: str, properties: dict[str, str]) -> Any:

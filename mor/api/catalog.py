@@ -10,6 +10,7 @@ from collections.abc import Mapping
 import pyarrow as pa
 from pyiceberg.schema import Schema
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
+from sqlalchemy.engine import URL
 from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError
 
 from mor.api.delete import DELETE_MODE_PROPERTY
@@ -90,7 +91,13 @@ def load_catalog(
             root.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise StorageError(f"cannot create warehouse {root}: {e.strerror or e}") from e
-    return Catalog(_open_store(uri or f"sqlite:///{root}/catalog.db", name), to_uri(root), io)
+    return Catalog(_open_store(uri or sqlite_url(root / "catalog.db"), name), to_uri(root), io)
+
+
+def sqlite_url(path: Path) -> str:
+    """The SQLAlchemy URL of a SQLite file, any folder name escaped (`?`, `%`, `#` in a path
+    would otherwise start a query or an escape and name another file)."""
+    return URL.create("sqlite", database=str(path)).render_as_string(hide_password=False)
 
 
 def _open_store(uri: str, name: str) -> SqlCatalogStore:
@@ -178,8 +185,9 @@ class Catalog:
         self.store.create_namespace(namespace, properties)
 
     def create_namespace_if_not_exists(self, namespace: str) -> None:
-        if not self.store.namespace_exists(namespace):
-            self.create_namespace(namespace)
+        """Idempotent, also against another process creating the same namespace meanwhile."""
+        check_new_name("namespace", namespace)
+        self.store.create_namespace_if_absent(namespace)
 
     def list_namespaces(self) -> list[str]:
         return self.store.list_namespaces()

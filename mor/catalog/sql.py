@@ -176,6 +176,18 @@ class SqlCatalogStore:
         except IntegrityError as e:  # created concurrently
             raise NamespaceAlreadyExistsError(f"namespace {namespace!r} already exists") from e
 
+    @_guarded("create a namespace")
+    def create_namespace_if_absent(self, namespace: str) -> None:
+        """Make sure the namespace exists. Another process creating it at the same moment is
+        fine: its insert wins, ours fails on the unique key, and the namespace is there."""
+        if self.namespace_exists(namespace):
+            return
+        try:
+            self.create_namespace(namespace)
+        except NamespaceAlreadyExistsError:
+            if not self.namespace_exists(namespace):  # not a concurrent creation: say so
+                raise
+
     @_guarded("look up a namespace")
     def namespace_exists(self, namespace: str) -> bool:
         with self.engine.connect() as conn:

@@ -77,15 +77,28 @@ def as_record(values: PartitionValues) -> Record:
 
 
 def partition_path(spec: PartitionSpec, schema: Schema, values: PartitionValues) -> str:
-    """Hive-style directory name (`category=a/ts_day=2024-01-02`), for humans only."""
+    """Hive-style directory name (`category=a/ts_day=2024-01-02`), for humans only: readers
+    take file paths from manifests. Field names and values are both escaped, as Iceberg Java's
+    `PartitionSpec.partitionToPath` escapes them, so a field named `../../x` (or a value with a
+    `/`) stays one folder name inside the table's data folder."""
     parts = []
     for pfield, value in zip(spec.fields, values, strict=True):
         source_type = schema.find_field(pfield.source_id).field_type
         text = pfield.transform.to_human_string(source_type, value)
-        parts.append(f"{pfield.name}={_escape(text)}")
+        parts.append(f"{escape_path_part(pfield.name)}={escape_path_part(text)}")
     return "/".join(parts)
 
 
-def _escape(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else f"%{ord(c):02X}" for c in text)
+def escape_path_part(text: str) -> str:
+    """Java's `URLEncoder.encode(text, UTF_8)`: ASCII letters, digits and `.-*_` stay, a space
+    is `+`, every other byte of the UTF-8 encoding is `%XX`. No `/` survives; dots do, but a
+    folder is `name=value`, never `.` or `..`."""
+    out = []
+    for byte in text.encode("utf-8", "surrogatepass"):
+        c = chr(byte)
+        if c.isascii() and (c.isalnum() or c in ".-*_"):
+            out.append(c)
+        else:
+            out.append("+" if c == " " else f"%{byte:02X}")
+    return "".join(out)
 

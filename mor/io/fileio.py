@@ -29,7 +29,10 @@ metadata file) with StaticTable list a prefix.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import posixpath
+import stat
 import threading
 import uuid
 from collections.abc import Iterator, Mapping
@@ -114,6 +117,36 @@ def write_errors(location: str) -> Iterator[None]:
         raise
     except OSError as e:
         raise StorageError(f"cannot write {location}: {_detail(e)}") from e
+
+
+def check_inside(table_location: str, location: str) -> str:
+    """`location` itself, after checking that it names a file under `table_location` once `.`
+    and `..` are resolved: the last check before a writer creates a file, so that no name
+    (a partition field's, a prefix) can put one elsewhere. InvalidArgumentError otherwise."""
+
+    def normal(loc: str) -> str:
+        if is_object_store(loc):
+            return "s3:" + posixpath.normpath("/" + s3_key(loc))
+        return posixpath.normpath(to_local_path(loc))
+
+    root, file = normal(table_location).rstrip("/"), normal(location)
+    if not file.startswith(root + "/"):
+        raise InvalidArgumentError(f"refusing to write {location}: it is not under the table location {table_location}")
+    return location
+
+
+_FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+               (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))  # fmt: skip
+
+
+def check_regular_file(path: str) -> None:
+    """An OSError unless the local `path` is a regular file (a link to one is): opening a FIFO
+    blocks until someone writes to it, and a device never ends, so a read would hang; callers
+    report it as they report a damaged file (`unreadable`). FileNotFoundError when missing."""
+    mode = os.stat(path).st_mode
+    if not stat.S_ISREG(mode):
+        kind = next((name for test, name in _FILE_KINDS if test(mode)), "not a file")
+        raise OSError(errno.EINVAL, f"not a regular file but {kind}", path)
 
 
 def to_uri(path: str | os.PathLike[str]) -> str:
@@ -243,6 +276,8 @@ class FileIO:
         ranges (Parquet readers pre-buffer and coalesce them). Opening an object costs a HEAD
         request (pyarrow's Python API takes no size hint)."""
         fs, path = self.resolve(location)
+        if fs is self.fs:
+            check_regular_file(path)
         f = fs.open_input_file(path)
         if fs is self.fs or not whole or f.size() > WHOLE_OBJECT_BYTES:
             return f

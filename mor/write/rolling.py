@@ -24,7 +24,7 @@ from mor.format.content_file import DataFile, PartitionValues, make_content_file
 from mor.format.lineage import LINEAGE_FIELDS
 from mor.format.partition_values import partition_path
 from mor.format.spec import FileContent
-from mor.io.fileio import FileIO, write_errors
+from mor.io.fileio import FileIO, check_inside, write_errors
 from mor.write.arrow_schema import to_arrow_schema, to_parquet_rows
 from mor.write.metrics import collect_metrics, count_nans
 from mor.write.options import WriteOptions
@@ -164,11 +164,12 @@ class RollingDataWriter:
 def new_file_location(
     table_location: str, spec: PartitionSpec, schema: Schema, partition: PartitionValues, suffix: str = "", prefix: str = ""
 ) -> str:
-    """A new, uniquely named file under the table's data folder (and partition folder)."""
+    """A new, uniquely named file under the table's data folder (and partition folder);
+    InvalidArgumentError if its name would put it anywhere else."""
     folder = f"{table_location.rstrip('/')}/data"
     if spec.fields:
         folder += "/" + partition_path(spec, schema, partition)
-    return f"{folder}/{prefix}{uuid.uuid4()}{suffix}.parquet"
+    return check_inside(table_location, f"{folder}/{prefix}{uuid.uuid4()}{suffix}.parquet")
 
 
 def encodings(parquet_schema: pa.Schema) -> dict[str, object]:

@@ -22,10 +22,15 @@ def test_quickstart_builds_the_demo_table(tmp_path: Path, capsys: pytest.Capture
     assert table.scan().count() == 1948
 
 
-def test_quickstart_twice_replaces_the_demo_table(tmp_path: Path) -> None:
+def test_quickstart_twice_makes_a_second_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["quickstart", "--warehouse", str(tmp_path)]) == 0
+    first = mor.load_catalog(tmp_path).load_table("demo.events").metadata_location
+    capsys.readouterr()
     assert main(["quickstart", "--warehouse", str(tmp_path)]) == 0
-    assert len(mor.load_catalog(tmp_path).load_table("demo.events").snapshots()) == 8
+    assert "demo.events exists already and is left as it is: this run uses a new table, demo.events_2" in capsys.readouterr().out
+    catalog = mor.load_catalog(tmp_path)
+    assert catalog.load_table("demo.events").metadata_location == first  # never touched (tests/unit/test_paths_safety.py)
+    assert len(catalog.load_table("demo.events_2").snapshots()) == 8
 
 
 def test_scan_of_a_missing_table_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
