@@ -32,7 +32,6 @@ from mor.errors import InvalidArgumentError, SchemaMismatchError
 from mor.format.properties import equality_deletes_enabled
 from mor.format.spec import ROW_ID_NAME, Operation
 from mor.read.equality_deletes import EqualityKeySet
-from mor.read.task_reader import POSITION_COLUMN
 from mor.write.arrow_schema import conform, to_arrow_schema
 from mor.write.parquet_files import WriteOptions, write_data_files
 
@@ -156,7 +155,7 @@ def merge_rows(
         for c in prefixed.column_names:
             joined = joined.append_column(c, prefixed.column(c).take(codes))
         gone, updated = matched_changes(joined, clauses, outputs, schema)
-        positions = m.rows.column(POSITION_COLUMN).filter(gone).to_numpy()
+        positions = m.positions[pc.fill_null(gone, False).to_numpy(zero_copy_only=False)]
         if positions.size:
             removed.append(FileMatch(m.task, positions, m.live_rows))
         if updated is not None:
@@ -203,7 +202,7 @@ def _keeping_row_ids(rows: pa.Table, keys: EqualityKeySet, matches: list[FileMat
     """UPSERT rows, each with the `_row_id` of the live row it replaces (v3: the row is updated,
     not deleted and added); a new key, or one held by several rows, starts a new row."""
     found = [m.rows for m in matches if m.rows is not None and ROW_ID_NAME in m.rows.column_names]
-    if not found:
+    if not found or ROW_ID_NAME in rows.column_names:  # no lineage, or a (v2) table column of that name
         return rows
     replaced = pa.concat_tables(found)
     codes = keys.row_codes(replaced).to_numpy(zero_copy_only=False)

@@ -10,6 +10,7 @@ file without them. Either way it is one snapshot.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
@@ -21,6 +22,7 @@ from pyiceberg.types import DoubleType, FloatType
 
 from mor.api.conflict_rules import ReadScope, TouchedRows, dml_validator, isolation_level
 from mor.commit.snapshot_producer import Changes, Validator
+from mor.errors import UnsupportedFeatureError
 from mor.format.content_file import DataFile, DeleteFile
 from mor.format.lineage import LINEAGE_FIELDS, with_lineage
 from mor.format.spec import ROW_ID_NAME, Operation
@@ -31,7 +33,7 @@ from mor.planning.task import FileScanTask
 from mor.read.equality_deletes import EqualityDeleteCache, EqualityKeySet
 from mor.read.position_deletes import DeleteFileCache, deleted_positions, merge_sorted_runs
 from mor.read.scan_reader import parallel_map
-from mor.read.task_reader import POSITION_COLUMN, TaskReader
+from mor.read.task_reader import TaskReader
 from mor.write.deletion_vectors import replaced_by_vector, write_deletion_vectors
 from mor.write.parquet_files import WriteOptions, write_data_files, write_position_delete_file
 
@@ -50,7 +52,7 @@ class FileMatch:
     task: FileScanTask
     positions: np.ndarray  # sorted positions of the targeted live rows
     live_rows: int  # live rows in the file; -1 when unknown (equality deletes apply)
-    rows: pa.Table | None = None  # the targeted rows (with POSITION_COLUMN), when asked for
+    rows: pa.Table | None = None  # the targeted rows, in position order, when asked for
 
     @property
     def all_live_rows_match(self) -> bool:
@@ -70,7 +72,9 @@ def live_row_count(task: FileScanTask, cache: DeleteFileCache) -> int:
 class RowMatcher:
     """Finds the live rows of one task that match a row filter. Built from plain values
     wherever tasks are read: the local thread pool shares one, a Spark task builds its own.
-    Without `with_rows` only the predicate's columns are read."""
+    Rows are found on the predicate's columns alone; with `with_rows` the other columns are
+    read afterwards for the matched rows only, so a row group without a match is never decoded
+    in full (an UPDATE matching nothing in a wide table reads what a DELETE reads)."""
 
     def __init__(
         self,
@@ -83,30 +87,60 @@ class RowMatcher:
     ):
         """`lineage` (v3 tables): the rows carry their `_row_id`, which an UPDATE keeps."""
         self.cache = DeleteFileCache(io)
-        self.with_rows = with_rows
         self.strict = FileFilter(schema, dict(specs), row_filter)
         self.predicate_ids = set() if isinstance(row_filter, AlwaysTrue) else filter_field_ids(schema, row_filter)
-        if with_rows:
-            projection = with_lineage(schema, ROW_ID_NAME) if lineage else schema
-        else:
-            projection = schema.select(*[schema.find_column_name(i) for i in sorted(self.predicate_ids)])
+        projection = schema.select(*[schema.find_column_name(i) for i in sorted(self.predicate_ids)])
         self.reader = TaskReader(io, schema, projection, row_filter, self.cache, with_positions=True)
+        self.rows_reader: TaskReader | None = None
+        if with_rows:
+            full = lineage_projection(schema, ROW_ID_NAME) if lineage else schema
+            self.rows_reader = TaskReader(
+                io, schema, full, AlwaysTrue(), self.cache, with_positions=True, equality_cache=self.reader.equality_cache
+            )
 
     def match(self, task: FileScanTask) -> FileMatch | None:
         if (
-            not self.with_rows
-            and not task.delete_files
+            not task.delete_files
             and _null_free(task, self.predicate_ids, self.strict.schema)
             and self.strict.file_must_match(task.data_file)
         ):
-            # Column metrics prove every row matches: no need to read the file.
+            # Column metrics prove every row matches: no need to read the predicate's columns.
             positions = np.arange(task.data_file.record_count, dtype=np.int64)
-            return FileMatch(task, positions, task.data_file.record_count)
-        rows = pa.Table.from_batches(list(self.reader.read(task)), schema=self.reader.output_schema)
-        if not rows.num_rows:
-            return None
-        positions = rows.column(POSITION_COLUMN).to_numpy()
-        return FileMatch(task, positions, live_row_count(task, self.cache), rows if self.with_rows else None)
+            live = task.data_file.record_count
+        else:
+            positions = read_positions(self.reader, task)
+            if not positions.size:
+                return None
+            live = live_row_count(task, self.cache)
+        if self.rows_reader is None:
+            return FileMatch(task, positions, live)
+        rows, positions = rows_at(self.rows_reader, task, positions)
+        return FileMatch(task, positions, live, rows)
+
+
+def read_positions(reader: TaskReader, task: FileScanTask) -> np.ndarray:
+    """The positions of the rows `reader` yields for `task` (it reads with positions)."""
+    runs = [b.column(reader.position_column).to_numpy() for b in reader.read(task)]
+    return np.concatenate(runs) if runs else np.empty(0, dtype=np.int64)
+
+
+def rows_at(reader: TaskReader, task: FileScanTask, positions: np.ndarray) -> tuple[pa.Table, np.ndarray]:
+    """(the live rows of `task` at `positions` (sorted) without their position column, their
+    positions): only the row groups holding one of them are decoded."""
+    rows = pa.Table.from_batches(list(reader.read(task, positions=positions)), schema=reader.output_schema)
+    return rows.drop_columns([reader.position_column]), rows.column(reader.position_column).to_numpy()
+
+
+def lineage_projection(schema: Schema, *names: str) -> Schema:
+    """`schema` with the row lineage columns `names` (all when none); UnsupportedFeatureError
+    when a table column (another engine's) has the name of one: the two could not be told apart."""
+    taken = [f.name for f in schema.fields if f.name in LINEAGE_FIELDS]
+    if taken:
+        raise UnsupportedFeatureError(
+            f"the table's column {taken[0]!r} has the name of a row lineage column of this format-version 3 "
+            "table; rename it (update_schema().rename_column) to change rows with DML"
+        )
+    return with_lineage(schema, *names)
 
 
 def find_matches(table: Table, row_filter: BooleanExpression, with_rows: bool = False) -> list[FileMatch]:
@@ -137,19 +171,24 @@ def find_key_matches(
 ) -> list[FileMatch]:
     """Live rows whose key tuple is in `keys` (null-safe): all their columns, or only the key
     columns (and `_row_id` in a v3 table). `key_range` is a filter every such row satisfies; it
-    prunes files and row groups."""
+    prunes files and row groups. Rows are found on the key columns; the other columns are read
+    afterwards for the matched rows only."""
     schema = table.metadata.schema()
+    lineage = table.metadata.format_version >= 3
     cache = DeleteFileCache(table.io)
-    projection = schema if all_columns else schema.select(*keys.names)
-    if table.metadata.format_version >= 3:
-        projection = with_lineage(projection, ROW_ID_NAME)
+    key_columns = schema.select(*keys.names)
     # The key set selects rows exactly; the range only skips files and row groups.
     # Equality deletes matter only for rows holding one of the keys: index just those deleted
     # keys, once for all tasks, whatever the number of delete files.
     equality_cache = EqualityDeleteCache(table.io, schema, within=keys)
+    first = lineage_projection(key_columns, ROW_ID_NAME) if lineage and not all_columns else key_columns
     reader = TaskReader(
-        table.io, schema, projection, key_range, cache, with_positions=True, filter_rows=False, equality_cache=equality_cache
+        table.io, schema, first, key_range, cache, with_positions=True, filter_rows=False, equality_cache=equality_cache
     )
+    rows_reader = None
+    if all_columns:
+        full = lineage_projection(schema, ROW_ID_NAME) if lineage else schema
+        rows_reader = TaskReader(table.io, schema, full, AlwaysTrue(), cache, with_positions=True, equality_cache=equality_cache)
     tasks = table.scan(filter=key_range).plan_files()
     reader.equality_cache.prepare(d for t in tasks for d in t.equality_deletes)
 
@@ -158,7 +197,12 @@ def find_key_matches(
         rows = pa.Table.from_batches([h for h in hits if h.num_rows], schema=reader.output_schema)
         if not rows.num_rows:
             return None
-        return FileMatch(task, rows.column(POSITION_COLUMN).to_numpy(), live_row_count(task, cache), rows)
+        positions = rows.column(reader.position_column).to_numpy()
+        if rows_reader is None:
+            rows = rows.drop_columns([reader.position_column])
+        else:
+            rows, positions = rows_at(rows_reader, task, positions)
+        return FileMatch(task, positions, live_row_count(task, cache), rows)
 
     return [m for m in parallel_map(match, tasks) if m is not None]
 
@@ -228,11 +272,16 @@ class RowRemover:
     def __init__(self, io: FileIO, target: DmlTarget):
         self.io = io
         self.target = target
-        # Copy-on-write reads whole files; one reader shares the delete caches between them.
-        # In a v3 table the surviving rows keep their lineage (unchanged rows: both columns).
-        schema = target.schema
-        projection = with_lineage(schema) if target.format_version >= 3 else schema
-        self.reader = TaskReader(io, schema, projection, AlwaysTrue(), DeleteFileCache(io), with_positions=True)
+        self.cache = DeleteFileCache(io)
+
+    @cached_property
+    def reader(self) -> TaskReader:
+        """Copy-on-write reads whole files; one reader shares the delete caches between them.
+        In a v3 table the surviving rows keep their lineage (unchanged rows: both columns).
+        Made on first use: merge-on-read never reads rows here."""
+        schema = self.target.schema
+        projection = lineage_projection(schema) if self.target.format_version >= 3 else schema
+        return TaskReader(self.io, schema, projection, AlwaysTrue(), self.cache, with_positions=True)
 
     def remove(self, match: FileMatch) -> Removal:
         if match.all_live_rows_match:
@@ -247,8 +296,9 @@ class RowRemover:
             delete_file = write_position_delete_file(self.io, t.location, t.schema, spec, data_file, match.positions, t.options)
             return Removal(match.task, delete_file, positions=match.positions)
         live = pa.Table.from_batches(list(self.reader.read(match.task)), schema=self.reader.output_schema)
-        keep = ~np.isin(live.column(POSITION_COLUMN).to_numpy(), match.positions, assume_unique=True)
-        survivors = live.drop_columns([POSITION_COLUMN]).filter(pa.array(keep))
+        position = self.reader.position_column
+        keep = ~np.isin(live.column(position).to_numpy(), match.positions, assume_unique=True)
+        survivors = live.drop_columns([position]).filter(pa.array(keep))
         # Rewritten rows are new rows: they go into the default spec, as Iceberg's writers do.
         rewritten = write_data_files(self.io, t.location, t.write_schema(survivors), t.spec, survivors, t.options)
         return Removal(match.task, None, tuple(rewritten))
@@ -256,7 +306,7 @@ class RowRemover:
     def _vector(self, match: FileMatch) -> Removal:
         """The file's one deletion vector, to write: its earlier deletes and the matched rows."""
         task = match.task
-        earlier = deleted_positions(task.data_file.file_path, task.position_deletes, self.reader.cache, task.data_file.record_count)
+        earlier = deleted_positions(task.data_file.file_path, task.position_deletes, self.cache, task.data_file.record_count)
         merged = merge_sorted_runs([earlier, np.asarray(match.positions, dtype=np.int64)])
         replaced = replaced_by_vector(task.data_file, task.position_deletes)
         return Removal(task, None, positions=match.positions, replaced=replaced, vector=merged)
@@ -330,15 +380,11 @@ def rows_validator(
     return dml_validator(table.io, table.metadata.schema(), ReadScope(row_filter, touched, keys, vectors), isolation)
 
 
-def drop_position_column(rows: pa.Table) -> pa.Table:
-    return rows.drop_columns([POSITION_COLUMN]) if POSITION_COLUMN in rows.column_names else rows
-
-
 def with_row_ids(new_rows: pa.Table, old_rows: pa.Table) -> pa.Table:
     """New versions of `old_rows` (row for row) keeping the old rows' `_row_id` when they carry
     one (v3): an updated row is the same row. Its `_last_updated_sequence_number` is left out,
     so it reads as the sequence number of the commit that wrote it."""
-    if ROW_ID_NAME not in old_rows.column_names:
-        return new_rows
+    if ROW_ID_NAME not in old_rows.column_names or ROW_ID_NAME in new_rows.column_names:
+        return new_rows  # no lineage, or `_row_id` is a column of the (v2) table itself
     return new_rows.append_column(old_rows.schema.field(ROW_ID_NAME), old_rows.column(ROW_ID_NAME))
 

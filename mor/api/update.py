@@ -16,7 +16,7 @@ from pyiceberg.expressions import BooleanExpression
 from pyiceberg.schema import Schema
 
 from mor.api.expressions import Assignments, as_expression, project
-from mor.api.row_changes import build_changes, drop_position_column, find_matches, rows_validator, with_row_ids
+from mor.api.row_changes import build_changes, find_matches, rows_validator, with_row_ids
 from mor.commit.snapshot_producer import Changes, Validator
 from mor.errors import InvalidArgumentError, SchemaMismatchError
 from mor.write.arrow_schema import conform, to_arrow_schema
@@ -55,9 +55,9 @@ def updated_columns(table: Table, assignments: Assignments) -> dict[str, pc.Expr
 
 
 def updated_rows(old_rows: pa.Table, columns: dict[str, pc.Expression], schema: Schema) -> pa.Table:
-    """The new versions of `old_rows` (matched rows, with or without their positions), with
-    the old rows' `_row_id` when they carry one (v3)."""
-    return with_row_ids(conform(project(drop_position_column(old_rows), columns), schema), old_rows)
+    """The new versions of `old_rows` (matched rows), with the old rows' `_row_id` when they
+    carry one (v3)."""
+    return with_row_ids(conform(project(old_rows, columns), schema), old_rows)
 
 
 def update_where(

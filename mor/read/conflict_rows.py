@@ -18,7 +18,7 @@ from mor.planning.filters import filter_field_ids
 from mor.planning.task import FileScanTask
 from mor.read.equality_deletes import EqualityDeleteCache, EqualityKeySet
 from mor.read.position_deletes import DeleteFileCache, deleted_positions
-from mor.read.task_reader import POSITION_COLUMN, TaskReader
+from mor.read.task_reader import TaskReader
 
 
 def has_matching_rows(
@@ -64,7 +64,7 @@ def removes_rows(deletes: DeleteReader, delete_file: DeleteFile, data_file: Data
     reader = TaskReader(io, schema, schema.select(*names), AlwaysTrue(), DeleteFileCache(io), with_positions=True)
     for batch in reader.read(FileScanTask(data_file, (), AlwaysTrue())):
         if positions is not None:
-            at = batch.column(POSITION_COLUMN).to_numpy()
+            at = batch.column(reader.position_column).to_numpy()
             keep = np.isin(at, positions, assume_unique=True)
             if not keep.any():
                 continue

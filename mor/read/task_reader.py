@@ -7,7 +7,7 @@ are cast.
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Container, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -58,8 +58,10 @@ class TaskReader:
         self.batch_rows = batch_rows
         self.with_positions = with_positions
         self.output_schema = to_arrow_schema(projection)
+        # A table another engine wrote may have a column named `_pos`: take a name it lacks.
+        self.position_column = free_name(POSITION_COLUMN, {f.name for f in (*schema.fields, *projection.fields)})
         if with_positions:
-            self.output_schema = self.output_schema.append(pa.field(POSITION_COLUMN, pa.int64(), nullable=False))
+            self.output_schema = self.output_schema.append(pa.field(self.position_column, pa.int64(), nullable=False))
         has_filter = not isinstance(row_filter, AlwaysTrue)
         filter_rows = filter_rows and has_filter
         self.arrow_filter = RowFilter(bind_filter(schema, row_filter, case_sensitive), schema) if filter_rows else None
@@ -72,9 +74,13 @@ class TaskReader:
         self.lineage_fields = [f for f in projection.fields if f.field_id in LINEAGE_FIELD_IDS]
         self.equality_cache = equality_cache or EqualityDeleteCache(io, schema)
 
-    def read(self, task: FileScanTask, row_groups: range | None = None) -> Iterator[pa.RecordBatch]:
+    def read(
+        self, task: FileScanTask, row_groups: Container[int] | None = None, positions: np.ndarray | None = None
+    ) -> Iterator[pa.RecordBatch]:
         """The task's live rows; `row_groups` (indexes) limits it to part of the file, so
-        that parts of one large file can be read in parallel."""
+        that parts of one large file can be read in parallel. `positions` (sorted) keeps only
+        the rows at those positions, and decodes only the row groups that hold one: DML finds
+        its rows on the predicate's columns, then reads the other columns of just those."""
         deleted = deleted_positions(task.data_file.file_path, task.position_deletes, self.cache, task.data_file.record_count)
         key_sets = self.equality_cache.key_sets(task.equality_deletes, task.name_mapping) if task.equality_deletes else []
         # Equality key columns are read even when not selected, and dropped again at the end.
@@ -96,7 +102,7 @@ class TaskReader:
                     f"data file {path} has {parquet.metadata.num_rows} rows, its manifest says {task.data_file.record_count}"
                 )
             projection = FileProjection(parquet.schema_arrow, fields, path, parse_name_mapping(task.name_mapping))
-            yield from self._read_file(task, parquet, deleted, projection, key_sets, row_groups)
+            yield from self._read_file(task, parquet, deleted, projection, key_sets, row_groups, positions)
 
     def _read_file(
         self,
@@ -105,7 +111,8 @@ class TaskReader:
         deleted: np.ndarray,
         projection: FileProjection,
         key_sets: list[EqualityKeySet],
-        row_groups: range | None,
+        row_groups: Container[int] | None,
+        only: np.ndarray | None,
     ) -> Iterator[pa.RecordBatch]:
         path = task.data_file.file_path
         need_positions = self.with_positions or bool(self.lineage_fields)
@@ -118,7 +125,7 @@ class TaskReader:
             rg_start, start = start, start + rows
             if row_groups is not None and rg not in row_groups:
                 continue
-            if rows == 0 or _all_deleted(deleted, rg_start, rows):
+            if rows == 0 or _all_deleted(deleted, rg_start, rows) or (only is not None and _none_of(only, rg_start, rows)):
                 continue
             if self.may_match is not None and not self.may_match(row_group_metrics(meta, rg, id_by_column, self.schema)):
                 continue
@@ -129,6 +136,8 @@ class TaskReader:
                 batches = parquet.iter_batches(batch_size=self.batch_rows, row_groups=[rg], columns=file_columns, use_threads=True)
             for batch in _decoded(path, batches):
                 mask = keep_mask(deleted, position, batch.num_rows)
+                if only is not None:
+                    mask = _selected(only, position, batch.num_rows, mask)
                 positions = np.arange(position, position + batch.num_rows, dtype=np.int64) if need_positions else None
                 position += batch.num_rows
                 if positions is not None and mask is not None:
@@ -157,7 +166,7 @@ class TaskReader:
         fields = [to_arrow_field(c.field).with_type(a.type).with_nullable(True) for c, a in zip(projection.columns, arrays)]
         if positions is not None and self.with_positions:
             arrays.append(pa.array(positions))
-            fields.append(pa.field(POSITION_COLUMN, pa.int64()))
+            fields.append(pa.field(self.position_column, pa.int64()))
         # With no columns at all, keep the row count (from_arrays([]) would have 0 rows).
         table_batch = pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields)) if arrays else batch.select([])
         if key_sets and table_batch.num_rows:
@@ -191,6 +200,26 @@ def _decoded(path: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Record
 
 def _same_types(a: pa.Schema, b: pa.Schema) -> bool:
     return all(x.type == y.type for x, y in zip(a, b, strict=True))
+
+
+def free_name(name: str, taken: Container[str]) -> str:
+    """`name`, or `name` followed by as many "_" as it takes to be none of `taken`."""
+    while name in taken:
+        name += "_"
+    return name
+
+
+def _none_of(positions: np.ndarray, start: int, rows: int) -> bool:
+    lo, hi = np.searchsorted(positions, [start, start + rows])
+    return bool(lo == hi)
+
+
+def _selected(positions: np.ndarray, start: int, length: int, keep: np.ndarray | None) -> np.ndarray:
+    """`keep` (None: every row) narrowed to the rows in [start, start+length) at `positions`."""
+    lo, hi = np.searchsorted(positions, [start, start + length])
+    mask = np.zeros(length, dtype=bool)
+    mask[positions[lo:hi] - start] = True
+    return mask if keep is None else mask & keep
 
 
 def _all_deleted(deleted: np.ndarray, start: int, rows: int) -> bool:
