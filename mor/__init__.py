@@ -25,6 +25,7 @@ from mor.errors import (
     StorageError,
     StreamingChangeError,
     TableAlreadyExistsError,
+    TableReplacedError,
     UnsupportedFeatureError,
 )
 from mor.format.content_file import DataFile, DeleteFile
@@ -61,6 +62,7 @@ __all__ = [
     "StreamingChangeError",
     "Table",
     "TableAlreadyExistsError",
+    "TableReplacedError",
     "UnsupportedFeatureError",
     "load_catalog",
 ]

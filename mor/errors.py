@@ -2,6 +2,9 @@
 
     MorError
     ├── NoSuchTableError          the table (or namespace) is not in the catalog
+    │   └── TableReplacedError    the name now holds another table (another table-uuid) than
+    │                             the one a handle or commit started from: dropped and created
+    │                             again. Not a CommitConflictError, so nothing re-plans into it
     ├── NoSuchNamespaceError
     ├── NoSuchSnapshotError       time travel to a snapshot id or time the table does not have
     ├── TableAlreadyExistsError
@@ -40,6 +43,12 @@ class MorError(Exception):
 
 class NoSuchTableError(MorError):
     pass
+
+
+class TableReplacedError(NoSuchTableError):
+    """The catalog's table under this name has another `table-uuid` than the metadata an
+    operation started from (Iceberg's `assert-table-uuid` failed): the table was dropped and
+    another created or registered under its name. Nothing was committed; load the table again."""
 
 
 class NoSuchNamespaceError(MorError):

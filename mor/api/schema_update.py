@@ -27,7 +27,7 @@ from pyiceberg.types import IcebergType, ListType, MapType, NestedField, StructT
 from mor.api.schema_rules import SchemaEditor, iceberg_type, is_promotion, protected_fields
 from mor.commit.retry import RetryPolicy
 from mor.commit.snapshot_producer import TableOperations
-from mor.commit.table_ops import CommitFailedError
+from mor.commit.table_ops import CommitFailedError, refresh_same_table
 from mor.errors import CommitConflictError, InvalidArgumentError, SchemaEvolutionError, SchemaMismatchError
 from mor.format.metadata import TableMetadata, same_schema, with_schema
 from mor.write.arrow_schema import conform, to_arrow_type
@@ -104,7 +104,7 @@ class UpdateSchema:
             except CommitFailedError:
                 if not attempts.retry():
                     raise CommitConflictError("could not change the schema: the table kept changing") from None
-            base, location = ops.refresh()
+            base, location = refresh_same_table(ops, self._base)
             self._table.metadata, self._table.metadata_location = base, location
             editor = self._replayed(base, location)
 

@@ -40,7 +40,7 @@ from pyiceberg.transforms import DayTransform, HourTransform, IdentityTransform,
 
 from mor.commit.retry import RetryPolicy
 from mor.commit.snapshot_producer import TableOperations
-from mor.commit.table_ops import CommitFailedError
+from mor.commit.table_ops import CommitFailedError, refresh_same_table
 from mor.errors import CommitConflictError, InvalidArgumentError, PartitionEvolutionError
 from mor.format.metadata import TableMetadata, now_ms, with_spec
 from mor.write.partitioning import partition_term, resolve_partition_term, split_transform
@@ -153,7 +153,7 @@ class UpdateSpec:
             except CommitFailedError:
                 if not attempts.retry():
                     raise CommitConflictError("could not change the partition spec: the table kept changing") from None
-                base, location = ops.refresh()
+                base, location = refresh_same_table(ops, self._base)
                 if _spec_key(base.spec()) != _spec_key(self._base.spec()) or base.spec().spec_id != self._base.spec().spec_id:
                     raise CommitConflictError(
                         f"the default partition spec changed meanwhile (now spec {base.default_spec_id}: {_describe(base.spec())}); "

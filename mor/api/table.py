@@ -27,7 +27,7 @@ from mor.api.spec_update import UpdateSpec
 from mor.api.update import UPDATE_MODE_PROPERTY, update_where
 from mor.commit.retry import RetryPolicy
 from mor.commit.snapshot_producer import Changes, TableOperations, Validator, commit_changes
-from mor.commit.table_ops import CommitFailedError, metadata_version, read_metadata
+from mor.commit.table_ops import CommitFailedError, metadata_version, read_metadata, refresh_same_table
 from mor.errors import NoSuchTableError, CommitConflictError, CommitStateUnknownError, InvalidArgumentError, MorError, SchemaMismatchError
 from mor.format.metadata import (
     FORMAT_VERSION_PROPERTY,
@@ -113,7 +113,9 @@ class Table:
         return Scan(self, filter, columns, snapshot_id, as_of, case_sensitive)
 
     def refresh(self) -> Table:
-        self.metadata, self.metadata_location = self._writable().refresh()
+        """The table's current metadata; TableReplacedError when the catalog now holds another
+        table (another table-uuid) under this name, as Iceberg's refresh does."""
+        self.metadata, self.metadata_location = refresh_same_table(self._writable(), self.metadata)
         return self
 
     # -- writing ---------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from mor.commit import faults
 from mor.commit.manifest_merge import merge_carried
 from mor.commit.retry import NUM_RETRIES, TOTAL_TIMEOUT_MS, RetryPolicy
 from mor.commit.summary import build_summary
-from mor.commit.table_ops import CommitFailedError
+from mor.commit.table_ops import CommitFailedError, refresh_same_table
 from mor.errors import CatalogUnavailableError, CommitConflictError, CommitStateUnknownError, CorruptMetadataError
 from mor.format.content_file import ContentFile, DataFile, DeleteFile
 from mor.format.manifest import EntryToWrite, ManifestFile, read_manifests, write_manifest
@@ -89,7 +89,7 @@ def commit_changes(
     try:
         for attempt in itertools.count():
             if attempt:
-                base, base_location = ops.refresh()
+                base, base_location = refresh_same_table(ops, planned_on)  # never commit into another table
                 base = _with_new_schema(_with_added_spec(base, changes), planned_on, changes)
                 _check_format_version(base, planned_on, changes)
             if validate is not None and base.current_snapshot_id != validated.current_snapshot_id:

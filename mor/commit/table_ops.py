@@ -10,12 +10,16 @@ from __future__ import annotations
 import re
 import uuid
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from mor.catalog.sql import SqlCatalogStore
 from mor.commit import faults
-from mor.errors import CatalogUnavailableError, CorruptMetadataError, MorError, UnsupportedFeatureError
+from mor.errors import CatalogUnavailableError, CorruptMetadataError, MorError, TableReplacedError, UnsupportedFeatureError
 from mor.format.metadata import TableMetadata, with_previous_file
 from mor.io.fileio import FileIO, unreadable
+
+if TYPE_CHECKING:
+    from mor.commit.snapshot_producer import TableOperations
 
 _VERSION = re.compile(r"(?:^|/)(?:v)?(\d+)(?:-[^/]*)?\.metadata\.json$")
 
@@ -35,6 +39,26 @@ def read_metadata(io: FileIO, location: str) -> TableMetadata:
         return TableMetadata.from_json(text)
     except (CorruptMetadataError, UnsupportedFeatureError) as e:
         raise type(e)(f"table metadata file {location}: {e}") from e
+
+
+def check_same_table(started_from: TableMetadata, current: TableMetadata, current_location: str) -> None:
+    """Iceberg's `assert-table-uuid`: TableReplacedError when the catalog's table is not the one
+    an operation started from (dropped, and another created under the name). A lost swap is
+    retried on refreshed metadata, and without this check the retry would commit into the other
+    table, putting our columns under its field ids."""
+    if current.table_uuid != started_from.table_uuid:
+        raise TableReplacedError(
+            f"the table was replaced: the catalog now points at {current_location}, table-uuid {current.table_uuid}, "
+            f"not table-uuid {started_from.table_uuid} this operation started from (dropped and created again?); "
+            "nothing was committed: load the table again"
+        )
+
+
+def refresh_same_table(ops: TableOperations, started_from: TableMetadata) -> tuple[TableMetadata, str]:
+    """`ops.refresh()`, refused (TableReplacedError) when it finds another table."""
+    current, location = ops.refresh()
+    check_same_table(started_from, current, location)
+    return current, location
 
 
 def is_versioned_metadata_file(location: str) -> bool:

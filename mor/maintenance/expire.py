@@ -35,7 +35,7 @@ from typing import Any
 from mor.commit import faults
 from mor.commit.retry import RetryPolicy
 from mor.commit.snapshot_producer import TableOperations
-from mor.commit.table_ops import CommitFailedError, is_versioned_metadata_file, metadata_version
+from mor.commit.table_ops import CommitFailedError, is_versioned_metadata_file, metadata_version, refresh_same_table
 from mor.errors import CommitConflictError, CorruptMetadataError, InvalidArgumentError, RetentionTooShortError
 from mor.format.content_file import DataFile
 from mor.format.manifest import ManifestFile
@@ -179,7 +179,7 @@ def expire_snapshots(
         except CommitFailedError:
             if not attempts.retry():
                 raise CommitConflictError("could not expire snapshots: the table kept changing") from None
-            metadata, metadata_location = ops.refresh()
+            metadata, metadata_location = refresh_same_table(ops, metadata)
             continue
         faults.reached("expire-committed")
         doomed.metadata = old_metadata_files(io, committed, metadata_version(location))

@@ -65,6 +65,7 @@ from mor.errors import (
     NamespaceAlreadyExistsError,
     SchemaMismatchError,
     TableAlreadyExistsError,
+    TableReplacedError,
 )
 from mor.format.content_file import DataFile, DeleteFile
 from mor.format.metadata import TableMetadata, new_table_metadata, parse_format_version
@@ -220,7 +221,11 @@ class MorWriter(DataSourceArrowWriter):
     def _check_same_table(self, current: TableMetadata) -> None:
         t = self.target
         if t.table_uuid is not None and current.table_uuid != t.table_uuid:
-            raise CommitConflictError(f"table {t.identifier} was replaced by another table during this write")
+            # Not a conflict: nothing may re-plan this write into the other table.
+            raise TableReplacedError(
+                f"table {t.identifier} was replaced by another table (table-uuid {current.table_uuid}, not "
+                f"{t.table_uuid}) during this write; nothing was committed"
+            )
         if current.current_schema_id != t.schema.schema_id:
             raise CommitConflictError(f"the schema of {t.identifier} changed during this write")
 
