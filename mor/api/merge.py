@@ -26,7 +26,15 @@ from pyiceberg.types import NestedField
 from mor.api.delete_rows import write_key_deletes
 from mor.api.expressions import Assignments, as_expression, evaluate_condition, project
 from mor.api.keys import key_fields, key_range, unique_key_set
-from mor.api.row_changes import MERGE_ON_READ, FileMatch, build_changes, find_key_matches, rows_validator, with_row_ids
+from mor.api.row_changes import (
+    MERGE_ON_READ,
+    FileMatch,
+    WrittenFiles,
+    build_changes,
+    find_key_matches,
+    rows_validator,
+    with_row_ids,
+)
 from mor.commit.snapshot_producer import Changes, Validator
 from mor.errors import InvalidArgumentError, SchemaMismatchError
 from mor.format.properties import equality_deletes_enabled
@@ -193,7 +201,11 @@ def upsert_rows(table: Table, rows: pa.Table, on: Sequence[str], mode: str, stra
         return changes, rows_validator(table, "merge", rows_range, removals, keys)
     deletes, added_spec = write_key_deletes(table, rows.select(list(on)))
     metadata = table.metadata
-    data = write_data_files(table.io, metadata.location, metadata.schema(), metadata.spec(), rows, WriteOptions(metadata.properties))
+    written = WrittenFiles()
+    written.paths += [d.file_path for d in deletes]
+    with written.deleted_on_error(table.io):
+        options = WriteOptions(metadata.properties)
+        data = write_data_files(table.io, metadata.location, metadata.schema(), metadata.spec(), rows, options)
     # Blind: no rows were read, so there is nothing a concurrent commit could invalidate.
     return Changes(Operation.OVERWRITE, added_data=data, added_deletes=deletes, added_spec=added_spec), None
 

@@ -9,9 +9,11 @@ file without them. Either way it is one snapshot.
 
 from __future__ import annotations
 
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -327,12 +329,45 @@ class RowRemover:
 def build_changes(
     table: Table, matches: list[FileMatch], new_rows: pa.Table | None, mode: str
 ) -> tuple[Changes, list[Removal]]:
-    """Write the files that remove the matched rows and add `new_rows`; describe the commit."""
+    """Write the files that remove the matched rows and add `new_rows`; describe the commit.
+    When a write fails, the files already written are deleted (the commit deletes them when
+    it fails, table._commit)."""
     target = DmlTarget.of(table, mode)
     remover = RowRemover(table.io, target)
-    removals = remover.finish(parallel_map(remover.remove, matches))
-    added = target.write_rows(table.io, new_rows) if new_rows is not None else []
-    return changes_for(removals, added), removals
+    written = WrittenFiles()
+
+    def remove(match: FileMatch) -> Removal:
+        return written.note(remover.remove(match))
+
+    with written.deleted_on_error(table.io):
+        # pool.map cancels the queued removals and waits for the running ones before it
+        # raises, so every file written is noted by then.
+        removals = remover.finish(parallel_map(remove, matches), written.paths)
+        added = target.write_rows(table.io, new_rows) if new_rows is not None else []
+        written.paths += [f.file_path for f in added]
+        return changes_for(removals, added), removals
+
+
+class WrittenFiles:
+    """Paths of the files a DML operation has written so far (added to from several threads)."""
+
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+        self._lock = threading.Lock()
+
+    def note(self, removal: Removal) -> Removal:
+        with self._lock:
+            self.paths += removal.written
+        return removal
+
+    @contextmanager
+    def deleted_on_error(self, io: FileIO) -> Iterator[None]:
+        try:
+            yield
+        except BaseException:
+            for path in dict.fromkeys(self.paths):  # a Puffin file may be noted for several vectors
+                io.delete_quietly(path)
+            raise
 
 
 def changes_for(removals: Sequence[Removal], added: Sequence[DataFile]) -> Changes:
