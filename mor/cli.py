@@ -237,12 +237,14 @@ def _expiry_summary(r: ExpireResult) -> str:
         f" delete files, {r.deleted_manifests} manifests, {r.deleted_manifest_lists} manifest lists,"
         f" {r.deleted_metadata_files} metadata files, {r.deleted_statistics_files} statistics files"
         f" ({r.deleted_bytes} bytes)"
+        + (f"; left {len(r.skipped_paths)} files outside the table or not its own" if r.skipped_paths else "")
     )
 
 
 def _orphans_summary(r: OrphanResult) -> str:
     listed = "".join(f"\n  {p}" for p in r)
-    return f"{'found' if r.dry_run else 'removed'} {len(r)} orphan files ({r.removed_bytes} bytes){listed}"
+    left = f"; left {len(r.skipped_paths)} the table does not own (links, the catalog, other tables' files)" if r.skipped_paths else ""
+    return f"{'found' if r.dry_run else 'removed'} {len(r)} orphan files ({r.removed_bytes} bytes){left}{listed}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,6 +8,8 @@
     ├── NoSuchNamespaceError
     ├── NoSuchSnapshotError       time travel to a snapshot id or time the table does not have
     ├── TableAlreadyExistsError
+    │   └── SharedTableError      register_table of a metadata file or location another table of
+    │                             the catalog already has (allow_shared=True registers it anyway)
     ├── NamespaceAlreadyExistsError
     ├── NamespaceNotEmptyError
     ├── InvalidFilterError        bad predicate text, or a column the schema does not have
@@ -28,6 +30,9 @@
     │   └── CatalogUnavailableError  the catalog database server is unreachable, refused the
     │                             connection or did not answer in time; names host:port/db.
     │                             Raised by a commit only when it certainly did not happen
+    ├── MaintenanceRefusedError   maintenance that deletes files cannot tell the table's own files
+    │                             apart: its location is shared with, holds or lies in another
+    │                             table's, or its metadata spells files another way than the listing
     ├── StreamingChangeError      a stream of appends met a snapshot it cannot emit (delete, overwrite)
     │                             or lost its place in the history (rollback, expired snapshots)
     └── UnsupportedFeatureError   a valid Iceberg feature we do not implement yet
@@ -61,6 +66,11 @@ class NoSuchSnapshotError(MorError):
 
 class TableAlreadyExistsError(MorError):
     pass
+
+
+class SharedTableError(TableAlreadyExistsError):
+    """The metadata file or table location is already another table's in this catalog: two
+    names for one set of files, where maintenance of either would delete the other's files."""
 
 
 class NamespaceAlreadyExistsError(MorError):
@@ -135,6 +145,11 @@ class CatalogUnavailableError(StorageError):
 
 class StreamingChangeError(MorError):
     pass
+
+
+class MaintenanceRefusedError(MorError):
+    """Expiry, orphan removal or a purge refused before deleting anything: it could not prove
+    the files it would delete are the table's alone. The message says what to fix."""
 
 
 class UnsupportedFeatureError(MorError):

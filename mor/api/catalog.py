@@ -22,9 +22,11 @@ from mor.errors import (
     CommitStateUnknownError,
     CorruptMetadataError,
     InvalidArgumentError,
+    MorError,
     NoSuchNamespaceError,
     NoSuchTableError,
     SchemaMismatchError,
+    SharedTableError,
     StorageError,
     TableAlreadyExistsError,
     UnsupportedFeatureError,
@@ -33,6 +35,8 @@ from mor.format.metadata import FORMAT_VERSION_PROPERTY, new_table_metadata, par
 from mor.format.spec import FORMAT_VERSION
 from mor.format.properties import check_properties
 from mor.io.fileio import FileIO, is_object_store, to_local_path, to_uri
+from mor.maintenance.ownership import CatalogView, OtherTable, keys, overlaps
+from mor.maintenance.purge import PurgeResult, delete_purged, plan_purge
 from mor.write.arrow_schema import from_arrow_schema
 from mor.write.partitioning import parse_partition_by
 
@@ -259,24 +263,75 @@ class Catalog:
         namespace, name = _existing_identifier(identifier)
         return self._table(identifier, namespace, name)
 
-    def register_table(self, identifier: str, metadata_location: str) -> Table:
-        """Adopt a table another engine wrote, by its current metadata file."""
+    def register_table(self, identifier: str, metadata_location: str, allow_shared: bool = False) -> Table:
+        """Adopt a table another engine wrote, by its current metadata file. A metadata file or
+        table location another table of this catalog already has (the same folder, or one
+        inside the other) is SharedTableError unless `allow_shared=True`: two names for one set
+        of files, whose maintenance would delete each other's files. Registered shared, both
+        tables refuse expiry and orphan removal (MaintenanceRefusedError)."""
         namespace, name = _new_identifier(identifier)
         if not isinstance(metadata_location, str) or not metadata_location:
             raise InvalidArgumentError(f"metadata_location is the location of a metadata file, got {metadata_location!r}")
-        read_metadata(self.io, metadata_location)  # refuse what we cannot read
+        metadata = read_metadata(self.io, metadata_location)  # refuse what we cannot read
+        if not allow_shared:
+            self._refuse_shared(identifier, metadata_location, metadata.location)
         self.create_namespace_if_not_exists(namespace)
         self.store.create_table_row(namespace, name, metadata_location)
         return self._table(identifier, namespace, name)
 
-    def drop_table(self, identifier: str) -> None:
-        """Remove the table from the catalog; its files stay where they are."""
-        self.store.drop_table_row(*_existing_identifier(identifier))
+    def _refuse_shared(self, identifier: str, metadata_location: str, location: str) -> None:
+        for other in self._view(None).others():
+            if keys(other.metadata_location) & keys(metadata_location):
+                raise SharedTableError(
+                    f"cannot register {identifier}: metadata file {metadata_location} is already table {other.name}'s; "
+                    "pass allow_shared=True to register it anyway (then neither table can expire snapshots or remove orphan files)"
+                )
+            try:
+                theirs = read_metadata(self.io, other.metadata_location).location
+            except (MorError, OSError):
+                continue  # not ours to judge here; maintenance refuses while it cannot be read
+            if overlaps(location, theirs):
+                raise SharedTableError(
+                    f"cannot register {identifier}: its location {location} and table {other.name}'s location {theirs} "
+                    "are the same folder or one holds the other; pass allow_shared=True to register it anyway (then "
+                    "neither table can expire snapshots or remove orphan files)"
+                )
+
+    def drop_table(self, identifier: str, purge: bool = False) -> PurgeResult | None:
+        """Remove the table from the catalog; its files stay where they are. `purge=True` then
+        deletes the files that are its own (mor/maintenance/purge.py): every file its metadata
+        names under its location that no other table references, and returns what it deleted
+        and left. The files are read before the table is removed: metadata that cannot be read
+        drops nothing."""
+        namespace, name = _existing_identifier(identifier)
+        if not purge:
+            self.store.drop_table_row(namespace, name)
+            return None
+        table = self._table(identifier, namespace, name)
+        plan = plan_purge(self.io, identifier, table.metadata, table.metadata_location, table.catalog_view)
+        self.store.drop_table_row(namespace, name)
+        return delete_purged(self.io, plan)
 
     def _table(self, identifier: str, namespace: str, name: str) -> Table:
         ops = CatalogTableOperations(self.store, namespace, name, self.io)
         metadata, location = ops.refresh()
-        return Table(identifier, metadata, location, self.io, ops)
+        table = Table(identifier, metadata, location, self.io, ops)
+        table.catalog_view = self._view((namespace, name))
+        return table
+
+    def _view(self, table: tuple[str, str] | None) -> CatalogView:
+        """The catalog as maintenance of `table` sees it: every other table, and the database file."""
+
+        def others() -> list[OtherTable]:
+            return [
+                OtherTable(f"{ns}.{t}" if catalog == self.name else f"{catalog}:{ns}.{t}", location)
+                for catalog, ns, t, location in self.store.table_rows()
+                if (catalog, (ns, t)) != (self.name, table)
+            ]
+
+        url = self.store.engine.url
+        database = url.database if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:") else None
+        return CatalogView(others, os.path.abspath(database) if database else None)
 
 
 def _iceberg_schema(schema: pa.Schema | Schema) -> Schema:

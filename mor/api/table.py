@@ -42,6 +42,7 @@ from mor.io.fileio import FileIO
 from mor.maintenance.compact import CompactionOptions, CompactionPlan, CompactionResult, plan_compaction, write_compaction
 from mor.maintenance.expire import ExpireResult, expire_snapshots
 from mor.maintenance.orphans import DEFAULT_MIN_AGE, OrphanResult, remove_orphans
+from mor.maintenance.ownership import CatalogView, Ownership
 from mor.maintenance.policy import MaintainResult, MaintenancePolicy
 from mor.maintenance.progress import Progress, ProgressArg
 from mor.maintenance.rewrite_deletes import RewritePlan, RewriteResult, plan_rewrite
@@ -60,6 +61,10 @@ class HistoryEntry:
 
 
 class Table:
+    # The rest of the catalog, for maintenance that deletes files (set by the catalog that
+    # opens the table): the files other tables own must stay.
+    catalog_view: CatalogView | None = None
+
     def __init__(self, identifier: str, metadata: TableMetadata, metadata_location: str, io: FileIO, ops: TableOperations | None):
         self.identifier = identifier
         self.metadata = metadata
@@ -268,10 +273,18 @@ class Table:
         """Delete files under the table location that no metadata references and that were
         last modified before `older_than` (an age, default 3 days, or a time); `dry_run` only
         lists them. The result iterates over their paths. Files of commits in flight are
-        young: keep the threshold well above the longest write."""
+        young: keep the threshold well above the longest write. Only the table's own files go
+        (mor/maintenance/ownership.py); a table whose location is another's, holds it or lies
+        in it raises MaintenanceRefusedError, as does a file the metadata spells with another
+        scheme or authority than the listing found."""
         self._writable()
         self.refresh()
-        return remove_orphans(self.io, self.metadata, self.metadata_location, older_than, dry_run, Progress("remove_orphan_files", progress))
+        ownership = self._ownership("remove_orphan_files")
+        progress_ = Progress("remove_orphan_files", progress)
+        return remove_orphans(self.io, self.metadata, self.metadata_location, older_than, dry_run, progress_, ownership)
+
+    def _ownership(self, what: str) -> Ownership:
+        return Ownership(self.io, self.identifier, self.metadata.location, self.catalog_view, what)
 
     def expire_snapshots(
         self,
@@ -287,7 +300,9 @@ class Table:
         branch (default `history.expire.min-snapshots-to-keep`, 1), and delete the files only
         they could read. A retention shorter than `history.expire.max-snapshot-age-ms` raises
         RetentionTooShortError unless `allow_short_retention=True`. `dry_run` changes nothing
-        and says what would go."""
+        and says what would go. Only the table's own files are deleted (a file outside its
+        location is left, in `skipped_paths`); a table sharing its location with another
+        raises MaintenanceRefusedError before anything changes."""
         ops = self._writable()
         self.refresh()
         result, self.metadata, self.metadata_location = expire_snapshots(
@@ -300,6 +315,7 @@ class Table:
             allow_short_retention=allow_short_retention,
             dry_run=dry_run,
             progress=Progress("expire_snapshots", progress),
+            ownership=self._ownership("expire_snapshots"),
         )
         return result
 

@@ -234,6 +234,15 @@ class SqlCatalogStore:
             rows = conn.execute(select(TABLES.c.table_name).where(self._ns(namespace), self._is_table())).scalars()
             return sorted(rows)
 
+    @_guarded("list every table")
+    def table_rows(self) -> list[tuple[str, str, str, str]]:
+        """(catalog name, namespace, table, metadata location) of every table in the database,
+        of every catalog name: what maintenance must not delete from under another table."""
+        columns = (TABLES.c.catalog_name, TABLES.c.table_namespace, TABLES.c.table_name, TABLES.c.metadata_location)
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(*columns).where(self._is_table(), TABLES.c.metadata_location.is_not(None)))
+            return sorted((str(c), str(ns), str(t), str(loc)) for c, ns, t, loc in rows)
+
     @_guarded("look up a table")
     def metadata_location(self, namespace: str, name: str) -> str:
         with self.engine.connect() as conn:

@@ -21,14 +21,17 @@ snapshot read (one that cannot be read stops it: it could hide live files). A re
 may still name such a file in a DELETED entry (a tombstone no reader opens), so after a crash
 `remove_orphan_files` leaves it: it is named. Also deleted: statistics files of
 expired snapshots; metadata JSON files under `<location>/metadata` older than the oldest the
-metadata log keeps (`write.metadata.previous-versions-max`). Locations are compared as file
-system paths, since writers spell one file several ways (`file:///a`, `file:/a`, `/a`).
+metadata log keeps (`write.metadata.previous-versions-max`). Locations are compared in one
+normalised form, since writers spell one file several ways (`file:///a`, `file:/a`, `/a`, `//`).
+Only files the table owns are deleted (mor/maintenance/ownership.py: under its location, not
+through a symbolic link, not another table's): a file outside it that an expired manifest names
+is left and reported (`skipped_paths`), and a table sharing its location with another refuses.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -36,14 +39,16 @@ from mor.commit import faults
 from mor.commit.retry import RetryPolicy
 from mor.commit.snapshot_producer import TableOperations
 from mor.commit.table_ops import CommitFailedError, is_versioned_metadata_file, metadata_version, refresh_same_table
-from mor.errors import CommitConflictError, CorruptMetadataError, InvalidArgumentError, RetentionTooShortError
+from mor.errors import CommitConflictError, CorruptMetadataError, InvalidArgumentError, RetentionTooShortError, UnsupportedFeatureError
 from mor.format.content_file import DataFile
 from mor.format.manifest import ManifestFile
 from mor.format.manifest_list import read_manifest_list
 from mor.format.metadata import Snapshot, TableMetadata, now_ms, with_previous_file
 from mor.format.spec import MAIN_BRANCH, FileContent
 from mor.io.fileio import FileIO
+from mor.maintenance.ownership import Ownership, keys
 from mor.maintenance.progress import Progress
+from mor.maintenance.reachable import STATISTICS_KEYS
 from mor.planning.manifest_cache import read_entries
 
 MAX_SNAPSHOT_AGE = "history.expire.max-snapshot-age-ms"
@@ -51,7 +56,6 @@ MIN_SNAPSHOTS_TO_KEEP = "history.expire.min-snapshots-to-keep"
 MAX_REF_AGE = "history.expire.max-ref-age-ms"
 DEFAULT_MAX_SNAPSHOT_AGE_MS = 5 * 24 * 3600 * 1000  # Iceberg's defaults
 DEFAULT_MIN_SNAPSHOTS_TO_KEEP = 1
-STATISTICS_KEYS = ("statistics", "partition-statistics")
 
 
 @dataclass(frozen=True)
@@ -60,7 +64,9 @@ class ExpireResult:
     paths. `missing_paths`: manifest lists and manifests of expired snapshots that were already
     gone, so the content files they named (if any are left) are for `remove_orphan_files`.
     Deletion vectors (v3) are counted by Puffin file among the position delete files, with the
-    file's size: one goes once no retained snapshot reads any of the vectors in it."""
+    file's size: one goes once no retained snapshot reads any of the vectors in it.
+    `skipped_paths`: files only expired snapshots read that the table does not own (outside its
+    location, through a symbolic link, another table's): left where they are, not counted."""
 
     expired_snapshot_ids: tuple[int, ...] = ()
     removed_refs: tuple[str, ...] = ()
@@ -77,6 +83,7 @@ class ExpireResult:
     deleted_bytes: int = 0  # all kinds
     deleted_paths: tuple[str, ...] = ()
     missing_paths: tuple[str, ...] = ()
+    skipped_paths: tuple[str, ...] = ()
     dry_run: bool = False
 
     @property
@@ -94,7 +101,8 @@ class ExpireResult:
 
 @dataclass
 class Doomed:
-    """Files to delete, by kind: file system path -> size in bytes."""
+    """Files to delete, by kind: location -> size in bytes (after `keep_foreign`, the path to
+    delete it by)."""
 
     data: dict[str, int] = field(default_factory=dict)
     position: dict[str, int] = field(default_factory=dict)
@@ -104,6 +112,16 @@ class Doomed:
     manifest_lists: dict[str, int] = field(default_factory=dict)
     metadata: dict[str, int] = field(default_factory=dict)
     missing: set[str] = field(default_factory=set)
+    skipped: set[str] = field(default_factory=set)
+
+    def keep_foreign(self, ownership: Ownership) -> None:
+        """Keep only the files the table owns, by the path to delete them by; the rest are skipped."""
+        for kind in (self.data, self.position, self.equality, self.statistics, self.manifests, self.manifest_lists, self.metadata):
+            owned, skipped = ownership.select(list(kind))
+            self.skipped.update(skipped)
+            sizes = {owned[location]: size for location, size in kind.items() if location in owned}
+            kind.clear()
+            kind.update(sizes)
 
     def all(self) -> dict[str, int]:
         """Content files first, then what names them: a crash midway leaves no manifest
@@ -131,6 +149,7 @@ class Doomed:
             deleted_bytes=sum(everything.values()),
             deleted_paths=tuple(sorted(everything)),
             missing_paths=tuple(sorted(self.missing)),
+            skipped_paths=tuple(sorted(self.skipped)),
             dry_run=dry_run,
         )
 
@@ -157,9 +176,10 @@ def expire_snapshots(
     allow_short_retention: bool,
     dry_run: bool,
     progress: Progress,
+    ownership: Ownership,
 ) -> tuple[ExpireResult, TableMetadata, str]:
     """Expire on the freshest metadata (worked out again after a lost swap); returns the result
-    and the metadata and location now current."""
+    and the metadata and location now current. Only files `ownership` allows are deleted."""
     attempts = RetryPolicy.of(metadata.properties).start()
     while True:
         rule = retention(metadata.properties, older_than, retain_last, allow_short_retention, now_ms())
@@ -170,9 +190,10 @@ def expire_snapshots(
             return ExpireResult(dry_run=dry_run), metadata, metadata_location
         new = without_snapshots(metadata, expired, refs)
         doomed = files_only_expired_read(io, metadata, expired, progress)
+        doomed.keep_foreign(ownership)
         if dry_run:  # the metadata log the commit would write decides which metadata files go
             logged = with_previous_file(new, metadata_location, metadata)
-            doomed.metadata = old_metadata_files(io, logged, metadata_version(metadata_location) + 1)
+            doomed.metadata = old_metadata_files(io, logged, metadata_version(metadata_location) + 1, ownership)
             return doomed.result(expired, removed_refs, dry_run), metadata, metadata_location
         try:
             committed, location = ops.commit(metadata, metadata_location, new)
@@ -182,7 +203,7 @@ def expire_snapshots(
             metadata, metadata_location = refresh_same_table(ops, metadata)
             continue
         faults.reached("expire-committed")
-        doomed.metadata = old_metadata_files(io, committed, metadata_version(location))
+        doomed.metadata = old_metadata_files(io, committed, metadata_version(location), ownership)
         everything = doomed.all()
         with progress.stage("delete files", len(everything)) as step:
             for i, path in enumerate(everything):
@@ -317,16 +338,18 @@ def without_snapshots(metadata: TableMetadata, expired: set[int], refs: dict[str
 
 
 def files_only_expired_read(io: FileIO, metadata: TableMetadata, expired: set[int], progress: Progress) -> Doomed:
-    """The files of `expired` snapshots that no other snapshot of `metadata` reads."""
+    """The files of `expired` snapshots that no other snapshot of `metadata` reads, by location
+    as the metadata spells it (one spelling per file), compared in normalised form (`keys`)."""
     doomed = Doomed()
     retained = [s for s in metadata.snapshots if s.snapshot_id not in expired]
-    gone = [s for s in metadata.snapshots if s.snapshot_id in expired]
-    kept_lists = {io.path(s.manifest_list) for s in retained}
+    kept_lists = _keys(s.manifest_list for s in retained)
+    gone = _unique([s for s in metadata.snapshots if s.snapshot_id in expired and not keys(s.manifest_list) & kept_lists])
     kept_manifests = _manifests(io, retained, doomed, must_exist=True)
-    gone_manifests = _manifests(io, [s for s in gone if io.path(s.manifest_list) not in kept_lists], doomed, must_exist=False)
-    doomed_manifests = {path: m for path, m in gone_manifests.items() if path not in kept_manifests}
+    gone_manifests = _manifests(io, gone, doomed, must_exist=False)
+    kept_manifest_keys = _keys(kept_manifests)
+    doomed_manifests = {path: m for path, m in gone_manifests.items() if not keys(path) & kept_manifest_keys}
     for path in [p for p, m in doomed_manifests.items() if not io.exists(m.manifest_path)]:
-        doomed.missing.add(path)
+        doomed.missing.add(io.path(path))
         del doomed_manifests[path]
     # Content files are only ever candidates from doomed manifests; when there are none, the
     # retained manifests need not be read at all.
@@ -335,20 +358,38 @@ def files_only_expired_read(io: FileIO, metadata: TableMetadata, expired: set[in
     with progress.stage("read manifests", len(to_check) + len(doomed_manifests)) as step:
         live: set[str] = set()
         for entries in read_entries(io, to_check, specs, schema):
-            live.update(io.path(e.file.file_path) for e in entries if e.is_live)
+            for e in entries:
+                if e.is_live:
+                    live |= keys(e.file.file_path)
             step.advance()
+        seen: set[str] = set()
         for entries in read_entries(io, list(doomed_manifests.values()), specs, schema):
             for e in entries:
-                path = io.path(e.file.file_path)
-                if path not in live:
-                    _kind(doomed, e.file)[path] = e.file.file_size_in_bytes
+                found = keys(e.file.file_path)
+                if not found & live and not found & seen:
+                    seen |= found
+                    _kind(doomed, e.file)[e.file.file_path] = e.file.file_size_in_bytes
             step.advance()
     doomed.manifests = {path: m.manifest_length for path, m in doomed_manifests.items()}
-    doomed.manifest_lists = {
-        path: _size(io, path) for path in (io.path(s.manifest_list) for s in gone) if path not in kept_lists and path not in doomed.missing
-    }
+    missing = _keys(doomed.missing)
+    doomed.manifest_lists = {s.manifest_list: _size(io, s.manifest_list) for s in gone if not keys(s.manifest_list) & missing}
     doomed.statistics = _statistics_only_expired_use(io, metadata, expired)
     return doomed
+
+
+def _keys(locations: Iterable[str]) -> set[str]:
+    return set().union(*(keys(location) for location in locations))
+
+
+def _unique(snapshots: list[Snapshot]) -> list[Snapshot]:
+    """One snapshot per manifest list (by normalised location)."""
+    seen: set[str] = set()
+    out = []
+    for s in snapshots:
+        if not keys(s.manifest_list) & seen:
+            seen |= keys(s.manifest_list)
+            out.append(s)
+    return out
 
 
 def _kind(doomed: Doomed, f: Any) -> dict[str, int]:
@@ -358,47 +399,54 @@ def _kind(doomed: Doomed, f: Any) -> dict[str, int]:
 
 
 def _manifests(io: FileIO, snapshots: list[Snapshot], doomed: Doomed, must_exist: bool) -> dict[str, ManifestFile]:
-    """The manifests the snapshots list, by path. A manifest list of a snapshot that stays must
-    be read; one of an expired snapshot that is already gone is noted and skipped (expiring is
-    the way out of a history whose files were lost)."""
+    """The manifests the snapshots list, by location (one spelling per file). A manifest list
+    of a snapshot that stays must be read; one of an expired snapshot that is already gone is
+    noted and skipped (expiring is the way out of a history whose files were lost)."""
     out: dict[str, ManifestFile] = {}
+    seen: set[str] = set()
     for snapshot in snapshots:
         if not must_exist and not io.exists(snapshot.manifest_list):
             doomed.missing.add(io.path(snapshot.manifest_list))
             continue
         for m in read_manifest_list(io, snapshot.manifest_list):
-            out.setdefault(io.path(m.manifest_path), m)
+            if not keys(m.manifest_path) & seen:
+                seen |= keys(m.manifest_path)
+                out[m.manifest_path] = m
     return out
 
 
 def _statistics_only_expired_use(io: FileIO, metadata: TableMetadata, expired: set[int]) -> dict[str, int]:
     entries = [s for key in STATISTICS_KEYS for s in metadata.extra.get(key) or () if isinstance(s, dict) and s.get("statistics-path")]
-    kept = {io.path(s["statistics-path"]) for s in entries if s.get("snapshot-id") not in expired}
-    out = {}
+    kept = _keys(s["statistics-path"] for s in entries if s.get("snapshot-id") not in expired)
+    out: dict[str, int] = {}
     for s in entries:
-        path = io.path(s["statistics-path"])
-        if s.get("snapshot-id") in expired and path not in kept:
+        path = s["statistics-path"]
+        if s.get("snapshot-id") in expired and not keys(path) & kept:
+            kept |= keys(path)  # once
             size = s.get("file-size-in-bytes")
             out[path] = size if isinstance(size, int) and not isinstance(size, bool) else _size(io, path)
     return out
 
 
-def old_metadata_files(io: FileIO, metadata: TableMetadata, current_version: int) -> dict[str, int]:
+def old_metadata_files(io: FileIO, metadata: TableMetadata, current_version: int, ownership: Ownership) -> dict[str, int]:
     """Metadata JSON files under the table's metadata folder older than the oldest that
     `metadata` (current at `current_version`) logs: beyond `write.metadata.previous-versions-max`.
-    Never the current file or a newer one (a concurrent writer's)."""
-    logged = {io.path(path) for _, path in metadata.metadata_log}
-    oldest = min([current_version, *(metadata_version(path) for path in logged)])
-    folder = metadata.location.rstrip("/") + "/metadata"
-    return {
+    Never the current file or a newer one (a concurrent writer's), nor one the table does not
+    own. By the path to delete them by."""
+    logged = _keys(path for _, path in metadata.metadata_log)
+    oldest = min([current_version, *(metadata_version(path) for _, path in metadata.metadata_log)])
+    folder = str(ownership.literal).rstrip("/") + "/metadata"
+    found = {
         info.path: info.size or 0
         for info in io.list_files(folder)
-        if is_versioned_metadata_file(info.path) and info.path not in logged and metadata_version(info.path) < oldest
+        if is_versioned_metadata_file(info.path) and not keys(info.path) & logged and metadata_version(info.path) < oldest
     }
+    owned, _ = ownership.select(sorted(found))
+    return {target: found[path] for path, target in owned.items()}
 
 
 def _size(io: FileIO, location: str) -> int:
     try:
         return io.size(location)
-    except (OSError, TypeError):  # already gone (pyarrow reports no size for a missing file)
+    except (OSError, TypeError, UnsupportedFeatureError):  # already gone (pyarrow reports no size for a missing file), or unreadable here
         return 0

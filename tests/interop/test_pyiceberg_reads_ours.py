@@ -269,7 +269,7 @@ def test_pyiceberg_sees_registered_and_dropped_tables(warehouse: Path) -> None:
     table.append(arrow_table(model))
     table.delete("id < 10")
     model = model[10:]
-    catalog.register_table("db.t2", table.metadata_location)
+    catalog.register_table("db.t2", table.metadata_location, allow_shared=True)
 
     with pyiceberg_catalog(warehouse) as pyiceberg:
         assert set(pyiceberg.list_tables("db")) == {("db", "t"), ("db", "t2")}

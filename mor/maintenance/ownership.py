@@ -1,0 +1,222 @@
+"""What maintenance may delete: the table's own files, and nothing else.
+
+Expiry, orphan removal and a purging drop delete a file only when all of these hold:
+- it lies under the table's location. Locations are compared in one normalised form (`place`):
+  `file:/a`, `file:///a`, `file://localhost/a` and `/a` are one path; `//`, `.`, `..` and a
+  trailing slash collapse; `s3a://` and `s3n://` are `s3://`. Percent-escapes are decoded for
+  the comparison, but the file system does not decode them, so the spelling as written must
+  lie under the location too;
+- no symbolic link lies between the location and the file (the file included): a link may
+  point anywhere, at another table or the user's home;
+- it is not the catalog database (`catalog.db` and its `-wal`, `-journal`, `-shm` files);
+- it lies under no other table's location (as spelled, or with links resolved), and no other
+  table of the catalog references it.
+Two tables whose locations are equal or nested share files: expiry and orphan removal refuse
+both (MaintenanceRefusedError) rather than guess whose a file is. A local file is deleted by its
+normalised path, never by a spelling the file system would read another way (`file://host/a`
+is the relative path `host/a` to it).
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from urllib.parse import unquote
+
+from mor.commit.table_ops import read_metadata
+from mor.errors import MaintenanceRefusedError, MorError
+from mor.format.metadata import TableMetadata
+from mor.io.fileio import FileIO
+from mor.maintenance.reachable import referenced_locations
+
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):(.*)$", re.DOTALL)
+DATABASE_SUFFIXES = ("", "-wal", "-journal", "-shm")  # SQLite's files beside its database
+
+
+@dataclass(frozen=True)
+class Place:
+    """A location to compare: `prefix` is '' for a local path, 's3://bucket', or a scheme and
+    authority mor does not read (`file://host`, `hdfs://nn`); `path` is normalised."""
+
+    prefix: str
+    path: str
+
+    def holds(self, other: Place) -> bool:
+        """Is `other` this place or under it?"""
+        if self.prefix != other.prefix:
+            return False
+        return other.path == self.path or other.path.startswith(self.path.rstrip("/") + "/")
+
+    def __str__(self) -> str:
+        return self.prefix + self.path
+
+
+def place(location: str, decode: bool = True) -> Place:
+    """`location` in the one form locations are compared in (module docstring)."""
+    prefix, path = _split(location)
+    if decode:
+        path = unquote(path)
+    path = posixpath.normpath(re.sub("/+", "/", path)) if path else "/"
+    return Place(prefix, path)
+
+
+def _split(location: str) -> tuple[str, str]:
+    match = _SCHEME.match(location)
+    if match is None:
+        return "", location
+    scheme, rest = match.group(1).lower(), match.group(2)
+    if not rest.startswith("//"):  # file:/a, Hadoop's spelling
+        return ("" if scheme == "file" else f"{scheme}:"), rest
+    authority, slash, path = rest[2:].partition("/")
+    if scheme == "file" and authority.lower() in ("", "localhost"):
+        return "", slash + path
+    if scheme in ("s3", "s3a", "s3n"):
+        return f"s3://{authority}", slash + path
+    return f"{scheme}://{authority}", slash + path
+
+
+def keys(location: str) -> set[str]:
+    """The spellings a file is matched by: decoded and as written, both normalised."""
+    return {str(place(location)), str(place(location, decode=False))}
+
+
+def location_forms(location: str) -> list[Place]:
+    """A folder's places: decoded, as written, and (local) with symbolic links resolved."""
+    forms = [place(location), place(location, decode=False)]
+    if forms[1].prefix == "" and forms[1].path.startswith("/"):
+        forms.append(Place("", os.path.realpath(forms[1].path)))
+    return forms
+
+
+def overlaps(a: str, b: str) -> bool:
+    """Are table locations `a` and `b` the same folder, or one inside the other?"""
+    return any(p.holds(q) or q.holds(p) for p in location_forms(a) for q in location_forms(b))
+
+
+def table_place(location: str, refusal: Callable[[str], MaintenanceRefusedError]) -> Place:
+    """The table location, normalised; refused when mor cannot list it."""
+    where = place(location)
+    if where.prefix.startswith("s3://") and where.prefix != "s3://":
+        return where
+    if where.prefix or not where.path.startswith("/"):
+        raise refusal(f"its location {location!r} is neither an absolute local path nor s3://bucket/...")
+    return where
+
+
+@dataclass(frozen=True)
+class OtherTable:
+    """Another table of the catalog: its name and current metadata file."""
+
+    name: str
+    metadata_location: str
+
+
+@dataclass(frozen=True)
+class CatalogView:
+    """What maintenance of one table must know of the rest of its catalog, read when it runs:
+    `others()` lists the other tables; `database` is the catalog's SQLite file, if any."""
+
+    others: Callable[[], list[OtherTable]]
+    database: str | None = None
+
+
+class Ownership:
+    """Which files maintenance of the table at `location` may delete (module docstring).
+    `refuse_shared`: MaintenanceRefusedError when another table's location is this one, holds
+    it or lies in it (a purge only skips that table's files)."""
+
+    def __init__(self, io: FileIO, identifier: str, location: str, view: CatalogView | None, what: str, refuse_shared: bool = True):
+        self.io, self.identifier, self.what = io, identifier, what
+        self.location = table_place(location, self.refusal)
+        self.literal = place(location, decode=False)
+        self.local = self.location.prefix == ""
+        self.real = os.path.realpath(self.literal.path) if self.local else None
+        self._others = _read_others(io, view, self.refusal)
+        self.protected: list[Place] = []  # folders and files that are not ours
+        for name, metadata, _ in self._others:
+            if refuse_shared and overlaps(location, metadata.location):
+                raise self.refusal(
+                    f"its location {location} and table {name}'s location {metadata.location} are the same or one holds "
+                    f"the other, so their files cannot be told apart; give each table a folder of its own "
+                    f"(or drop one of them)"
+                )
+            self.protected += location_forms(metadata.location)
+        if view is not None and view.database:
+            for suffix in DATABASE_SUFFIXES:
+                self.protected += [place(view.database + suffix), Place("", os.path.realpath(view.database + suffix))]
+        self._referenced: set[str] | None = None
+
+    def refusal(self, reason: str) -> MaintenanceRefusedError:
+        return MaintenanceRefusedError(f"{self.what} of {self.identifier} refused, nothing was deleted: {reason}")
+
+    def target(self, location: str) -> str | None:
+        """The path to delete `location` by, when the rules of location make it the table's
+        own (references by other tables aside: `select`); None when it is not."""
+        decoded, literal = place(location), place(location, decode=False)
+        if not (self.location.holds(decoded) and self.literal.holds(literal)):
+            return None
+        forms = [decoded, literal]
+        if self.local:
+            if _through_link(self.literal.path, literal.path):
+                return None
+            forms.append(Place("", os.path.normpath(os.path.join(self.real or "", os.path.relpath(literal.path, self.literal.path)))))
+        if any(p.holds(f) for p in self.protected for f in forms):
+            return None
+        return literal.path if self.local else self.io.path(location)
+
+    def select(self, locations: Iterable[str]) -> tuple[dict[str, str], list[str]]:
+        """The files of `locations` this table owns (location as given -> path to delete) and
+        the rest (skipped), other tables' references read only when something could go."""
+        owned: dict[str, str] = {}
+        skipped: list[str] = []
+        for location in locations:
+            target = self.target(location)
+            if target is None:
+                skipped.append(location)
+            else:
+                owned[location] = target
+        if owned:
+            referenced = self.referenced_by_others()
+            for location in [loc for loc, target in owned.items() if (keys(loc) | keys(target)) & referenced]:
+                skipped.append(location)
+                del owned[location]
+        return owned, skipped
+
+    def referenced_by_others(self) -> set[str]:
+        """The keys of every file another table of the catalog references."""
+        if self._referenced is None:
+            found: set[str] = set()
+            for name, metadata, metadata_location in self._others:
+                try:
+                    spelled = referenced_locations(self.io, metadata, metadata_location)
+                except (MorError, OSError) as e:
+                    raise self.refusal(f"cannot read the files table {name} references ({e}); repair or drop it first") from e
+                for location in spelled:
+                    found |= keys(location)
+            self._referenced = found
+        return self._referenced
+
+
+def _read_others(io: FileIO, view: CatalogView | None, refusal: Callable[[str], MaintenanceRefusedError]) -> list[tuple[str, TableMetadata, str]]:
+    """(name, metadata, metadata location) of the other tables; refused when one cannot be read,
+    as its files could not be told from ours."""
+    out: list[tuple[str, TableMetadata, str]] = []
+    for other in view.others() if view is not None else []:
+        try:
+            out.append((other.name, read_metadata(io, other.metadata_location), other.metadata_location))
+        except (MorError, OSError) as e:
+            raise refusal(f"cannot read table {other.name}'s metadata to tell its files from ours ({e}); repair or drop it first") from e
+    return out
+
+
+def _through_link(folder: str, path: str) -> bool:
+    """Is any part of `path` below `folder` (the file itself included) a symbolic link?"""
+    current = folder
+    for part in os.path.relpath(path, folder).split(os.sep):
+        current = os.path.join(current, part)
+        if os.path.islink(current):
+            return True
+    return False
