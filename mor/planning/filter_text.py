@@ -153,6 +153,24 @@ def _literal(text: str) -> Literal:  # type: ignore[type-arg]
     return LongLiteral(int(text)) if _INTEGER.fullmatch(text) else DecimalLiteral(Decimal(text))
 
 
+class _Group:
+    """A parenthesized filter being read: its `or` terms so far, the `and` terms of the last."""
+
+    def __init__(self, opened_by: _Token | None, nots: int):
+        self.opened_by = opened_by  # the '(' token; None for the whole filter
+        self.nots = nots  # the `not`s before the '('
+        self.ors: list[BooleanExpression] = []
+        self.ands: list[BooleanExpression] = []
+
+
+def _chain(kind: type[And] | type[Or], terms: list[BooleanExpression]) -> BooleanExpression:
+    return terms[0] if len(terms) == 1 else kind(*terms)
+
+
+def _negated(expr: BooleanExpression, nots: int) -> BooleanExpression:
+    return Not(expr) if nots % 2 else expr  # Not(Not(x)) is x, as pyiceberg makes it
+
+
 class _Parser:
     def __init__(self, text: str):
         self.text = text
@@ -213,32 +231,41 @@ class _Parser:
 
     # -- grammar: or > and > not > predicate ----------------------------------------------
 
-    # A chain `a or b or c ...` becomes a balanced tree (pyiceberg's Or(*terms)), as pyiceberg's
+    # The grammar (or > and > not > primary) is read with an explicit stack of open
+    # parentheses, not by recursion: no nesting of parentheses or `not`s can raise
+    # RecursionError here (how deep the result may be is filter_shape's to say). A chain
+    # `a or b or c ...` becomes a balanced tree (pyiceberg's Or(*terms)), as pyiceberg's
     # parser makes it: a deep one would overflow the recursion of pyiceberg's visitors.
     def _or(self) -> BooleanExpression:
-        terms = [self._and()]
-        while self._word("or"):
-            terms.append(self._and())
-        return terms[0] if len(terms) == 1 else Or(*terms)
-
-    def _and(self) -> BooleanExpression:
-        terms = [self._not()]
-        while self._word("and"):
-            terms.append(self._not())
-        return terms[0] if len(terms) == 1 else And(*terms)
-
-    def _not(self) -> BooleanExpression:
-        if self._word("not"):
-            return Not(self._not())
-        return self._primary()
+        groups: list[_Group] = []  # the open parentheses, outermost first
+        group = _Group(None, 0)
+        while True:
+            nots = 0
+            while self._word("not"):
+                nots += 1
+            t = self._peek()
+            if t.text == "(" and t.kind == "punct":  # a new group; its result takes the `not`s
+                self.i += 1
+                groups.append(group)
+                group = _Group(t, nots)
+                continue
+            expr = _negated(self._primary(), nots)
+            while True:
+                group.ands.append(expr)
+                if self._word("and"):
+                    break
+                group.ors.append(_chain(And, group.ands))
+                group.ands = []
+                if self._word("or"):
+                    break
+                if group.opened_by is None:
+                    return _chain(Or, group.ors)
+                self._expect(")", f"')' to close the '(' at offset {group.opened_by.at}")
+                expr = _negated(_chain(Or, group.ors), group.nots)
+                group = groups.pop()
 
     def _primary(self) -> BooleanExpression:
         t = self._peek()
-        if t.text == "(" and t.kind == "punct":
-            self.i += 1
-            expr = self._or()
-            self._expect(")", f"')' to close the '(' at offset {t.at}")
-            return expr
         if t.kind in ("str", "num") or t.is_word("true", "false", "null", "nan"):
             if self._peek(1).kind == "op":  # `5 < x`
                 value, op = self._literal(), self._next()

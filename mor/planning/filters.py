@@ -89,6 +89,7 @@ from mor.errors import InvalidFilterError
 from mor.format.content_file import ContentFile, PartitionValues
 from mor.format.manifest import ManifestFile
 from mor.format.partition_values import as_record
+from mor.planning.filter_shape import DERIVED_MAX_TERMS, shaped
 from mor.planning.filter_text import parse, set_predicate
 
 FilterLike = str | BooleanExpression | None
@@ -98,13 +99,14 @@ _FLOAT32_MAX = 3.4028234663852886e38
 
 
 def parse_filter(row_filter: FilterLike) -> BooleanExpression:
+    """Text or an expression -> an expression of bounded depth and size (`filter_shape`)."""
     if row_filter is None:
         return AlwaysTrue()
     if isinstance(row_filter, BooleanExpression):
-        return row_filter
+        return shaped(row_filter)
     if not isinstance(row_filter, str) or not row_filter.strip():
         raise InvalidFilterError(f"a filter must be predicate text or an expression, got {row_filter!r}")
-    return parse(row_filter)
+    return shaped(parse(row_filter))
 
 
 # One operation binds its filter in many places (checks, planning, matching, reading, the
@@ -134,11 +136,14 @@ def _remembered(kind: str, schema: Schema, expr: Any, case_sensitive: bool, comp
 
 
 def bind_filter(schema: Schema, expr: BooleanExpression, case_sensitive: bool = True) -> BooleanExpression:
-    """`expr` bound to `schema`, as pyiceberg's `bind` binds it, after mor's literal checks."""
+    """`expr` bound to `schema`, as pyiceberg's `bind` binds it, after mor's literal checks
+    (and reshaped by `filter_shape` first, for an expression that did not come through
+    `parse_filter`: InvalidFilterError if too deep or too large; the limit on terms is that of
+    the forms derived from a filter, which may hold twice its terms)."""
 
     def compute() -> BooleanExpression:
         try:
-            return _bind(schema, expr, case_sensitive, check=True)
+            return _bind(schema, shaped(expr, DERIVED_MAX_TERMS), case_sensitive, check=True)
         except (ValueError, TypeError) as e:
             columns = ", ".join(schema.column_names[:30])
             raise InvalidFilterError(f"filter {expr} does not fit the table schema: {e} (columns: {columns})") from e
