@@ -195,6 +195,7 @@ def expire_snapshots(
             logged = with_previous_file(new, metadata_location, metadata)
             doomed.metadata = old_metadata_files(io, logged, metadata_version(metadata_location) + 1, ownership)
             return doomed.result(expired, removed_refs, dry_run), metadata, metadata_location
+        ownership.referenced_by_others()  # read now: failing after the commit would leave it half done
         try:
             committed, location = ops.commit(metadata, metadata_location, new)
         except CommitFailedError:

@@ -289,3 +289,33 @@ def test_purge_reads_the_table_before_dropping_it(catalog: mor.Catalog) -> None:
     with pytest.raises(mor.CorruptMetadataError):
         catalog.drop_table("db.a", purge=True)
     assert catalog.table_exists("db.a")
+
+
+def test_expiry_never_deletes_through_a_symbolic_link(make_table: Callable[..., mor.Table], tmp_path: Path) -> None:
+    """The table's data folder is a link to a folder elsewhere: the files reached through it
+    are not deleted, though an expired manifest names them."""
+    table = make_table(range(5))
+    data = Path(local(table.location)) / "data"
+    elsewhere = tmp_path / "elsewhere"
+    data.rename(elsewhere)
+    os.symlink(elsewhere, data)
+    victims = set(files_under(str(elsewhere)))
+    table.truncate()
+    result = table.expire_snapshots(**EXPIRE_NOW)
+    assert result.expired_snapshots == 1 and result.deleted_data_files == 0
+    assert {local(p) for p in result.skipped_paths} == {str(data / os.path.relpath(v, elsewhere)) for v in victims}
+    assert all(os.path.exists(v) for v in victims)
+
+
+def test_another_table_that_cannot_be_read_stops_maintenance(catalog: mor.Catalog) -> None:
+    """Its files could not be told from ours: nothing is deleted until it is repaired or dropped."""
+    a = catalog.create_table("db.a", SCHEMA)
+    a.append(make_rows(range(5)))
+    b = catalog.create_table("db.b", SCHEMA)
+    os.remove(local(b.metadata_location))
+    before = files_under(a.location)
+    with pytest.raises(mor.MaintenanceRefusedError, match="db.b"):
+        a.remove_orphan_files(older_than=future())
+    assert files_under(a.location) == before
+    catalog.drop_table("db.b")
+    assert list(a.remove_orphan_files(older_than=future())) == []
