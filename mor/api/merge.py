@@ -218,7 +218,8 @@ def _keeping_row_ids(rows: pa.Table, keys: EqualityKeySet, matches: list[FileMat
         return rows
     replaced = pa.concat_tables(found)
     codes = keys.row_codes(replaced).to_numpy(zero_copy_only=False)
-    row_ids = replaced.column(ROW_ID_NAME).to_numpy(zero_copy_only=False)
+    # A row of a file written before the table was upgraded to v3 has no id (null): -1, a new row.
+    row_ids = pc.fill_null(replaced.column(ROW_ID_NAME), -1).to_numpy(zero_copy_only=False)
     held = np.bincount(codes, minlength=rows.num_rows)
     by_source = np.full(rows.num_rows, -1, dtype=np.int64)
     by_source[codes] = row_ids

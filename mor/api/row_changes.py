@@ -134,15 +134,20 @@ def rows_at(reader: TaskReader, task: FileScanTask, positions: np.ndarray) -> tu
 
 
 def lineage_projection(schema: Schema, *names: str) -> Schema:
-    """`schema` with the row lineage columns `names` (all when none); UnsupportedFeatureError
-    when a table column (another engine's) has the name of one: the two could not be told apart."""
+    """`schema` (the table's) with the row lineage columns `names` (all when none)."""
+    check_lineage_names(schema)
+    return with_lineage(schema, *names)
+
+
+def check_lineage_names(schema: Schema) -> None:
+    """UnsupportedFeatureError when a column of a v3 table (another engine's: mor refuses the
+    names) has the name of a row lineage column: moved rows could not carry both."""
     taken = [f.name for f in schema.fields if f.name in LINEAGE_FIELDS]
     if taken:
         raise UnsupportedFeatureError(
             f"the table's column {taken[0]!r} has the name of a row lineage column of this format-version 3 "
             "table; rename it (update_schema().rename_column) to change rows with DML"
         )
-    return with_lineage(schema, *names)
 
 
 def find_matches(table: Table, row_filter: BooleanExpression, with_rows: bool = False) -> list[FileMatch]:
@@ -183,7 +188,9 @@ def find_key_matches(
     # Equality deletes matter only for rows holding one of the keys: index just those deleted
     # keys, once for all tasks, whatever the number of delete files.
     equality_cache = EqualityDeleteCache(table.io, schema, within=keys)
-    first = lineage_projection(key_columns, ROW_ID_NAME) if lineage and not all_columns else key_columns
+    if lineage:
+        check_lineage_names(schema)
+    first = with_lineage(key_columns, ROW_ID_NAME) if lineage and not all_columns else key_columns
     reader = TaskReader(
         table.io, schema, first, key_range, cache, with_positions=True, filter_rows=False, equality_cache=equality_cache
     )

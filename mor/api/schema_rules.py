@@ -7,7 +7,9 @@ sees the schema as the changes before it left it (rename "a" to "b", then widen 
 
 The rules (Iceberg's schema evolution; ids, never names, tie data to columns):
 - a new column is optional (format v2 has no default values to fill old rows with), gets the
-  next ids after `last-column-id`, and its name is unique among its siblings (case-sensitive);
+  next ids after `last-column-id`, and its name is unique among its siblings (case-sensitive)
+  and, at the top level, none of the metadata columns' (`_file`, `_pos`, `_row_id`,
+  `_last_updated_sequence_number`; a rename to one is refused too);
 - a type changes only by promotion: int -> long, float -> double, decimal(P, S) ->
   decimal(P2 >= P, S);
 - a column that a partition spec or sort order of the table uses as a source, an identifier
@@ -45,7 +47,7 @@ from mor.format.metadata import TableMetadata
 from mor.format.spec import FileContent, ManifestContent
 from mor.io.fileio import FileIO
 from mor.planning.planner import live_entries
-from mor.write.arrow_schema import from_arrow_schema
+from mor.write.arrow_schema import RESERVED_COLUMNS, from_arrow_schema, reserved_message
 
 ROOT = -1  # the holder id of the top-level fields
 
@@ -233,6 +235,8 @@ class SchemaEditor:
             chain = parent.ancestors + (holder,)
         if name in {f.name for f in siblings}:
             raise SchemaEvolutionError(f"cannot add {path!r}: a column of that name already exists there")
+        if holder == ROOT and name in RESERVED_COLUMNS:
+            raise SchemaEvolutionError(f"cannot add {path!r}: {reserved_message(name)}")
         ids = count(self.last_column_id + 1)
         field_id = next(ids)
         new_type = with_fresh_ids(iceberg_type(field_type, f"column {path!r}"), ids, path)
@@ -250,6 +254,8 @@ class SchemaEditor:
             return
         if new_name in {f.name for f in self._siblings(located)}:
             raise SchemaEvolutionError(f"cannot rename {path!r} to {new_name!r}: a column of that name already exists there")
+        if located.holder == ROOT and new_name in RESERVED_COLUMNS:
+            raise SchemaEvolutionError(f"cannot rename {path!r} to {new_name!r}: {reserved_message(new_name)}")
         field_id = located.field.field_id
         self._apply(self._edit_field(field_id, lambda f: f.model_copy(update={"name": new_name})))
         self._note(field_id, "rename")

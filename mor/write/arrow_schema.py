@@ -33,6 +33,11 @@ from mor.errors import SchemaMismatchError
 
 FIELD_ID_KEY = b"PARQUET:field_id"
 
+# Names of the metadata columns engines read next to a table's own (Iceberg's `_file` and
+# `_pos`, and the v3 row lineage): a top-level table column of one of these names could not
+# be told apart from them, so mor creates none (a table another engine made stays readable).
+RESERVED_COLUMNS = ("_file", "_pos", "_row_id", "_last_updated_sequence_number")
+
 _PRIMITIVE_TO_ARROW: dict[type, pa.DataType] = {
     BooleanType: pa.bool_(),
     IntegerType: pa.int32(),
@@ -106,9 +111,15 @@ def _check_names(fields: list[pa.Field], parent: str) -> None:
             raise SchemaMismatchError(f"column names must not be empty or blank, got {path!r}")
         if f.name in seen:
             raise SchemaMismatchError(f"column {path!r} appears twice in the schema")
+        if not parent and f.name in RESERVED_COLUMNS:
+            raise SchemaMismatchError(reserved_message(f.name))
         seen.add(f.name)
         if pa.types.is_struct(f.type):
             _check_names(list(f.type), f"{path}.")
+
+
+def reserved_message(name: str) -> str:
+    return f"column name {name!r} is reserved for a metadata column ({', '.join(RESERVED_COLUMNS)}); choose another name"
 
 
 def _to_nested(f: pa.Field, field_id: int, ids: Iterator[int]) -> NestedField:
