@@ -42,7 +42,7 @@ from mor.io.fileio import FileIO
 from mor.maintenance.compact import CompactionOptions, CompactionPlan, CompactionResult, plan_compaction, write_compaction
 from mor.maintenance.expire import ExpireResult, expire_snapshots
 from mor.maintenance.orphans import DEFAULT_MIN_AGE, OrphanResult, remove_orphans
-from mor.maintenance.ownership import CatalogView, Ownership
+from mor.maintenance.ownership import REFUSE_SAME, REFUSE_SAME_OR_INNER, CatalogView, Ownership
 from mor.maintenance.policy import MaintainResult, MaintenancePolicy
 from mor.maintenance.progress import Progress, ProgressArg
 from mor.maintenance.rewrite_deletes import RewritePlan, RewriteResult, plan_rewrite
@@ -274,17 +274,17 @@ class Table:
         last modified before `older_than` (an age, default 3 days, or a time); `dry_run` only
         lists them. The result iterates over their paths. Files of commits in flight are
         young: keep the threshold well above the longest write. Only the table's own files go
-        (mor/maintenance/ownership.py); a table whose location is another's, holds it or lies
-        in it raises MaintenanceRefusedError, as does a file the metadata spells with another
+        (mor/maintenance/ownership.py); a table whose location is another's or holds it raises
+        MaintenanceRefusedError, as does a file the metadata spells with another
         scheme or authority than the listing found."""
         self._writable()
         self.refresh()
-        ownership = self._ownership("remove_orphan_files")
+        ownership = self._ownership("remove_orphan_files", REFUSE_SAME_OR_INNER)
         progress_ = Progress("remove_orphan_files", progress)
         return remove_orphans(self.io, self.metadata, self.metadata_location, older_than, dry_run, progress_, ownership)
 
-    def _ownership(self, what: str) -> Ownership:
-        return Ownership(self.io, self.identifier, self.metadata.location, self.catalog_view, what)
+    def _ownership(self, what: str, refuse: str = REFUSE_SAME) -> Ownership:
+        return Ownership(self.io, self.identifier, self.metadata.location, self.catalog_view, what, refuse)
 
     def expire_snapshots(
         self,

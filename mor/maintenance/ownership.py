@@ -11,8 +11,12 @@ Expiry, orphan removal and a purging drop delete a file only when all of these h
 - it is not the catalog database (`catalog.db` and its `-wal`, `-journal`, `-shm` files);
 - it lies under no other table's location (as spelled, or with links resolved), and no other
   table of the catalog references it.
-Two tables whose locations are equal or nested share files: expiry and orphan removal refuse
-both (MaintenanceRefusedError) rather than guess whose a file is. A local file is deleted by its
+Two tables at one location share every file: expiry and orphan removal of either refuse
+(MaintenanceRefusedError) rather than guess whose a file is. A table whose folder holds
+another's refuses orphan removal (the listing would take in the inner table's files, its
+commits in flight among them); its expiry goes on, and never deletes under the inner
+table's location. The inner table is maintained as usual: the outer one's files are not in its
+folder, except those it references, which are never deleted. A local file is deleted by its
 normalised path, never by a spelling the file system would read another way (`file://host/a`
 is the relative path `host/a` to it).
 """
@@ -96,6 +100,15 @@ def overlaps(a: str, b: str) -> bool:
     return any(p.holds(q) or q.holds(p) for p in location_forms(a) for q in location_forms(b))
 
 
+def _relation(ours: str, theirs: str) -> tuple[bool, bool, bool]:
+    """(same folder, theirs inside ours, ours inside theirs), in any of the locations' forms."""
+    pairs = [(p, q) for p in location_forms(ours) for q in location_forms(theirs)]
+    same = any(p.holds(q) and q.holds(p) for p, q in pairs)
+    inner = not same and any(p.holds(q) for p, q in pairs)
+    outer = not same and any(q.holds(p) for p, q in pairs)
+    return same, inner, outer
+
+
 def table_place(location: str, refusal: Callable[[str], MaintenanceRefusedError]) -> Place:
     """The table location, normalised; refused when mor cannot list it."""
     where = place(location)
@@ -123,12 +136,17 @@ class CatalogView:
     database: str | None = None
 
 
+# What a maintenance operation refuses to run beside (Ownership's `refuse`).
+REFUSE_SAME = "same"  # another table at this location
+REFUSE_SAME_OR_INNER = "same-or-inner"  # ... or inside it
+REFUSE_NONE = "none"  # a purge: only skips the files that are not the table's own
+
+
 class Ownership:
     """Which files maintenance of the table at `location` may delete (module docstring).
-    `refuse_shared`: MaintenanceRefusedError when another table's location is this one, holds
-    it or lies in it (a purge only skips that table's files)."""
+    `refuse`: which other tables make it MaintenanceRefusedError (the REFUSE_* constants)."""
 
-    def __init__(self, io: FileIO, identifier: str, location: str, view: CatalogView | None, what: str, refuse_shared: bool = True):
+    def __init__(self, io: FileIO, identifier: str, location: str, view: CatalogView | None, what: str, refuse: str = REFUSE_SAME):
         self.io, self.identifier, self.what = io, identifier, what
         self.location = table_place(location, self.refusal)
         self.literal = place(location, decode=False)
@@ -137,13 +155,15 @@ class Ownership:
         self._others = _read_others(io, view, self.refusal)
         self.protected: list[Place] = []  # folders and files that are not ours
         for name, metadata, _ in self._others:
-            if refuse_shared and overlaps(location, metadata.location):
+            same, inner, outer = _relation(location, metadata.location)
+            if (same and refuse != REFUSE_NONE) or (inner and refuse == REFUSE_SAME_OR_INNER):
+                where = "is the same as" if same else "holds"
                 raise self.refusal(
-                    f"its location {location} and table {name}'s location {metadata.location} are the same or one holds "
-                    f"the other, so their files cannot be told apart; give each table a folder of its own "
-                    f"(or drop one of them)"
+                    f"its location {location} {where} table {name}'s location {metadata.location}, so their files "
+                    f"cannot be told apart; give each table a folder of its own (or drop one of them)"
                 )
-            self.protected += location_forms(metadata.location)
+            if not outer:  # a folder holding ours is not protected whole: its references are
+                self.protected += location_forms(metadata.location)
         if view is not None and view.database:
             for suffix in DATABASE_SUFFIXES:
                 self.protected += [place(view.database + suffix), Place("", os.path.realpath(view.database + suffix))]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from mor.format.metadata import TableMetadata
 from mor.io.fileio import FileIO
-from mor.maintenance.ownership import CatalogView, Ownership
+from mor.maintenance.ownership import REFUSE_NONE, CatalogView, Ownership
 from mor.maintenance.reachable import referenced_locations
 
 
@@ -29,7 +29,7 @@ class PurgeResult:
 
 def plan_purge(io: FileIO, identifier: str, metadata: TableMetadata, metadata_location: str, view: CatalogView | None) -> PurgeResult:
     """The files a purge deletes (by the path to delete them by) and those it leaves; deletes nothing."""
-    ownership = Ownership(io, identifier, metadata.location, view, "drop_table(purge=True)", refuse_shared=False)
+    ownership = Ownership(io, identifier, metadata.location, view, "drop_table(purge=True)", refuse=REFUSE_NONE)
     owned, skipped = ownership.select(sorted(referenced_locations(io, metadata, metadata_location)))
     # Metadata files last: a purge that stops midway leaves them pointing at what is left.
     paths = sorted(set(owned.values()), key=lambda p: (p.endswith(".metadata.json"), p))

@@ -74,12 +74,32 @@ def test_a_table_at_the_warehouse_root_refuses_orphan_removal(catalog: mor.Catal
     refused = attempt(lambda: root.remove_orphan_files(older_than=future()))
     assert files_under(str(warehouse)) == before
     assert isinstance(refused, mor.MaintenanceRefusedError) and "db.a" in str(refused)
-    with pytest.raises(mor.MaintenanceRefusedError):
-        root.expire_snapshots(**EXPIRE_NOW)
-    with pytest.raises(mor.MaintenanceRefusedError, match="db.root"):  # the table inside shares it too
-        a.remove_orphan_files(older_than=future())
     assert files_under(str(warehouse)) == before
     assert scan_ids(mor.load_catalog(warehouse).load_table("db.a")) == list(range(10))
+
+
+def test_nested_tables_expire_their_own_files_and_the_inner_one_removes_its_orphans(catalog: mor.Catalog, warehouse: Path) -> None:
+    """The outer table's expiry deletes its own expired files and nothing under the inner
+    table's folder; the inner table's orphan removal deletes only its own orphans."""
+    a = catalog.create_table("db.a", SCHEMA)
+    a.append(make_rows(range(10)))
+    a.delete("id < 5", mode="copy-on-write")  # a data file only the older snapshot reads
+    root = catalog.create_table("db.root", SCHEMA, location=str(warehouse))
+    root.append(make_rows(range(3)))
+    root.delete("id = 0", mode="copy-on-write")
+    a_files = files_under(a.location)
+    expired = root.expire_snapshots(**EXPIRE_NOW)
+    assert expired.deleted_data_files == 1
+    assert files_under(a.location) == a_files
+    assert all(not p.startswith(a.location.removeprefix("file://")) for p in expired.deleted_paths)
+    orphan = Path(a.location.removeprefix("file://")) / "data" / "orphan.parquet"
+    orphan.write_bytes(b"left by a dead writer")
+    root_files = files_under(str(warehouse)) - files_under(a.location)
+    removed = a.remove_orphan_files(older_than=future())
+    assert list(removed) == [str(orphan)]
+    assert files_under(str(warehouse)) - files_under(a.location) == root_files
+    assert scan_ids(mor.load_catalog(warehouse).load_table("db.a")) == list(range(5, 10))
+    assert scan_ids(mor.load_catalog(warehouse).load_table("db.root")) == [1, 2]
 
 
 def test_the_catalog_database_is_never_an_orphan(catalog: mor.Catalog, warehouse: Path) -> None:
