@@ -1,8 +1,10 @@
 """Table metadata (format v2 and v3): the JSON document each commit writes, as frozen values.
 
 Everything the spec lists for v2 is kept, and v3's row lineage counters (`next-row-id`, a
-snapshot's `first-row-id` and `added-rows`); keys we do not model (statistics, ...) are carried
-through untouched so a commit never drops what another engine wrote.
+snapshot's `first-row-id` and `added-rows`); keys we do not model (statistics, ...), at the top
+level and in snapshots, and every field of every ref (Java's retention fields on main too) are
+carried through untouched so a commit never drops what another engine wrote. A file read is
+held to the spec's invariants (mor/format/metadata_checks.py).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.table.sorting import SortOrder
 
 from mor.errors import CorruptMetadataError, InvalidArgumentError, UnsupportedFeatureError
+from mor.format.metadata_checks import check_metadata
 from mor.format.properties import check_properties
 from mor.format.spec import (
     FORMAT_VERSION,
@@ -41,6 +44,7 @@ class Snapshot:
     # None in v2 tables and in snapshots made before a table's upgrade to v3.
     first_row_id: int | None = None
     added_rows: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # keys another engine wrote that we do not model
 
     @property
     def operation(self) -> str:
@@ -63,6 +67,7 @@ class Snapshot:
         if self.first_row_id is not None:
             out["first-row-id"] = self.first_row_id
             out["added-rows"] = self.added_rows or 0
+        out.update(self.extra)
         return out
 
     @classmethod
@@ -79,7 +84,14 @@ class Snapshot:
             schema_id=d.get("schema-id"),
             first_row_id=d.get("first-row-id"),
             added_rows=d.get("added-rows"),
+            extra={k: v for k, v in d.items() if k not in _SNAPSHOT_KEYS},
         )
+
+
+_SNAPSHOT_KEYS = frozenset(
+    ("snapshot-id", "parent-snapshot-id", "sequence-number", "timestamp-ms", "manifest-list", "summary", "schema-id",
+     "first-row-id", "added-rows")
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -190,7 +202,7 @@ class TableMetadata:
         if not isinstance(d, dict):
             raise CorruptMetadataError(f"not table metadata: a JSON {type(d).__name__}, not an object")
         try:
-            return _checked(cls._from_dict(d))
+            return check_metadata(cls._from_dict(d))
         except (UnsupportedFeatureError, CorruptMetadataError):
             raise
         except KeyError as e:
@@ -244,19 +256,6 @@ class TableMetadata:
             # A v3 table without it has handed out no row ids yet.
             next_row_id=(d.get("next-row-id") or 0) if version >= 3 else None,
         )
-
-
-def _checked(m: TableMetadata) -> TableMetadata:
-    """The ids the metadata points at must exist in it, or every later lookup fails."""
-    if m.current_schema_id not in {s.schema_id for s in m.schemas}:
-        raise CorruptMetadataError(f"current-schema-id {m.current_schema_id} names no schema")
-    if m.default_spec_id not in m.specs():
-        raise CorruptMetadataError(f"default-spec-id {m.default_spec_id} names no partition spec")
-    if m.default_sort_order_id not in {o.order_id for o in m.sort_orders}:
-        raise CorruptMetadataError(f"default-sort-order-id {m.default_sort_order_id} names no sort order")
-    if m.current_snapshot_id is not None and m.current_snapshot_id not in {s.snapshot_id for s in m.snapshots}:
-        raise CorruptMetadataError(f"current-snapshot-id {m.current_snapshot_id} names no snapshot")
-    return m
 
 
 # -- pure transitions (each returns new metadata) -----------------------------------------
@@ -335,8 +334,15 @@ def with_snapshot(base: TableMetadata, snapshot: Snapshot) -> TableMetadata:
         current_snapshot_id=snapshot.snapshot_id,
         snapshots=base.snapshots + (snapshot,),
         snapshot_log=base.snapshot_log + ((snapshot.timestamp_ms, snapshot.snapshot_id),),
-        refs={**base.refs, MAIN_BRANCH: {"snapshot-id": snapshot.snapshot_id, "type": "branch"}},
+        refs={**base.refs, MAIN_BRANCH: moved_ref(base.refs.get(MAIN_BRANCH), snapshot.snapshot_id)},
     )
+
+
+def moved_ref(ref: dict[str, Any] | None, snapshot_id: int) -> dict[str, Any]:
+    """The branch `ref` pointing at `snapshot_id`, every other field it has kept: Iceberg Java
+    stores a branch's retention (`min-snapshots-to-keep`, `max-snapshot-age-ms`,
+    `max-ref-age-ms`) there, and a commit that dropped it would change how the table expires."""
+    return {**(ref or {}), "snapshot-id": snapshot_id, "type": "branch"}
 
 
 def with_previous_file(new: TableMetadata, previous_location: str | None, previous: TableMetadata | None) -> TableMetadata:

@@ -9,6 +9,7 @@ so a table another engine wrote stays readable and writable whatever it holds.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -32,13 +33,20 @@ def _one_of(choices: tuple[str, ...], case_sensitive: bool = True) -> Callable[[
     return check
 
 
-def _whole_number(minimum: int) -> Callable[[str], str | None]:
+# Upper bounds: the Java type Iceberg reads the property as (a larger value breaks Java writers
+# of the same table, and overflows pyarrow and the clock arithmetic here on the next write).
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+# An age subtracted from now as a datetime must stay after year 1.
+AGE_MAX_MS = 1000 * 365 * 24 * 3600 * 1000
+_DIGITS = re.compile(r"[+-]?[0-9]+")
+
+
+def _whole_number(minimum: int, maximum: int = INT32_MAX) -> Callable[[str], str | None]:
     def check(value: str) -> str | None:
-        try:
-            ok = int(value) >= minimum
-        except ValueError:
-            ok = False
-        return None if ok else f"a whole number >= {minimum}"
+        # Plain ASCII digits: Python's int() also takes "1_000" and other scripts' digits, Java does not.
+        ok = _DIGITS.fullmatch(value) is not None and minimum <= int(value) <= maximum
+        return None if ok else f"a whole number >= {minimum} and <= {maximum}"
 
     return check
 
@@ -68,14 +76,14 @@ CHECKS: dict[str, Callable[[str], str | None]] = {
     "write.metadata.previous-versions-max": _whole_number(0),
     "commit.manifest-merge.enabled": _one_of(("true", "false"), case_sensitive=False),
     "commit.manifest.min-count-to-merge": _whole_number(0),
-    "commit.manifest.target-size-bytes": _whole_number(1),
+    "commit.manifest.target-size-bytes": _whole_number(1, INT64_MAX),
     "write.parquet.row-group-limit": _whole_number(1),
-    "write.target-file-size-bytes": _whole_number(1),
-    "write.parquet.row-group-size-bytes": _whole_number(1),
+    "write.target-file-size-bytes": _whole_number(1, INT64_MAX),
+    "write.parquet.row-group-size-bytes": _whole_number(1, INT64_MAX),
     "write.parquet.compression-codec": _one_of(PARQUET_CODECS, case_sensitive=False),
-    "history.expire.max-snapshot-age-ms": _whole_number(0),
+    "history.expire.max-snapshot-age-ms": _whole_number(0, INT64_MAX),
     "history.expire.min-snapshots-to-keep": _whole_number(1),
-    "history.expire.max-ref-age-ms": _whole_number(0),
+    "history.expire.max-ref-age-ms": _whole_number(0, INT64_MAX),
     # table.maintain() policy (mor/maintenance/policy.py)
     "mor.maintain.compact.enabled": _one_of(("true", "false"), case_sensitive=False),
     "mor.maintain.compact.min-delete-ratio": _fraction,
@@ -83,7 +91,7 @@ CHECKS: dict[str, Callable[[str], str | None]] = {
     "mor.maintain.compact.min-input-files": _whole_number(1),
     "mor.maintain.expire.enabled": _one_of(("true", "false"), case_sensitive=False),
     "mor.maintain.remove-orphans.enabled": _one_of(("true", "false"), case_sensitive=False),
-    "mor.maintain.remove-orphans.min-age-ms": _whole_number(0),
+    "mor.maintain.remove-orphans.min-age-ms": _whole_number(0, AGE_MAX_MS),
 }
 
 

@@ -36,6 +36,7 @@ from typing import Hashable, Iterator, Sequence
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 
+from mor.errors import CorruptMetadataError
 from mor.format.content_file import ManifestEntry
 from mor.format.manifest import ManifestFile, decode_manifest, read_manifest_bytes
 from mor.io.environment import budget_from_env
@@ -59,6 +60,13 @@ class PlanScope:
 class _Cached:
     entries: list[ManifestEntry]
     size: int  # bytes read: a hit is served only while the file still has this size
+    live_keys: frozenset[tuple[str, int | None]]  # of the live entries, to find a file listed twice
+    live_count: int
+
+
+def _cached(entries: list[ManifestEntry], size: int) -> _Cached:
+    live = [e.file.key for e in entries if e.is_live]
+    return _Cached(entries, size, frozenset(live), len(live))
 
 
 class ManifestCache:
@@ -178,27 +186,31 @@ def read_entries(
     specs: dict[int, PartitionSpec],
     schema: Schema,
     scope: PlanScope | None = None,
+    of_snapshot: str | None = None,
 ) -> list[list[ManifestEntry]]:
     """Every entry of each manifest (in manifest and file order), from the cache or read
-    concurrently; errors as `read_manifest` raises them."""
+    concurrently; errors as `read_manifest` raises them. `of_snapshot`: the manifests are (some
+    of) that manifest list's, so no file may be live in two entries (CorruptMetadataError)."""
     scope = scope or PlanScope()
     out: list[list[ManifestEntry] | None] = [None] * len(manifests)
+    found: list[_Cached | None] = [None] * len(manifests)
     missing: list[int] = []
     fingerprints = {spec_id: spec_fingerprint(spec) for spec_id, spec in specs.items()}
     keys = [cache_key(io, m, fingerprints.get(m.partition_spec_id)) for m in manifests]
     for i, (manifest, key) in enumerate(zip(manifests, keys)):
-        found = _CACHE.get(key, scope) if _CACHE.max_entries else None
-        if found is not None and _still_there(io, manifest, found.size):
-            out[i] = found.entries
+        cached = _CACHE.get(key, scope) if _CACHE.max_entries else None
+        if cached is not None and _still_there(io, manifest, cached.size):
+            out[i], found[i] = cached.entries, cached
         else:
-            if found is not None:
+            if cached is not None:
                 _CACHE.discard(key)
             missing.append(i)
 
     def decode(i: int, data: bytes) -> list[ManifestEntry]:
         entries = decode_manifest(data, manifests[i], specs, schema)
+        found[i] = _cached(entries, len(data))
         if _CACHE.max_entries:
-            _CACHE.put(keys[i], _Cached(entries, len(data)), scope)
+            _CACHE.put(keys[i], found[i], scope)
         return entries
 
     with gc_paused():
@@ -212,7 +224,34 @@ def read_entries(
         else:
             for i in missing:
                 out[i] = decode(i, read_manifest_bytes(io, manifests[i]))
+    if of_snapshot is not None:
+        _check_each_file_once(of_snapshot, manifests, found, out)  # type: ignore[arg-type]
     return out  # type: ignore[return-value]
+
+
+def _check_each_file_once(
+    manifest_list: str, manifests: Sequence[ManifestFile], found: list[_Cached], entries_of: list[list[ManifestEntry]]
+) -> None:
+    """A file live in two entries of one snapshot would be read twice (its rows returned twice)
+    or, a delete file, indexed twice. Keys are `ContentFile.key`: a Puffin file holds the deletion
+    vectors of several data files, one entry per blob. The union of the key sets is built in C;
+    only a table that fails is walked entry by entry, to name the file."""
+    if len(frozenset().union(*(c.live_keys for c in found))) == sum(c.live_count for c in found):
+        return
+    seen: dict[tuple[str, int | None], str] = {}
+    for manifest, entries in zip(manifests, entries_of):
+        for e in entries:
+            if not e.is_live:
+                continue
+            if e.file.key in seen:
+                path, offset = e.file.key
+                what = "data file" if not e.file.is_delete else "delete file"
+                blob = "" if offset is None else f" (blob at offset {offset})"
+                raise CorruptMetadataError(
+                    f"manifest list {manifest_list}: {what} {path}{blob} is live twice, in manifest "
+                    f"{seen[e.file.key]} and in manifest {manifest.manifest_path}"
+                )
+            seen[e.file.key] = manifest.manifest_path
 
 
 _gc_pauses = 0

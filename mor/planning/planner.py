@@ -37,7 +37,7 @@ def live_entries(
     if file_filter is not None:
         manifests = [m for m in manifests if file_filter.manifest_may_match(m)]
     out = []
-    for entries in read_entries(io, manifests, metadata.specs(), metadata.schema()):
+    for entries in read_entries(io, manifests, metadata.specs(), metadata.schema(), of_snapshot=snapshot.manifest_list):
         for entry in entries:
             if entry.is_live and (file_filter is None or file_filter.file_may_match(entry.file)):
                 out.append(entry)
@@ -91,7 +91,7 @@ def _plan_files(
 
     def read(content: ManifestContent) -> list[list[ManifestEntry]]:
         chosen = [m for m in manifests if m.content == content and (not prunes or file_filter.manifest_may_match(m))]
-        return read_entries(io, chosen, specs, metadata.schema(), scope)
+        return read_entries(io, chosen, specs, metadata.schema(), scope, of_snapshot=snapshot.manifest_list)
 
     data: list[DataFile] = []
     for entries in read(ManifestContent.DATA):

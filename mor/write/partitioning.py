@@ -25,6 +25,8 @@ TRANSFORMS = ("identity", "bucket", "truncate", "year", "month", "day", "hour", 
 _WITH_NUMBER = ("bucket", "truncate")
 _SYNTAX = "a column, or year/month/day/hour(col), bucket(N, col), truncate(W, col), void(col)"
 _PLURALS = {"years": "year", "months": "month", "days": "day", "hours": "hour"}
+_DIGITS = re.compile(r"[0-9]+")  # ASCII only: str.isdigit() also takes '²', which int() refuses
+INT32_MAX = 2**31 - 1
 _TRANSFORM_TEXT = re.compile(r"^\s*([A-Za-z]+)\s*(?:\[([^\]]*)\]|\(([^)]*)\))?\s*$")
 
 
@@ -63,8 +65,12 @@ def resolve_partition_term(
         raise InvalidArgumentError(f"partition term {text!r}: unknown transform {transform_name!r}; write {_SYNTAX}")
     if (transform_name in _WITH_NUMBER) != bool(number):
         raise InvalidArgumentError(f"partition term {text!r}: write {_SYNTAX}")
-    if number and (not number.isdigit() or int(number) < 1):
-        raise InvalidArgumentError(f"partition term {text!r}: {transform_name} needs a whole number of at least 1, got {number!r}")
+    if number and (_DIGITS.fullmatch(number) is None or not 1 <= int(number) <= INT32_MAX):
+        # Iceberg stores a bucket count and a truncate width as a 32-bit int: a larger one would
+        # commit, then fail every write (OverflowError) and every Java reader.
+        raise InvalidArgumentError(
+            f"partition term {text!r}: {transform_name} needs a whole number of at least 1 and at most {INT32_MAX}, got {number!r}"
+        )
     try:
         source = schema.find_field(column)
     except ValueError:

@@ -1,0 +1,128 @@
+"""The invariants of table metadata the spec states, checked once when a metadata file is read.
+
+Each check costs a pass over ids already in memory. Metadata that breaks one is
+CorruptMetadataError (the caller adds the file's location): read anyway, it would give wrong
+rows (a `refs.main` that `current-snapshot-id` contradicts is a different table state to
+Iceberg Java than to us) or make the next commit worse (a sequence number handed out twice
+makes deletes apply to the wrong files; a column id handed out twice aliases two columns).
+What Iceberg Java writes passes: an empty table without `current-snapshot-id` (or with -1) and
+without `refs.main`; snapshots from before a v1 -> v2 upgrade, all at sequence number 0; refs
+carrying retention fields (judged by expire_snapshots, which uses them).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING, Any, Iterable
+
+from pyiceberg.transforms import BucketTransform, TruncateTransform
+
+from mor.errors import CorruptMetadataError
+from mor.format.spec import MAIN_BRANCH
+
+if TYPE_CHECKING:
+    from mor.format.metadata import TableMetadata
+
+REF_TYPES = ("branch", "tag")
+INT32_MAX = 2**31 - 1
+
+
+def check_metadata(m: TableMetadata) -> TableMetadata:
+    """`m`, or CorruptMetadataError naming the first invariant it breaks."""
+    _check_pointers(m)
+    _check_unique("schema id", (s.schema_id for s in m.schemas))
+    _check_unique("partition spec id", (s.spec_id for s in m.partition_specs))
+    _check_unique("sort order id", (o.order_id for o in m.sort_orders))
+    _check_unique("snapshot id", (s.snapshot_id for s in m.snapshots))
+    _check_refs(m)
+    _check_sequence_numbers(m)
+    _check_id_counters(m)
+    _check_transform_arguments(m)
+    return m
+
+
+def _check_pointers(m: TableMetadata) -> None:
+    """The ids the metadata points at must exist in it, or every later lookup fails."""
+    if m.current_schema_id not in {s.schema_id for s in m.schemas}:
+        raise CorruptMetadataError(f"current-schema-id {m.current_schema_id} names no schema")
+    if m.default_spec_id not in {s.spec_id for s in m.partition_specs}:
+        raise CorruptMetadataError(f"default-spec-id {m.default_spec_id} names no partition spec")
+    if m.default_sort_order_id not in {o.order_id for o in m.sort_orders}:
+        raise CorruptMetadataError(f"default-sort-order-id {m.default_sort_order_id} names no sort order")
+    if m.current_snapshot_id is not None and m.current_snapshot_id not in {s.snapshot_id for s in m.snapshots}:
+        raise CorruptMetadataError(f"current-snapshot-id {m.current_snapshot_id} names no snapshot")
+
+
+def _check_unique(what: str, ids: Iterable[int]) -> None:
+    repeated = sorted(i for i, n in Counter(ids).items() if n > 1)
+    if repeated:
+        raise CorruptMetadataError(f"{what} {repeated[0]} is used twice")
+
+
+def _check_refs(m: TableMetadata) -> None:
+    """Every ref names a snapshot of the table, and main is where current-snapshot-id says (the
+    spec: current-snapshot-id "must be the same as the current ID of the main branch")."""
+    snapshot_ids = {s.snapshot_id for s in m.snapshots}
+    for name, ref in m.refs.items():
+        if not isinstance(ref, dict):
+            raise CorruptMetadataError(f"ref {name!r} is not an object: {ref!r}")
+        kind = ref.get("type")
+        if kind not in REF_TYPES or (name == MAIN_BRANCH and kind != "branch"):
+            raise CorruptMetadataError(f"ref {name!r} has type {kind!r}; it must be {'branch' if name == MAIN_BRANCH else 'branch or tag'}")
+        if ref.get("snapshot-id") not in snapshot_ids:
+            raise CorruptMetadataError(f"ref {name!r} names snapshot {ref.get('snapshot-id')!r}, which the table does not have")
+    main: Any = m.refs.get(MAIN_BRANCH, {}).get("snapshot-id")
+    if main != m.current_snapshot_id:
+        current = "missing" if m.current_snapshot_id is None else m.current_snapshot_id
+        raise CorruptMetadataError(f"current-snapshot-id ({current}) is not refs.main's snapshot-id ({main})")
+
+
+def _check_sequence_numbers(m: TableMetadata) -> None:
+    """Sequence numbers only grow: last-sequence-number is the highest handed out, and a
+    snapshot's is above its parent's. Snapshots made before an upgrade from v1 all have 0."""
+    by_id = {s.snapshot_id: s for s in m.snapshots}
+    if m.last_sequence_number < 0:
+        raise CorruptMetadataError(f"last-sequence-number {m.last_sequence_number} is negative")
+    for s in m.snapshots:
+        if s.sequence_number > m.last_sequence_number:
+            raise CorruptMetadataError(
+                f"snapshot {s.snapshot_id} has sequence-number {s.sequence_number}, above last-sequence-number "
+                f"{m.last_sequence_number}: sequence numbers went backwards"
+            )
+        parent = by_id.get(s.parent_snapshot_id) if s.parent_snapshot_id is not None else None
+        if parent is not None and s.sequence_number <= parent.sequence_number and s.sequence_number > 0:
+            raise CorruptMetadataError(
+                f"snapshot {s.snapshot_id} has sequence-number {s.sequence_number}, not above its parent "
+                f"{parent.snapshot_id}'s {parent.sequence_number}: sequence numbers went backwards"
+            )
+        if s.sequence_number < 0:
+            raise CorruptMetadataError(f"snapshot {s.snapshot_id} has a negative sequence-number {s.sequence_number}")
+
+
+def _check_id_counters(m: TableMetadata) -> None:
+    """last-column-id, last-partition-id and (v3) next-row-id are at or above every id they
+    counted: the next column, partition field or row would otherwise reuse one."""
+    highest_column = max((s.highest_field_id for s in m.schemas), default=0)
+    if m.last_column_id < highest_column:
+        raise CorruptMetadataError(f"last-column-id {m.last_column_id} is below field id {highest_column} of a schema")
+    highest_partition = max((f.field_id for s in m.partition_specs for f in s.fields), default=0)
+    if m.last_partition_id < highest_partition:
+        raise CorruptMetadataError(f"last-partition-id {m.last_partition_id} is below partition field id {highest_partition}")
+    if m.next_row_id is not None:
+        for s in m.snapshots:
+            if s.first_row_id is not None and s.first_row_id + (s.added_rows or 0) > m.next_row_id:
+                raise CorruptMetadataError(
+                    f"next-row-id {m.next_row_id} is below the row ids snapshot {s.snapshot_id} handed out "
+                    f"({s.first_row_id} + {s.added_rows or 0})"
+                )
+
+
+def _check_transform_arguments(m: TableMetadata) -> None:
+    """A bucket count or truncate width is a 32-bit int in the spec (Java reads it as one);
+    a larger one fails every write here with OverflowError."""
+    for spec in m.partition_specs:
+        for f in spec.fields:
+            t = f.transform
+            n = t.num_buckets if isinstance(t, BucketTransform) else t.width if isinstance(t, TruncateTransform) else 1
+            if not 1 <= n <= INT32_MAX:
+                raise CorruptMetadataError(f"partition spec {spec.spec_id}: field {f.name!r} has transform {t}, outside 1..{INT32_MAX}")
