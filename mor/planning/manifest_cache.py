@@ -225,8 +225,19 @@ def read_entries(
             for i in missing:
                 out[i] = decode(i, read_manifest_bytes(io, manifests[i]))
     if of_snapshot is not None:
-        _check_each_file_once(of_snapshot, manifests, found, out)  # type: ignore[arg-type]
+        checked = (of_snapshot, tuple(keys))
+        if checked not in _CHECKED:
+            _check_each_file_once(of_snapshot, manifests, found, out)  # type: ignore[arg-type]
+            if len(_CHECKED) >= _CHECKED_MAX:
+                _CHECKED.clear()
+            _CHECKED.add(checked)
     return out  # type: ignore[return-value]
+
+
+# Manifest combinations found to list each file once: manifests never change (a replaced file
+# is read again, under its new size), so each plan of the same snapshot need not check again.
+_CHECKED: set[Hashable] = set()
+_CHECKED_MAX = 10_000
 
 
 def _check_each_file_once(
