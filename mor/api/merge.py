@@ -40,7 +40,7 @@ from mor.errors import InvalidArgumentError, SchemaMismatchError
 from mor.format.properties import equality_deletes_enabled
 from mor.format.spec import ROW_ID_NAME, Operation
 from mor.read.equality_deletes import EqualityKeySet
-from mor.write.arrow_schema import conform, to_arrow_schema
+from mor.write.arrow_schema import check_unique_names, conform, to_arrow_schema
 from mor.write.parquet_files import WriteOptions, write_data_files
 
 if TYPE_CHECKING:
@@ -112,6 +112,7 @@ def merge_outputs(table: Table, source: pa.Table, on: Sequence[str], clauses: Me
     empty table of its schema); the source with its keys in the table's types, and the outputs."""
     clauses.check()
     _check_is_table("MERGE source", source)
+    check_unique_names(source.schema, "the MERGE source")
     source = _conform_keys(table.schema(), source, on)
     update = _assignments(table, source, clauses.matched_update, target_visible=True)
     insert = _assignments(table, source, clauses.not_matched_insert, target_visible=False)

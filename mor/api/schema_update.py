@@ -30,7 +30,7 @@ from mor.commit.snapshot_producer import TableOperations
 from mor.commit.table_ops import CommitFailedError, refresh_same_table
 from mor.errors import CommitConflictError, InvalidArgumentError, SchemaEvolutionError, SchemaMismatchError
 from mor.format.metadata import TableMetadata, same_schema, with_schema
-from mor.write.arrow_schema import conform, to_arrow_type
+from mor.write.arrow_schema import check_unique_names, conform, to_arrow_type
 
 if TYPE_CHECKING:
     from mor.api.table import Table
@@ -173,6 +173,7 @@ def prepare_append(
     first = next(tables, None)
     if first is None:
         return schema, iter(()), None
+    check_unique_names(first.schema, "the data")
     merged = merged_schema(schema, metadata.last_column_id, first.schema)
     target = schema if merged is None else merged
     rows = (conform(with_missing_as_nulls(t, target), target) for t in chain([first], tables))

@@ -205,10 +205,21 @@ def _fields_compatible(source: list[pa.Field], target: list[pa.Field]) -> bool:
     return set(by_name) == {f.name for f in target} and all(_compatible(by_name[f.name].type, f.type) for f in target)
 
 
+def check_unique_names(source: pa.Schema, what: str) -> None:
+    """SchemaMismatchError naming the first top-level column that `source` has twice (Arrow
+    allows it; looking the column up by name could not say which one is meant)."""
+    seen: set[str] = set()
+    for name in source.names:
+        if name in seen:
+            raise SchemaMismatchError(f"column {name!r} appears twice in {what}")
+        seen.add(name)
+
+
 def check_fits(source: pa.Schema, schema: Schema, nullable_into_required: bool = True) -> None:
     """SchemaMismatchError naming the difference unless data of Arrow schema `source` fits the
     table: the same column names, types that cast without changing a value, and (unless
     `nullable_into_required`) no nullable column where the table requires a value."""
+    check_unique_names(source, "the data")
     target = to_arrow_schema(schema)
     names = set(source.names)
     missing = [f.name for f in target if f.name not in names]

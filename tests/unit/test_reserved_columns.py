@@ -147,3 +147,27 @@ def test_dml_that_moves_rows_of_a_v3_table_with_lineage_names_is_a_typed_error(f
     assert files_under(foreign.location) == files
     foreign.delete("id = 1")  # merge-on-read moves no row: fine
     assert _rows(foreign) == _expected([0, *range(2, 10)])
+
+
+def _twice(rows: pa.Table, name: str) -> pa.Table:
+    return pa.table([*rows.columns, rows.column(name)], names=[*rows.column_names, name])
+
+
+DUPLICATED: list[object] = [
+    pytest.param(lambda t: t.append(_twice(make_rows([1]), "name")), "the data", id="append"),
+    pytest.param(lambda t: t.append(_twice(make_rows([1]), "name"), schema_mode="merge"), "the data", id="append-merge"),
+    pytest.param(lambda t: t.upsert(_twice(make_rows([1]), "id"), on=["id"]), "the data", id="upsert"),
+    pytest.param(lambda t: t.upsert(_twice(make_rows([1]), "name"), on=["id"], strategy="equality"), "the data", id="upsert-eq"),
+    pytest.param(lambda t: t.merge(_twice(make_rows([1]), "id"), on=["id"], when_matched_update="*"), "the MERGE source", id="merge"),
+]
+
+
+@pytest.mark.parametrize(("call", "where"), DUPLICATED)
+def test_data_with_a_column_twice_is_a_schema_mismatch(catalog: mor.Catalog, call: Callable[[mor.Table], object], where: str) -> None:
+    t = catalog.create_table("db.t", schema=SCHEMA)
+    t.append(make_rows(range(5)))
+    location, files = t.metadata_location, files_under(t.location)
+    with pytest.raises(mor.SchemaMismatchError, match=f"column '(id|name)' appears twice in {where}"):
+        call(t)
+    assert t.metadata_location == location
+    assert files_under(t.location) == files
