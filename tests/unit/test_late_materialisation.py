@@ -194,3 +194,13 @@ def test_a_merge_update_keeps_the_other_columns_and_row_ids(wide) -> None:  # ty
     if v3:
         assert after.column("_row_id").to_pylist() == before.column("_row_id").to_pylist()
     assert Counter(t.scan(columns=["id"]).to_arrow().column("id").to_pylist()).most_common(1)[0][1] == 1
+
+
+def test_an_upsert_by_position_reads_only_the_keys(wide) -> None:  # type: ignore[no-untyped-def]
+    t, counting = wide
+    scan = _bytes_read(counting, lambda: t.scan().to_arrow())
+    # Odd keys no row holds, inside the bounds of row groups 1 to 3: found on the key column alone.
+    new = _wide_rows(range(2)).set_column(0, "id", pa.array([1001, 3001], pa.int64()))
+    upsert = _bytes_read(counting, lambda: t.upsert(new, on=["id"]))
+    assert upsert < scan / 10, (upsert, scan)
+    assert t.scan().count() == ROWS + 2
