@@ -224,7 +224,7 @@ def _enough_deletes(task: FileScanTask, options: CompactionOptions, cache: Delet
     rows = max(task.data_file.record_count, 1)
     # Position deletes are counted exactly; an equality delete file's rows are an upper bound
     # of what it removes here (knowing more would mean reading the data).
-    deleted = len(deleted_positions(task.data_file.file_path, task.position_deletes, cache))
+    deleted = len(deleted_positions(task.data_file.file_path, task.position_deletes, cache, task.data_file.record_count))
     deleted += sum(f.record_count for f in task.equality_deletes)
     return min(deleted, rows) / rows >= options.min_delete_ratio
 

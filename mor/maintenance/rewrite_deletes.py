@@ -102,7 +102,7 @@ def plan_rewrite(io: FileIO, metadata: TableMetadata) -> RewritePlan:
     written: list[DeleteFile] = []
 
     def merged_positions(task: FileScanTask) -> tuple[DataFile, np.ndarray]:
-        return task.data_file, deleted_positions(task.data_file.file_path, task.position_deletes, cache)
+        return task.data_file, deleted_positions(task.data_file.file_path, task.position_deletes, cache, task.data_file.record_count)
 
     def merge(task: FileScanTask) -> None:
         data, positions = merged_positions(task)

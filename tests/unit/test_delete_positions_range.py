@@ -26,10 +26,10 @@ def _data_file(table: mor.Table):
     return task.data_file
 
 
-def _position_delete_file(table: mor.Table, positions: list[int]) -> DeleteFile:
+def _position_delete_file(table: mor.Table, positions: list[int], name: str = "bad-deletes.parquet") -> DeleteFile:
     """A v2 position delete file for the table's one data file, written by hand."""
     data_file = _data_file(table)
-    location = f"{table.location}/data/bad-deletes.parquet"
+    location = f"{table.location}/data/{name}"
     schema = pa.schema([
         pa.field("file_path", pa.string(), nullable=False, metadata={"PARQUET:field_id": str(FILE_PATH_ID)}),
         pa.field("pos", pa.int64(), nullable=False, metadata={"PARQUET:field_id": str(POS_ID)}),
@@ -100,3 +100,24 @@ def test_positions_inside_the_file_still_delete(catalog: mor.Catalog) -> None:
     assert scan_ids(t) == list(range(1, 19))
     t.delete("id in (1, 2)")
     assert scan_ids(t) == list(range(3, 19))
+
+
+@pytest.mark.parametrize(
+    "maintenance",
+    [
+        pytest.param(lambda t: t.compact(min_input_files=1, min_delete_ratio=0.5), id="compact-by-ratio"),
+        pytest.param(lambda t: t.compact(min_input_files=1), id="compact"),
+        pytest.param(lambda t: t.rewrite_position_deletes(), id="rewrite-position-deletes"),
+    ],
+)
+def test_maintenance_refuses_out_of_range_positions_and_changes_nothing(catalog: mor.Catalog, maintenance) -> None:
+    """Compaction counts deleted positions to pick files (an out-of-range count would make a
+    file look fully deleted) and rewrite_position_deletes copies them: both refuse."""
+    t, bad = _table_with_deletes(catalog, PAST_THE_END + [3])
+    good = _position_delete_file(t, [5], name="good-deletes.parquet")  # two files to merge
+    t._commit(Changes(Operation.DELETE, added_deletes=[good]))
+    location, files = t.metadata_location, files_under(t.location)
+    with pytest.raises(mor.CorruptMetadataError, match="bad-deletes.parquet"):
+        maintenance(t)
+    assert catalog.load_table("db.t").metadata_location == location
+    assert files_under(t.location) == files
