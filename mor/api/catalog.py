@@ -37,7 +37,7 @@ from mor.format.properties import check_properties
 from mor.io.fileio import FileIO, is_object_store, to_local_path, to_uri
 from mor.maintenance.ownership import CatalogView, OtherTable, keys, overlaps
 from mor.maintenance.purge import PurgeResult, delete_purged, plan_purge
-from mor.write.arrow_schema import from_arrow_schema
+from mor.write.arrow_schema import RESERVED_COLUMNS, from_arrow_schema, reserved_message
 from mor.write.partitioning import parse_partition_by
 
 DEFAULT_PROPERTIES = {
@@ -343,6 +343,9 @@ def _iceberg_schema(schema: pa.Schema | Schema) -> Schema:
         raise InvalidArgumentError(f"schema is a pyarrow.Schema or a pyiceberg Schema, got {type(schema).__name__}")
     if not iceberg_schema.fields:
         raise SchemaMismatchError("a table needs at least one column; the schema has none")
+    reserved = next((f.name for f in iceberg_schema.fields if f.name in RESERVED_COLUMNS), None)
+    if reserved is not None:  # a pyarrow schema was checked by from_arrow_schema; a pyiceberg one here
+        raise SchemaMismatchError(reserved_message(reserved))
     return iceberg_schema
 
 

@@ -27,6 +27,16 @@ def test_create_table_refuses_a_reserved_column_name(catalog: mor.Catalog, name:
     assert not catalog.table_exists("db.t")
 
 
+@pytest.mark.parametrize("name", RESERVED)
+def test_create_table_refuses_a_reserved_name_in_a_pyiceberg_schema(catalog: mor.Catalog, name: str) -> None:
+    from pyiceberg.types import LongType, NestedField
+
+    schema = Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, name, LongType(), required=False))
+    with pytest.raises(mor.SchemaMismatchError, match=f"column name '{name}' is reserved"):
+        catalog.create_table("db.t", schema=schema)
+    assert not catalog.table_exists("db.t")
+
+
 def test_a_nested_field_may_have_such_a_name(catalog: mor.Catalog) -> None:
     t = catalog.create_table("db.t", schema=SCHEMA.append(pa.field("s", pa.struct([pa.field("_pos", pa.int64())]))))
     assert t.schema().find_field("s._pos") is not None
@@ -132,9 +142,8 @@ def test_dml_on_a_v2_table_with_reserved_names(catalog: mor.Catalog, dml: Callab
     assert _rows(catalog.load_table("db.t")) == expected
 
 
-def test_dml_that_moves_rows_of_a_v3_table_with_lineage_names_is_a_typed_error(foreign: mor.Table) -> None:
-    if foreign.metadata.format_version < 3:
-        pytest.skip("v3 only")
+def test_dml_that_moves_rows_of_a_v3_table_with_lineage_names_is_a_typed_error(catalog: mor.Catalog) -> None:
+    foreign = _make_foreign(catalog, "3")
     files = files_under(foreign.location)
     for dml in (
         lambda: foreign.update({"name": "x"}, where="id = 1"),
