@@ -81,7 +81,7 @@ from mor.read.task_reader import POSITION_COLUMN
 from mor.spark.columns import to_column
 from mor.commit.snapshot_producer import Changes, Validator
 from mor.spark.dml import TaskResult, found_changes, run_task
-from mor.spark.scan import FILE_COLUMN
+from mor.spark.scan import FILE_COLUMN, check_metadata_columns_free
 from mor.spark.source import FORMAT
 from mor.spark.types import spark_arrow_schema, spark_type
 from mor.write.arrow_schema import conform, to_arrow_schema, to_arrow_type
@@ -126,6 +126,7 @@ def merge(
     """`table.merge(...)` with a DataFrame source, run on Spark's executors (see the module
     docstring). Returns the new snapshot, or None when no clause changed anything."""
     table._writable()
+    check_metadata_columns_free(table.schema())
     clauses = MergeClauses(
         when_matched_delete, when_matched_update, when_matched_update_if, when_not_matched_insert, when_not_matched_insert_if
     )
@@ -154,6 +155,7 @@ def upsert(spark: SparkSession, table: Table, source: DataFrame, on: Sequence[st
     """`table.upsert(rows, on)` (its position strategy) with a DataFrame source, on Spark's
     executors: every live row holding a source key goes, every source row is added once."""
     table._writable()
+    check_metadata_columns_free(table.schema())
     mode = table._mode(mode, MERGE_MODE_PROPERTY)
     schema = table.schema()
     fitted = conform(spark_arrow_schema(source.schema).empty_table(), schema)  # SchemaMismatchError unless it fits

@@ -14,6 +14,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from mor.api.scan import Scan
 from mor.api.table import Table
+from mor.errors import UnsupportedFeatureError
 from mor.format.lineage import LINEAGE_FIELDS, with_lineage
 from mor.planning.packing import pack_tasks
 from mor.planning.planner import plan_files
@@ -74,12 +75,25 @@ class ScanPlan:
         return pack_tasks(self.tasks(), groups)
 
 
+def check_metadata_columns_free(schema: Schema) -> None:
+    """UnsupportedFeatureError when a table column has the name of a metadata column (a table
+    another engine made: mor refuses such names, RESERVED_COLUMNS)."""
+    clash = next((f.name for f in schema.fields if f.name in (FILE_COLUMN, POS_COLUMN)), None)
+    if clash is not None:
+        raise UnsupportedFeatureError(
+            f"the table has a column named {clash!r}, the name of a metadata column: metadata-columns (and Spark's "
+            "MERGE/UPSERT, which read them) cannot run on it; rename the column"
+        )
+
+
 def plan_scan(ref: TableRef, options: ReadOptions, requested: StructType | None) -> ScanPlan:
     """Resolve the table, snapshot (time travel uses that snapshot's schema) and columns: the
     `columns` option, else the user's `.schema(...)`, else every column."""
     table = ref.open()
     scan = Scan(table, options.filter, options.columns, options.snapshot_id, options.as_of_ms, CASE_SENSITIVE)
     projection, output = scan.projection, spark_schema(scan.projection)
+    if options.metadata_columns:
+        check_metadata_columns_free(scan.schema)
     if requested is not None:
         extra = (FILE_COLUMN, POS_COLUMN) if options.metadata_columns else ()
         table_columns = StructType([f for f in requested.fields if f.name not in extra])

@@ -308,6 +308,30 @@ def test_read_only_tables_are_refused(spark: Any, catalog: mor.Catalog) -> None:
         delete(spark, static, "id = 1")
 
 
+@pytest.mark.parametrize("column", ["_file", "_pos"])
+def test_merge_and_upsert_refuse_a_table_with_a_metadata_column_name(spark: Any, catalog: mor.Catalog, column: str) -> None:
+    """A table another engine made with a column `_file` or `_pos` (renamed in its metadata here,
+    past mor's checks): the Spark MERGE reads those metadata columns, so it is a typed error on
+    the driver, before any job, not a clash of names inside Spark."""
+    from pyiceberg.schema import Schema
+
+    from mor.format.metadata import with_schema
+
+    table = make_table(catalog, "db.t", None, equality_deletes=False)
+    renamed = Schema(*[f.model_copy(update={"name": column}) if f.name == "n" else f for f in table.schema().fields])
+    table._commit_metadata(lambda m: with_schema(m, renamed), "a foreign column name")
+    location, files = table.metadata_location, files_under(table)
+    source = spark.createDataFrame(source_rows([1, 900], n=0).rename_columns(["id", "category", column, "ts"]))
+    for verb in (
+        lambda: merge(spark, table, source, on=["id"], when_matched_update="*", when_not_matched_insert="*"),
+        lambda: upsert(spark, table, source, on=["id"]),
+    ):
+        with pytest.raises(mor.UnsupportedFeatureError, match=f"column named '{column}'"):
+            verb()
+    assert catalog.load_table("db.t").metadata_location == location
+    assert files_under(table) == files
+
+
 def test_a_merge_that_cannot_read_the_target_writes_nothing(spark: Any, catalog: mor.Catalog) -> None:
     """The target is read by Spark (format "mor"), so its error arrives as Spark's, naming ours;
     the read ends at a shuffle, before any task writes."""
