@@ -28,7 +28,7 @@ from mor.errors import UnsupportedFeatureError
 from mor.format.content_file import DataFile, DeleteFile
 from mor.format.lineage import LINEAGE_FIELDS, with_lineage
 from mor.format.spec import ROW_ID_NAME, Operation
-from mor.io.fileio import FileIO
+from mor.io.fileio import WHOLE_OBJECT_BYTES, FileIO, is_object_store
 from mor.planning.delete_index import referenced_path
 from mor.planning.filters import FileFilter, filter_field_ids
 from mor.planning.task import FileScanTask
@@ -94,13 +94,16 @@ class RowMatcher:
         projection = schema.select(*[schema.find_column_name(i) for i in sorted(self.predicate_ids)])
         self.reader = TaskReader(io, schema, projection, row_filter, self.cache, with_positions=True)
         self.rows_reader: TaskReader | None = None
+        self.one_pass_reader: TaskReader | None = None  # filter and every column: see _fetched_whole
         if with_rows:
             full = lineage_projection(schema, ROW_ID_NAME) if lineage else schema
-            self.rows_reader = TaskReader(
-                io, schema, full, AlwaysTrue(), self.cache, with_positions=True, equality_cache=self.reader.equality_cache
-            )
+            shared = self.reader.equality_cache
+            self.rows_reader = TaskReader(io, schema, full, AlwaysTrue(), self.cache, with_positions=True, equality_cache=shared)
+            self.one_pass_reader = TaskReader(io, schema, full, row_filter, self.cache, with_positions=True, equality_cache=shared)
 
     def match(self, task: FileScanTask) -> FileMatch | None:
+        if self.one_pass_reader is not None and _fetched_whole(task):
+            return self._match_in_one_pass(self.one_pass_reader, task)
         if (
             not task.delete_files
             and _null_free(task, self.predicate_ids, self.strict.schema)
@@ -118,6 +121,20 @@ class RowMatcher:
             return FileMatch(task, positions, live)
         rows, positions = rows_at(self.rows_reader, task, positions)
         return FileMatch(task, positions, live, rows)
+
+
+    def _match_in_one_pass(self, reader: TaskReader, task: FileScanTask) -> FileMatch | None:
+        """Every column of the rows matching the filter, in one read: for an object that one
+        GET fetches whole, a second pass would fetch it again."""
+        rows = pa.Table.from_batches(list(reader.read(task)), schema=reader.output_schema)
+        if not rows.num_rows:
+            return None
+        positions = rows.column(reader.position_column).to_numpy()
+        return FileMatch(task, positions, live_row_count(task, self.cache), rows.drop_columns([reader.position_column]))
+
+
+def _fetched_whole(task: FileScanTask) -> bool:
+    return is_object_store(task.data_file.file_path) and task.data_file.file_size_in_bytes <= WHOLE_OBJECT_BYTES
 
 
 def read_positions(reader: TaskReader, task: FileScanTask) -> np.ndarray:

@@ -93,3 +93,26 @@ def test_a_streaming_scan_fetches_each_file_once_too(s3_server, table) -> None:
     got = sorted(i for batch in table.scan().to_batches() for i in batch.column("id").to_pylist())
     assert got == expected
     assert s3_server.requests.snapshot() == {"GET": files, "HEAD": files}
+
+
+def test_an_update_fetches_a_small_data_file_once(s3_server, s3_catalog, table) -> None:
+    """UPDATE finds rows on the predicate's columns, then reads the other columns of the
+    matches; an object small enough to arrive in one GET is read in one pass instead, so an
+    UPDATE costs the requests of a DELETE of the same rows (the same files, each once)."""
+    twin = s3_catalog.create_table("db.u", SCHEMA, partition_by=["cat"])
+    twin.append(rows(range(0, 300)))
+    twin.append(rows(range(300, 600)))
+    twin.delete("n >= 1000 and n < 2000")
+    twin.delete_rows(pa.table({"id": pa.array([1, 2, 301], pa.int64())}))
+
+    cold()
+    s3_server.requests.reset()
+    table.delete("id in (50, 53)")
+    deleting = s3_server.requests.snapshot()
+    cold()
+    s3_server.requests.reset()
+    twin.update({"n": -1}, "id in (50, 53)")
+    updating = s3_server.requests.snapshot()
+    assert updating["GET"] == deleting["GET"] and updating["HEAD"] == deleting["HEAD"], (updating, deleting)
+    changed = twin.scan(filter="n = -1").to_arrow()
+    assert sorted(changed["id"].to_pylist()) == [50, 53]
