@@ -122,7 +122,6 @@ class RowMatcher:
         rows, positions = rows_at(self.rows_reader, task, positions)
         return FileMatch(task, positions, live, rows)
 
-
     def _match_in_one_pass(self, reader: TaskReader, task: FileScanTask) -> FileMatch | None:
         """Every column of the rows matching the filter, in one read: for an object that one
         GET fetches whole, a second pass would fetch it again."""
