@@ -27,9 +27,10 @@ from pyiceberg.types import IcebergType, ListType, MapType, NestedField, StructT
 from mor.api.schema_rules import SchemaEditor, iceberg_type, is_promotion, protected_fields
 from mor.commit.retry import RetryPolicy
 from mor.commit.snapshot_producer import TableOperations
+from mor.commit.table_commits import schema_commit
 from mor.commit.table_ops import CommitFailedError, refresh_same_table
 from mor.errors import CommitConflictError, InvalidArgumentError, SchemaEvolutionError, SchemaMismatchError
-from mor.format.metadata import TableMetadata, same_schema, with_schema
+from mor.format.metadata import TableMetadata, same_schema
 from mor.write.arrow_schema import check_unique_names, conform, to_arrow_type
 
 if TYPE_CHECKING:
@@ -97,9 +98,9 @@ class UpdateSchema:
             schema = editor.schema()
             if same_schema(schema, base.schema()):
                 return base.schema()
-            new = with_schema(base, schema, editor.last_column_id)
             try:
-                self._table.metadata, self._table.metadata_location = ops.commit(base, location, new)
+                change = schema_commit(base, schema, editor.last_column_id)
+                self._table.metadata, self._table.metadata_location = ops.commit(base, location, change)
                 return self._table.schema()
             except CommitFailedError:
                 if not attempts.retry():

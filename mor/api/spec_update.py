@@ -30,7 +30,7 @@ A lost race is retried on the new table state unless the default spec changed me
 from __future__ import annotations
 
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Iterator, Union
 
@@ -40,9 +40,10 @@ from pyiceberg.transforms import DayTransform, HourTransform, IdentityTransform,
 
 from mor.commit.retry import RetryPolicy
 from mor.commit.snapshot_producer import TableOperations
+from mor.commit.table_commits import spec_commit
 from mor.commit.table_ops import CommitFailedError, refresh_same_table
 from mor.errors import CommitConflictError, InvalidArgumentError, PartitionEvolutionError
-from mor.format.metadata import TableMetadata, now_ms, with_spec
+from mor.format.metadata import TableMetadata
 from mor.write.partitioning import partition_term, resolve_partition_term, split_transform
 
 if TYPE_CHECKING:
@@ -146,9 +147,8 @@ class UpdateSpec:
             if spec.spec_id == base.default_spec_id:
                 table.metadata, table.metadata_location = base, location
                 return spec
-            new = replace(with_spec(base, spec), default_spec_id=spec.spec_id, last_updated_ms=now_ms())
             try:
-                table.metadata, table.metadata_location = ops.commit(base, location, new)
+                table.metadata, table.metadata_location = ops.commit(base, location, spec_commit(base, spec))
                 return table.metadata.spec()
             except CommitFailedError:
                 if not attempts.retry():

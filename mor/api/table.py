@@ -27,7 +27,9 @@ from mor.api.spec_update import UpdateSpec
 from mor.api.update import UPDATE_MODE_PROPERTY, update_where
 from mor.commit.retry import RetryPolicy
 from mor.commit.snapshot_producer import Changes, TableOperations, Validator, commit_changes
+from mor.commit.table_commits import properties_commit
 from mor.commit.table_ops import CommitFailedError, metadata_version, read_metadata, refresh_same_table
+from mor.commit.updates import TableCommit
 from mor.errors import NoSuchTableError, CommitConflictError, CommitStateUnknownError, InvalidArgumentError, MorError, SchemaMismatchError
 from mor.format.metadata import (
     FORMAT_VERSION_PROPERTY,
@@ -35,8 +37,8 @@ from mor.format.metadata import (
     TableMetadata,
     parse_format_version,
     upgraded,
-    with_properties,
 )
+from mor.format.properties import check_properties
 from mor.format.spec import Operation
 from mor.io.fileio import FileIO
 from mor.maintenance.compact import CompactionOptions, CompactionPlan, CompactionResult, plan_compaction, write_compaction
@@ -235,32 +237,26 @@ class Table:
             raise InvalidArgumentError(f"property values must be strings: {bad}")
         version = updates.pop(FORMAT_VERSION_PROPERTY, None)
         target = None if version is None else parse_format_version(version)
-
-        def change(base: TableMetadata) -> TableMetadata:
-            if target is None:
-                return with_properties(base, updates)
-            new = upgraded(base, target)  # the same version: no commit, unless properties change
-            return with_properties(new, updates) if updates else new
-
-        self._commit_metadata(change, "set properties")
+        check_properties(updates)
+        self._commit_metadata(lambda base: properties_commit(base, updates, format_version=_upgrade_to(base, target)), "set properties")
 
     def upgrade(self, format_version: int = 3) -> None:
         """Raise the table's format version (2 -> 3): later writes use deletion vectors and
         track row lineage. Metadata only: files already written stay as they are, and their
         position delete files still apply until a deletion vector replaces them."""
         self._writable()
-        self._commit_metadata(lambda base: upgraded(base, format_version), "upgrade the table")
+        self._commit_metadata(lambda base: properties_commit(base, {}, format_version=_upgrade_to(base, format_version)), "upgrade the table")
 
-    def _commit_metadata(self, change: Callable[[TableMetadata], TableMetadata], what: str) -> None:
-        """A commit of new metadata without a snapshot, retried on a lost race."""
+    def _commit_metadata(self, change: Callable[[TableMetadata], TableCommit], what: str) -> None:
+        """A commit without a snapshot, made again on the fresh table after a lost race."""
         ops = self._writable()
         attempts = RetryPolicy.of(self.metadata.properties).start()
         while True:
-            new = change(self.metadata)
-            if new is self.metadata:
+            commit = change(self.metadata)
+            if not commit.updates:
                 return
             try:
-                self.metadata, self.metadata_location = ops.commit(self.metadata, self.metadata_location, new)
+                self.metadata, self.metadata_location = ops.commit(self.metadata, self.metadata_location, commit)
                 return
             except CommitFailedError:
                 if not attempts.retry():
@@ -483,3 +479,11 @@ def _resolve_metadata_file(io: FileIO, location: str) -> str:
     if not files:
         raise NoSuchTableError(f"no table metadata file under {location}")
     return max(files, key=metadata_version)
+
+
+def _upgrade_to(base: TableMetadata, format_version: int | None) -> int | None:
+    """The format version to upgrade `base` to, None when it has it already;
+    InvalidArgumentError for a downgrade or an unknown version."""
+    if format_version is None:
+        return None
+    return None if upgraded(base, format_version) is base else format_version

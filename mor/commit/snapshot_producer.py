@@ -22,19 +22,21 @@ from mor.commit import faults
 from mor.commit.manifest_merge import merge_carried
 from mor.commit.retry import NUM_RETRIES, TOTAL_TIMEOUT_MS, RetryPolicy
 from mor.commit.summary import build_summary
+from mor.commit.table_commits import snapshot_commit
 from mor.commit.table_ops import CommitFailedError, refresh_same_table
+from mor.commit.updates import TableCommit
 from mor.errors import CatalogUnavailableError, CommitConflictError, CommitStateUnknownError, CorruptMetadataError
 from mor.format.content_file import ContentFile, DataFile, DeleteFile
 from mor.format.manifest import EntryToWrite, ManifestFile, read_manifests, write_manifest
 from mor.format.manifest_list import read_manifest_list, write_manifest_list
-from mor.format.metadata import Snapshot, TableMetadata, now_ms, same_schema, with_schema, with_snapshot, with_spec
+from mor.format.metadata import Snapshot, TableMetadata, now_ms, same_schema, with_schema, with_spec
 from mor.format.spec import FileContent, ManifestContent, ManifestEntryStatus
 from mor.io.fileio import FileIO, is_object_store
 from mor.io.threads import IO_POOL
 
 class TableOperations(Protocol):
     def refresh(self) -> tuple[TableMetadata, str]: ...
-    def commit(self, base: TableMetadata, base_location: str, new: TableMetadata) -> tuple[TableMetadata, str]: ...
+    def commit(self, base: TableMetadata, base_location: str, change: TableCommit) -> tuple[TableMetadata, str]: ...
 
 
 @dataclass
@@ -84,13 +86,15 @@ def commit_changes(
     faults.reached("files-written")
     new_manifests = _write_new_file_manifests(io, read_base, schema, snapshot_id, changes)
     faults.reached("manifests-written")
-    base, base_location = read_base, read_base_location
+    # `catalog_base` is the table as the catalog has it; `base` is it with our schema and spec
+    # added, which the manifests are written against.
+    catalog_base, base, base_location = planned_on, read_base, read_base_location
     validated = read_base  # commits up to this base have been checked against ours
     try:
         for attempt in itertools.count():
             if attempt:
-                base, base_location = refresh_same_table(ops, planned_on)  # never commit into another table
-                base = _with_new_schema(_with_added_spec(base, changes), planned_on, changes)
+                catalog_base, base_location = refresh_same_table(ops, planned_on)  # never commit into another table
+                base = _with_new_schema(_with_added_spec(catalog_base, changes), planned_on, changes)
                 _check_format_version(base, planned_on, changes)
             if validate is not None and base.current_snapshot_id != validated.current_snapshot_id:
                 validate(validated, base)
@@ -131,9 +135,9 @@ def commit_changes(
                 first_row_id=base.next_row_id if base.format_version >= 3 else None,
                 added_rows=added_rows if base.format_version >= 3 else None,
             )
-            new = with_snapshot(base, snapshot)
+            change = snapshot_commit(catalog_base, snapshot, spec=changes.added_spec, schema=changes.schema)
             try:
-                committed = ops.commit(base, base_location, new)
+                committed = ops.commit(catalog_base, base_location, change)
                 faults.reached("committed")
                 return committed
             except CatalogUnavailableError:

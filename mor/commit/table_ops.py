@@ -1,8 +1,11 @@
-"""TableOperations: read the current metadata, and commit new metadata by an atomic swap.
+"""TableOperations: read the current metadata, and commit a change (requirements + updates,
+mor/commit/updates.py) to it.
 
-A commit writes a new metadata file (never overwriting one) and asks the catalog to move the
-table's pointer from the version we started from to it. A lost race is `CommitFailedError`
-(retryable: nothing became visible); an unknown outcome is `CommitStateUnknownError`.
+The SQL catalog's operations apply the change to the metadata the writer started from, write
+the result as a new metadata file (never overwriting one) and ask the catalog to move the
+table's pointer from the version we started from to it. A lost race or a failed requirement is
+`CommitFailedError` (retryable: nothing became visible); an unknown outcome is
+`CommitStateUnknownError`.
 """
 
 from __future__ import annotations
@@ -14,7 +17,9 @@ from typing import TYPE_CHECKING
 
 from mor.catalog.sql import SqlCatalogStore
 from mor.commit import faults
-from mor.errors import CatalogUnavailableError, CorruptMetadataError, MorError, TableReplacedError, UnsupportedFeatureError
+from mor.commit.requirements import CommitFailedError, check_requirements
+from mor.commit.updates import TableCommit, apply_updates
+from mor.errors import CatalogUnavailableError, CorruptMetadataError, TableReplacedError, UnsupportedFeatureError
 from mor.format.metadata import TableMetadata, with_previous_file
 from mor.io.fileio import FileIO, unreadable
 
@@ -22,10 +27,6 @@ if TYPE_CHECKING:
     from mor.commit.snapshot_producer import TableOperations
 
 _VERSION = re.compile(r"(?:^|/)(?:v)?(\d+)(?:-[^/]*)?\.metadata\.json$")
-
-
-class CommitFailedError(MorError):
-    """Internal: another writer moved the pointer first. Retry on the new base."""
 
 
 def read_metadata(io: FileIO, location: str) -> TableMetadata:
@@ -93,9 +94,11 @@ class CatalogTableOperations:
         location = self.store.metadata_location(self.namespace, self.name)
         return read_metadata(self.io, location), location
 
-    def commit(self, base: TableMetadata, base_location: str, new: TableMetadata) -> tuple[TableMetadata, str]:
-        """Swap to `new` (its metadata-log extended by `base`); the metadata as written and its location."""
-        new = with_previous_file(new, base_location, base)
+    def commit(self, base: TableMetadata, base_location: str, change: TableCommit) -> tuple[TableMetadata, str]:
+        """Apply `change` to `base` and swap to the result (its metadata-log extended by
+        `base`); the metadata as written and its location."""
+        check_requirements(change.requirements, base)
+        new = with_previous_file(apply_updates(base, change.updates), base_location, base)
         location = new_metadata_location(new.location, base_location)
         write_metadata(self.io, location, new)
         faults.reached("metadata-written")

@@ -28,6 +28,9 @@ DELETION_VECTOR_BLOB = "deletion-vector-v1"
 
 MAIN_BRANCH = "main"
 
+# Top-level metadata keys listing statistics files, each entry naming its snapshot.
+STATISTICS_KEYS = ("statistics", "partition-statistics")
+
 
 class FileContent(IntEnum):
     DATA = 0

@@ -38,17 +38,18 @@ from typing import Any
 from mor.commit import faults
 from mor.commit.retry import RetryPolicy
 from mor.commit.snapshot_producer import TableOperations
+from mor.commit.table_commits import expire_commit
 from mor.commit.table_ops import CommitFailedError, is_versioned_metadata_file, metadata_version, refresh_same_table
+from mor.commit.updates import apply_updates
 from mor.errors import CommitConflictError, CorruptMetadataError, InvalidArgumentError, RetentionTooShortError, UnsupportedFeatureError
 from mor.format.content_file import DataFile
 from mor.format.manifest import ManifestFile
 from mor.format.manifest_list import read_manifest_list
 from mor.format.metadata import Snapshot, TableMetadata, now_ms, with_previous_file
-from mor.format.spec import MAIN_BRANCH, FileContent
+from mor.format.spec import MAIN_BRANCH, STATISTICS_KEYS, FileContent
 from mor.io.fileio import FileIO
 from mor.maintenance.ownership import Ownership, keys
 from mor.maintenance.progress import Progress
-from mor.maintenance.reachable import STATISTICS_KEYS
 from mor.planning.manifest_cache import read_entries
 
 MAX_SNAPSHOT_AGE = "history.expire.max-snapshot-age-ms"
@@ -188,7 +189,8 @@ def expire_snapshots(
         removed_refs = set(metadata.refs) - set(refs)
         if not expired and not removed_refs:
             return ExpireResult(dry_run=dry_run), metadata, metadata_location
-        new = without_snapshots(metadata, expired, refs)
+        change = expire_commit(metadata, expired, removed_refs)
+        new = apply_updates(metadata, change.updates)
         doomed = files_only_expired_read(io, metadata, expired, progress)
         doomed.keep_foreign(ownership)
         if dry_run:  # the metadata log the commit would write decides which metadata files go
@@ -197,7 +199,7 @@ def expire_snapshots(
             return doomed.result(expired, removed_refs, dry_run), metadata, metadata_location
         ownership.referenced_by_others()  # read now: failing after the commit would leave it half done
         try:
-            committed, location = ops.commit(metadata, metadata_location, new)
+            committed, location = ops.commit(metadata, metadata_location, change)
         except CommitFailedError:
             if not attempts.retry():
                 raise CommitConflictError("could not expire snapshots: the table kept changing") from None
@@ -310,29 +312,6 @@ def retained_snapshots(metadata: TableMetadata, refs: Mapping[str, Mapping[str, 
                 retained.add(snapshot.snapshot_id)
     retained |= {s.snapshot_id for s in metadata.snapshots if s.snapshot_id not in on_a_branch and s.timestamp_ms >= rule.cutoff_ms}
     return retained
-
-
-def without_snapshots(metadata: TableMetadata, expired: set[int], refs: dict[str, dict[str, Any]]) -> TableMetadata:
-    kept = tuple(s for s in metadata.snapshots if s.snapshot_id not in expired)
-    kept_ids = {s.snapshot_id for s in kept}
-    log: list[tuple[int, int]] = []
-    for entry in metadata.snapshot_log:
-        if entry[1] in kept_ids:
-            log.append(entry)
-        else:  # the log must not claim a state that can no longer be read: drop what came before
-            log.clear()
-    extra = dict(metadata.extra)
-    for key in STATISTICS_KEYS:
-        if isinstance(extra.get(key), list):
-            extra[key] = [s for s in extra[key] if not (isinstance(s, dict) and s.get("snapshot-id") in expired)]
-    return replace(
-        metadata,
-        snapshots=kept,
-        snapshot_log=tuple(log),
-        refs=refs,
-        extra=extra,
-        last_updated_ms=max(now_ms(), metadata.last_updated_ms + 1),
-    )
 
 
 # -- which files go ----------------------------------------------------------------------------

@@ -11,9 +11,8 @@ from __future__ import annotations
 from mor.format.manifest import read_manifest
 from mor.format.manifest_list import read_manifest_list
 from mor.format.metadata import TableMetadata
+from mor.format.spec import STATISTICS_KEYS
 from mor.io.fileio import FileIO
-
-STATISTICS_KEYS = ("statistics", "partition-statistics")
 
 
 def referenced_locations(io: FileIO, metadata: TableMetadata, metadata_location: str) -> set[str]:

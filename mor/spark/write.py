@@ -56,6 +56,7 @@ from pyspark.sql.types import StructType
 
 from mor.api.catalog import DEFAULT_PROPERTIES, Catalog, split_identifier
 from mor.commit.snapshot_producer import Changes, TableOperations, Validator, commit_changes
+from mor.commit.updates import TableCommit, apply_updates
 from mor.commit.table_ops import CatalogTableOperations, new_metadata_location, read_metadata, write_metadata
 from mor.errors import (
     CatalogUnavailableError,
@@ -242,7 +243,8 @@ class CreateTableOperations:
         # commit_changes refreshes only after a lost race, which here cannot be retried.
         raise CommitConflictError(f"table {self.identifier} was created by another writer during this write")
 
-    def commit(self, base: TableMetadata, base_location: str, new: TableMetadata) -> tuple[TableMetadata, str]:
+    def commit(self, base: TableMetadata, base_location: str, change: TableCommit) -> tuple[TableMetadata, str]:
+        new = apply_updates(base, change.updates)
         namespace, name = split_identifier(self.identifier)
         try:
             self.catalog.create_namespace_if_not_exists(namespace)

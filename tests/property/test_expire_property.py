@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from test_compact_property import SCHEMA, apply, rows_of, step
 
 import mor
+from foreign_writes import commit_as_another_engine
 from mor.io.fileio import to_local_path
 
 history_step = step | st.just(("compact",))
@@ -46,7 +47,7 @@ def add_refs(table: mor.Table, refs: list[tuple]) -> set[int]:
                 ref["min-snapshots-to-keep"] = keep
             chosen[f"ref{k}"] = ref
     if chosen:
-        table._ops.commit(table.metadata, table.metadata_location, dataclasses.replace(table.metadata, refs={**table.metadata.refs, **chosen}))
+        commit_as_another_engine(table, dataclasses.replace(table.metadata, refs={**table.metadata.refs, **chosen}))
         table.refresh()
     return {r["snapshot-id"] for r in chosen.values()}
 

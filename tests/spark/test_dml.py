@@ -20,6 +20,7 @@ from pyspark.errors import PythonException
 from spark_helpers import SCHEMA, canonical, rows, source_rows
 
 import mor
+from foreign_writes import commit_as_another_engine
 from mor.io.fileio import to_local_path
 from mor.spark.dml import delete, update
 from mor.spark.dml_merge import merge, upsert
@@ -319,7 +320,7 @@ def test_merge_and_upsert_refuse_a_table_with_a_metadata_column_name(spark: Any,
 
     table = make_table(catalog, "db.t", None, equality_deletes=False)
     renamed = Schema(*[f.model_copy(update={"name": column}) if f.name == "n" else f for f in table.schema().fields])
-    table._commit_metadata(lambda m: with_schema(m, renamed), "a foreign column name")
+    commit_as_another_engine(table, with_schema(table.metadata, renamed))
     location, files = table.metadata_location, files_under(table)
     source = spark.createDataFrame(source_rows([1, 900], n=0).rename_columns(["id", "category", column, "ts"]))
     for verb in (

@@ -25,6 +25,7 @@ from unit_helpers import (
 )
 
 import mor
+from foreign_writes import commit_as_another_engine
 from mor.catalog.sql import SqlCatalogStore
 from mor.io.fileio import to_uri
 
@@ -201,7 +202,7 @@ def test_an_unknown_isolation_level_fails_before_writing(catalog: mor.Catalog) -
         table.set_properties(**{"write.delete.isolation-level": "chaos"})
     # Another engine may have written it: found when a DELETE needs it, before any file is written.
     bad = dataclasses.replace(table.metadata, properties={**table.metadata.properties, "write.delete.isolation-level": "chaos"})
-    table.metadata, table.metadata_location = table._writable().commit(table.metadata, table.metadata_location, bad)
+    commit_as_another_engine(table, bad)
     before = (table.metadata_location, files_under(table.location))
     with pytest.raises(mor.InvalidArgumentError, match="write.delete.isolation-level"):
         table.delete("id = 1")

@@ -14,6 +14,7 @@ from pyiceberg.table import StaticTable
 from unit_helpers import assert_no_orphans, files_under, local, make_rows, raw_entries, read_avro, scan_ids
 
 import mor
+from foreign_writes import commit_as_another_engine
 from mor.api import table as table_module
 from mor.maintenance.expire import ExpireResult
 
@@ -130,7 +131,7 @@ def test_refs_keep_their_snapshots(catalog: mor.Catalog) -> None:
         "v1": {"snapshot-id": tagged.snapshot_id, "type": "tag"},
         "audit": {"snapshot-id": branch_head.snapshot_id, "type": "branch", "min-snapshots-to-keep": 2},
     }
-    table._ops.commit(table.metadata, table.metadata_location, dataclasses.replace(table.metadata, refs=refs))
+    commit_as_another_engine(table, dataclasses.replace(table.metadata, refs=refs))
     table.refresh()
     rows = {s: scan_ids(table, snapshot_id=s) for s in (tagged.snapshot_id, branch_head.snapshot_id)}
 
@@ -167,7 +168,7 @@ def test_statistics_of_expired_snapshots_leave(catalog: mor.Catalog) -> None:
         stats.append({"snapshot-id": s.snapshot_id, "statistics-path": path, "file-size-in-bytes": 16,
                       "file-footer-size-in-bytes": 8, "blob-metadata": []})  # fmt: skip
     extra = {**table.metadata.extra, "statistics": stats}
-    table._ops.commit(table.metadata, table.metadata_location, dataclasses.replace(table.metadata, extra=extra))
+    commit_as_another_engine(table, dataclasses.replace(table.metadata, extra=extra))
     table.refresh()
 
     result = table.expire_snapshots(older_than=NOW, retain_last=1, allow_short_retention=True)
@@ -242,7 +243,7 @@ def test_progress_reports_each_stage(catalog: mor.Catalog) -> None:
 
 def commit_metadata(table: mor.Table, **changes: object) -> mor.Table:
     """Commit metadata edited by hand (refs, properties, statistics) and reload the table."""
-    table._ops.commit(table.metadata, table.metadata_location, dataclasses.replace(table.metadata, **changes))
+    commit_as_another_engine(table, dataclasses.replace(table.metadata, **changes))
     return table.refresh()
 
 
@@ -474,7 +475,7 @@ def test_a_table_that_spells_paths_two_ways_keeps_its_files(catalog: mor.Catalog
         sequence_number=table.metadata.last_sequence_number + 1, timestamp_ms=current.timestamp_ms + 1,
         manifest_list="file:" + new_list, summary={"operation": "replace"}, schema_id=current.schema_id,
     )  # fmt: skip
-    table._ops.commit(table.metadata, table.metadata_location, with_snapshot(table.metadata, snapshot))
+    commit_as_another_engine(table, with_snapshot(table.metadata, snapshot))
     table.refresh()
     assert scan_ids(table) == list(range(30))
 

@@ -15,6 +15,7 @@ from pyiceberg.schema import Schema
 from unit_helpers import SCHEMA, files_under, make_rows
 
 import mor
+from foreign_writes import commit_as_another_engine
 from mor.format.metadata import with_schema
 
 RESERVED = ["_pos", "_file", "_row_id", "_last_updated_sequence_number"]
@@ -84,7 +85,7 @@ def _make_foreign(catalog: mor.Catalog, format_version: str) -> mor.Table:
     t.append(_foreign_rows(list(range(10))).rename_columns(FOREIGN_SCHEMA.names))
     schema = t.metadata.schema()
     renamed = Schema(*[f.model_copy(update={"name": FOREIGN_NAMES.get(f.name, f.name)}) for f in schema.fields])
-    t._commit_metadata(lambda m: with_schema(m, renamed), "rename to reserved names")
+    commit_as_another_engine(t, with_schema(t.metadata, renamed))
     return t
 
 

@@ -9,6 +9,7 @@ import pytest
 from unit_helpers import SCHEMA
 
 import mor
+from mor.commit.updates import TableCommit
 
 pytest.importorskip("pyspark.sql.datasource")
 from mor.spark.write import CreateTableOperations  # noqa: E402
@@ -33,6 +34,6 @@ def test_the_metadata_file_stays_only_when_the_row_may_have_been_added(
 
     monkeypatch.setattr(catalog.store, "create_table_row", refuse)
     with pytest.raises(failure):
-        CreateTableOperations(catalog, "db.new").commit(template.metadata, "", template.metadata)
+        CreateTableOperations(catalog, "db.new").commit(template.metadata, "", TableCommit())
     written = metadata_files(location) - before
     assert len(written) == (1 if kept else 0)

@@ -19,6 +19,7 @@ from unit_helpers import SCHEMA, files_under, make_rows, reachable_files, scan_i
 
 import mor
 from mor.commit.snapshot_producer import TableOperations
+from mor.commit.updates import TableCommit
 from mor.format.metadata import TableMetadata
 
 # The table that takes the name: other columns under the same field ids (1, 2).
@@ -100,10 +101,10 @@ class ReplacedBeforeSwap:
     def refresh(self) -> tuple[TableMetadata, str]:
         return self.ops.refresh()
 
-    def commit(self, base: TableMetadata, base_location: str, new: TableMetadata) -> tuple[TableMetadata, str]:
+    def commit(self, base: TableMetadata, base_location: str, change: TableCommit) -> tuple[TableMetadata, str]:
         if self.new is None:
             self.new = replace_table(self.catalog)
-        return self.ops.commit(base, base_location, new)
+        return self.ops.commit(base, base_location, change)
 
 
 IN_FLIGHT = {

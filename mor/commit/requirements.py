@@ -1,0 +1,152 @@
+"""Commit requirements: what must still hold of a table for a commit to apply (the REST spec's
+`TableRequirement`s, with its names).
+
+A writer states what its change was planned on (the table's uuid, the snapshot a branch points
+at, the schema and spec it wrote with); whoever applies the change (the SQL catalog here, a REST
+catalog server elsewhere) checks them against the table as it is at that moment. A failed
+requirement is `CommitFailedError`: nothing was applied, the writer refreshes and re-plans.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from mor.errors import InvalidArgumentError, MorError
+from mor.format.metadata import TableMetadata
+
+
+class CommitFailedError(MorError):
+    """Internal: the table is not as the commit was planned on (another writer moved it first,
+    or a requirement fails). Nothing was applied; retry on the new state."""
+
+
+@dataclass(frozen=True)
+class Requirement:
+    TYPE: ClassVar[str] = ""
+
+    def check(self, current: TableMetadata | None) -> None:
+        """CommitFailedError unless the requirement holds of `current` (None: no such table)."""
+        if current is None:
+            raise CommitFailedError(f"requirement {self.TYPE} failed: the table does not exist")
+        self._check(current)
+
+    def _check(self, current: TableMetadata) -> None:
+        raise NotImplementedError
+
+    def to_dict(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class AssertCreate(Requirement):
+    TYPE = "assert-create"
+
+    def check(self, current: TableMetadata | None) -> None:
+        if current is not None:
+            raise CommitFailedError("requirement assert-create failed: the table already exists")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.TYPE}
+
+
+@dataclass(frozen=True)
+class AssertTableUuid(Requirement):
+    TYPE = "assert-table-uuid"
+    uuid: str
+
+    def _check(self, current: TableMetadata) -> None:
+        if current.table_uuid != self.uuid:
+            raise CommitFailedError(f"requirement {self.TYPE} failed: table-uuid is {current.table_uuid}, not {self.uuid}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.TYPE, "uuid": self.uuid}
+
+
+@dataclass(frozen=True)
+class AssertRefSnapshotId(Requirement):
+    """The ref points at `snapshot_id`; with None, the ref must not exist."""
+
+    TYPE = "assert-ref-snapshot-id"
+    ref: str
+    snapshot_id: int | None
+
+    def _check(self, current: TableMetadata) -> None:
+        found = current.refs.get(self.ref)
+        at = None if found is None else found.get("snapshot-id")
+        if at != self.snapshot_id:
+            now = "does not exist" if found is None else f"points at snapshot {at}"
+            expected = "not to exist" if self.snapshot_id is None else f"at snapshot {self.snapshot_id}"
+            raise CommitFailedError(f"requirement {self.TYPE} failed: ref {self.ref!r} {now}, expected {expected}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.TYPE, "ref": self.ref, "snapshot-id": self.snapshot_id}
+
+
+def _int_requirement(type_: str, key: str, attribute: str) -> type[Requirement]:
+    """A requirement that one number of the metadata is unchanged."""
+
+    @dataclass(frozen=True)
+    class IntRequirement(Requirement):
+        TYPE = type_
+        KEY: ClassVar[str] = key
+        value: int
+
+        def _check(self, current: TableMetadata) -> None:
+            found = getattr(current, attribute)
+            if found != self.value:
+                raise CommitFailedError(f"requirement {self.TYPE} failed: {key} is {found}, expected {self.value}")
+
+        def to_dict(self) -> dict[str, Any]:
+            return {"type": self.TYPE, key: self.value}
+
+    return IntRequirement
+
+
+AssertCurrentSchemaId = _int_requirement("assert-current-schema-id", "current-schema-id", "current_schema_id")
+AssertLastAssignedFieldId = _int_requirement("assert-last-assigned-field-id", "last-assigned-field-id", "last_column_id")
+AssertLastAssignedPartitionId = _int_requirement(
+    "assert-last-assigned-partition-id", "last-assigned-partition-id", "last_partition_id"
+)
+AssertDefaultSpecId = _int_requirement("assert-default-spec-id", "default-spec-id", "default_spec_id")
+AssertDefaultSortOrderId = _int_requirement("assert-default-sort-order-id", "default-sort-order-id", "default_sort_order_id")
+
+_INT_REQUIREMENTS = {
+    r.TYPE: r
+    for r in (AssertCurrentSchemaId, AssertLastAssignedFieldId, AssertLastAssignedPartitionId, AssertDefaultSpecId, AssertDefaultSortOrderId)
+}
+
+
+def check_requirements(requirements: list[Requirement], current: TableMetadata | None) -> None:
+    for requirement in requirements:
+        requirement.check(current)
+
+
+def requirement_from_dict(d: Any) -> Requirement:
+    """A requirement from its REST JSON; InvalidArgumentError for one that is malformed or unknown."""
+    if not isinstance(d, dict) or not isinstance(d.get("type"), str):
+        raise InvalidArgumentError(f"a requirement is an object with a 'type', got {d!r}")
+    kind = d["type"]
+    try:
+        if kind == AssertCreate.TYPE:
+            return AssertCreate()
+        if kind == AssertTableUuid.TYPE:
+            return AssertTableUuid(_typed(d, "uuid", str))
+        if kind == AssertRefSnapshotId.TYPE:
+            snapshot_id = d.get("snapshot-id")
+            if snapshot_id is not None:
+                snapshot_id = _typed(d, "snapshot-id", int)
+            return AssertRefSnapshotId(_typed(d, "ref", str), snapshot_id)
+        if kind in _INT_REQUIREMENTS:
+            cls = _INT_REQUIREMENTS[kind]
+            return cls(_typed(d, cls.KEY, int))  # type: ignore[attr-defined, call-arg]
+    except KeyError as e:
+        raise InvalidArgumentError(f"requirement {kind} lacks {e.args[0]!r}") from None
+    raise InvalidArgumentError(f"unknown requirement type {kind!r}")
+
+
+def _typed(d: dict[str, Any], key: str, kind: type) -> Any:
+    value = d[key]
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise InvalidArgumentError(f"{key} must be a {kind.__name__}, got {value!r}")
+    return value
