@@ -1,5 +1,6 @@
 """Command line: `python -m mor quickstart` (the main job), table inspection, and maintenance
-(`compact`, `rewrite-deletes`, `expire`, `remove-orphans`, `maintain`)."""
+(`compact`, `rewrite-deletes`, `expire`, `remove-orphans`, `maintain`), and `serve`: the
+catalog over the Iceberg REST protocol."""
 
 from __future__ import annotations
 
@@ -247,6 +248,15 @@ def _orphans_summary(r: OrphanResult) -> str:
     return f"{'found' if r.dry_run else 'removed'} {len(r)} orphan files ({r.removed_bytes} bytes){left}{listed}"
 
 
+def _serve(args: argparse.Namespace) -> None:
+    try:
+        from mor.server.run import serve  # Starlette and uvicorn: only with the mor[server] extra
+    except ImportError as e:
+        raise mor.UnsupportedFeatureError(f"mor serve needs the server extra: pip install 'mor[server]' ({e})") from e
+    catalog = mor.load_catalog(args.warehouse, uri=args.uri, properties=args.property)
+    serve(catalog, args.host, args.port, args.token_file, args.prefix)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mor", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -276,11 +286,19 @@ def main(argv: list[str] | None = None) -> int:
     o.add_argument("--older-than", type=_age_or_time, default=None, help="an age (3d, 36h) or an ISO time; default 3d")
     m = sub.add_parser("maintain", help="compact, expire and remove orphans as the table's properties say")
     _table_args(m)
+    v = sub.add_parser("serve", help="serve the catalog to Iceberg clients over the REST catalog protocol (mor[server])")
+    _catalog_args(v)
+    v.add_argument("--host", default="127.0.0.1", help="without --token-file only a loopback address")
+    v.add_argument("--port", type=int, default=8181, help="0: a free port (the URL printed says which)")
+    v.add_argument("--token-file", default=None, help="bearer tokens (and CLIENT_ID:SECRET lines) every request must carry one of")
+    v.add_argument("--prefix", default=None, help="also serve the catalog under /v1/PREFIX/ and tell clients so")
     args = parser.parse_args(argv)
     args.property = dict(args.property) if args.property else None
     try:
         if args.command == "quickstart":
             quickstart(args.warehouse, args.uri, args.property)
+        elif args.command == "serve":
+            _serve(args)
         elif args.command == "scan":
             table = _open_table(args)
             print(_format(table.scan(filter=args.filter, snapshot_id=args.snapshot_id).to_arrow()))

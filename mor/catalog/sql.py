@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import weakref
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from sqlalchemy import (
@@ -37,6 +38,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 
 from mor.errors import (
     CatalogUnavailableError,
+    CommitConflictError,
     CommitStateUnknownError,
     InvalidArgumentError,
     NamespaceAlreadyExistsError,
@@ -75,6 +77,21 @@ NAMESPACE_PROPERTIES = Table(
     Column("property_value", String(1000), nullable=False),
 )
 _TABLE_TYPE = "TABLE"
+
+
+@dataclass(frozen=True)
+class TableSwap:
+    """One table's part of `swap_many`: move it from `expected` to `new` (`expected` None:
+    create it; `new` == `expected`: it must still point there)."""
+
+    namespace: str
+    name: str
+    expected: str | None
+    new: str
+
+
+class _LostRace(Exception):
+    """Internal to swap_many: a table no longer points where expected; undo the transaction."""
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -227,6 +244,53 @@ class SqlCatalogStore:
                 )
             )
 
+    @_guarded("load namespace properties")
+    def namespace_properties(self, namespace: str) -> dict[str, str]:
+        """The namespace's stored properties (pyiceberg's `exists` marker included);
+        NoSuchNamespaceError when the namespace does not exist."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(NAMESPACE_PROPERTIES.c.property_key, NAMESPACE_PROPERTIES.c.property_value).where(
+                    NAMESPACE_PROPERTIES.c.catalog_name == self.catalog_name, NAMESPACE_PROPERTIES.c.namespace == namespace
+                )
+            ).all()
+        if not rows and not self.namespace_exists(namespace):
+            raise NoSuchNamespaceError(f"namespace {namespace!r} does not exist")
+        return {str(k): str(v) for k, v in rows}
+
+    @_guarded("update namespace properties")
+    def update_namespace_properties(
+        self, namespace: str, updates: dict[str, str], removals: list[str]
+    ) -> tuple[list[str], list[str]]:
+        """Set `updates` and remove `removals`, in one transaction; (removed, missing): the
+        removals that were there and those that were not. A namespace known only by its tables
+        gets the `exists` marker row too, as create_namespace writes it."""
+        if not self.namespace_exists(namespace):
+            raise NoSuchNamespaceError(f"namespace {namespace!r} does not exist")
+        mine = and_(NAMESPACE_PROPERTIES.c.catalog_name == self.catalog_name, NAMESPACE_PROPERTIES.c.namespace == namespace)
+        try:
+            with self.engine.begin() as conn:
+                present = set(conn.execute(select(NAMESPACE_PROPERTIES.c.property_key).where(mine)).scalars())
+                removed = [k for k in removals if k in present]
+                if removed:
+                    conn.execute(delete(NAMESPACE_PROPERTIES).where(mine, NAMESPACE_PROPERTIES.c.property_key.in_(removed)))
+                for key, value in {**({} if present else {"exists": "true"}), **updates}.items():
+                    if key in present:
+                        conn.execute(
+                            update(NAMESPACE_PROPERTIES)
+                            .where(mine, NAMESPACE_PROPERTIES.c.property_key == key)
+                            .values(property_value=value)
+                        )
+                    else:
+                        conn.execute(
+                            insert(NAMESPACE_PROPERTIES).values(
+                                catalog_name=self.catalog_name, namespace=namespace, property_key=key, property_value=value
+                            )
+                        )
+        except IntegrityError as e:  # another writer added one of the keys meanwhile
+            raise CommitConflictError(f"the properties of namespace {namespace!r} changed meanwhile; try again") from e
+        return removed, [k for k in removals if k not in present]
+
     # -- tables --------------------------------------------------------------------------
     @_guarded("list tables")
     def list_tables(self, namespace: str) -> list[str]:
@@ -281,6 +345,62 @@ class SqlCatalogStore:
             .values(metadata_location=new, previous_metadata_location=expected)
         )
         return self._write_once(f"commit of {namespace}.{name} to {new}", lambda conn: conn.execute(statement).rowcount == 1)
+
+    def swap_many(self, changes: list[TableSwap]) -> bool:
+        """Several tables' pointers moved in ONE transaction, all or none: each from its
+        `expected` location to its `new` one (`expected` None: the table is created). False,
+        and nothing changed, when any of them no longer points where expected (or a created
+        one exists by now). Failures as `swap`: CatalogUnavailableError certainly did not
+        happen, CommitStateUnknownError may have."""
+
+        def write(conn: Any) -> bool:
+            for change in changes:
+                if change.expected is None:
+                    conn.execute(
+                        insert(TABLES).values(
+                            catalog_name=self.catalog_name,
+                            table_namespace=change.namespace,
+                            table_name=change.name,
+                            metadata_location=change.new,
+                            previous_metadata_location=None,
+                            iceberg_type=_TABLE_TYPE,
+                        )
+                    )
+                    continue
+                # new == expected: the table only has to still point there (its row is locked
+                # until the end of the transaction); its previous location stays as it is.
+                moved = {} if change.new == change.expected else {"previous_metadata_location": change.expected}
+                statement = (
+                    update(TABLES)
+                    .where(self._row(change.namespace, change.name), TABLES.c.metadata_location == change.expected)
+                    .values(metadata_location=change.new, **moved)
+                )
+                if conn.execute(statement).rowcount != 1:
+                    raise _LostRace()  # leaves the transaction uncommitted: rolled back on close
+            return True
+
+        names = ", ".join(f"{c.namespace}.{c.name}" for c in changes)
+        try:
+            return self._write_once(f"commit of {names}", write)
+        except (_LostRace, IntegrityError):
+            return False
+
+    def rename_table_row(self, namespace: str, name: str, new_namespace: str, new_name: str) -> None:
+        """Move the table's row to another name (the files stay where they are).
+        NoSuchTableError, TableAlreadyExistsError for a taken name; CommitStateUnknownError:
+        it may have been renamed."""
+        statement = (
+            update(TABLES)
+            .where(self._row(namespace, name), self._is_table())
+            .values(table_namespace=new_namespace, table_name=new_name)
+        )
+        what = f"rename of {namespace}.{name} to {new_namespace}.{new_name}"
+        try:
+            renamed = self._write_once(what, lambda conn: conn.execute(statement).rowcount)
+        except IntegrityError as e:
+            raise TableAlreadyExistsError(f"table {new_namespace}.{new_name} already exists") from e
+        if renamed == 0:
+            raise NoSuchTableError(f"table {namespace}.{name} does not exist")
 
     def _write_once(self, what: str, write: Callable[[Any], _T]) -> _T:
         """`write(connection)` in one transaction, telling apart the failures after which it

@@ -1,0 +1,192 @@
+"""Commits sent by clients: requirements checked and updates applied on the table as it is
+NOW, the result written as a new metadata file, and the catalog's pointer moved by
+compare-and-swap from the version that was checked.
+
+A client plans its change on the metadata it loaded; other writers may have committed since.
+That is what the requirements are for: the server checks them against the current metadata
+(a failed one is CommitFailedError, 409: the client refreshes and re-plans) and applies the
+updates there, with the same pure function mor's own commits use (mor/commit/updates.py). When
+another commit lands between our read and our swap, the swap fails and the whole check-and-apply
+is redone on the newer state; nothing the client sent is trusted to still hold.
+
+Several tables (`POST /v1/transactions/commit`) commit all or nothing: every requirement of
+every table is checked and every update applied first, every metadata file written, then all
+pointers are swapped in one database transaction (SqlCatalogStore.swap_many). A table that
+changes nothing still takes part in the swap, so its requirements hold at the moment of the
+swap too.
+
+A commit carrying `assert-create` on a table that does not exist creates it: the initial
+metadata is rebuilt from its updates (uuid, format version, schema, spec, sort order,
+location), then all its updates are applied to that, as Iceberg's staged creates expect.
+
+Files: the metadata file of a commit that certainly did not happen (lost swap, a failed
+requirement after writing, an unavailable database) is deleted; after CommitStateUnknownError
+nothing is deleted, the catalog may point at it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from pyiceberg.partitioning import PartitionSpec
+from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
+
+from mor.api.catalog import DEFAULT_PROPERTIES
+from mor.catalog.sql import SqlCatalogStore, TableSwap
+from mor.commit import faults
+from mor.commit.requirements import AssertCreate, CommitFailedError, check_requirements
+from mor.commit.table_ops import new_metadata_location, read_metadata
+from mor.commit.updates import (
+    AddSchema,
+    AddSortOrder,
+    AddSpec,
+    AssignUuid,
+    SetLocation,
+    SetProperties,
+    TableCommit,
+    Update,
+    UpgradeFormatVersion,
+    apply_updates,
+)
+from mor.errors import CommitStateUnknownError, CorruptMetadataError, InvalidArgumentError, NoSuchNamespaceError, NoSuchTableError
+from mor.format.metadata import TableMetadata, new_table_metadata, with_previous_file
+from mor.format.properties import check_properties
+from mor.format.spec import FORMAT_VERSION
+from mor.io.fileio import FileIO
+from mor.server.locations import check_inside
+from mor.server.names import check_new_names
+
+MAX_ATTEMPTS = 10  # lost swaps in a row before the client is told to retry (409)
+
+
+@dataclass(frozen=True)
+class TableChange:
+    namespace: str
+    name: str
+    commit: TableCommit
+
+
+@dataclass(frozen=True)
+class Committed:
+    """A table after a commit: its metadata location and the metadata JSON there."""
+
+    namespace: str
+    name: str
+    metadata_location: str
+    metadata: dict
+
+
+@dataclass(frozen=True)
+class _Planned:
+    change: TableChange
+    base_location: str | None  # None: the commit creates the table
+    new_location: str  # == base_location when the commit changes nothing
+    text: str | None  # the new metadata JSON; None when nothing changes
+
+
+class Committer:
+    def __init__(self, store: SqlCatalogStore, io: FileIO, warehouse: str, default_location: Callable[[str, str], str]):
+        self.store = store
+        self.io = io
+        self.warehouse = warehouse
+        self.default_location = default_location
+
+    def commit(self, changes: list[TableChange]) -> list[Committed]:
+        """Apply every change, all or none; retried on a lost swap."""
+        seen = {(c.namespace, c.name) for c in changes}
+        if len(seen) != len(changes):
+            raise InvalidArgumentError("a transaction names a table twice: send its changes as one commit")
+        for _ in range(MAX_ATTEMPTS):
+            planned = [self._plan(c) for c in changes]
+            if self._swap(planned):
+                faults.reached("committed")
+                return [self._result(p) for p in planned]
+        raise CommitFailedError(f"the tables kept changing: {MAX_ATTEMPTS} attempts lost their swap; try again")
+
+    def _plan(self, change: TableChange) -> _Planned:
+        """Check the requirements on the current metadata and apply the updates to it."""
+        requirements, updates = change.commit.requirements, change.commit.updates
+        try:
+            base_location: str | None = self.store.metadata_location(change.namespace, change.name)
+        except NoSuchTableError:
+            if not any(isinstance(r, AssertCreate) for r in requirements):
+                raise
+            base_location = None
+        base = None if base_location is None else read_metadata(self.io, base_location)
+        check_requirements(requirements, base)
+        for update in updates:
+            if isinstance(update, SetProperties):
+                check_properties(update.updates)
+        if base is None:
+            check_new_names(change.namespace, change.name)
+            if not self.store.namespace_exists(change.namespace):
+                raise NoSuchNamespaceError(f"namespace {change.namespace!r} does not exist")
+            new = apply_updates(self._creation_base(change, updates), updates)
+        else:
+            new = apply_updates(base, updates)
+            if new is base:
+                return _Planned(change, base_location, base_location, None)  # type: ignore[arg-type]
+            new = with_previous_file(new, base_location, base)
+        if base is None or new.location != base.location:
+            check_inside(self.warehouse, new.location, "table location")
+        text = new.to_json()
+        try:
+            TableMetadata.from_json(text)  # the spec's invariants (metadata_checks), before anyone reads it
+        except CorruptMetadataError as e:
+            raise InvalidArgumentError(f"the commit would make invalid table metadata: {e}") from None
+        return _Planned(change, base_location, new_metadata_location(new.location, base_location), text)
+
+    def _creation_base(self, change: TableChange, updates: list[Update]) -> TableMetadata:
+        """The table a create commit starts from, rebuilt from its own updates."""
+
+        def first(kind: type) -> Update | None:
+            return next((u for u in updates if isinstance(u, kind)), None)
+
+        schema = first(AddSchema)
+        if not isinstance(schema, AddSchema):
+            raise InvalidArgumentError("a commit that creates a table needs an add-schema update")
+        spec, order = first(AddSpec), first(AddSortOrder)
+        version, uuid = first(UpgradeFormatVersion), first(AssignUuid)
+        locations = [u.location for u in updates if isinstance(u, SetLocation)]
+        metadata = new_table_metadata(
+            schema.schema,
+            spec.spec if isinstance(spec, AddSpec) else PartitionSpec(spec_id=0),
+            order.sort_order if isinstance(order, AddSortOrder) else UNSORTED_SORT_ORDER,
+            locations[-1].rstrip("/") if locations else self.default_location(change.namespace, change.name),
+            dict(DEFAULT_PROPERTIES),
+            version.format_version if isinstance(version, UpgradeFormatVersion) else FORMAT_VERSION,
+        )
+        return replace(metadata, table_uuid=uuid.uuid) if isinstance(uuid, AssignUuid) else metadata
+
+    def _swap(self, planned: list[_Planned]) -> bool:
+        """Write the new metadata files and swap every pointer at once; False: a lost race
+        (our files deleted, nothing changed)."""
+        swaps = [TableSwap(p.change.namespace, p.change.name, p.base_location, p.new_location) for p in planned]
+        if all(p.text is None for p in planned) and len(planned) == 1:
+            return True  # one table, nothing to change: nothing to make atomic
+        written: list[str] = []
+        try:
+            for p in planned:
+                if p.text is not None:
+                    self.io.write_bytes_exclusive(p.new_location, p.text.encode("utf-8"))
+                    written.append(p.new_location)
+            faults.reached("metadata-written")
+            swapped = self.store.swap_many(swaps)
+        except CommitStateUnknownError:
+            raise  # the catalog may point at our files: keep them
+        except BaseException:
+            self._delete(written)  # the commit certainly did not happen
+            raise
+        if not swapped:
+            self._delete(written)
+        return swapped
+
+    def _delete(self, locations: list[str]) -> None:
+        for location in locations:
+            self.io.delete_quietly(location)
+
+    def _result(self, p: _Planned) -> Committed:
+        text = p.text if p.text is not None else self.io.read_bytes(p.new_location).decode("utf-8")
+        return Committed(p.change.namespace, p.change.name, p.new_location, json.loads(text))

@@ -1,0 +1,86 @@
+"""Running the server: `mor serve` binds a socket and hands it to uvicorn.
+
+The socket is bound and listening before the URL is printed, so whoever reads the URL (a
+test, a script) can connect at once: connections wait in the listen queue until uvicorn
+accepts them. Port 0 takes a free port; the printed URL names the one taken.
+
+Without tokens the server accepts every request, so it binds only a loopback address
+(127.0.0.0/8, ::1, localhost), where only this machine reaches it, and says it is
+unauthenticated.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import socket
+import sys
+from pathlib import Path
+
+import uvicorn
+
+from mor.api.catalog import Catalog
+from mor.errors import InvalidArgumentError
+from mor.server.app import create_app
+from mor.server.auth import Tokens
+
+log = logging.getLogger("mor.server")
+URL_LINE = "mor serve: listening on "  # the line the URL is printed on, for whoever waits for it
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on `host:port` (port 0: a free one)."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM)[0]
+    except socket.gaierror as e:
+        raise InvalidArgumentError(f"cannot resolve host {host!r}: {e}") from e
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(128)
+    except OSError as e:
+        sock.close()
+        raise InvalidArgumentError(f"cannot listen on {host}:{port}: {e.strerror or e}") from e
+    sock.set_inheritable(True)
+    return sock
+
+
+def url_of(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def serve(
+    catalog: Catalog, host: str = "127.0.0.1", port: int = 8181, token_file: str | Path | None = None, prefix: str | None = None
+) -> None:
+    """Serve `catalog` until interrupted (SIGINT/SIGTERM end it cleanly)."""
+    tokens = Tokens.from_file(token_file) if token_file is not None else None
+    if tokens is None and not is_loopback(host):
+        raise InvalidArgumentError(
+            f"refusing to serve {host} without authentication: give --token-file, or bind a loopback address (127.0.0.1, ::1)"
+        )
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    app = create_app(catalog, tokens, prefix=prefix)
+    sock = bind(host, port)
+    if tokens is None:
+        log.warning("serving WITHOUT authentication (no --token-file): anyone on this machine can change every table")
+    log.info("serving the catalog of warehouse %s", catalog.warehouse)
+    print(URL_LINE + url_of(sock), flush=True)
+    # log_config=None: uvicorn's records (its access log too) go where ours do, to stderr;
+    # stdout carries only the URL line.
+    config = uvicorn.Config(app, lifespan="off", log_level="info", log_config=None, server_header=False)
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()
+    sys.stdout.flush()

@@ -1,0 +1,193 @@
+"""Table operations of the REST protocol over mor's SQL catalog: list, create (and staged
+create), load, register, rename, drop (and purge).
+
+A table created here is what `mor.load_catalog(warehouse).create_table` makes: mor's default
+properties (merge-on-read deletes, zstd), the default location `<warehouse>/<ns>.db/<name>`;
+but its schema, partition spec and sort order come from the client and get fresh ids as
+Iceberg assigns them (columns from 1, partition fields from 1000), so the ids a client chose
+do not matter. Loading returns the metadata file as stored, every key kept (keys mor does not
+model included), since the client reads it as its own.
+
+Locations a client gives (a new table's, a registered metadata file and the table location it
+names) must lie inside the warehouse (locations.py); so must a table to purge.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from pyiceberg.partitioning import PartitionSpec, assign_fresh_partition_spec_ids
+from pyiceberg.schema import Schema, assign_fresh_schema_ids
+from pyiceberg.table.sorting import UNSORTED_SORT_ORDER, SortOrder, assign_fresh_sort_order_ids
+
+from mor.api.catalog import DEFAULT_PROPERTIES, Catalog
+from mor.commit.table_ops import new_metadata_location, read_metadata
+from mor.errors import (
+    CommitStateUnknownError,
+    CorruptMetadataError,
+    InvalidArgumentError,
+    NoSuchNamespaceError,
+    SchemaMismatchError,
+    TableAlreadyExistsError,
+    UnsupportedFeatureError,
+)
+from mor.format.metadata import FORMAT_VERSION_PROPERTY, new_table_metadata, parse_format_version
+from mor.format.spec import FORMAT_VERSION
+from mor.io.fileio import unreadable
+from mor.server.errors import BadRequestError
+from mor.server.locations import check_inside, normal_location
+from mor.server.names import check_new_names, identifier_from_json, identifier_to_json
+from mor.write.arrow_schema import RESERVED_COLUMNS, reserved_message
+
+log = logging.getLogger("mor.server")
+# Properties handed to clients with a table when they ask for vended credentials: what they
+# need to read and write the table's files themselves.
+VENDED_PREFIXES = ("s3.", "client.region")
+
+
+class Tables:
+    def __init__(self, catalog: Catalog):
+        self.catalog = catalog
+        self.store = catalog.store
+        self.io = catalog.io
+
+    def default_location(self, namespace: str, name: str) -> str:
+        return self.catalog.default_location(f"{namespace}.{name}")
+
+    def list(self, namespace: str) -> dict[str, Any]:
+        names = self.store.list_tables(namespace)
+        if not names and not any(n == namespace or n.startswith(namespace + ".") for n in self.store.list_namespaces()):
+            raise NoSuchNamespaceError(f"namespace {namespace!r} does not exist")
+        return {"identifiers": [identifier_to_json(namespace, n) for n in names]}
+
+    def exists(self, namespace: str, name: str) -> bool:
+        return self.catalog.table_exists(f"{namespace}.{name}")
+
+    def load(self, namespace: str, name: str, vend: bool) -> dict[str, Any]:
+        location = self.store.metadata_location(namespace, name)
+        return self.load_result(location, self.metadata_json(location), vend)
+
+    def metadata_json(self, location: str) -> dict[str, Any]:
+        """The metadata file as stored (every key), CorruptMetadataError if it is not a JSON object."""
+        try:
+            text = self.io.read_bytes(location)
+        except OSError as e:
+            raise unreadable("table metadata file", location, e) from e
+        try:
+            metadata = json.loads(text)
+        except ValueError as e:
+            raise CorruptMetadataError(f"table metadata file {location} is not JSON: {e}") from None
+        if not isinstance(metadata, dict):
+            raise CorruptMetadataError(f"table metadata file {location} is not a JSON object")
+        return metadata
+
+    def load_result(self, location: str | None, metadata: dict[str, Any], vend: bool) -> dict[str, Any]:
+        config = {k: v for k, v in self.catalog.properties.items() if k.startswith(VENDED_PREFIXES)} if vend else {}
+        return {"metadata-location": location, "metadata": metadata, "config": config}
+
+    def create(self, namespace: str, body: dict[str, Any], vend: bool) -> dict[str, Any]:
+        name = body.get("name")
+        if not isinstance(name, str):
+            raise BadRequestError(f"name is the new table's name, got {name!r}")
+        check_new_names(namespace, name)
+        if not self.store.namespace_exists(namespace):
+            raise NoSuchNamespaceError(f"namespace {namespace!r} does not exist")
+        if self.exists(namespace, name):
+            raise TableAlreadyExistsError(f"table {namespace}.{name} already exists")
+        properties = body.get("properties") or {}
+        if not isinstance(properties, dict):
+            raise BadRequestError(f"properties is an object of strings, got {properties!r}")
+        properties = dict(properties)
+        version = parse_format_version(properties.pop(FORMAT_VERSION_PROPERTY, FORMAT_VERSION))
+        given = body.get("location")
+        location = self.default_location(namespace, name) if given is None else normal_location(given, "table location")
+        check_inside(self.catalog.warehouse, location, "table location")
+        schema, spec, order = _fresh_ids(body)
+        metadata = new_table_metadata(schema, spec, order, location, {**DEFAULT_PROPERTIES, **properties}, version)
+        if body.get("stage-create") is True:  # the client commits it later, with assert-create
+            return self.load_result(None, json.loads(metadata.to_json()), vend)
+        metadata_location = new_metadata_location(location, None)
+        text = metadata.to_json()
+        self.io.write_bytes_exclusive(metadata_location, text.encode("utf-8"))
+        try:
+            self.store.create_table_row(namespace, name, metadata_location)
+        except CommitStateUnknownError:
+            raise  # the table may exist, pointing at the file: keep it
+        except BaseException:
+            self.io.delete_quietly(metadata_location)
+            raise
+        return self.load_result(metadata_location, json.loads(text), vend)
+
+    def register(self, namespace: str, body: dict[str, Any], vend: bool) -> dict[str, Any]:
+        name, location = body.get("name"), body.get("metadata-location")
+        if not isinstance(name, str):
+            raise BadRequestError(f"name is the table's name, got {name!r}")
+        check_new_names(namespace, name)
+        location = normal_location(location, "metadata-location")
+        check_inside(self.catalog.warehouse, location, "metadata-location")
+        if not self.store.namespace_exists(namespace):
+            raise NoSuchNamespaceError(f"namespace {namespace!r} does not exist")
+        if body.get("overwrite") is True and self.exists(namespace, name):
+            raise UnsupportedFeatureError("register with overwrite=true of an existing table is not supported: drop it first")
+        try:
+            metadata = read_metadata(self.io, location)
+        except CorruptMetadataError as e:
+            raise InvalidArgumentError(f"cannot register {namespace}.{name}: {e}") from None
+        check_inside(self.catalog.warehouse, metadata.location, "the registered table's location")
+        self.catalog.register_table(f"{namespace}.{name}", location)
+        return self.load_result(location, self.metadata_json(location), vend)
+
+    def rename(self, body: dict[str, Any]) -> None:
+        source = identifier_from_json(body.get("source"), "source")
+        namespace, name = identifier_from_json(body.get("destination"), "destination")
+        check_new_names(namespace, name)
+        if not self.store.namespace_exists(namespace):
+            raise NoSuchNamespaceError(f"namespace {namespace!r} does not exist")
+        self.store.rename_table_row(*source, namespace, name)
+
+    def drop(self, namespace: str, name: str, purge: bool) -> None:
+        identifier = f"{namespace}.{name}"
+        if purge:
+            location = read_metadata(self.io, self.store.metadata_location(namespace, name)).location
+            check_inside(self.catalog.warehouse, location, "the location of the table to purge")
+        result = self.catalog.drop_table(identifier, purge=purge)
+        if result is not None:
+            log.info("purged %s: deleted %d files, left %d", identifier, len(result.deleted_paths), len(result.skipped_paths))
+
+
+def _fresh_ids(body: dict[str, Any]) -> tuple[Schema, PartitionSpec, SortOrder]:
+    """The request's schema, partition spec and sort order, with ids assigned afresh."""
+    try:
+        schema = Schema.model_validate(body["schema"])
+        spec = PartitionSpec.model_validate(_with_field_ids(body.get("partition-spec")))
+        raw_order = body.get("write-order")
+        order = UNSORTED_SORT_ORDER if raw_order is None else SortOrder.model_validate(raw_order)
+        fresh = assign_fresh_schema_ids(schema)
+        fresh_spec = assign_fresh_partition_spec_ids(spec, schema, fresh)
+        fresh_order = assign_fresh_sort_order_ids(order, schema, fresh)
+    except KeyError:
+        raise BadRequestError("a table needs a schema") from None
+    except (ValueError, TypeError) as e:  # pydantic's ValidationError is a ValueError
+        detail = " ".join(str(e).split())[:300]
+        raise InvalidArgumentError(f"invalid schema, partition spec or sort order: {detail}") from None
+    if not fresh.fields:
+        raise SchemaMismatchError("a table needs at least one column; the schema has none")
+    reserved = next((f.name for f in fresh.fields if f.name in RESERVED_COLUMNS), None)
+    if reserved is not None:
+        raise SchemaMismatchError(reserved_message(reserved))
+    return fresh, fresh_spec, fresh_order
+
+
+def _with_field_ids(spec: Any) -> Any:
+    """A partition spec as the spec allows it in a create request: `field-id` and `spec-id`
+    may be left out (they are assigned afresh anyway)."""
+    if spec is None:
+        return {"spec-id": 0, "fields": []}
+    if not isinstance(spec, dict) or not isinstance(spec.get("fields", []), list):
+        return spec  # model_validate says what is wrong
+    fields = [
+        {"field-id": 1000 + i, **f} if isinstance(f, dict) else f for i, f in enumerate(spec.get("fields", []))
+    ]
+    return {"spec-id": 0, **spec, "fields": fields}
