@@ -22,7 +22,7 @@ from pyiceberg.transforms import IdentityTransform
 from pyiceberg.schema import Schema
 from pyiceberg.types import IntegerType, LongType, NestedField, StringType
 
-from conftest import Served, unique
+from servers.rest import Served, unique
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("name", pa.string())])
 

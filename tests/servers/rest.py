@@ -7,6 +7,8 @@ never waits on a clock. Its log (stderr) goes to a file, shown when it fails to 
 
 `server.process` is the Popen (a fault-injection test sets `env={"MOR_FAULT_POINT": ...}`
 and waits for it to die); `server.stop()` ends it with SIGTERM (uvicorn shuts down cleanly).
+`Served` bundles a server with what its clients need: pyiceberg's RestCatalog on it, mor's own
+catalog on the same warehouse and database.
 """
 
 from __future__ import annotations
@@ -18,11 +20,16 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from pyiceberg.catalog.rest import RestCatalog
+
+import mor
 from mor.server.run import URL_LINE
 
 START_TIMEOUT_S = 60  # a safety net only: start-up is awaited by its printed URL
@@ -115,3 +122,31 @@ def running_rest_server(warehouse: str | os.PathLike[str], **options: object) ->
     finally:
         server.stop()
         server.log_path.unlink(missing_ok=True)
+
+
+@dataclass
+class Served:
+    server: RestServer
+    warehouse: Path
+    uri: str | None  # the catalog database; None: warehouse/catalog.db
+    token: str | None = None
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    def rest(self, **properties: Any) -> RestCatalog:
+        if self.token is not None and "credential" not in properties:
+            properties.setdefault("token", self.token)
+        return RestCatalog("rest", uri=self.url, **properties)
+
+    def mor(self) -> mor.Catalog:
+        return mor.load_catalog(self.warehouse, uri=self.uri)
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
+
+
+def unique(prefix: str) -> str:
+    """A fresh name, so tests sharing one server never meet."""
+    return f"{prefix}_{uuid.uuid4().hex[:8]}"
