@@ -33,6 +33,7 @@
     ├── MaintenanceRefusedError   maintenance that deletes files cannot tell the table's own files
     │                             apart: its location is shared with, holds or lies in another
     │                             table's, or its metadata spells files another way than the listing
+    ├── NotAuthorizedError        a REST catalog refused the credentials (401) or the operation (403)
     ├── StreamingChangeError      a stream of appends met a snapshot it cannot emit (delete, overwrite)
     │                             or lost its place in the history (rollback, expired snapshots)
     └── UnsupportedFeatureError   a valid Iceberg feature we do not implement yet
@@ -145,6 +146,11 @@ class CatalogUnavailableError(StorageError):
 
 class StreamingChangeError(MorError):
     pass
+
+
+class NotAuthorizedError(MorError):
+    """A REST catalog refused the credentials (HTTP 401: missing, wrong or expired token) or the
+    operation (403). Nothing was changed."""
 
 
 class MaintenanceRefusedError(MorError):

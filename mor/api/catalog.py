@@ -8,6 +8,7 @@ from pathlib import Path
 from collections.abc import Mapping
 
 import pyarrow as pa
+from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 from sqlalchemy.engine import URL
@@ -17,6 +18,7 @@ from mor.api.delete import DELETE_MODE_PROPERTY
 from mor.api.row_changes import MERGE_ON_READ
 from mor.api.table import Table
 from mor.catalog.sql import SqlCatalogStore
+from mor.commit.snapshot_producer import TableOperations
 from mor.commit.table_ops import CatalogTableOperations, new_metadata_location, read_metadata, write_metadata
 from mor.errors import (
     CommitStateUnknownError,
@@ -49,16 +51,28 @@ DEFAULT_PROPERTIES = {
 
 
 def load_catalog(
-    warehouse: str | os.PathLike[str] = "warehouse",
+    warehouse: str | os.PathLike[str] | None = None,
     uri: str | None = None,
     name: str = "default",
     create: bool = True,
     properties: Mapping[str, str] | None = None,
+    *,
+    token: str | None = None,
+    credential: str | None = None,
+    type: str | None = None,
     **more_properties: str,
 ) -> Catalog:
-    """A catalog over `warehouse`: tables under it, the SQL catalog at `warehouse/catalog.db`
-    unless `uri` names another SQLAlchemy database. `create=False` (read-only use) opens only
-    a warehouse that exists: a missing one is an error, never a new empty warehouse.
+    """A catalog over `warehouse` (default `./warehouse`): tables under it, the SQL catalog at
+    `warehouse/catalog.db` unless `uri` names another SQLAlchemy database. `create=False`
+    (read-only use) opens only a warehouse that exists: a missing one is an error, never a new
+    empty warehouse.
+
+    An Iceberg REST catalog when `uri` is an http(s) URL or `type="rest"`:
+    `load_catalog(uri="https://host/catalog", warehouse="wh", token=...)` or
+    `credential="client-id:secret"` (OAuth2 client credentials); `warehouse` is then the name
+    the server knows the warehouse by, and other properties go to pyiceberg's REST client
+    (`scope`, `prefix`, `oauth2-server-uri`, `header.*`, ...) and to file access
+    (mor/api/rest_catalog.py). `token`, `credential` and `type` may also be given in `properties`.
 
     `warehouse` may be object storage, `s3://bucket/prefix` (then `uri` names the catalog
     database). `properties` configure file access as pyiceberg's do (`s3.endpoint`,
@@ -72,6 +86,16 @@ def load_catalog(
         if properties is not None and not isinstance(properties, Mapping):
             raise InvalidArgumentError(f"properties is a dict of strings, got {properties!r}")
         properties = {**(properties or {}), **more_properties}
+    given = {"token": token, "credential": credential, "type": type}
+    if any(v is not None for v in given.values()):
+        if properties is not None and not isinstance(properties, Mapping):
+            raise InvalidArgumentError(f"properties is a dict of strings, got {properties!r}")
+        properties = {**(properties or {}), **{k: v for k, v in given.items() if v is not None}}
+    if is_rest_catalog(uri, properties):
+        from mor.api.rest_catalog import load_rest_catalog  # the REST client is imported only when used
+
+        return load_rest_catalog(uri, None if warehouse is None else str(warehouse), name, dict(properties or {}))
+    warehouse = "warehouse" if warehouse is None else warehouse
     if not isinstance(warehouse, (str, os.PathLike)) or not str(warehouse).strip():
         raise InvalidArgumentError(f"warehouse is a folder path, got {warehouse!r}")
     if uri is not None and not isinstance(uri, str):
@@ -96,6 +120,14 @@ def load_catalog(
         except OSError as e:
             raise StorageError(f"cannot create warehouse {root}: {e.strerror or e}") from e
     return Catalog(_open_store(uri or sqlite_url(root / "catalog.db"), name), to_uri(root), io)
+
+
+def is_rest_catalog(uri: object, properties: Mapping[str, str] | None) -> bool:
+    """An Iceberg REST catalog is named by an http(s) URI or the `type=rest` property."""
+    kind = (properties or {}).get("type") if isinstance(properties, Mapping) else None
+    if kind is not None and kind not in ("rest", "sql"):
+        raise InvalidArgumentError(f"catalog type {kind!r} is not supported: 'rest' or 'sql'")
+    return kind == "rest" or (isinstance(uri, str) and uri.lower().startswith(("http://", "https://")))
 
 
 def sqlite_url(path: Path) -> str:
@@ -147,14 +179,14 @@ def check_new_name(kind: str, name: str) -> None:
         raise InvalidArgumentError(f"{kind} name {name[:20]!r}... is {len(name.encode())} bytes long; at most {MAX_NAME_LENGTH[kind]}")
 
 
-def _new_identifier(identifier: str) -> tuple[str, str]:
+def new_identifier(identifier: str) -> tuple[str, str]:
     namespace, name = split_identifier(identifier)
     check_new_name("namespace", namespace)
     check_new_name("table", name)
     return namespace, name
 
 
-def _existing_identifier(identifier: str) -> tuple[str, str]:
+def existing_identifier(identifier: str) -> tuple[str, str]:
     """For a lookup: a string that is not 'namespace.table' names no table."""
     try:
         return split_identifier(identifier)
@@ -175,9 +207,17 @@ class Catalog:
         """The file access properties this catalog was loaded with (`load_catalog(properties=)`)."""
         return dict(self.io.properties)
 
+    # A new table can be created by the commit of its first snapshot (Spark's create-on-write);
+    # a REST catalog's server creates tables itself.
+    creates_tables_with_first_commit = True
+
     @property
     def name(self) -> str:
         return self.store.catalog_name
+
+    def table_operations(self, identifier: str) -> TableOperations:
+        """How commits to the table are made (mor/commit/table_ops.py)."""
+        return CatalogTableOperations(self.store, *existing_identifier(identifier), self.io)
 
     # -- namespaces ------------------------------------------------------------------------
     def create_namespace(self, namespace: str, properties: dict[str, str] | None = None) -> None:
@@ -209,7 +249,7 @@ class Catalog:
 
     def table_exists(self, identifier: str) -> bool:
         try:
-            self.store.metadata_location(*_existing_identifier(identifier))
+            self.store.metadata_location(*existing_identifier(identifier))
             return True
         except NoSuchTableError:
             return False
@@ -225,22 +265,18 @@ class Catalog:
     ) -> Table:
         """A new empty table. `format_version` 2 (the default) or 3: v3 tables delete with
         deletion vectors and track row lineage (also given as the `format-version` property)."""
-        namespace, name = _new_identifier(identifier)
+        namespace, name = new_identifier(identifier)
         if self.table_exists(identifier):
             raise TableAlreadyExistsError(f"table {identifier} already exists")
-        iceberg_schema = _iceberg_schema(schema)
-        spec = parse_partition_by(iceberg_schema, partition_by)
-        check_properties(properties or {})
-        properties = dict(properties or {})
-        version = _format_version(format_version, properties.pop(FORMAT_VERSION_PROPERTY, None))
-        table_location = _table_location(location) if location is not None else self.default_location(identifier)
+        iceberg_schema, spec, properties, version = new_table_parts(schema, partition_by, properties, format_version)
+        table_location = table_location_of(location) if location is not None else self.default_location(identifier)
         if is_object_store(table_location) and not (is_object_store(self.warehouse) or self.io.s3_configured):
             raise UnsupportedFeatureError(
                 f"table location {table_location} is in object storage, but this catalog has no S3 configuration: "
                 "load_catalog(..., properties={'s3.endpoint': ..., 's3.access-key-id': ..., ...}) or AWS_* environment variables"
             )
         metadata = new_table_metadata(
-            iceberg_schema, spec, UNSORTED_SORT_ORDER, table_location, {**DEFAULT_PROPERTIES, **properties}, version
+            iceberg_schema, spec, UNSORTED_SORT_ORDER, table_location, properties, version
         )
         metadata_location = new_metadata_location(table_location, None)
         write_metadata(self.io, metadata_location, metadata)
@@ -260,7 +296,7 @@ class Catalog:
         return f"{self.warehouse}/{namespace}.db/{name}"
 
     def load_table(self, identifier: str) -> Table:
-        namespace, name = _existing_identifier(identifier)
+        namespace, name = existing_identifier(identifier)
         return self._table(identifier, namespace, name)
 
     def register_table(self, identifier: str, metadata_location: str, allow_shared: bool = False) -> Table:
@@ -269,7 +305,7 @@ class Catalog:
         inside the other) is SharedTableError unless `allow_shared=True`: two names for one set
         of files, whose maintenance would delete each other's files. Registered shared, both
         tables refuse expiry and orphan removal (MaintenanceRefusedError)."""
-        namespace, name = _new_identifier(identifier)
+        namespace, name = new_identifier(identifier)
         if not isinstance(metadata_location, str) or not metadata_location:
             raise InvalidArgumentError(f"metadata_location is the location of a metadata file, got {metadata_location!r}")
         metadata = read_metadata(self.io, metadata_location)  # refuse what we cannot read
@@ -297,13 +333,23 @@ class Catalog:
                     "neither table can expire snapshots or remove orphan files)"
                 )
 
+    def rename_table(self, identifier: str, new_identifier_: str) -> Table:
+        """Give the table another name (also in another namespace, created when missing); its
+        files stay where they are."""
+        namespace, name = existing_identifier(identifier)
+        new_namespace, new_name = new_identifier(new_identifier_)
+        if new_namespace != namespace:
+            self.create_namespace_if_not_exists(new_namespace)
+        self.store.rename_table_row(namespace, name, new_namespace, new_name)
+        return self._table(new_identifier_, new_namespace, new_name)
+
     def drop_table(self, identifier: str, purge: bool = False) -> PurgeResult | None:
         """Remove the table from the catalog; its files stay where they are. `purge=True` then
         deletes the files that are its own (mor/maintenance/purge.py): every file its metadata
         names under its location that no other table references, and returns what it deleted
         and left. The files are read before the table is removed: metadata that cannot be read
         drops nothing."""
-        namespace, name = _existing_identifier(identifier)
+        namespace, name = existing_identifier(identifier)
         if not purge:
             self.store.drop_table_row(namespace, name)
             return None
@@ -334,6 +380,19 @@ class Catalog:
         return CatalogView(others, os.path.abspath(database) if database else None)
 
 
+def new_table_parts(
+    schema: pa.Schema | Schema, partition_by: list[str] | None, properties: dict[str, str] | None, format_version: int | None
+) -> tuple[Schema, PartitionSpec, dict[str, str], int]:
+    """A new table's schema, partition spec, properties (mor's defaults under the given ones)
+    and format version, checked."""
+    iceberg_schema = _iceberg_schema(schema)
+    spec = parse_partition_by(iceberg_schema, partition_by)
+    check_properties(properties or {})
+    given = dict(properties or {})
+    version = _format_version(format_version, given.pop(FORMAT_VERSION_PROPERTY, None))
+    return iceberg_schema, spec, {**DEFAULT_PROPERTIES, **given}, version
+
+
 def _iceberg_schema(schema: pa.Schema | Schema) -> Schema:
     if isinstance(schema, pa.Schema):
         iceberg_schema = from_arrow_schema(schema)
@@ -349,7 +408,7 @@ def _iceberg_schema(schema: pa.Schema | Schema) -> Schema:
     return iceberg_schema
 
 
-def _table_location(location: str) -> str:
+def table_location_of(location: str) -> str:
     """A location as given when it is a URI; a local path made absolute (`file:///...`), so
     the table does not depend on the directory it was created from."""
     if not isinstance(location, str) or not location.strip():

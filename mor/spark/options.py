@@ -1,7 +1,9 @@
 """Options of `spark.read/write.format("mor")`: which table, which snapshot, what to read.
 
 A table is named by the load/save path: either `namespace.table` in a catalog (option
-`warehouse`, and/or `uri` for another SQLAlchemy catalog database), or a metadata location
+`warehouse`, and/or `uri` for another SQLAlchemy catalog database, or an http(s) `uri` of an
+Iceberg REST catalog with options `token` or `credential`, `warehouse`, `scope`, `prefix`,
+`header.*` as `mor.load_catalog` takes them), or a metadata location
 (`.../metadata/v5.metadata.json`, or a table folder) for a read-only table. Options named
 `s3.*` (and `client.*`) configure object storage, as pyiceberg's properties do (`s3.endpoint`,
 `s3.access-key-id`, ...); they travel with the table reference to the executors.
@@ -17,7 +19,7 @@ import json
 from dataclasses import dataclass
 from typing import Mapping
 
-from mor.api.catalog import Catalog, load_catalog
+from mor.api.catalog import Catalog, is_rest_catalog, load_catalog
 from mor.api.table import StaticTable, Table
 from mor.errors import InvalidArgumentError
 from mor.io.fileio import FileIO
@@ -26,6 +28,9 @@ from mor.planning.filters import FilterLike, parse_filter
 TABLE_OPTIONS = ("path", "table")
 # Options passed on as file access properties, named as pyiceberg names them (`s3.endpoint`, ...).
 FILE_IO_OPTION_PREFIXES = ("s3.", "client.")
+# Options of a REST catalog (`uri` is http(s)), as load_catalog takes them.
+REST_OPTIONS = ("type", "token", "credential", "scope", "prefix", "oauth2-server-uri", "audience", "resource")
+REST_OPTION_PREFIXES = ("header.",)
 
 
 @dataclass(frozen=True)
@@ -57,7 +62,10 @@ class TableRef:
                 f"table {self.name!r}: give option 'warehouse' (or 'uri' for a catalog database), "
                 "or load a metadata location instead"
             )
-        return load_catalog(self.warehouse or ".", uri=self.uri, create=create, properties=dict(self.properties))
+        properties = dict(self.properties)
+        if is_rest_catalog(self.uri, properties):  # the warehouse is a name the server knows, or none
+            return load_catalog(self.warehouse, uri=self.uri, properties=properties)
+        return load_catalog(self.warehouse or ".", uri=self.uri, create=create, properties=properties)
 
 
 def is_metadata_location(name: str) -> bool:
@@ -68,7 +76,13 @@ def table_ref(options: Mapping[str, str]) -> TableRef:
     name = next((options[k] for k in TABLE_OPTIONS if options.get(k)), None)
     if not name:
         raise InvalidArgumentError('name the table: .load("db.table") or .load(".../metadata/vN.metadata.json")')
-    properties = tuple(sorted((k, str(v)) for k, v in options.items() if k.lower().startswith(FILE_IO_OPTION_PREFIXES)))
+    properties = tuple(
+        sorted(
+            (k, str(v))
+            for k, v in options.items()
+            if k.lower().startswith(FILE_IO_OPTION_PREFIXES + REST_OPTION_PREFIXES) or k.lower() in REST_OPTIONS
+        )
+    )
     return TableRef(name, options.get("warehouse") or None, options.get("uri") or None, properties)
 
 

@@ -57,7 +57,7 @@ from pyspark.sql.types import StructType
 from mor.api.catalog import DEFAULT_PROPERTIES, Catalog, split_identifier
 from mor.commit.snapshot_producer import Changes, TableOperations, Validator, commit_changes
 from mor.commit.updates import TableCommit, apply_updates
-from mor.commit.table_ops import CatalogTableOperations, new_metadata_location, read_metadata, write_metadata
+from mor.commit.table_ops import new_metadata_location, read_metadata, write_metadata
 from mor.errors import (
     CatalogUnavailableError,
     CommitConflictError,
@@ -186,7 +186,7 @@ class MorWriter(DataSourceArrowWriter):
         if t.base_location is None:
             metadata = new_table_metadata(t.schema, t.spec, UNSORTED_SORT_ORDER, t.location, dict(t.properties), t.format_version)
             return CreateTableOperations(catalog, t.identifier), metadata, ""
-        ops = CatalogTableOperations(catalog.store, *split_identifier(t.identifier), catalog.io)
+        ops = catalog.table_operations(t.identifier)
         if self.overwrite:
             # Replace what the job saw; the validator refuses what others committed since.
             return ops, read_metadata(catalog.io, t.base_location), t.base_location
@@ -271,7 +271,15 @@ def plan_target(ref: TableRef, options: Mapping[str, str], schema: StructType) -
     version = parse_format_version(options["format-version"]) if options.get("format-version") else None
     catalog = ref.catalog()
     if not catalog.table_exists(ref.name):
-        return _new_table(catalog, ref.name, schema, terms, version or FORMAT_VERSION)
+        if catalog.creates_tables_with_first_commit:
+            return _new_table(catalog, ref.name, schema, terms, version or FORMAT_VERSION)
+        # A REST catalog's server creates tables: the table appears (empty) before the job
+        # commits, as Iceberg-Spark's CREATE ... AS SELECT on a non-staging catalog does.
+        try:
+            catalog.create_table(ref.name, _arrow_schema(schema), partition_by=terms or None, format_version=version)
+        except TableAlreadyExistsError:
+            pass  # created meanwhile: write into it, as into any existing table
+        terms = []
     table = catalog.load_table(ref.name)
     if version is not None and version != table.metadata.format_version:
         raise InvalidArgumentError(
