@@ -256,9 +256,9 @@ class _EntryDecoder:
         snapshot_id = record.get("snapshot_id")
         data_seq = record.get("sequence_number")
         file_seq = record.get("file_sequence_number")
+        if snapshot_id is None:  # inherited in every status, as Iceberg Java does (DuckDB writes DELETED entries so)
+            snapshot_id = manifest.added_snapshot_id
         if status is ManifestEntryStatus.ADDED:
-            if snapshot_id is None:
-                snapshot_id = manifest.added_snapshot_id
             if data_seq is None:
                 data_seq = manifest.sequence_number
             if file_seq is None:
