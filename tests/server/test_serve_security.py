@@ -16,6 +16,7 @@ from pyiceberg.exceptions import OAuthError
 
 from servers.rest import Served, running_rest_server, unique
 
+from mor.cli import main
 from mor.server.app import MAX_BODY_BYTES
 from mor.server.auth import client_token
 
@@ -251,3 +252,28 @@ def test_bad_identifiers_are_400(secured: Served, namespace: str, table: str | N
     after = (secured.mor().list_namespaces(), sorted(p.name for p in secured.warehouse.iterdir()))
     assert [n for n in after[0] if n not in before[0]] in ([], ["ok"])
     assert [p for p in after[1] if p not in before[1]] == []
+
+
+# -- binding -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.1", "example.com"])
+def test_without_tokens_only_loopback_is_served(tmp_path: Path, host: str, capsys: pytest.CaptureFixture[str]) -> None:
+    # refused before anything binds, so in process
+    assert main(["serve", "--warehouse", str(tmp_path / "w"), "--host", host, "--port", "0"]) == 2
+    out, err = capsys.readouterr()
+    assert "refusing to serve" in err and "--token-file" in err
+    assert out == ""  # never listened
+
+
+def test_an_empty_token_file_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    empty = tmp_path / "tokens"
+    empty.write_text("# nothing but a comment\n\n")
+    assert main(["serve", "--warehouse", str(tmp_path / "w"), "--port", "0", "--token-file", str(empty)]) == 2
+    assert "holds no token" in capsys.readouterr().err
+
+
+def test_the_log_says_whether_requests_are_authenticated(secured: Served, tmp_path: Path) -> None:
+    with running_rest_server(tmp_path / "w") as open_server:
+        assert "WITHOUT authentication" in open_server.log()
+    assert "WITHOUT authentication" not in secured.server.log()
