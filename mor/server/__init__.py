@@ -4,7 +4,8 @@ Any Iceberg client (pyiceberg's `RestCatalog`, Iceberg Java's `RESTCatalog`, Duc
 extension) talks to it; the tables it serves are the SQL catalog's, so mor itself
 (`mor.load_catalog(warehouse)`) and pyiceberg's `SqlCatalog` see every change at once.
 
-    app.py         the ASGI application: routes, request bodies, responses
+    app.py         the ASGI application: token gate, raw-path routing, bodies, responses
+    routes.py      each REST operation as a function of the request's parts
     auth.py        bearer tokens, the OAuth2 token endpoint
     errors.py      mor's errors as the spec's ErrorModel (status code and type)
     names.py       namespaces and table names in paths and bodies

@@ -1,12 +1,11 @@
-"""The ASGI application: the REST catalog's routes over mor's catalog (`create_app`).
+"""The ASGI application: the catalog's routes (routes.py) served over HTTP (`create_app`).
 
 Every request passes the gate first: it is routed on its raw path, so a name with an encoded
 "/" (`a%2Fb`) stays one path segment and is decoded once, by names.py; and when the server has
 tokens, a request without an accepted `Authorization: Bearer` token is answered 401 before
 anything reads its body or the catalog (the token endpoint excepted).
 
-Handlers are plain functions run in Starlette's thread pool (the catalog is blocking SQL and
-file access); each takes the request's parts and returns a status and a JSON body. Request
+Routes run in Starlette's thread pool (the catalog is blocking SQL and file access). Request
 bodies are read up to `max_body_bytes` (413 above it) and must be a JSON object. Whatever a
 handler raises becomes the spec's ErrorModel (errors.py); nothing answers with a traceback.
 """
@@ -16,7 +15,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.applications import Starlette
@@ -29,10 +27,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mor.api.catalog import Catalog
 from mor.catalog.sql import SqlCatalogStore
-from mor.commit.updates import TableCommit
 from mor.errors import InvalidArgumentError
 from mor.server.auth import OAuthError, Tokens, token_response
-from mor.server.commits import Committer, TableChange
 from mor.server.errors import (
     BadRequestError,
     MethodNotAllowedError,
@@ -41,179 +37,11 @@ from mor.server.errors import (
     PayloadTooLargeError,
     error_response,
 )
-from mor.server.names import identifier_from_json, namespace_from_path, table_from_path
-from mor.server.namespaces import Namespaces
-from mor.server.tables import Tables
+from mor.server.routes import Answer, Call, Handler, Op, Service
 
 MAX_BODY_BYTES = 10 << 20
 TOKEN_PATH = "/v1/oauth/tokens"
 _PREFIX = re.compile(r"^[A-Za-z0-9_-]+$")
-
-ENDPOINTS = [
-    "GET /v1/{prefix}/namespaces",
-    "POST /v1/{prefix}/namespaces",
-    "GET /v1/{prefix}/namespaces/{namespace}",
-    "HEAD /v1/{prefix}/namespaces/{namespace}",
-    "DELETE /v1/{prefix}/namespaces/{namespace}",
-    "POST /v1/{prefix}/namespaces/{namespace}/properties",
-    "GET /v1/{prefix}/namespaces/{namespace}/tables",
-    "POST /v1/{prefix}/namespaces/{namespace}/tables",
-    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-    "HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-    "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-    "POST /v1/{prefix}/namespaces/{namespace}/register",
-    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
-    "POST /v1/{prefix}/tables/rename",
-    "POST /v1/{prefix}/transactions/commit",
-]
-
-
-@dataclass
-class Call:
-    """What a handler sees of a request."""
-
-    params: dict[str, str]
-    query: dict[str, str]
-    headers: dict[str, str]
-    body: Any = None
-
-    def namespace(self) -> str:
-        return namespace_from_path(self.params["namespace"])
-
-    def table(self) -> str:
-        return table_from_path(self.params["table"])
-
-    def vend(self) -> bool:
-        """Did the client ask for credentials with the table (`X-Iceberg-Access-Delegation`)?"""
-        asked = self.headers.get("x-iceberg-access-delegation", "")
-        return "vended-credentials" in [a.strip() for a in asked.split(",")]
-
-
-Answer = tuple[int, Any]
-Handler = Callable[[Call], Answer]
-
-
-@dataclass
-class Op:
-    handler: Handler
-    body: bool = False  # reads a JSON object body
-
-
-@dataclass
-class Service:
-    """The handlers, bound to one catalog."""
-
-    catalog: Catalog
-    prefix: str | None = None
-    namespaces: Namespaces = field(init=False)
-    tables: Tables = field(init=False)
-    committer: Committer = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.namespaces = Namespaces(self.catalog)
-        self.tables = Tables(self.catalog)
-        self.committer = Committer(self.catalog.store, self.catalog.io, self.catalog.warehouse, self.tables.default_location)
-
-    def routes(self) -> dict[str, dict[str, Op]]:
-        """Paths under `/v1/` (or `/v1/<prefix>/`) -> method -> operation."""
-        return {
-            "namespaces": {"GET": Op(self.list_namespaces), "POST": Op(self.create_namespace, body=True)},
-            "namespaces/{namespace}": {
-                "GET": Op(self.load_namespace),
-                "HEAD": Op(self.namespace_exists),
-                "DELETE": Op(self.drop_namespace),
-            },
-            "namespaces/{namespace}/properties": {"POST": Op(self.update_namespace, body=True)},
-            "namespaces/{namespace}/tables": {"GET": Op(self.list_tables), "POST": Op(self.create_table, body=True)},
-            "namespaces/{namespace}/tables/{table}": {
-                "GET": Op(self.load_table),
-                "HEAD": Op(self.table_exists),
-                "POST": Op(self.commit_table, body=True),
-                "DELETE": Op(self.drop_table),
-            },
-            "namespaces/{namespace}/tables/{table}/metrics": {"POST": Op(self.report_metrics, body=True)},
-            "namespaces/{namespace}/register": {"POST": Op(self.register_table, body=True)},
-            "tables/rename": {"POST": Op(self.rename_table, body=True)},
-            "transactions/commit": {"POST": Op(self.commit_transaction, body=True)},
-        }
-
-    def config(self, call: Call) -> Answer:
-        overrides = {"prefix": self.prefix} if self.prefix else {}
-        return 200, {"defaults": {}, "overrides": overrides, "endpoints": ENDPOINTS}
-
-    # -- namespaces ----------------------------------------------------------------------------
-    def list_namespaces(self, call: Call) -> Answer:
-        parent = call.query.get("parent") or None  # the spec: an empty parent is no parent
-        return 200, self.namespaces.list(None if parent is None else namespace_from_path(parent))
-
-    def create_namespace(self, call: Call) -> Answer:
-        return 200, self.namespaces.create(call.body)
-
-    def load_namespace(self, call: Call) -> Answer:
-        return 200, self.namespaces.load(call.namespace())
-
-    def namespace_exists(self, call: Call) -> Answer:
-        if not self.namespaces.exists(call.namespace()):
-            return 404, None
-        return 204, None
-
-    def drop_namespace(self, call: Call) -> Answer:
-        self.namespaces.drop(call.namespace())
-        return 204, None
-
-    def update_namespace(self, call: Call) -> Answer:
-        return 200, self.namespaces.update_properties(call.namespace(), call.body)
-
-    # -- tables --------------------------------------------------------------------------------
-    def list_tables(self, call: Call) -> Answer:
-        return 200, self.tables.list(call.namespace())
-
-    def create_table(self, call: Call) -> Answer:
-        return 200, self.tables.create(call.namespace(), call.body, call.vend())
-
-    def load_table(self, call: Call) -> Answer:
-        return 200, self.tables.load(call.namespace(), call.table(), call.vend())
-
-    def table_exists(self, call: Call) -> Answer:
-        return (204 if self.tables.exists(call.namespace(), call.table()) else 404), None
-
-    def drop_table(self, call: Call) -> Answer:
-        purge = call.query.get("purgeRequested", "false").lower()
-        if purge not in ("true", "false"):
-            raise BadRequestError(f"purgeRequested is true or false, got {purge!r}")
-        self.tables.drop(call.namespace(), call.table(), purge == "true")
-        return 204, None
-
-    def register_table(self, call: Call) -> Answer:
-        return 200, self.tables.register(call.namespace(), call.body, call.vend())
-
-    def rename_table(self, call: Call) -> Answer:
-        self.tables.rename(call.body)
-        return 204, None
-
-    def report_metrics(self, call: Call) -> Answer:
-        return 204, None  # accepted and not kept: the server has no metrics store
-
-    # -- commits -------------------------------------------------------------------------------
-    def commit_table(self, call: Call) -> Answer:
-        namespace, name = call.namespace(), call.table()
-        if call.body.get("identifier") is not None and identifier_from_json(call.body["identifier"], "identifier") != (namespace, name):
-            raise BadRequestError("the body's identifier is not the table of the path")
-        (done,) = self.committer.commit([TableChange(namespace, name, TableCommit.from_dict(call.body))])
-        return 200, {"metadata-location": done.metadata_location, "metadata": done.metadata}
-
-    def commit_transaction(self, call: Call) -> Answer:
-        changes = call.body.get("table-changes")
-        if not isinstance(changes, list) or not changes:
-            raise BadRequestError("table-changes is a non-empty list of table commits")
-        parsed = []
-        for change in changes:
-            if not isinstance(change, dict) or change.get("identifier") is None:
-                raise BadRequestError("each table change has an identifier")
-            parsed.append(TableChange(*identifier_from_json(change["identifier"], "identifier"), TableCommit.from_dict(change)))
-        self.committer.commit(parsed)
-        return 204, None
 
 
 def create_app(

@@ -8,6 +8,9 @@ Iceberg assigns them (columns from 1, partition fields from 1000), so the ids a 
 do not matter. Loading returns the metadata file as stored, every key kept (keys mor does not
 model included), since the client reads it as its own.
 
+Creating a table, staged or not, makes its `metadata/` folder on a local file system: clients
+that write their own manifests (DuckDB) write them there before the create commit.
+
 Locations a client gives (a new table's, a registered metadata file and the table location it
 names) must lie inside the warehouse (locations.py); so must a table to purge.
 """
@@ -106,6 +109,9 @@ class Tables:
         check_inside(self.catalog.warehouse, location, "table location")
         schema, spec, order = _fresh_ids(body)
         metadata = new_table_metadata(schema, spec, order, location, {**DEFAULT_PROPERTIES, **properties}, version)
+        # A client may write manifests there before its first commit (DuckDB's CREATE TABLE AS
+        # does, and does not make the folder itself).
+        self.io.make_parent_dirs(f"{location}/metadata/manifest.avro")
         if body.get("stage-create") is True:  # the client commits it later, with assert-create
             return self.load_result(None, json.loads(metadata.to_json()), vend)
         metadata_location = new_metadata_location(location, None)

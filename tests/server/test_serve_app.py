@@ -131,6 +131,8 @@ def test_prefix_and_token_in_process(failing: tuple[mor.Catalog, FailingStore]) 
     auth = {"Authorization": "Bearer tok"}
     status, config = call(app, "GET", "/v1/config", headers=auth)
     assert status == 200 and config["overrides"] == {"prefix": "main"}
+    assert "POST /v1/{prefix}/transactions/commit" in config["endpoints"]
+    assert "HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}" in config["endpoints"]
     assert call(app, "GET", "/v1/main/namespaces/db/tables", headers=auth) == (200, {"identifiers": [{"namespace": ["db"], "name": "t"}]})
     assert call(app, "HEAD", "/v1/main/namespaces/db/tables/t", headers=auth) == (204, None)
     assert call(app, "HEAD", "/v1/main/namespaces/db/tables/none", headers=auth) == (404, None)
