@@ -3,6 +3,8 @@ table and logs each one as a JSON line on stdout (flushed before and after its c
 
     python writer.py <warehouse> <worker> <operations> <seed> <disjoint|contended>
 
+<warehouse> may be the URL of a REST catalog (`mor serve`); its token is in MOR_REST_TOKEN.
+
 Rows are (key, n, tag); a tag names one version of one row, so the tests can tell which rows
 an operation read and which it wrote. `disjoint`: every operation touches only this worker's
 keys. `contended`: operations pick keys from a small pool that every worker shares.
@@ -11,6 +13,7 @@ keys. `contended`: operations pick keys from a small pool that every worker shar
 from __future__ import annotations
 
 import json
+import os
 import random
 import sys
 
@@ -32,6 +35,12 @@ def initial_rows() -> pa.Table:
     return pa.table({"key": keys, "n": [0] * len(keys), "tag": [f"init-{k}" for k in keys]}, schema=SCHEMA)
 
 
+def open_catalog(where: str) -> mor.Catalog:
+    if where.startswith(("http://", "https://")):
+        return mor.load_catalog(uri=where, token=os.environ.get("MOR_REST_TOKEN"))
+    return mor.load_catalog(where)
+
+
 def log(record: dict) -> None:
     print(json.dumps(record), flush=True)
 
@@ -46,7 +55,7 @@ def pick_keys(rng: random.Random, worker: int, mode: str, count: int) -> list[in
 
 def run(warehouse: str, worker: int, operations: int, seed: int, mode: str) -> None:
     rng = random.Random(seed * 1000 + worker)
-    table = mor.load_catalog(warehouse).load_table("db.t")
+    table = open_catalog(warehouse).load_table("db.t")
     for i in range(operations):
         name = f"w{worker}.{i}"
         kind = rng.choice(KINDS)
