@@ -14,7 +14,6 @@ from __future__ import annotations
 import ipaddress
 import logging
 import socket
-import sys
 from pathlib import Path
 
 import uvicorn
@@ -72,6 +71,10 @@ def serve(
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     app = create_app(catalog, tokens, prefix=prefix)
     sock = bind(host, port)
+    address = sock.getsockname()[0]
+    if tokens is None and not is_loopback(address):  # a name such as "localhost" resolved elsewhere
+        sock.close()
+        raise InvalidArgumentError(f"refusing to serve {host} without authentication: it resolves to {address}, not loopback")
     if tokens is None:
         log.warning("serving WITHOUT authentication (no --token-file): anyone on this machine can change every table")
     log.info("serving the catalog of warehouse %s", catalog.warehouse)
@@ -83,4 +86,3 @@ def serve(
         uvicorn.Server(config).run(sockets=[sock])
     finally:
         sock.close()
-    sys.stdout.flush()
