@@ -138,3 +138,27 @@ def test_server_killed_mid_commit_leaves_old_or_new_state(tmp_path: Path, point:
         again = RestCatalog("rest", uri=server.url).load_table("db.t")
         again.append(pa.table({"id": [4]}, schema=SCHEMA))
         assert sorted(again.scan().to_arrow().column("id").to_pylist()) == ([1, 2, 3, 4] if lands else [1, 2, 4])
+
+
+def test_keys_mor_does_not_model_are_served_and_kept(served: Served) -> None:
+    """loadTable answers the metadata file as stored; a commit keeps what it does not change."""
+    ns = unique("keys")
+    catalog = served.mor()
+    table = catalog.create_table(f"{ns}.src", schema=SCHEMA)
+    catalog.drop_table(f"{ns}.src")  # its files stay, to be registered under another name
+    metadata = json.loads(Path(table.metadata_location.removeprefix("file://")).read_text())
+    metadata["x-engine-extra"] = {"kept": [1, 2]}
+    extra_file = Path(table.location.removeprefix("file://")) / "metadata" / "00001-extra.metadata.json"
+    extra_file.write_text(json.dumps(metadata))
+    registered = post(served, f"/v1/namespaces/{ns}/register", {"name": "t", "metadata-location": f"file://{extra_file}"})
+    assert registered.status_code == 200, registered.text
+    assert registered.json()["metadata"]["x-engine-extra"] == {"kept": [1, 2]}
+    uuid = metadata["table-uuid"]
+    committed = post(served, f"/v1/namespaces/{ns}/tables/t", TableCommit([AssertTableUuid(uuid)], [SetProperties({"k": "v"})]).to_dict())
+    assert committed.status_code == 200, committed.text
+    body = committed.json()
+    assert body["metadata"]["x-engine-extra"] == {"kept": [1, 2]} and body["metadata"]["properties"]["k"] == "v"
+    assert json.loads(Path(body["metadata-location"].removeprefix("file://")).read_text()) == body["metadata"]
+    assert body["metadata"]["metadata-log"][-1]["metadata-file"] == f"file://{extra_file}"
+    loaded = requests.get(f"{served.url}/v1/namespaces/{ns}/tables/t", headers=served.headers(), timeout=60).json()
+    assert loaded == {"metadata-location": body["metadata-location"], "metadata": body["metadata"], "config": {}}
