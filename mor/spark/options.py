@@ -42,6 +42,15 @@ class TableRef:
     uri: str | None = None
     properties: tuple[tuple[str, str], ...] = ()  # file access (`s3.endpoint`, ...), as load_catalog's
 
+    def with_io_of(self, table: Table) -> TableRef:
+        """This reference, carrying the file access the catalog gave `table` (a REST catalog
+        vends storage credentials per table), so executors read and write as the driver does."""
+        return self.with_io(table.io.properties)
+
+    def with_io(self, properties: Mapping[str, str]) -> TableRef:
+        merged = {**dict(self.properties), **properties}
+        return TableRef(self.name, self.warehouse, self.uri, tuple(sorted(merged.items())))
+
     def file_io(self) -> FileIO:
         """A FileIO configured as the table's catalog is: what executors read and write with."""
         return FileIO(dict(self.properties))

@@ -105,7 +105,7 @@ def plan_scan(ref: TableRef, options: ReadOptions, requested: StructType | None)
     elif options.metadata_columns:
         output = StructType([*output.fields, *METADATA_FIELDS])
     return ScanPlan(
-        ref=ref,
+        ref=ref.with_io_of(table),
         options=options,
         snapshot_id=scan.snapshot.snapshot_id if scan.snapshot else None,
         schema=scan.schema,

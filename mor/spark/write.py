@@ -105,6 +105,7 @@ class WriteTarget:
     base_location: str | None  # the table's metadata file then; None: the commit creates the table
     table_uuid: str | None
     format_version: int = FORMAT_VERSION  # of a table the commit creates
+    io_properties: tuple[tuple[str, str], ...] = ()  # file access the catalog gave the table (vended credentials)
 
 
 class MorWriter(DataSourceArrowWriter):
@@ -115,9 +116,9 @@ class MorWriter(DataSourceArrowWriter):
                 "with option 'warehouse' (or 'uri')"
             )
         check_no_duplicates(schema)
-        self.ref = ref
         self.overwrite = overwrite
         self.target = plan_target(ref, options, schema)
+        self.ref = ref.with_io(dict(self.target.io_properties))  # executors write with what the catalog vended
         self.target_file_bytes = _target_file_bytes(options, self.target.properties)
         self.file_prefix = f"{uuid.uuid4().hex}-"  # names this job's files, so abort can find them all
 
@@ -300,7 +301,7 @@ def plan_target(ref: TableRef, options: Mapping[str, str], schema: StructType) -
         raise SchemaMismatchError(f"the DataFrame does not fit table {ref.name}: {e}") from e
     return WriteTarget(
         ref.name, table.location, table.schema(), table.spec(), table.properties, renames,
-        table.metadata_location, table.metadata.table_uuid,
+        table.metadata_location, table.metadata.table_uuid, io_properties=tuple(sorted(table.io.properties.items())),
     )  # fmt: skip
 
 
