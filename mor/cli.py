@@ -137,9 +137,18 @@ def _open_table(args: argparse.Namespace) -> mor.Table:
     return catalog.load_table(identifier)
 
 
-def _catalog_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--warehouse", default="warehouse", help="a folder, or s3://bucket/prefix (then give --uri)")
-    parser.add_argument("--uri", default=None, help="the catalog database (SQLAlchemy URL); default: warehouse/catalog.db")
+def _catalog_args(parser: argparse.ArgumentParser, rest_client: bool = True) -> None:
+    parser.add_argument(
+        "--warehouse", default=None,
+        help="a folder (default ./warehouse), or s3://bucket/prefix (then give --uri); with a REST catalog, its warehouse name",
+    )  # fmt: skip
+    parser.add_argument(
+        "--uri", default=None,
+        help="the catalog database (SQLAlchemy URL; default: warehouse/catalog.db), or an http(s) URL of an Iceberg REST catalog",
+    )  # fmt: skip
+    if rest_client:
+        parser.add_argument("--token", default=None, help="REST catalog: the bearer token (or give --credential)")
+        parser.add_argument("--credential", default=None, help="REST catalog: OAuth2 client credentials CLIENT_ID:SECRET")
     parser.add_argument(
         "--property", type=_property, action="append", default=None, metavar="KEY=VALUE",
         help="file access settings, as pyiceberg names them (s3.endpoint=..., s3.access-key-id=..., s3.region=...)",
@@ -287,13 +296,16 @@ def main(argv: list[str] | None = None) -> int:
     m = sub.add_parser("maintain", help="compact, expire and remove orphans as the table's properties say")
     _table_args(m)
     v = sub.add_parser("serve", help="serve the catalog to Iceberg clients over the REST catalog protocol (mor[server])")
-    _catalog_args(v)
+    _catalog_args(v, rest_client=False)
     v.add_argument("--host", default="127.0.0.1", help="without --token-file only a loopback address")
     v.add_argument("--port", type=int, default=8181, help="0: a free port (the URL printed says which)")
     v.add_argument("--token-file", default=None, help="bearer tokens (and CLIENT_ID:SECRET lines) every request must carry one of")
     v.add_argument("--prefix", default=None, help="also serve the catalog under /v1/PREFIX/ and tell clients so")
     args = parser.parse_args(argv)
     args.property = dict(args.property) if args.property else None
+    rest_settings = {k: v for k, v in (("token", getattr(args, "token", None)), ("credential", getattr(args, "credential", None))) if v}
+    if rest_settings:  # REST catalog settings travel with the other catalog properties
+        args.property = {**(args.property or {}), **rest_settings}
     try:
         if args.command == "quickstart":
             quickstart(args.warehouse, args.uri, args.property)

@@ -162,3 +162,18 @@ def test_rest_options_are_checked() -> None:
         mor.load_catalog(type="rest")  # no uri
     with pytest.raises(mor.InvalidArgumentError):
         mor.load_catalog(uri="http://127.0.0.1:1", type="glue")
+
+
+def test_the_cli_takes_a_rest_catalog(rest_server: RestServer, capsys: pytest.CaptureFixture[str]) -> None:
+    from mor.cli import main
+
+    table = rest_server.client().create_table("db.t", schema=SCHEMA)
+    table.append(rows(4))
+    table.delete("id = 1")
+    assert main(["scan", "db.t", "--uri", rest_server.url, "--token", TOKEN]) == 0
+    printed = capsys.readouterr().out
+    assert "v0" in printed and "v3" in printed and "v1" not in printed
+    assert main(["compact", "db.t", "--uri", rest_server.url, "--token", TOKEN]) == 0
+    assert ids(rest_server.catalog.load_table("db.t")) == [0, 2, 3]
+    assert main(["scan", "db.t", "--uri", rest_server.url, "--token", "wrong"]) != 0
+    assert "NotAuthorizedError" in capsys.readouterr().err
