@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 from mor.catalog.sql import SqlCatalogStore
 from mor.commit import faults
 from mor.commit.requirements import CommitFailedError, check_requirements
-from mor.commit.updates import TableCommit, apply_updates
+from mor.commit.apply import apply_updates
+from mor.commit.updates import TableCommit
 from mor.errors import CatalogUnavailableError, CorruptMetadataError, TableReplacedError, UnsupportedFeatureError
 from mor.format.metadata import TableMetadata, with_previous_file
 from mor.io.fileio import FileIO, unreadable

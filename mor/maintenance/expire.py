@@ -40,7 +40,7 @@ from mor.commit.retry import RetryPolicy
 from mor.commit.snapshot_producer import TableOperations
 from mor.commit.table_commits import expire_commit
 from mor.commit.table_ops import CommitFailedError, is_versioned_metadata_file, metadata_version, refresh_same_table
-from mor.commit.updates import apply_updates
+from mor.commit.apply import apply_updates
 from mor.errors import CommitConflictError, CorruptMetadataError, InvalidArgumentError, RetentionTooShortError, UnsupportedFeatureError
 from mor.format.content_file import DataFile
 from mor.format.manifest import ManifestFile

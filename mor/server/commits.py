@@ -38,6 +38,7 @@ from mor.catalog.sql import SqlCatalogStore, TableSwap
 from mor.commit import faults
 from mor.commit.requirements import AssertCreate, CommitFailedError, check_requirements
 from mor.commit.table_ops import new_metadata_location, read_metadata
+from mor.commit.apply import apply_updates
 from mor.commit.updates import (
     AddSchema,
     AddSortOrder,
@@ -48,7 +49,6 @@ from mor.commit.updates import (
     TableCommit,
     Update,
     UpgradeFormatVersion,
-    apply_updates,
 )
 from mor.errors import CommitStateUnknownError, CorruptMetadataError, InvalidArgumentError, NoSuchNamespaceError, NoSuchTableError
 from mor.format.metadata import TableMetadata, new_table_metadata, with_previous_file

@@ -56,7 +56,8 @@ from pyspark.sql.types import StructType
 
 from mor.api.catalog import DEFAULT_PROPERTIES, Catalog, split_identifier
 from mor.commit.snapshot_producer import Changes, TableOperations, Validator, commit_changes
-from mor.commit.updates import TableCommit, apply_updates
+from mor.commit.apply import apply_updates
+from mor.commit.updates import TableCommit
 from mor.commit.table_ops import new_metadata_location, read_metadata, write_metadata
 from mor.errors import (
     CatalogUnavailableError,

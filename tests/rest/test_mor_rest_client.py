@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from conftest import TOKEN, RestServer
 from pyiceberg.catalog.rest import RestCatalog as PyIcebergRestCatalog
 
 import mor
 from mor.api.rest_catalog import RestCatalog
+from servers.inprocess_rest import TOKEN, RestServer
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 

@@ -28,13 +28,13 @@ from mor.commit.requirements import (
     requirement_from_dict,
 )
 from mor.commit.table_commits import expire_commit, properties_commit, schema_commit, snapshot_commit, spec_commit
+from mor.commit.apply import apply_updates
 from mor.commit.updates import (
     AddSnapshot,
     RemoveSnapshotRef,
     SetSnapshotRef,
     SetStatistics,
     TableCommit,
-    apply_updates,
     update_from_dict,
 )
 from mor.format.metadata import Snapshot, TableMetadata
