@@ -122,14 +122,18 @@ def test_duckdb_writes_and_mor_and_pyiceberg_read_every_step(served: Served, con
         assert mor_rows(client, name, snapshot_id) == duck_rows(con, name, snapshot_id)
 
 
-def test_duckdb_writes_manifests_before_its_create_commit(con: Any, client: mor.Catalog) -> None:
+def test_duckdb_creates_with_rows_and_commits_two_tables_at_once(con: Any, client: mor.Catalog) -> None:
     """CREATE TABLE AS, and CREATE + INSERT in one transaction, write manifests into the staged
-    table's metadata folder before the commit that creates the table."""
+    table's metadata folder before the commit that creates the table; a transaction over two
+    tables is one `POST /v1/transactions/commit`."""
     ctas, both = unique("ctas"), unique("both")
-    con.execute(f"CREATE TABLE cat.db.{ctas} AS SELECT i AS id, 'x' AS status FROM range(5) t(i)")
+    con.execute(f"CREATE TABLE cat.db.{ctas} AS SELECT i AS id FROM range(5) t(i)")
     con.execute(f"BEGIN; CREATE TABLE cat.db.{both} (id BIGINT); INSERT INTO cat.db.{both} VALUES (1), (2); COMMIT")
-    assert mor_rows(client, ctas) == duck_rows(con, ctas) == [(i, "x") for i in range(5)]
+    assert mor_rows(client, ctas) == duck_rows(con, ctas) == [(i,) for i in range(5)]
     assert mor_rows(client, both) == duck_rows(con, both) == [(1,), (2,)]
+    con.execute(f"BEGIN; DELETE FROM cat.db.{ctas} WHERE id < 3; INSERT INTO cat.db.{both} VALUES (3); COMMIT")
+    assert mor_rows(client, ctas) == duck_rows(con, ctas) == [(3,), (4,)]
+    assert mor_rows(client, both) == duck_rows(con, both) == [(1,), (2,), (3,)]
 
 
 def test_duckdb_creating_without_staging_re_adds_what_the_table_has(served: Served, client: mor.Catalog) -> None:
