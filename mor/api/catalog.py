@@ -19,9 +19,8 @@ from mor.api.row_changes import MERGE_ON_READ
 from mor.api.table import Table
 from mor.catalog.sql import SqlCatalogStore
 from mor.commit.snapshot_producer import TableOperations
-from mor.commit.table_ops import CatalogTableOperations, new_metadata_location, read_metadata, write_metadata
+from mor.commit.table_ops import CatalogTableOperations, create_in_catalog, read_metadata
 from mor.errors import (
-    CommitStateUnknownError,
     CorruptMetadataError,
     InvalidArgumentError,
     MorError,
@@ -278,16 +277,8 @@ class Catalog:
         metadata = new_table_metadata(
             iceberg_schema, spec, UNSORTED_SORT_ORDER, table_location, properties, version
         )
-        metadata_location = new_metadata_location(table_location, None)
-        write_metadata(self.io, metadata_location, metadata)
-        try:
-            self.create_namespace_if_not_exists(namespace)
-            self.store.create_table_row(namespace, name, metadata_location)
-        except CommitStateUnknownError:
-            raise  # the table may exist, pointing at the file: keep it
-        except BaseException:
-            self.io.delete_quietly(metadata_location)
-            raise
+        self.create_namespace_if_not_exists(namespace)
+        create_in_catalog(self.io, self.store, namespace, name, metadata)
         return self._table(identifier, namespace, name)
 
     def default_location(self, identifier: str) -> str:

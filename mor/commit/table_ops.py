@@ -20,7 +20,7 @@ from mor.commit import faults
 from mor.commit.requirements import CommitFailedError, check_requirements
 from mor.commit.apply import apply_updates
 from mor.commit.updates import TableCommit
-from mor.errors import CatalogUnavailableError, CorruptMetadataError, TableReplacedError, UnsupportedFeatureError
+from mor.errors import CatalogUnavailableError, CommitStateUnknownError, CorruptMetadataError, TableReplacedError, UnsupportedFeatureError
 from mor.format.metadata import TableMetadata, with_previous_file
 from mor.io.fileio import FileIO, unreadable
 
@@ -82,6 +82,22 @@ def new_metadata_location(table_location: str, previous_location: str | None) ->
 
 def write_metadata(io: FileIO, location: str, metadata: TableMetadata) -> None:
     io.write_bytes_exclusive(location, metadata.to_json().encode("utf-8"))
+
+
+def create_in_catalog(io: FileIO, store: SqlCatalogStore, namespace: str, name: str, metadata: TableMetadata) -> str:
+    """Write a new table's first metadata file and add its catalog row; the file's location.
+    The file is removed when the row certainly was not added (the name taken, the database
+    unreachable); after CommitStateUnknownError it is kept: the row may point at it."""
+    location = new_metadata_location(metadata.location, None)
+    write_metadata(io, location, metadata)
+    try:
+        store.create_table_row(namespace, name, location)
+    except CommitStateUnknownError:
+        raise
+    except BaseException:
+        io.delete_quietly(location)
+        raise
+    return location
 
 
 @dataclass

@@ -26,9 +26,8 @@ from pyiceberg.schema import Schema, assign_fresh_schema_ids
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER, SortOrder, assign_fresh_sort_order_ids
 
 from mor.api.catalog import DEFAULT_PROPERTIES, Catalog
-from mor.commit.table_ops import new_metadata_location, read_metadata
+from mor.commit.table_ops import create_in_catalog, read_metadata
 from mor.errors import (
-    CommitStateUnknownError,
     CorruptMetadataError,
     InvalidArgumentError,
     NoSuchNamespaceError,
@@ -114,17 +113,8 @@ class Tables:
         self.io.make_parent_dirs(f"{location}/metadata/manifest.avro")
         if body.get("stage-create") is True:  # the client commits it later, with assert-create
             return self.load_result(None, json.loads(metadata.to_json()), vend)
-        metadata_location = new_metadata_location(location, None)
-        text = metadata.to_json()
-        self.io.write_bytes_exclusive(metadata_location, text.encode("utf-8"))
-        try:
-            self.store.create_table_row(namespace, name, metadata_location)
-        except CommitStateUnknownError:
-            raise  # the table may exist, pointing at the file: keep it
-        except BaseException:
-            self.io.delete_quietly(metadata_location)
-            raise
-        return self.load_result(metadata_location, json.loads(text), vend)
+        metadata_location = create_in_catalog(self.io, self.store, namespace, name, metadata)
+        return self.load_result(metadata_location, json.loads(metadata.to_json()), vend)
 
     def register(self, namespace: str, body: dict[str, Any], vend: bool) -> dict[str, Any]:
         name, location = body.get("name"), body.get("metadata-location")

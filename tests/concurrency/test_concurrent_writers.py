@@ -63,16 +63,22 @@ def run_writers(warehouse: Path, operations: int, mode: str, properties: dict[st
         )  # fmt: skip
         for w in range(WORKERS)
     ]
+    ops = finished_ops(procs)
+    assert len(ops) == WORKERS * operations
+    return mor.load_catalog(warehouse).load_table("db.t"), ops
+
+
+def finished_ops(procs: list[subprocess.Popen[str]], timeout: float = 900) -> list[Op]:
+    """The operations the writer processes logged as ended, once all of them exited cleanly."""
     ops = []
     for p in procs:
-        out, err = p.communicate(timeout=900)
+        out, err = p.communicate(timeout=timeout)
         assert p.returncode == 0, err[-3000:]
         for line in out.splitlines():
             record = json.loads(line)
             if record.pop("phase") == "end":
                 ops.append(Op(name=record.pop("op"), **record))
-    assert len(ops) == WORKERS * operations
-    return mor.load_catalog(warehouse).load_table("db.t"), ops
+    return ops
 
 
 def rows_at(table: mor.Table, snapshot_id: int) -> dict[str, Row]:

@@ -10,7 +10,6 @@ none committed over a conflict.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -18,7 +17,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from test_concurrent_writers import Op, check_history
+from test_concurrent_writers import check_history, finished_ops
 
 import mor
 from servers.rest import running_rest_server
@@ -51,14 +50,7 @@ def test_eight_writers_through_the_rest_server(tmp_path: Path, mode: str, level:
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
             for w in range(mor_workers, WORKERS)
         ]  # fmt: skip
-        ops = []
-        for p in procs:
-            out, err = p.communicate(timeout=1800)
-            assert p.returncode == 0, err[-3000:]
-            for line in out.splitlines():
-                record = json.loads(line)
-                if record.pop("phase") == "end":
-                    ops.append(Op(name=record.pop("op"), **record))
+        ops = finished_ops(procs, timeout=1800)
         assert len(ops) == WORKERS * operations
         table = catalog.load_table("db.t")
         results = Counter(op.result for op in ops)
