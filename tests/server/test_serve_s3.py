@@ -1,7 +1,7 @@
 """`mor serve` over a warehouse in S3-compatible object storage (moto on loopback,
 tests/servers/s3.py): the server alone holds the S3 settings (`--property s3.*=...`) and hands
-them to clients that ask for vended credentials, so pyiceberg writes and reads the table's
-objects with nothing configured but the server's URL."""
+them to clients that ask for vended credentials, so pyiceberg and mor's client write and read
+the table's objects with nothing configured but the server's URL."""
 
 from __future__ import annotations
 
@@ -52,6 +52,26 @@ def test_pyiceberg_writes_s3_with_vended_properties(s3_server: S3Server, tmp_pat
     ours.delete("id = 2")
     with running_rest_server(warehouse, uri=uri, args=properties) as server:
         assert sorted(RestCatalog("rest", uri=server.url).load_table("db.t").scan().to_arrow().column("id").to_pylist()) == [1, 3]
+
+
+def test_mors_client_writes_s3_with_vended_properties(s3_server: S3Server, tmp_path: Path) -> None:  # noqa: F811
+    """mor's REST client with nothing configured but the URL: every DML verb and compaction
+    write the table's objects with what loadTable's config vends."""
+    warehouse = s3_server.fresh_prefix()
+    uri = f"sqlite:///{tmp_path}/catalog.db"
+    properties = [f"--property={k}={v}" for k, v in s3_server.properties.items()]
+    with running_rest_server(warehouse, uri=uri, args=properties) as server:
+        catalog = mor.load_catalog(uri=server.url)
+        table = catalog.create_table("db.t", schema=SCHEMA)
+        assert table.location.startswith(warehouse + "/") and table.io.properties == s3_server.properties
+        table.append(pa.table({"id": list(range(10))}, schema=SCHEMA))
+        table.delete("id < 3")
+        table.upsert(pa.table({"id": [5, 20]}, schema=SCHEMA), on=["id"])
+        table.compact()
+        expected = [*range(3, 10), 20]
+        assert sorted(catalog.load_table("db.t").scan().to_arrow().column("id").to_pylist()) == expected
+        theirs = RestCatalog("rest", uri=server.url).load_table("db.t").scan().to_arrow()
+        assert sorted(theirs.column("id").to_pylist()) == expected
 
 
 @pytest.fixture(autouse=True)
