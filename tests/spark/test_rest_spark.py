@@ -65,3 +65,24 @@ def test_a_wrong_token_in_spark_options_is_a_typed_error(spark: Any, server: Res
     with pytest.raises(Exception) as raised:
         spark.read.format("mor").option("uri", server.url).option("token", "wrong").load("db.t").collect()
     assert "NotAuthorizedError" in str(raised.value) or "401" in str(raised.value)
+
+
+def test_a_stream_reads_each_appended_row_once_through_the_rest_catalog(spark: Any, server: RestServer, tmp_path: Path) -> None:
+    catalog = mor.load_catalog(uri=server.url, token=TOKEN)
+    table = catalog.create_table("db.s", schema=pa.schema([("id", pa.int64())]))
+    checkpoint = tmp_path / "checkpoint"
+
+    def run() -> list[int]:
+        seen: list[int] = []
+        query = (
+            spark.readStream.format("mor").options(**options(server)).load("db.s")
+            .writeStream.foreachBatch(lambda df, _: seen.extend(r["id"] for r in df.collect()))
+            .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start()
+        )  # fmt: skip
+        query.awaitTermination()
+        return sorted(seen)
+
+    table.append(pa.table({"id": [1, 2]}))
+    assert run() == [1, 2]
+    table.append(pa.table({"id": [3]}))
+    assert run() == [3]
