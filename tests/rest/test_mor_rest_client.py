@@ -177,3 +177,18 @@ def test_the_cli_takes_a_rest_catalog(rest_server: RestServer, capsys: pytest.Ca
     assert ids(rest_server.catalog.load_table("db.t")) == [0, 2, 3]
     assert main(["scan", "db.t", "--uri", rest_server.url, "--token", "wrong"]) != 0
     assert "NotAuthorizedError" in capsys.readouterr().err
+
+
+def test_register_a_dropped_tables_metadata_through_the_rest_catalog(rest_server: RestServer) -> None:
+    catalog = rest_server.client()
+    table = catalog.create_table("db.t", schema=SCHEMA)
+    table.append(rows(5))
+    table.delete("id = 0")
+    metadata_location = catalog.load_table("db.t").metadata_location
+    catalog.drop_table("db.t")  # the files stay
+    with pytest.raises(mor.NoSuchTableError):
+        catalog.load_table("db.t")
+    back = catalog.register_table("db.back", metadata_location)
+    assert back.metadata_location == metadata_location and ids(back) == [1, 2, 3, 4]
+    with pytest.raises(mor.TableAlreadyExistsError):
+        catalog.register_table("db.back", metadata_location)
