@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import mor
+from mor.api.catalog import DEFAULT_WAREHOUSE
 from mor.maintenance.compact import CompactionResult
 from mor.maintenance.expire import ExpireResult
 from mor.maintenance.orphans import OrphanResult
@@ -303,6 +304,8 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument("--prefix", default=None, help="also serve the catalog under /v1/PREFIX/ and tell clients so")
     args = parser.parse_args(argv)
     args.property = dict(args.property) if args.property else None
+    if getattr(args, "warehouse", "") is None:  # ./warehouse, or no warehouse name for a REST catalog
+        args.warehouse = DEFAULT_WAREHOUSE
     rest_settings = {k: v for k, v in (("token", getattr(args, "token", None)), ("credential", getattr(args, "credential", None))) if v}
     if rest_settings:  # REST catalog settings travel with the other catalog properties
         args.property = {**(args.property or {}), **rest_settings}

@@ -49,8 +49,16 @@ DEFAULT_PROPERTIES = {
 }
 
 
+class _DefaultWarehouse(str):
+    """The `warehouse` argument when none is given: `./warehouse` for the SQL catalog, no
+    warehouse name for a REST catalog. (An explicit None stays an error.)"""
+
+
+DEFAULT_WAREHOUSE = _DefaultWarehouse("warehouse")
+
+
 def load_catalog(
-    warehouse: str | os.PathLike[str] | None = None,
+    warehouse: str | os.PathLike[str] | None = DEFAULT_WAREHOUSE,
     uri: str | None = None,
     name: str = "default",
     create: bool = True,
@@ -93,8 +101,8 @@ def load_catalog(
     if is_rest_catalog(uri, properties):
         from mor.api.rest_catalog import load_rest_catalog  # the REST client is imported only when used
 
-        return load_rest_catalog(uri, None if warehouse is None else str(warehouse), name, dict(properties or {}))
-    warehouse = "warehouse" if warehouse is None else warehouse
+        warehouse_name = None if warehouse is None or isinstance(warehouse, _DefaultWarehouse) else str(warehouse)
+        return load_rest_catalog(uri, warehouse_name, name, dict(properties or {}))
     if not isinstance(warehouse, (str, os.PathLike)) or not str(warehouse).strip():
         raise InvalidArgumentError(f"warehouse is a folder path, got {warehouse!r}")
     if uri is not None and not isinstance(uri, str):
@@ -277,8 +285,7 @@ class Catalog:
         metadata = new_table_metadata(
             iceberg_schema, spec, UNSORTED_SORT_ORDER, table_location, properties, version
         )
-        self.create_namespace_if_not_exists(namespace)
-        create_in_catalog(self.io, self.store, namespace, name, metadata)
+        create_in_catalog(self.io, self.store, namespace, name, metadata, lambda: self.create_namespace_if_not_exists(namespace))
         return self._table(identifier, namespace, name)
 
     def default_location(self, identifier: str) -> str:

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mor.catalog.sql import SqlCatalogStore
 from mor.commit import faults
-from mor.commit.requirements import CommitFailedError, check_requirements
 from mor.commit.apply import apply_updates
+from mor.commit.requirements import CommitFailedError, check_requirements
 from mor.commit.updates import TableCommit
 from mor.errors import CatalogUnavailableError, CommitStateUnknownError, CorruptMetadataError, TableReplacedError, UnsupportedFeatureError
 from mor.format.metadata import TableMetadata, with_previous_file
@@ -84,13 +85,18 @@ def write_metadata(io: FileIO, location: str, metadata: TableMetadata) -> None:
     io.write_bytes_exclusive(location, metadata.to_json().encode("utf-8"))
 
 
-def create_in_catalog(io: FileIO, store: SqlCatalogStore, namespace: str, name: str, metadata: TableMetadata) -> str:
-    """Write a new table's first metadata file and add its catalog row; the file's location.
-    The file is removed when the row certainly was not added (the name taken, the database
+def create_in_catalog(
+    io: FileIO, store: SqlCatalogStore, namespace: str, name: str, metadata: TableMetadata, before_row: Callable[[], None] | None = None
+) -> str:
+    """Write a new table's first metadata file, run `before_row` (e.g. create the namespace:
+    only once the file could be written) and add its catalog row; the file's location. The
+    file is removed when the row certainly was not added (the name taken, the database
     unreachable); after CommitStateUnknownError it is kept: the row may point at it."""
     location = new_metadata_location(metadata.location, None)
     write_metadata(io, location, metadata)
     try:
+        if before_row is not None:
+            before_row()
         store.create_table_row(namespace, name, location)
     except CommitStateUnknownError:
         raise
