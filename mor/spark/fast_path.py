@@ -19,7 +19,7 @@ from typing import Mapping, Sequence
 import pyarrow.parquet as pq
 from pyiceberg.expressions import AlwaysTrue
 from pyiceberg.schema import Schema
-from pyiceberg.types import NestedField, PrimitiveType, TimeType, UUIDType
+from pyiceberg.types import ListType, MapType, NestedField, PrimitiveType, TimeType, UUIDType
 from pyspark.sql import DataFrame, SparkSession
 
 from mor.api.table import Table
@@ -101,12 +101,20 @@ def _natively_readable(schema: Schema) -> bool:
 
 
 def _native_type(field: NestedField) -> bool:
+    """Can Spark's Parquet reader give this column as mor does? Not uuid or time (Spark has no
+    such type); nested types when every field inside them can."""
     t = field.field_type
     if isinstance(t, (UUIDType, TimeType)):
         return False
     if isinstance(t, PrimitiveType):
         return True
-    return all(_native_type(child) for child in t.fields)  # type: ignore[attr-defined]
+    if isinstance(t, ListType):
+        children = [t.element_field]
+    elif isinstance(t, MapType):
+        children = [t.key_field, t.value_field]
+    else:
+        children = list(t.fields)  # type: ignore[attr-defined]
+    return all(_native_type(child) for child in children)
 
 
 def _file_matches(table: Table, task: FileScanTask, schema: Schema) -> bool:
