@@ -14,7 +14,7 @@ import pyarrow as pa
 from pyiceberg.schema import Schema
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 
-from mor.api.catalog import Catalog, existing_identifier, new_identifier, new_table_parts, table_location_of
+from mor.api.catalog import Catalog, check_new_name, existing_identifier, new_identifier, new_table_parts, table_location_of
 from mor.api.table import Table
 from mor.catalog.rest import LoadedTable, RestCatalogClient, RestTableOperations
 from mor.commit.snapshot_producer import TableOperations
@@ -69,8 +69,6 @@ class RestCatalog(Catalog):
 
     # -- namespaces ------------------------------------------------------------------------
     def create_namespace(self, namespace: str, properties: dict[str, str] | None = None) -> None:
-        from mor.api.catalog import check_new_name
-
         check_new_name("namespace", namespace)
         if properties is not None and not (
             isinstance(properties, Mapping) and all(isinstance(k, str) and isinstance(v, str) for k, v in properties.items())

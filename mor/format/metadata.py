@@ -199,6 +199,12 @@ class TableMetadata:
             d = json.loads(text)
         except ValueError as e:  # also bytes that are not UTF-8
             raise CorruptMetadataError(f"not JSON ({e})") from e
+        return cls.from_dict(d)
+
+    @classmethod
+    def from_dict(cls, d: object) -> TableMetadata:
+        """Metadata from its parsed JSON (a REST catalog's answer holds it so), held to the
+        spec's invariants; CorruptMetadataError saying what is wrong."""
         if not isinstance(d, dict):
             raise CorruptMetadataError(f"not table metadata: a JSON {type(d).__name__}, not an object")
         try:

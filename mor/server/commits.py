@@ -5,7 +5,7 @@ compare-and-swap from the version that was checked.
 A client plans its change on the metadata it loaded; other writers may have committed since.
 That is what the requirements are for: the server checks them against the current metadata
 (a failed one is CommitFailedError, 409: the client refreshes and re-plans) and applies the
-updates there, with the same pure function mor's own commits use (mor/commit/updates.py). When
+updates there, with the same pure function mor's own commits use (mor/commit/apply.py). When
 another commit lands between our read and our swap, the swap fails and the whole check-and-apply
 is redone on the newer state; nothing the client sent is trusted to still hold.
 
@@ -36,9 +36,9 @@ from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 from mor.api.catalog import DEFAULT_PROPERTIES
 from mor.catalog.sql import SqlCatalogStore, TableSwap
 from mor.commit import faults
+from mor.commit.apply import apply_updates
 from mor.commit.requirements import AssertCreate, CommitFailedError, check_requirements
 from mor.commit.table_ops import new_metadata_location, read_metadata
-from mor.commit.apply import apply_updates
 from mor.commit.updates import (
     AddSchema,
     AddSortOrder,
@@ -52,6 +52,7 @@ from mor.commit.updates import (
 )
 from mor.errors import CommitStateUnknownError, CorruptMetadataError, InvalidArgumentError, NoSuchNamespaceError, NoSuchTableError
 from mor.format.metadata import TableMetadata, new_table_metadata, with_previous_file
+from mor.format.metadata_checks import check_metadata
 from mor.format.properties import check_properties
 from mor.format.spec import FORMAT_VERSION
 from mor.io.fileio import FileIO
@@ -131,11 +132,11 @@ class Committer:
             new = with_previous_file(new, base_location, base)
         if base is None or new.location != base.location:
             check_inside(self.warehouse, new.location, "table location")
-        text = new.to_json()
         try:
-            TableMetadata.from_json(text)  # the spec's invariants (metadata_checks), before anyone reads it
+            check_metadata(new)  # the spec's invariants, before anyone reads it
         except CorruptMetadataError as e:
             raise InvalidArgumentError(f"the commit would make invalid table metadata: {e}") from None
+        text = new.to_json()
         return _Planned(change, base_location, new_metadata_location(new.location, base_location), text)
 
     def _creation_base(self, change: TableChange, updates: list[Update]) -> TableMetadata:
