@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mor.spark.dml import delete, update
-from mor.spark.dml_merge import merge, upsert
-from mor.spark.fast_path import read_table
-from mor.spark.source import FORMAT, PARALLELISM_ENV, PUSHDOWN_ENV, MorDataSource
+from mor.spark.fast_path import HAS_PYTHON_SOURCE, read_table
+
+if HAS_PYTHON_SOURCE:  # pyspark 3.5 has no Python data sources: only read_table works there
+    from mor.spark.dml import delete, update
+    from mor.spark.dml_merge import merge, upsert
+    from mor.spark.source import FORMAT, PARALLELISM_ENV, PUSHDOWN_ENV, MorDataSource
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -44,4 +46,5 @@ def _register_with_active_session() -> None:
         register(active)
 
 
-_register_with_active_session()
+if HAS_PYTHON_SOURCE:
+    _register_with_active_session()

@@ -1,20 +1,32 @@
-"""The fast read: Spark's native Parquet reader for data files no delete applies to, the mor
-Python source for the rest, as one DataFrame.
+"""The fast read: each data file by its cheapest path, as one DataFrame.
 
-Only files with deletes pay for the Python worker hop. A delete-free file goes native only when
-Spark's by-name Parquet reading is sure to see the table's columns: its columns must carry the
-table's names for their field ids (a renamed or re-typed column after schema evolution falls
-back to the Python source, which maps columns by field id), and the projected types must be
-ones Spark reads natively (not uuid or time). Reading the row lineage columns of a v3 table
-(`columns=[..., "_row_id", "_last_updated_sequence_number"]`) takes the Python source for
-every file: their values are mostly inherited from manifest entries, not stored.
+- Files no delete applies to go to Spark's native Parquet reader, when Spark's by-name Parquet
+  reading is sure to see the table's columns: the file's columns carry the table's names for
+  their field ids and the projected types are ones Spark reads natively (not uuid or time).
+- Files with deletes (and delete-free files whose columns were renamed or re-typed since) go
+  through the mor Python data source (format "mor", mor/spark/source.py), or through the
+  DataFrame plan (mor/spark/dataframe_plan.py: native Parquet reads plus anti-joins against
+  broadcast deletes, no Python on executors). `path="auto"` takes the Python source where
+  pyspark has Python data sources (4.x) and the DataFrame plan where it has not (Spark 3.5);
+  `path="python"` or `path="dataframe"` asks for one.
+- Reading the row lineage columns of a v3 table (`columns=[..., "_row_id",
+  "_last_updated_sequence_number"]`) takes the Python source for every file: their values are
+  mostly inherited from manifest entries, not stored.
+- A table in object storage reads natively only when the session has a Hadoop filesystem for
+  `s3a` (`s3://bucket/key` is read as `s3a://bucket/key`); otherwise through the Python source.
+
+How many files took each path is logged (logger `mor.spark`, INFO) and named in the plan: each
+part of the union is aliased `mor_native_<n>_files`, `mor_python_<n>_files` or
+`mor_dataframe_<n>_files` (`df.explain(True)` shows them).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import importlib.util
 import json
-from typing import Mapping, Sequence
+import logging
+from typing import Literal, Mapping, Sequence
 
 import pyarrow.parquet as pq
 from pyiceberg.expressions import AlwaysTrue
@@ -23,16 +35,25 @@ from pyiceberg.types import ListType, MapType, NestedField, PrimitiveType, TimeT
 from pyspark.sql import DataFrame, SparkSession
 
 from mor.api.table import Table
+from mor.errors import InvalidArgumentError, UnsupportedFeatureError
 from mor.format.lineage import LINEAGE_FIELD_IDS
 from mor.io.fileio import is_object_store
 from mor.planning.filters import FilterLike, bind_filter, filter_field_ids
 from mor.planning.task import FileScanTask
-from mor.spark.columns import to_column
-from mor.spark.options import TableRef
-from mor.spark.scan import CASE_SENSITIVE
-from mor.spark.source import FORMAT
-from mor.spark.types import spark_schema
 from mor.read.field_resolution import file_matches_schema
+from mor.spark.columns import to_column
+from mor.spark.dataframe_plan import read_dataframe_plan, unsupported_reason
+from mor.spark.file_paths import has_s3a, spark_read_path
+from mor.spark.options import TableRef
+from mor.spark.types import spark_schema
+
+logger = logging.getLogger("mor.spark")
+
+ReadPath = Literal["auto", "python", "dataframe"]
+READ_PATHS = ("auto", "python", "dataframe")
+# Python data sources (pyspark.sql.datasource) arrived in Spark 4.
+HAS_PYTHON_SOURCE = importlib.util.find_spec("pyspark.sql.datasource") is not None
+CASE_SENSITIVE = False  # Spark resolves column names case-insensitively by default (as mor.spark.scan)
 
 
 def read_table(
@@ -45,12 +66,17 @@ def read_table(
     warehouse: str | None = None,
     uri: str | None = None,
     properties: Mapping[str, str] | None = None,
+    path: ReadPath = "auto",
 ) -> DataFrame:
     """The live rows of `table` (a mor Table, a `namespace.table` name with `warehouse`/`uri`,
     or a metadata location) as a DataFrame: the rows `table.scan(...).to_arrow()` returns.
-    `properties`: file access (`s3.endpoint`, ...), as `load_catalog`'s. A table in object
-    storage is read by the Python source alone (Spark's own Parquet reader would need the
-    Hadoop S3 connector on the classpath)."""
+    `properties`: file access (`s3.endpoint`, ...), as `load_catalog`'s. `path`: how files with
+    deletes are read ("auto", "python": the mor Python source, "dataframe": the DataFrame plan);
+    delete-free files are read natively whatever it says."""
+    if path not in READ_PATHS:
+        raise InvalidArgumentError(f"path must be one of {', '.join(READ_PATHS)}, not {path!r}")
+    if path == "python" and not HAS_PYTHON_SOURCE:
+        raise UnsupportedFeatureError("path='python' needs Python data sources (pyspark >= 4); use path='dataframe'")
     if not isinstance(table, Table):
         table = TableRef(table, warehouse, uri, tuple(sorted((properties or {}).items()))).open()
     scan = table.scan(filter=filter, columns=columns, snapshot_id=snapshot_id, as_of=as_of, case_sensitive=CASE_SENSITIVE)
@@ -62,31 +88,31 @@ def read_table(
     condition = None if isinstance(scan.row_filter, AlwaysTrue) else to_column(bind_filter(scan.schema, scan.row_filter, CASE_SENSITIVE))
 
     tasks = scan.plan_files()
+    object_store = is_object_store(table.location) or any(is_object_store(t.data_file.file_path) for t in tasks)
+    native_ok = not object_store or has_s3a(spark)
     # Row lineage is inherited from the file's manifest entry (first row id plus position,
     # its data sequence number) where the file stores none: only the Python reader knows that.
-    native = [t for t in tasks if not t.delete_files] if _natively_readable(read_schema) and not lineage else []
-    if is_object_store(table.location) or any(is_object_store(t.data_file.file_path) for t in native):
-        native = []
+    native = [t for t in tasks if not t.delete_files] if native_ok and _natively_readable(read_schema) and not lineage else []
     if native and len(table.metadata.schemas) > 1:  # names or types may have changed
         native = [t for t in native if _file_matches(table, t, read_schema)]
     native_paths = {t.data_file.file_path for t in native}
-    rest = [t.data_file.file_path for t in tasks if t.data_file.file_path not in native_paths]
+    rest = [t for t in tasks if t.data_file.file_path not in native_paths]
+    use_dataframe = _use_dataframe_plan(spark, path, scan.schema, read_schema, rest, native_ok)
 
     parts = []
     if native:
-        df = spark.read.schema(spark_schema(read_schema)).parquet(*[t.data_file.file_path for t in native])
-        parts.append(df)
-    if rest or not native:
-        python = (
-            spark.read.format(FORMAT)
-            .option("snapshot-id", str(scan.snapshot.snapshot_id) if scan.snapshot else "")
-            .option("columns", ",".join(f.name for f in read_schema.fields))
-            .option("data-files", json.dumps(rest))
-            .options(**table.io.properties)
-        )
-        if isinstance(filter, str):
-            python = python.option("filter", filter)  # prunes row groups in the Python reader
-        parts.append(python.load(table.metadata_location))
+        df = spark.read.schema(spark_schema(read_schema)).parquet(*[spark_read_path(t.data_file.file_path) for t in native])
+        parts.append(df.alias(f"mor_native_{len(native)}_files"))
+    if use_dataframe and (rest or not native):
+        df = read_dataframe_plan(spark, table, scan.schema, read_schema, rest)
+        parts.append(df.alias(f"mor_dataframe_{len(rest)}_files"))
+    elif rest or not native:
+        parts.append(_python_source(spark, table, scan.snapshot.snapshot_id if scan.snapshot else None, read_schema, rest, filter).alias(f"mor_python_{len(rest)}_files"))
+    logger.info(
+        "read_table %s (snapshot %s): %d files native, %d through the %s",
+        table.metadata_location, scan.snapshot.snapshot_id if scan.snapshot else None,
+        len(native), len(rest), "DataFrame plan" if use_dataframe else "Python source",
+    )  # fmt: skip
     if condition is not None:
         parts = [p.filter(condition) for p in parts]
     parts = [p.select(*[f"`{name}`" for name in output]) for p in parts]
@@ -94,6 +120,32 @@ def read_table(
     for other in parts[1:]:
         result = result.unionByName(other)
     return result
+
+
+def _use_dataframe_plan(spark: SparkSession, path: str, schema: Schema, read_schema: Schema, rest: list[FileScanTask], native_ok: bool) -> bool:
+    """Do the files that do not go native take the DataFrame plan (else the Python source)?"""
+    if path == "python" or (path == "auto" and HAS_PYTHON_SOURCE):
+        return False
+    reason = "object storage needs an s3a Hadoop filesystem in the session (hadoop-aws)" if not native_ok else None
+    reason = reason or unsupported_reason(spark, schema, read_schema, rest)
+    if reason is None:
+        return True
+    raise UnsupportedFeatureError(f"mor's DataFrame plan cannot read this scan: {reason}")
+
+
+def _python_source(spark: SparkSession, table: Table, snapshot_id: int | None, read_schema: Schema, rest: list[FileScanTask], filter: FilterLike) -> DataFrame:
+    from mor.spark.source import FORMAT  # only where pyspark has Python data sources
+
+    python = (
+        spark.read.format(FORMAT)
+        .option("snapshot-id", "" if snapshot_id is None else str(snapshot_id))
+        .option("columns", ",".join(f.name for f in read_schema.fields))
+        .option("data-files", json.dumps([t.data_file.file_path for t in rest]))
+        .options(**table.io.properties)
+    )
+    if isinstance(filter, str):
+        python = python.option("filter", filter)  # prunes row groups in the Python reader
+    return python.load(table.metadata_location)
 
 
 def _natively_readable(schema: Schema) -> bool:

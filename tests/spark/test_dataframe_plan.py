@@ -1,0 +1,280 @@
+"""The DataFrame plan (native Parquet + anti-joins, mor/spark/dataframe_plan.py) and
+mor.spark.read_table on each of its paths: exactly the local reader's rows and mor's Spark types,
+at every snapshot of tables with every kind of delete and evolution, and of the Iceberg Java
+fixtures."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from java_fixtures import JAVA_SNAPSHOTS, JavaSnapshot, to_json_rows
+from pyiceberg.expressions import In
+from spark_helpers import SCHEMA, build_history, rows
+
+import mor
+import mor.spark
+from mor.errors import InvalidArgumentError, UnsupportedFeatureError
+from mor.spark.dataframe_plan import read_dataframe_plan
+from mor.spark.file_paths import has_s3a, spark_file_key, spark_read_path
+from mor.spark.types import spark_schema
+
+PATHS = ["auto", "python", "dataframe"]
+
+
+def json_rows(table_rows: list[dict[str, Any]]) -> list[str]:
+    """Rows in a form that compares as a multiset (NaN, maps, bytes included)."""
+    return sorted(json.dumps(r, sort_keys=True) for r in to_json_rows(table_rows))
+
+
+def plan_of_every_file(spark: Any, table: mor.Table, snapshot_id: int | None, columns: list[str] | None = None) -> Any:
+    """The DataFrame plan over every file of the scan (delete-free ones too)."""
+    scan = table.scan(snapshot_id=snapshot_id, columns=columns, case_sensitive=False)
+    return read_dataframe_plan(spark, table, scan.schema, scan.projection, scan.plan_files())
+
+
+def assert_reads_as_local(df: Any, table: mor.Table, snapshot_id: int | None, columns: list[str] | None = None) -> None:
+    scan = table.scan(snapshot_id=snapshot_id, columns=columns)
+    local = scan.to_arrow()
+    assert df.schema.simpleString() == spark_schema(scan.projection).simpleString(), f"snapshot {snapshot_id}"
+    assert json_rows(df.toArrow().to_pylist()) == json_rows(local.to_pylist()), f"snapshot {snapshot_id}"
+
+
+def assert_every_snapshot(spark: Any, table: mor.Table, columns: list[str] | None = None) -> None:
+    """The plan over every file and read_table's DataFrame path at every snapshot; each path of
+    read_table at the current one (the Python source has its own tests in test_read.py)."""
+    for snapshot in table.metadata.snapshots:
+        sid = snapshot.snapshot_id
+        assert_reads_as_local(plan_of_every_file(spark, table, sid, columns), table, sid, columns)
+        assert_reads_as_local(mor.spark.read_table(spark, table, columns=columns, snapshot_id=sid, path="dataframe"), table, sid, columns)
+    for path in ("auto", "python"):
+        assert_reads_as_local(mor.spark.read_table(spark, table, columns=columns, path=path), table, None, columns)
+
+
+@pytest.mark.parametrize("partition_by", [None, ["category", "day(ts)"]], ids=["unpart", "cat-day"])
+def test_position_equality_deletes_upserts_and_merges(spark: Any, catalog: mor.Catalog, partition_by: list[str] | None) -> None:
+    table = catalog.create_table("db.t", schema=SCHEMA, partition_by=partition_by)
+    build_history(table)
+    assert_every_snapshot(spark, table)
+
+
+def test_deletion_vectors(spark: Any, catalog: mor.Catalog) -> None:
+    table = catalog.create_table("db.v3", schema=SCHEMA, partition_by=["category"], format_version=3)
+    table.append(rows(range(0, 200)))
+    table.append(rows(range(200, 300)))
+    table.delete(In("id", list(range(0, 300, 7))))
+    table.delete("id > 280")  # a second DV for the same files replaces the first
+    table.delete_rows(pa.table({"id": pa.array([1, 2, 201], pa.int64())}))
+    table.upsert(rows([3, 4, 999], n=5), on=["id"])
+    assert_every_snapshot(spark, table)
+
+
+def test_position_delete_file_naming_other_files_deletes_only_where_it_applies(spark: Any, catalog: mor.Catalog) -> None:
+    """One delete file for two data files; a later rewrite of one leaves the delete file
+    naming a file that no longer exists in the snapshot: rows elsewhere stay."""
+    table = catalog.create_table("db.t", schema=SCHEMA)
+    table.append(rows(range(0, 50)))
+    table.append(rows(range(50, 100)))
+    table.delete(In("id", [1, 2, 60, 61]))
+    table.update({"n": pc.field("n") + 1}, where="id < 10")
+    table.delete("id >= 90 and id < 95", mode="copy-on-write")
+    assert_every_snapshot(spark, table)
+
+
+def test_nulls_in_equality_keys(spark: Any, catalog: mor.Catalog) -> None:
+    schema = pa.schema([("k", pa.string()), ("g", pa.int64()), ("v", pa.float64())])
+    table = catalog.create_table("db.nulls", schema=schema)
+    table.append(pa.table({"k": ["a", None, "b", None, "c"], "g": [1, 1, None, None, 2], "v": [1.0, 2.0, float("nan"), None, 5.0]}, schema=schema))
+    table.delete_rows(pa.table({"k": pa.array([None], pa.string()), "g": pa.array([None], pa.int64())}))
+    table.delete_rows(pa.table({"k": pa.array(["a"], pa.string())}))
+    table.append(pa.table({"k": [None, "a"], "g": [None, 1], "v": [7.0, 8.0]}, schema=schema))  # newer: not deleted
+    assert_every_snapshot(spark, table)
+
+
+def test_schema_evolution(spark: Any, catalog: mor.Catalog) -> None:
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("a", pa.int32()), ("f", pa.float32()), ("s", pa.string()),
+                        ("info", pa.struct([("x", pa.int32()), ("y", pa.string())]))])  # fmt: skip
+
+    def batch(ids: range, sch: pa.Schema) -> pa.Table:
+        data: dict[str, list[Any]] = {"id": list(ids)}
+        for f in sch:
+            if f.name == "id":
+                continue
+            if pa.types.is_struct(f.type):
+                data[f.name] = [{c.name: (i if pa.types.is_integer(c.type) else f"{c.name}{i}") for c in f.type} if i % 4 else None for i in ids]
+            elif pa.types.is_integer(f.type):
+                data[f.name] = [i * 3 if i % 5 else None for i in ids]
+            elif pa.types.is_floating(f.type):
+                data[f.name] = [i / 4 for i in ids]
+            else:
+                data[f.name] = [f"{f.name}-{i}" for i in ids]
+        return pa.table(data, schema=sch)
+
+    table = catalog.create_table("db.evo", schema=schema)
+    table.append(batch(range(0, 40), schema))
+    table.delete("id < 4")
+    table.delete_rows(pa.table({"id": pa.array([10], pa.int64())}))
+    with table.update_schema() as update:
+        update.rename_column("a", "a2").rename_column("info.y", "why").widen("a2", pa.int64()).widen("f", pa.float64())
+        update.add_column("added", pa.string()).add_column("info.z", pa.int64()).drop_column("s")
+    table.delete_rows(pa.table({"a2": pa.array([15 * 3], pa.int64())}))
+    new_schema = mor_arrow_schema(table)
+    table.append(batch(range(40, 60), new_schema))
+    table.delete("id >= 50 and id < 53")
+    with table.update_schema() as update:
+        update.add_column("s", pa.string())  # the old name again: a new column, null in old files
+    table.delete("id = 41")
+    assert_every_snapshot(spark, table)
+
+
+def mor_arrow_schema(table: mor.Table) -> pa.Schema:
+    from mor.write.arrow_schema import to_arrow_schema
+
+    return pa.schema([f.remove_metadata() for f in to_arrow_schema(table.metadata.schema())])
+
+
+def test_partition_evolution(spark: Any, catalog: mor.Catalog) -> None:
+    table = catalog.create_table("db.pe", schema=SCHEMA, partition_by=["category"])
+    table.append(rows(range(0, 60)))
+    table.delete(In("id", [1, 2, 3]))
+    with table.update_spec() as spec:
+        spec.remove_field("category").add_field("id", "bucket[4]")
+    table.append(rows(range(60, 120)))
+    table.delete_rows(pa.table({"id": pa.array([5, 70], pa.int64())}))
+    table.upsert(rows([6, 80, 500], n=3), on=["id"], strategy="equality")
+    assert_every_snapshot(spark, table)
+
+
+def test_nested_types(spark: Any, catalog: mor.Catalog) -> None:
+    schema = pa.schema([
+        pa.field("id", pa.int64(), nullable=False),
+        ("tags", pa.list_(pa.string())),
+        ("attrs", pa.map_(pa.string(), pa.int64())),
+        ("point", pa.struct([("x", pa.float64()), ("ys", pa.list_(pa.int32())), ("m", pa.map_(pa.string(), pa.struct([("q", pa.int32())])))])),
+    ])  # fmt: skip
+
+    def nested(ids: range) -> pa.Table:
+        return pa.table({
+            "id": list(ids),
+            "tags": [[f"t{i}", None] if i % 3 else None for i in ids],
+            "attrs": [[("a", i), ("b", None)] if i % 2 else [] for i in ids],
+            "point": [{"x": i / 2, "ys": [i, i + 1], "m": [("k", {"q": i})]} if i % 5 else None for i in ids],
+        }, schema=schema)  # fmt: skip
+
+    table = catalog.create_table("db.nested", schema=schema)
+    table.append(nested(range(0, 30)))
+    table.delete("id < 5")
+    table.delete_rows(pa.table({"id": pa.array([7], pa.int64())}))
+    with table.update_schema() as update:
+        update.rename_column("point.x", "x2").add_column("point.w", pa.string()).widen("point.ys.element", pa.int64())
+    table.append(nested_after(range(30, 40)))
+    table.delete("id = 33 or id = 12")
+    assert_every_snapshot(spark, table)
+
+
+def nested_after(ids: range) -> pa.Table:
+    schema = pa.schema([
+        pa.field("id", pa.int64(), nullable=False),
+        ("tags", pa.list_(pa.string())),
+        ("attrs", pa.map_(pa.string(), pa.int64())),
+        ("point", pa.struct([("x2", pa.float64()), ("ys", pa.list_(pa.int64())), ("m", pa.map_(pa.string(), pa.struct([("q", pa.int32())]))), ("w", pa.string())])),
+    ])  # fmt: skip
+    return pa.table({
+        "id": list(ids),
+        "tags": [[f"t{i}"] for i in ids],
+        "attrs": [[("c", i)] for i in ids],
+        "point": [{"x2": i / 3, "ys": [i], "m": [], "w": f"w{i}"} for i in ids],
+    }, schema=schema)  # fmt: skip
+
+
+def test_columns_and_filters(spark: Any, catalog: mor.Catalog) -> None:
+    table = catalog.create_table("db.t", schema=SCHEMA, partition_by=["category"])
+    build_history(table)
+    for columns in (["n", "id"], ["category"], []):
+        for path in PATHS:
+            assert_reads_as_local(mor.spark.read_table(spark, table, columns=columns, path=path), table, None, columns)
+    local = table.scan(filter="n > 100 and category = 'a'", columns=["id"]).to_arrow()
+    df = mor.spark.read_table(spark, table, filter="n > 100 and category = 'a'", columns=["id"], path="dataframe")
+    assert json_rows(df.toArrow().to_pylist()) == json_rows(local.to_pylist())
+
+
+@pytest.mark.parametrize("snap", [pytest.param(s, id=s.test_id) for s in JAVA_SNAPSHOTS])
+def test_java_fixture_snapshots(spark: Any, java_fixtures: Path, snap: JavaSnapshot) -> None:
+    table = mor.StaticTable.from_metadata(str(java_fixtures / snap.final_metadata_file))
+    columns = natively_typed_columns(table, snap.snapshot_id)
+    assert_reads_as_local(plan_of_every_file(spark, table, snap.snapshot_id, columns), table, snap.snapshot_id, columns)
+    for path in PATHS:
+        df = mor.spark.read_table(spark, table, snapshot_id=snap.snapshot_id, columns=columns, path=path)
+        assert_reads_as_local(df, table, snap.snapshot_id, columns)
+
+
+def natively_typed_columns(table: mor.Table, snapshot_id: int) -> list[str] | None:
+    """The snapshot's columns without uuid and time ones (None: all of them), which the
+    DataFrame plan refuses (see test_uuid_and_time_columns_are_refused_by_the_plan)."""
+    from pyiceberg.types import TimeType, UUIDType
+
+    fields = table.scan(snapshot_id=snapshot_id).projection.fields
+    kept = [f.name for f in fields if not isinstance(f.field_type, (UUIDType, TimeType))]
+    return None if len(kept) == len(fields) else kept
+
+
+def test_uuid_and_time_columns_are_refused_by_the_plan(spark: Any, catalog: mor.Catalog) -> None:
+    import uuid
+
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import LongType, NestedField, UUIDType
+
+    table = catalog.create_table("db.u", schema=Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "u", UUIDType())))
+    table.append(pa.table({"id": pa.array([1, 2], pa.int64()), "u": pa.array([uuid.uuid4().bytes, None], pa.binary(16))}))
+    table.delete("id = 2")
+    with pytest.raises(UnsupportedFeatureError, match="uuid"):
+        mor.spark.read_table(spark, table, path="dataframe")
+    assert [r.id for r in mor.spark.read_table(spark, table, path="auto").collect()] == [1]  # the Python source
+    assert [r.id for r in mor.spark.read_table(spark, table, columns=["id"], path="dataframe").collect()] == [1]
+
+
+def test_bad_path_is_a_clear_error(spark: Any, catalog: mor.Catalog) -> None:
+    table = catalog.create_table("db.t", schema=SCHEMA)
+    with pytest.raises(InvalidArgumentError, match="path"):
+        mor.spark.read_table(spark, table, path="fast")  # type: ignore[arg-type]
+
+
+def test_the_path_each_file_took_is_logged_and_named_in_the_plan(spark: Any, catalog: mor.Catalog, caplog: Any) -> None:
+    table = catalog.create_table("db.t", schema=SCHEMA)
+    table.append(rows(range(0, 50)))
+    table.append(rows(range(50, 100)))
+    table.append(rows(range(100, 150)))
+    table.delete("id < 10")
+    with caplog.at_level(logging.INFO, logger="mor.spark"):
+        df = mor.spark.read_table(spark, table, path="dataframe")
+    assert "2 files native, 1 through the DataFrame plan" in caplog.text
+    plan = df._jdf.queryExecution().analyzed().toString()
+    assert "mor_native_2_files" in plan and "mor_dataframe_1_files" in plan
+    physical = df._jdf.queryExecution().executedPlan().toString()
+    assert "BatchScan mor" not in physical and "BroadcastHashJoin" in physical and "LeftAnti" in physical
+
+
+def test_file_keys_match_what_spark_reports(spark: Any, tmp_path: Path) -> None:
+    """Anti-joins compare `_metadata.file_path` with spark_file_key: same for odd names."""
+    import pyarrow.parquet as pq
+
+    folder = tmp_path / "a dir+x"
+    folder.mkdir()
+    for name in ["plain.parquet", "sp ace%41+plus.parquet", "ünï.parquet"]:
+        path = folder / name
+        pq.write_table(pa.table({"a": [1]}), path)
+        for location in (str(path), "file://" + str(path), "file:" + str(path)):
+            reported = spark.read.parquet(spark_read_path(location)).select("_metadata.file_path").first()[0]
+            assert reported == spark_file_key(spark, location), location
+
+
+def test_object_storage_without_s3a_falls_back_to_the_python_source(spark: Any) -> None:
+    """No hadoop-aws jar here: native reads of s3:// are off; the s3a path is only rewritten."""
+    assert has_s3a(spark) is False
+    assert spark_read_path("s3://bucket/some/key.parquet") == "s3a://bucket/some/key.parquet"
+    assert spark_file_key(spark, "s3://bucket/a b/key.parquet") == "s3a://bucket/a%20b/key.parquet"
