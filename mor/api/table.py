@@ -21,6 +21,7 @@ from mor.api.row_changes import COPY_ON_WRITE, MERGE_ON_READ, MODES
 from mor.api.delete_rows import delete_rows_changes
 from mor.api.expressions import Assignments
 from mor.api.merge import MERGE_MODE_PROPERTY, MergeClauses, merge_rows, upsert_rows
+from mor.api.changes import ChangeScan
 from mor.api.scan import Scan
 from mor.api.schema_update import UpdateSchema, prepare_append
 from mor.api.spec_update import UpdateSpec
@@ -118,6 +119,27 @@ class Table:
         case_sensitive: bool = True,
     ) -> Scan:
         return Scan(self, filter, columns, snapshot_id, as_of, case_sensitive)
+
+    def changes(
+        self,
+        from_snapshot_id: int | None = None,
+        to_snapshot_id: int | None = None,
+        columns: Sequence[str] | None = None,
+        filter: FilterLike = None,
+        from_timestamp: dt.datetime | int | None = None,
+        to_timestamp: dt.datetime | int | None = None,
+        on: Sequence[str] | None = None,
+        net_changes: bool = False,
+        case_sensitive: bool = True,
+    ) -> ChangeScan:
+        """The rows each snapshot after `from` (None: the empty table) up to `to` (None: the
+        current one) inserted, deleted and updated, with `_change_type`, `_change_ordinal` and
+        `_commit_snapshot_id` (mor/api/changes.py). Snapshots by id or by timestamp (ms or a
+        datetime: the snapshot current then); `on`: the key that pairs a delete and an insert
+        into an update (default: the identifier fields, or `_row_id` on format v3)."""
+        return ChangeScan(
+            self, from_snapshot_id, to_snapshot_id, columns, filter, from_timestamp, to_timestamp, on, net_changes, case_sensitive
+        )
 
     def refresh(self) -> Table:
         """The table's current metadata; TableReplacedError when the catalog now holds another
