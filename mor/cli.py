@@ -1,4 +1,4 @@
-"""Command line: `python -m mor quickstart` (the main job), table inspection, and maintenance
+"""Command line: `python -m mor quickstart` (the main job), table inspection (`scan`, `changes`), and maintenance
 (`compact`, `rewrite-deletes`, `expire`, `remove-orphans`, `maintain`), and `serve`: the
 catalog over the Iceberg REST protocol."""
 
@@ -14,6 +14,8 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
 
 import mor
 from mor.api.catalog import DEFAULT_WAREHOUSE
@@ -121,11 +123,39 @@ def _pyiceberg_reads(pyiceberg_table: Any, snapshot_id: int, rows: int) -> str:
 
 
 def _format(t: pa.Table) -> str:
-    columns = t.column_names
-    lines = ["  ".join(f"{c:>26}" for c in columns)]
-    for row in t.to_pylist():
-        lines.append("  ".join(f"{str(row[c]):>26}" for c in columns))
-    return "\n".join(lines)
+    return "\n".join([_header(t.schema), *_lines(t)])
+
+
+def _header(schema: pa.Schema) -> str:
+    return "  ".join(f"{c:>26}" for c in schema.names)
+
+
+def _lines(t: pa.Table | pa.RecordBatch) -> list[str]:
+    return ["  ".join(f"{str(v):>26}" for v in row.values()) for row in t.to_pylist()]
+
+
+def _changes(args: argparse.Namespace) -> None:
+    """`mor changes`: rows streamed to stdout as they are found, or written to --out."""
+    split = lambda text: [c.strip() for c in text.split(",") if c.strip()] if text else None  # noqa: E731
+    changes = _open_table(args).changes(
+        from_snapshot_id=args.from_snapshot_id, to_snapshot_id=args.to_snapshot_id, columns=split(args.columns),
+        filter=args.filter, on=split(args.on), net_changes=args.net,
+    )  # fmt: skip
+    if args.out is None:
+        print(_header(changes.output_schema), flush=True)
+        for batch in changes.to_batches():
+            if batch.num_rows:
+                print("\n".join(_lines(batch)), flush=True)
+        return
+    suffix = os.path.splitext(args.out)[1].lower()
+    if suffix not in (".parquet", ".csv"):
+        raise mor.InvalidArgumentError(f"--out writes .parquet or .csv files, got {args.out!r}")
+    table = changes.to_arrow()
+    if suffix == ".parquet":
+        pq.write_table(table, args.out)
+    else:
+        pa_csv.write_csv(table, args.out)
+    print(f"{table.num_rows} changes written to {args.out}")
 
 
 def _open_table(args: argparse.Namespace) -> mor.Table:
@@ -277,6 +307,16 @@ def main(argv: list[str] | None = None) -> int:
     _catalog_args(s)
     s.add_argument("--filter", default=None)
     s.add_argument("--snapshot-id", type=int, default=None)
+    ch = sub.add_parser("changes", help="print (or write) the rows each snapshot inserted, deleted and updated")
+    ch.add_argument("table")
+    _catalog_args(ch)
+    ch.add_argument("--from", dest="from_snapshot_id", type=int, default=None, help="changes after this snapshot (default: from the empty table)")
+    ch.add_argument("--to", dest="to_snapshot_id", type=int, default=None, help="up to and including this snapshot (default: the current one)")
+    ch.add_argument("--on", default=None, help="comma-separated key columns that pair a delete and an insert into an update")
+    ch.add_argument("--columns", default=None, help="comma-separated columns (default: all)")
+    ch.add_argument("--filter", default=None)
+    ch.add_argument("--net", action="store_true", help="net changes across the range")
+    ch.add_argument("--out", default=None, help="write to this file instead of printing: .parquet or .csv")
     r = sub.add_parser("rewrite-deletes", help="merge each data file's position delete files into one")
     _table_args(r, dry_run=False)
     c = sub.add_parser("compact", help="rewrite data files that carry deletes (and small files) with the deletes applied")
@@ -314,6 +354,8 @@ def main(argv: list[str] | None = None) -> int:
             quickstart(args.warehouse, args.uri, args.property)
         elif args.command == "serve":
             _serve(args)
+        elif args.command == "changes":
+            _changes(args)
         elif args.command == "scan":
             table = _open_table(args)
             print(_format(table.scan(filter=args.filter, snapshot_id=args.snapshot_id).to_arrow()))

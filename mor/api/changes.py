@@ -110,7 +110,7 @@ class ChangeScan:
             yield from self.to_arrow().to_batches()
             return
         for part in self._per_snapshot():
-            yield from self._output(part).to_batches()
+            yield from (b for b in self._output(part).to_batches() if b.num_rows)
 
     def to_arrow(self) -> pa.Table:
         parts = list(self._per_snapshot())

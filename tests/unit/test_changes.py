@@ -154,3 +154,29 @@ def test_row_matching_helpers() -> None:
     nested = pa.table({"l": pa.array([[1, 2], None, [1, 2]], pa.list_(pa.int64()))})
     (g,) = group_ids([nested], ["l"])
     assert g[0] == g[2] != g[1]
+
+
+def test_cli_prints_and_writes_changes(table: mor.Table, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import pyarrow.csv as pa_csv
+    import pyarrow.parquet as pq
+
+    from mor.cli import main
+
+    table.append(rows([1, 2]))
+    first = table.current_snapshot().snapshot_id
+    table.update({"v": "x"}, where="id = 2")
+    warehouse = str(tmp_path / "wh")
+    assert main(["changes", "db.t", "--warehouse", warehouse, "--from", str(first), "--on", "id"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["id", "v", "_change_type", "_change_ordinal", "_commit_snapshot_id"]
+    assert [line.split()[:3] for line in lines[1:]] == [["2", "v2", "UPDATE_BEFORE"], ["2", "x", "UPDATE_AFTER"]]
+    out = tmp_path / "changes.parquet"
+    assert main(["changes", "db.t", "--warehouse", warehouse, "--columns", "id", "--out", str(out)]) == 0
+    written = pq.read_table(out)
+    assert written.column_names == ["id", "_change_type", "_change_ordinal", "_commit_snapshot_id"]
+    assert written.num_rows == 4  # two inserts, then a delete and an insert of id 2
+    csv = tmp_path / "changes.csv"
+    assert main(["changes", "db.t", "--warehouse", warehouse, "--net", "--on", "id", "--out", str(csv)]) == 0
+    assert pa_csv.read_csv(csv).column("_change_type").to_pylist() == ["INSERT", "INSERT"]
+    assert main(["changes", "db.t", "--warehouse", warehouse, "--out", str(tmp_path / "x.json")]) == 2
+    assert "InvalidArgumentError" in capsys.readouterr().err
