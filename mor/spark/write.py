@@ -14,8 +14,17 @@ by the commit itself, so it appears with its first snapshot or not at all.
 Options: `warehouse` and/or `uri` (the catalog, as for reading); `partition-by` and
 `format-version` (2 or 3; new tables);
 `target-file-size-bytes` (default: table property `write.target-file-size-bytes`, else 512 MB);
-`check-nullability` (default true: a nullable DataFrame column cannot go into a required table
-column; with false, only actual nulls are refused, by the task that meets them).
+`check-nullability` (default false: a nullable DataFrame column may go into a required table
+column, and a null met there is a SchemaMismatchError naming the column, raised by the task
+that meets it, so nothing is committed; with true, the nullable column itself is refused);
+`time-zone` (the session time zone, for TIMESTAMP_NTZ columns written into `timestamptz`
+columns; default: environment variable MOR_SESSION_TIME_ZONE, which `mor.spark.register` sets).
+
+Column types convert as Iceberg-Spark's store assignment does (mor/spark/store_assignment.py):
+a TIMESTAMP into a `timestamp` column as its wall clock in the session time zone, TIMESTAMP_NTZ
+into `timestamptz` as a wall clock in that zone, integers and floats into wider ones, decimals
+into wider ones; unsafe casts (long into int, string into int) are a SchemaMismatchError before
+any file is written.
 
 Save modes: Spark hands a Python data source only append or overwrite. `mode("error")` (also the
 default when no mode is given) and `mode("ignore")` fail in Spark's analysis with
@@ -76,8 +85,9 @@ from mor.io.fileio import FileIO
 from mor.planning.conflicts import validate_no_new_deletes_for, validate_no_new_matching_data
 from mor.planning.planner import live_entries
 from mor.spark.options import TableRef, bool_option
+from mor.spark.store_assignment import SESSION_ZONE_ENV, assign, check_assignable, needs_zone
 from mor.spark.types import check_no_duplicates
-from mor.write.arrow_schema import check_fits, conform, from_arrow_schema
+from mor.write.arrow_schema import conform, from_arrow_schema
 from mor.write.parquet_files import WriteOptions, write_data_files
 from mor.write.partitioning import parse_partition_by, split_partition_terms
 
@@ -107,6 +117,7 @@ class WriteTarget:
     table_uuid: str | None
     format_version: int = FORMAT_VERSION  # of a table the commit creates
     io_properties: tuple[tuple[str, str], ...] = ()  # file access the catalog gave the table (vended credentials)
+    session_zone: str | None = None  # for wall-clock values going into timestamptz columns
 
 
 class MorWriter(DataSourceArrowWriter):
@@ -144,7 +155,8 @@ class MorWriter(DataSourceArrowWriter):
             if batch.num_rows == 0:
                 continue
             rows = pa.Table.from_batches([batch])
-            rows = conform(rows.rename_columns([self.target.renames.get(n, n) for n in rows.column_names]), self.target.schema)
+            rows = rows.rename_columns([self.target.renames.get(n, n) for n in rows.column_names])
+            rows = conform(assign(rows, self.target.schema, self.target.session_zone), self.target.schema)
             pending.append(rows)
             size += rows.nbytes
             if size >= self.target_file_bytes:
@@ -269,7 +281,7 @@ class CreateTableOperations:
 def plan_target(ref: TableRef, options: Mapping[str, str], schema: StructType) -> WriteTarget:
     """The table to write (or to create), after checking that `schema` fits it."""
     terms = split_partition_terms(options.get("partition-by") or "")
-    nullable_ok = not bool_option(options, "check-nullability", True)
+    nullable_ok = not bool_option(options, "check-nullability", False)
     version = parse_format_version(options["format-version"]) if options.get("format-version") else None
     catalog = ref.catalog()
     if not catalog.table_exists(ref.name):
@@ -296,13 +308,21 @@ def plan_target(ref: TableRef, options: Mapping[str, str], schema: StructType) -
         )
     renames = _column_renames(schema, table.schema())
     arrow = pa.schema([f.with_name(renames.get(f.name, f.name)) for f in _arrow_schema(schema)])
+    zone = options.get("time-zone") or os.environ.get(SESSION_ZONE_ENV) or None
     try:
-        check_fits(arrow, table.schema(), nullable_into_required=nullable_ok)
+        check_assignable(arrow, table.schema(), nullable_into_required=nullable_ok)
+        wall_clocks = needs_zone(arrow, table.schema())
+        if wall_clocks and zone is None:
+            raise SchemaMismatchError(
+                f"TIMESTAMP_NTZ columns {wall_clocks} go into timestamptz columns: give option 'time-zone' "
+                "(the session time zone their wall-clock values are in)"
+            )
     except SchemaMismatchError as e:
         raise SchemaMismatchError(f"the DataFrame does not fit table {ref.name}: {e}") from e
     return WriteTarget(
         ref.name, table.location, table.schema(), table.spec(), table.properties, renames,
         table.metadata_location, table.metadata.table_uuid, io_properties=tuple(sorted(table.io.properties.items())),
+        session_zone=zone,
     )  # fmt: skip
 
 

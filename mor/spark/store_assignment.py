@@ -1,0 +1,93 @@
+"""Store assignment: the values of a Spark column written into a table column of another type,
+as Iceberg-Spark's `writeTo(...).append()` takes them under Spark's ANSI store assignment, where
+the conversion never changes a value:
+
+- a Spark TIMESTAMP (an instant; what `spark.createDataFrame` makes of pandas and Arrow data)
+  into an Iceberg `timestamp` (no zone) column becomes its wall-clock time in the session time
+  zone (`spark.sql.session.timeZone`), and a TIMESTAMP_NTZ into a `timestamptz` column is read
+  as a wall-clock time in that zone; Spark hands Python its timestamps in Arrow with the session
+  zone attached, so the batch itself says which zone applies;
+- integers into wider integers, float into double, a decimal into one with at least as many
+  digits before and after the point;
+- a nullable column into a required one: the values are checked when written (`conform`), and a
+  null is a SchemaMismatchError naming the column.
+
+Anything else that `check_fits` refuses (long into int, string into int, ...) stays refused,
+before any file is written. Only top-level columns convert (a timestamp inside a struct must
+already have the table's zone-ness).
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyiceberg.schema import Schema
+
+from mor.write.arrow_schema import check_fits, to_arrow_schema
+
+# Where `mor.spark.register` leaves the session time zone for the Python workers Spark starts.
+SESSION_ZONE_ENV = "MOR_SESSION_TIME_ZONE"
+
+
+def assigned_type(source: pa.DataType, target: pa.DataType) -> pa.DataType:
+    """The type a column of type `source` has once converted for a table column of type
+    `target`: `target` where store assignment converts, else `source` (left to check_fits)."""
+    if pa.types.is_timestamp(source) and pa.types.is_timestamp(target) and (source.tz is None) != (target.tz is None):
+        return target
+    if pa.types.is_decimal(source) and pa.types.is_decimal(target):
+        if target.scale >= source.scale and target.precision - target.scale >= source.precision - source.scale:
+            return target
+    return source
+
+
+def check_assignable(source: pa.Schema, schema: Schema, nullable_into_required: bool = True) -> None:
+    """SchemaMismatchError unless columns of Arrow schema `source` (named as the table's) store
+    into the table (see the module docstring)."""
+    target = to_arrow_schema(schema)
+    fields = []
+    for f in source:
+        i = target.get_field_index(f.name)
+        fields.append(pa.field(f.name, assigned_type(f.type, target.field(i).type) if i >= 0 else f.type, f.nullable))
+    check_fits(pa.schema(fields), schema, nullable_into_required=nullable_into_required)
+
+
+def needs_zone(source: pa.Schema, schema: Schema) -> list[str]:
+    """Columns of `source` that go from TIMESTAMP_NTZ into a `timestamptz` column: converting
+    them needs the session time zone, which an Arrow batch without a zone does not carry."""
+    target = to_arrow_schema(schema)
+    names = []
+    for f in source:
+        i = target.get_field_index(f.name)
+        if i >= 0 and pa.types.is_timestamp(f.type) and f.type.tz is None and target.field(i).type.tz is not None:
+            names.append(f.name)
+    return names
+
+
+def assign(rows: pa.Table, schema: Schema, session_zone: str | None) -> pa.Table:
+    """`rows` (named as the table's columns) with their store-assignment conversions done; the
+    caller conforms the result (which checks required columns for nulls). `session_zone`: for
+    wall-clock values going into `timestamptz` columns (see `needs_zone`)."""
+    target = to_arrow_schema(schema)
+    for i, name in enumerate(rows.column_names):
+        j = target.get_field_index(name)
+        if j < 0:
+            continue
+        source_type, target_type = rows.schema.field(i).type, target.field(j).type
+        if assigned_type(source_type, target_type) == source_type:
+            continue
+        converted = _convert(rows.column(i), target_type, session_zone)
+        rows = rows.set_column(i, rows.schema.field(i).with_type(target_type), converted)
+    return rows
+
+
+def _convert(column: pa.ChunkedArray, target: pa.DataType, session_zone: str | None) -> pa.ChunkedArray:
+    source = column.type
+    if pa.types.is_timestamp(source) and source.tz is not None:  # an instant -> its wall clock in the batch's zone
+        return pc.local_timestamp(column).cast(target)
+    if pa.types.is_timestamp(source):  # a wall clock in the session zone -> the instant
+        if session_zone is None:
+            raise AssertionError("needs_zone names these columns: the caller must give the session zone")
+        # Spark resolves a wall clock that a zone's clock change makes ambiguous or skip to the earlier instant too.
+        local = pc.assume_timezone(column, session_zone, ambiguous="earliest", nonexistent="earliest")
+        return local.cast(target)
+    return column.cast(target, safe=True)
