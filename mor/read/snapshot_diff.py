@@ -22,7 +22,8 @@ values are the same whichever side it is read from: the feed's consumer can matc
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from functools import partial
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -32,6 +33,7 @@ from pyiceberg.schema import Schema
 from mor.io.fileio import FileIO
 from mor.planning.task import FileScanTask
 from mor.read.position_deletes import DeleteFileCache, deleted_positions
+from mor.read.scan_reader import parallel_map
 from mor.read.task_reader import TaskReader
 
 
@@ -62,19 +64,20 @@ class SnapshotDiffer:
     def diff(self, parent_tasks: Sequence[FileScanTask], tasks: Sequence[FileScanTask]) -> SnapshotDiff:
         before = {t.data_file.file_path: t for t in parent_tasks}
         after = {t.data_file.file_path: t for t in tasks}
-        removed: list[pa.RecordBatch] = []
-        added: list[pa.RecordBatch] = []
+        # One unit of work per data file that changed, read on threads as a scan reads its files.
+        work: list[Callable[[], tuple[list[pa.RecordBatch], list[pa.RecordBatch]]]] = []
         for path, old in before.items():
             if path not in after:
-                removed += self.rows.read(old)
+                work.append(partial(lambda t: (list(self.rows.read(t)), []), old))
         for path, new in after.items():
             old = before.get(path)
             if old is None:
-                added += self.rows.read(new)
+                work.append(partial(lambda t: ([], list(self.rows.read(t))), new))
             elif _keys(old.delete_files) != _keys(new.delete_files):
-                gone, back = self._changed_rows(old, new)
-                removed += gone
-                added += back
+                work.append(partial(self._changed_rows, old, new))
+        results = parallel_map(lambda unit: unit(), work)
+        removed = [b for gone, _ in results for b in gone]
+        added = [b for _, back in results for b in back]
         return SnapshotDiff(self._table(removed), self._table(added))
 
     def _changed_rows(self, old: FileScanTask, new: FileScanTask) -> tuple[list[pa.RecordBatch], list[pa.RecordBatch]]:
