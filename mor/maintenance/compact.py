@@ -29,10 +29,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterator
+
+import pyarrow as pa
 
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.partitioning import PartitionSpec
+from pyiceberg.schema import Schema
 
 from mor.commit.snapshot_producer import Changes, Validator
 from mor.errors import InvalidArgumentError
@@ -49,6 +52,7 @@ from mor.planning.task import FileScanTask
 from mor.format.lineage import with_lineage
 from mor.read.position_deletes import DeleteFileCache, deleted_positions
 from mor.read.scan_reader import parallel_map, prepared_reader
+from mor.read.task_reader import TaskReader
 from mor.write.options import WriteOptions
 from mor.write.rolling import RollingDataWriter, write_rows
 
@@ -247,40 +251,68 @@ def _bins(tasks: list[FileScanTask], target: int, group_of: Callable[[DataFile],
     return bins
 
 
-def write_compaction(io: FileIO, metadata: TableMetadata, plan: CompactionPlan, options: CompactionOptions, progress: Progress) -> Validator:
-    """Write the groups' live rows into new files (filling `plan.changes`); the validator for the commit."""
-    schema, spec = metadata.schema(), metadata.specs()[plan.spec_id]
-    tasks = [t for g in plan.groups for t in g]
-    write_options = WriteOptions({**metadata.properties, TARGET_FILE_SIZE: str(options.target_file_size)})
-    # v3: rows keep their lineage, stored in the new files (they are moved, not changed).
-    write_schema = with_lineage(schema) if metadata.format_version >= 3 else schema
-    reader = prepared_reader(io, tasks, schema, write_schema, AlwaysTrue(), True)
-    written: list[list[DataFile]] = []
+@dataclass(frozen=True)
+class BinRewriter:
+    """What rewriting one bin needs, apart from the files: picklable, so Spark can ship it
+    to executors (mor/spark/maintenance.py) as the local verb hands it to its threads."""
 
-    with progress.stage("rewrite data files", len(tasks)) as step:
+    table_location: str
+    schema: Schema
+    write_schema: Schema  # v3: with the row lineage columns, so rows keep their lineage
+    spec: PartitionSpec
+    write_options: WriteOptions
 
-        def rewrite(group: list[FileScanTask]) -> list[DataFile]:
-            writer = RollingDataWriter(io, metadata.location, write_schema, spec, write_options)
-            written.append(writer.started)  # for cleanup if another group fails
+    @classmethod
+    def of(cls, metadata: TableMetadata, plan: CompactionPlan, options: CompactionOptions) -> BinRewriter:
+        schema = metadata.schema()
+        write_options = WriteOptions({**metadata.properties, TARGET_FILE_SIZE: str(options.target_file_size)})
+        write_schema = with_lineage(schema) if metadata.format_version >= 3 else schema
+        return cls(metadata.location, schema, write_schema, metadata.specs()[plan.spec_id], write_options)
 
-            def rows():
-                for task in group:
-                    yield from reader.read(task)
-                    reader.cache.done(task)
-                    step.advance()
+    def reader(self, io: FileIO, tasks: list[FileScanTask]) -> TaskReader:
+        """One reader for every task it will rewrite (delete files shared by tasks read once)."""
+        return prepared_reader(io, tasks, self.schema, self.write_schema, AlwaysTrue(), True)
 
-            return write_rows(writer, rows())
+    def rewrite(
+        self, io: FileIO, reader: TaskReader, group: list[FileScanTask], written: list[str], advance: Callable[[], None]
+    ) -> list[DataFile]:
+        """Stream the live rows of a bin's files into new files rolled at the target size.
+        Every file started is added to `written`, for the caller's cleanup should another bin fail."""
+        writer = RollingDataWriter(io, self.table_location, self.write_schema, self.spec, self.write_options)
+
+        def rows() -> Iterator[pa.RecordBatch]:
+            for task in group:
+                yield from reader.read(task)
+                reader.cache.done(task)
+                advance()
 
         try:
-            files = parallel_map(rewrite, plan.groups)
+            return write_rows(writer, rows())
+        finally:
+            written += writer.started
+
+
+def write_compaction(io: FileIO, metadata: TableMetadata, plan: CompactionPlan, options: CompactionOptions, progress: Progress) -> Validator:
+    """Write the groups' live rows into new files (filling `plan.changes`); the validator for the commit."""
+    rewriter = BinRewriter.of(metadata, plan, options)
+    tasks = [t for g in plan.groups for t in g]
+    reader = rewriter.reader(io, tasks)
+    written: list[str] = []
+    with progress.stage("rewrite data files", len(tasks)) as step:
+        try:
+            files = parallel_map(lambda group: rewriter.rewrite(io, reader, group, written, step.advance), plan.groups)
         except BaseException:
-            for started in written:
-                for location in started:
-                    io.delete_quietly(location)
+            for location in written:
+                io.delete_quietly(location)
             raise
+    return finish_compaction(io, plan, [f for group in files for f in group])
+
+
+def finish_compaction(io: FileIO, plan: CompactionPlan, added: list[DataFile]) -> Validator:
+    """Fill `plan.changes` with the files the bins were rewritten into; the commit's validator."""
     plan.changes = Changes(
         Operation.REPLACE,
-        added_data=[f for group in files for f in group],
+        added_data=added,
         removed_data=plan.rewritten,
         removed_deletes=list(plan.dropped_deletes),
         data_sequence_number=plan.snapshot_sequence_number,

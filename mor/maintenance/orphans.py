@@ -20,6 +20,8 @@ import stat
 from dataclasses import dataclass
 from typing import Iterable
 
+import pyarrow.fs as pafs
+
 from mor.errors import InvalidArgumentError
 from mor.format.metadata import TableMetadata
 from mor.io.fileio import FileIO
@@ -65,6 +67,55 @@ def list_files(io: FileIO, where: Place) -> tuple[list[ListedFile], list[str]]:
     return files, links
 
 
+def list_top(io: FileIO, where: Place, max_depth: int, min_folders: int) -> tuple[list[ListedFile], list[str], list[Place]]:
+    """The top of the listing of `where`, level by level until it meets `min_folders` folders
+    (or `max_depth` levels, or no folder): the files and symbolic links met, and the folders of
+    the last level, whose own listings (`list_files`) complete it. A distributed caller lists
+    those folders in parallel."""
+    files: list[ListedFile] = []
+    links: list[str] = []
+    folders = [where]
+    for _ in range(max_depth):
+        below: list[Place] = []
+        for folder in folders:
+            found, linked, inner = _list_one_level(io, folder)
+            files += found
+            links += linked
+            below += inner
+        folders = below
+        if len(folders) >= min_folders or not folders:
+            break
+    return files, links, folders
+
+
+def _list_one_level(io: FileIO, where: Place) -> tuple[list[ListedFile], list[str], list[Place]]:
+    if where.prefix:  # object storage: the keys directly under a prefix, and its sub-prefixes
+        fs, path = io.resolve(str(where))
+        selector = pafs.FileSelector(path.rstrip("/"), recursive=False, allow_not_found=True)
+        infos = fs.get_file_info(selector)
+        bucket_path = lambda i: "s3://" + i.path  # noqa: E731
+        files = [ListedFile(bucket_path(i), i.size or 0, i.mtime_ns) for i in infos if i.type == pafs.FileType.File]
+        inner = [Place(where.prefix, where.path.rstrip("/") + "/" + i.base_name) for i in infos if i.type == pafs.FileType.Directory]
+        return files, [], inner
+    files, links, inner = [], [], []
+    try:
+        entries = list(os.scandir(where.path))
+    except FileNotFoundError:  # removed meanwhile
+        return [], [], []
+    for entry in entries:
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except FileNotFoundError:
+            continue
+        if stat.S_ISLNK(info.st_mode):
+            links.append(entry.path)
+        elif stat.S_ISDIR(info.st_mode):
+            inner.append(Place("", entry.path))
+        elif stat.S_ISREG(info.st_mode):
+            files.append(ListedFile(entry.path, info.st_size, info.st_mtime_ns))
+    return files, links, inner
+
+
 @dataclass(frozen=True)
 class Orphans:
     """Orphans the table owns (path -> size), and unreferenced files it does not own."""
@@ -77,8 +128,16 @@ def orphan_files(io: FileIO, metadata: TableMetadata, metadata_location: str, ol
     """Unreferenced files under the table location last modified before `older_than`: those the
     table owns, with their sizes, and those it does not."""
     referenced = referenced_locations(io, metadata, metadata_location)
-    live = set().union(*(keys(f) for f in referenced))
     listed, links = list_files(io, ownership.literal)
+    return select_orphans(referenced, listed, links, older_than, ownership)
+
+
+def select_orphans(
+    referenced: set[str], listed: list[ListedFile], links: list[str], older_than: dt.datetime, ownership: Ownership
+) -> Orphans:
+    """The orphans among the `listed` files (and the `links` met listing), given every location
+    the metadata `referenced`: however they were found, on one machine or many."""
+    live = set().union(*(keys(f) for f in referenced))
     unreferenced = [f for f in listed if not keys(f.path) & live and os.path.basename(f.path) != VERSION_HINT]
     _check_prefixes(referenced, unreferenced, ownership)
     cutoff_ns = int(older_than.timestamp() * 1e9)  # a naive datetime is local time, as everywhere in Python
@@ -141,13 +200,18 @@ def remove_orphans(
     ownership: Ownership,
 ) -> OrphanResult:
     """Find the orphans older than `older_than` (an age or a time) and delete them unless `dry_run`."""
-    cutoff = dt.datetime.now(dt.timezone.utc) - older_than if isinstance(older_than, dt.timedelta) else older_than
-    if not isinstance(cutoff, dt.datetime):
-        raise InvalidArgumentError(f"older_than must be a timedelta or a datetime, got {older_than!r}")
-    orphans = orphan_files(io, metadata, metadata_location, cutoff, ownership)
+    orphans = orphan_files(io, metadata, metadata_location, cutoff_time(older_than), ownership)
     if not dry_run:
         with progress.stage("delete orphan files", len(orphans.owned)) as step:
             for path in orphans.owned:
                 io.delete(path)
                 step.advance()
     return OrphanResult(orphans.owned, sum(orphans.owned.values()), dry_run, orphans.skipped)
+
+
+def cutoff_time(older_than: dt.timedelta | dt.datetime) -> dt.datetime:
+    """The time before which a file must have last changed to go: `older_than` ago, or it."""
+    cutoff = dt.datetime.now(dt.timezone.utc) - older_than if isinstance(older_than, dt.timedelta) else older_than
+    if not isinstance(cutoff, dt.datetime):
+        raise InvalidArgumentError(f"older_than must be a timedelta or a datetime, got {older_than!r}")
+    return cutoff

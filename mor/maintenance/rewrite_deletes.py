@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from pyiceberg.expressions import AlwaysTrue
+from pyiceberg.partitioning import PartitionSpec
+from pyiceberg.schema import Schema
 
 from mor.commit.snapshot_producer import Changes, Validator
 from mor.format.content_file import DataFile, DeleteFile
@@ -77,53 +79,105 @@ class RewritePlan:
         )
 
 
-def plan_rewrite(io: FileIO, metadata: TableMetadata) -> RewritePlan:
-    """Write the merged delete files; the commit that swaps them in, and its conflict check."""
+@dataclass(frozen=True)
+class DeleteMerger:
+    """What merging the position deletes of some data files needs: picklable, so Spark can ship
+    it to executors (mor/spark/maintenance.py)."""
+
+    table_location: str
+    schema: Schema
+    specs: dict[int, PartitionSpec]
+    options: WriteOptions
+    vectors: bool  # v3: the merged deletes become deletion vectors
+
+    @classmethod
+    def of(cls, metadata: TableMetadata) -> DeleteMerger:
+        return cls(metadata.location, metadata.schema(), metadata.specs(), WriteOptions(metadata.properties), metadata.format_version >= 3)
+
+    def merge(self, io: FileIO, tasks: list[FileScanTask], written: list[DeleteFile]) -> None:
+        """Write the merged deletes of each task's data file: one sorted position delete file
+        each, or (v3) one deletion vector each, all in one Puffin file. Each file written is
+        added to `written` (for the caller's cleanup should another group fail)."""
+        cache = DeleteFileCache(io)
+
+        def merged_positions(task: FileScanTask) -> tuple[DataFile, np.ndarray]:
+            positions = deleted_positions(task.data_file.file_path, task.position_deletes, cache, task.data_file.record_count)
+            return task.data_file, positions
+
+        def merge_one(task: FileScanTask) -> None:
+            data, positions = merged_positions(task)
+            if len(positions):
+                spec = self.specs[data.spec_id]
+                written.append(write_position_delete_file(io, self.table_location, self.schema, spec, data, positions, self.options))
+
+        if self.vectors:
+            found = [(d, p) for d, p in parallel_map(merged_positions, tasks) if len(p)]
+            written += write_deletion_vectors(io, self.table_location, found)
+        else:
+            parallel_map(merge_one, tasks)
+
+
+@dataclass
+class RewriteWork:
+    """The planned rewrite: the tasks whose position deletes merge, and what leaves."""
+
+    merger: DeleteMerger
+    to_merge: list[FileScanTask]
+    live_position: list[DeleteFile]
+    applied: set[tuple[str, int | None]]  # keys of the position delete files some live data file reads
+
+
+def plan_position_rewrite(io: FileIO, metadata: TableMetadata) -> RewriteWork | None:
+    """The data files whose position deletes to merge; None when the table has no snapshot."""
     snapshot = metadata.current_snapshot()
-    changes = Changes(Operation.REPLACE)
     if snapshot is None:
-        return RewritePlan(changes, lambda read_base, current: None, 0)
+        return None
     tasks = plan_files(io, metadata, snapshot, AlwaysTrue())
     live_position = [
         e.file for e in live_entries(io, metadata, snapshot, ManifestContent.DELETES)
         if isinstance(e.file, DeleteFile) and e.file.content == FileContent.POSITION_DELETES
     ]  # fmt: skip
     applied = {f.key for t in tasks for f in t.position_deletes}
-    vectors = metadata.format_version >= 3
-    if vectors:
+    merger = DeleteMerger.of(metadata)
+    if merger.vectors:
         to_merge = [t for t in tasks if any(not f.is_deletion_vector for f in t.position_deletes)]
     else:
         shared = {f.file_path for t in tasks for f in t.position_deletes if referenced_path(f) is None}
         # A file naming several data files is rewritten for each of them, so it can go.
         to_merge = [t for t in tasks if len(t.position_deletes) > 1 or any(f.file_path in shared for f in t.position_deletes)]
-    schema, specs, options = metadata.schema(), metadata.specs(), WriteOptions(metadata.properties)
-    cache = DeleteFileCache(io)
+    return RewriteWork(merger, to_merge, live_position, applied)
 
+
+def plan_rewrite(io: FileIO, metadata: TableMetadata) -> RewritePlan:
+    """Write the merged delete files; the commit that swaps them in, and its conflict check."""
+    work = plan_position_rewrite(io, metadata)
+    if work is None:
+        return nothing_to_rewrite()
     written: list[DeleteFile] = []
-
-    def merged_positions(task: FileScanTask) -> tuple[DataFile, np.ndarray]:
-        return task.data_file, deleted_positions(task.data_file.file_path, task.position_deletes, cache, task.data_file.record_count)
-
-    def merge(task: FileScanTask) -> None:
-        data, positions = merged_positions(task)
-        if len(positions):
-            written.append(write_position_delete_file(io, metadata.location, schema, specs[data.spec_id], data, positions, options))
-
     try:
-        if vectors:
-            found = [(d, p) for d, p in parallel_map(merged_positions, to_merge) if len(p)]
-            written += write_deletion_vectors(io, metadata.location, found)
-        else:
-            parallel_map(merge, to_merge)
+        work.merger.merge(io, work.to_merge, written)
     except BaseException:  # an unreadable delete file: leave nothing of ours behind
         for f in written:
             io.delete_quietly(f.file_path)
         raise
-    changes.added_deletes = written
-    merged = {f.key for t in to_merge for f in t.position_deletes}
-    dangling = [f for f in live_position if f.key not in applied]
-    changes.removed_deletes = [f for f in live_position if f.key in merged] + dangling
-    rewritten_data = [t.data_file.file_path for t in to_merge]
+    return finish_rewrite(io, work, written)
+
+
+def nothing_to_rewrite() -> RewritePlan:
+    """The plan of a table without a snapshot."""
+    return RewritePlan(Changes(Operation.REPLACE), lambda read_base, current: None, 0)
+
+
+def finish_rewrite(io: FileIO, work: RewriteWork, written: list[DeleteFile]) -> RewritePlan:
+    """The commit of the merged files `written`: they come in, the files they merge and the
+    dangling ones go; its conflict check."""
+    changes = Changes(Operation.REPLACE)
+    changes.added_deletes = list(written)
+    merged = {f.key for t in work.to_merge for f in t.position_deletes}
+    dangling = [f for f in work.live_position if f.key not in work.applied]
+    changes.removed_deletes = [f for f in work.live_position if f.key in merged] + dangling
+    rewritten_data = [t.data_file.file_path for t in work.to_merge]
+    vectors = work.merger.vectors
 
     def validate(read_base: TableMetadata, current: TableMetadata) -> None:
         # The new files must still have their data files to delete from; the files removed
