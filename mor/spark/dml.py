@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import pickle
 import traceback
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence
@@ -93,6 +94,22 @@ def _transportable(error: Exception) -> BaseException:
         return error
     except Exception:
         return MorError(f"a Spark task failed: {trace}")
+
+
+JOB_DESCRIPTION = "spark.job.description"  # the local property Spark's UI shows for a job
+
+
+@contextmanager
+def job_description(spark: SparkSession, what: str) -> Iterator[None]:
+    """Jobs started inside are described as `what` (in Spark's UI and logs); the caller's
+    description comes back after."""
+    sc = spark.sparkContext
+    before = sc.getLocalProperty(JOB_DESCRIPTION)
+    sc.setJobDescription(what)
+    try:
+        yield
+    finally:
+        sc.setLocalProperty(JOB_DESCRIPTION, before)  # type: ignore[arg-type]  # None removes it
 
 
 def found_changes(
@@ -169,8 +186,11 @@ def _run(spark: SparkSession, table: Table, job: RowsJob) -> tuple[Changes, Vali
         return None
     sc = spark.sparkContext
     groups = pack_tasks(tasks, sc.defaultParallelism)
-    results = sc.parallelize(groups, len(groups)).mapPartitions(partial(_run_groups, job)).collect()
-    return found_changes(table, results, "update" if job.columns is not None else "delete", job.row_filter)
+    kind = "update" if job.columns is not None else "delete"
+    what = f"mor {kind} {'' if kind == 'update' else 'from '}{table.identifier}: find rows in {len(tasks)} data files, write changes"
+    with job_description(spark, what):
+        results = sc.parallelize(groups, len(groups)).mapPartitions(partial(_run_groups, job)).collect()
+    return found_changes(table, results, kind, job.row_filter)
 
 
 def _run_groups(job: RowsJob, groups: Iterator[list[FileScanTask]]) -> Iterator[TaskResult]:

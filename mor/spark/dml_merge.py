@@ -1,12 +1,21 @@
-"""Distributed MERGE INTO and UPSERT from a Spark DataFrame, with the local API's semantics
+"""MERGE INTO and UPSERT from a Spark DataFrame, with the local API's semantics
 (mor/api/merge.py): keys match null-safely, a key may appear once in the source
 (DuplicateKeyError), on a matched row the delete clause is tried before the update clause.
 
     mor.spark.merge(spark, table, source_df, on=["id"], when_matched_update="*", when_not_matched_insert="*")
     mor.spark.upsert(spark, table, source_df, on=["id"])
 
-Everything large stays distributed; the driver checks clauses and collects only statistics and
-file descriptions:
+Two paths, chosen by cost (`path="auto"`, or forced with "driver"/"distributed"):
+
+- Driver: when Spark's estimate of the source's size (its optimized plan's statistics, known
+  without running a job) is at most `spark.mor.dml.driverSourceMaxBytes` (default 32 MiB), the
+  source is collected to Arrow (one job, the source evaluated once) and the local verb runs on
+  the driver: `table.merge`/`table.upsert`, the same semantics, conflict checks and snapshot.
+  For a small source this beats the distributed path's several jobs and shuffles by far.
+- Distributed, below: everything large stays on the executors; the driver checks clauses and
+  collects only statistics and file descriptions. The clause checks of step 1 run on both paths,
+  so a bad clause is the same error either way.
+
 1. The driver checks the clauses against the table and the source's schema, evaluating every
    expression once on empty rows, so a bad clause fails before any job runs.
 2. One aggregation over the source: row count, distinct keys (duplicates fail here, before
@@ -35,7 +44,7 @@ the `_row_id` of the one live row that held its key (none when several did): the
 are counted per key (an aggregation over the target's key columns, which reads the target a
 second time) and joined to the source before the rows are written.
 
-The source DataFrame is evaluated twice (statistics, then the join): cache it when computing it
+On the distributed path the source DataFrame is evaluated twice (statistics, then the join): cache it when computing it
 is costly or not deterministic. A task holds its share of the joined rows in memory (only the
 key columns of the target unless the clauses read others) while it writes.
 """
@@ -70,7 +79,7 @@ from mor.api.merge import (
 )
 from mor.api.row_changes import DmlTarget, FileMatch, Removal, RowRemover, live_row_count
 from mor.api.table import Table
-from mor.errors import DuplicateKeyError, UnsupportedFeatureError
+from mor.errors import DuplicateKeyError, InvalidArgumentError, UnsupportedFeatureError
 from mor.format.metadata import Snapshot
 from mor.format.spec import ROW_ID_NAME
 from mor.io.fileio import FileIO
@@ -80,7 +89,7 @@ from mor.read.position_deletes import DeleteFileCache
 from mor.read.task_reader import POSITION_COLUMN
 from mor.spark.columns import to_column
 from mor.commit.snapshot_producer import Changes, Validator
-from mor.spark.dml import TaskResult, found_changes, run_task
+from mor.spark.dml import TaskResult, found_changes, job_description, run_task
 from mor.spark.scan import FILE_COLUMN, check_metadata_columns_free
 from mor.spark.source import FORMAT
 from mor.spark.types import spark_arrow_schema, spark_type
@@ -89,6 +98,9 @@ from mor.write.arrow_schema import conform, to_arrow_schema, to_arrow_type
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+DRIVER_SOURCE_CONF = "spark.mor.dml.driverSourceMaxBytes"  # path="auto": the largest source merged on the driver
+DRIVER_SOURCE_MAX_BYTES = 32 << 20  # its default, in Spark's estimate of the source's size
+PATHS = ("auto", "driver", "distributed")
 RESULT_SCHEMA = StructType([StructField("result", BinaryType())])  # one pickled TaskResult per task
 ORDERABLE_KEY_TYPES = (IntegerType, LongType, StringType)  # the ones key_range bounds
 
@@ -122,9 +134,11 @@ def merge(
     when_matched_update_if: pc.Expression | None = None,
     when_not_matched_insert_if: pc.Expression | None = None,
     mode: str | None = None,
+    path: str = "auto",
 ) -> Snapshot | None:
-    """`table.merge(...)` with a DataFrame source, run on Spark's executors (see the module
-    docstring). Returns the new snapshot, or None when no clause changed anything."""
+    """`table.merge(...)` with a DataFrame source (see the module docstring). `path`: "auto"
+    (a small source on the driver, else distributed), "driver" or "distributed". Returns the
+    new snapshot, or None when no clause changed anything."""
     table._writable()
     check_metadata_columns_free(table.schema())
     clauses = MergeClauses(
@@ -137,23 +151,34 @@ def merge(
     job = MergeJob(DmlTarget.of(table, mode), tuple(on), clauses, outputs, tuple(target_columns), keyed.schema, {}, row_ids)
     _check_readable(table, target_columns)
     _check_expressions(job)
+    local = _on_driver(spark, table, source, path, "merge")
+    if local is not None:
+        return table.merge(local, on, when_matched_update, when_matched_delete, when_not_matched_insert,
+                           when_matched_update_if, when_not_matched_insert_if, mode)  # fmt: skip
     renamed = _renamed_source(source, job)
-    key_filter = _key_filter(table, renamed, job)
-    if key_filter is None:
+    with job_description(spark, f"mor merge into {table.identifier}: source keys and key range"):
+        found = _key_filter(table, renamed, job)
+    if found is None:
         return None  # an empty source changes nothing
+    key_filter, source_rows = found
     how = "left" if outputs.insert is not None else "inner"  # unmatched source rows only matter to inserts
 
     def plan() -> tuple[Changes, Validator] | None:
         planned, target = _target(spark, table, replace(job, target=DmlTarget.of(table, mode)), key_filter)
         joined = _by_file(renamed.join(target, _keys_match(planned), how), spark, planned)
-        return found_changes(table, _collect(joined.mapInArrow(partial(_merge_task, planned), RESULT_SCHEMA)), "merge", key_filter)
+        results = joined.mapInArrow(partial(_merge_task, planned), RESULT_SCHEMA)
+        what = f"mor merge into {table.identifier}: join {source_rows:,} source rows with {len(planned.tasks)} data files, write changes"
+        with job_description(spark, what):
+            return found_changes(table, _collect(results), "merge", key_filter)
 
     return table._run_dml("merge", plan)
 
 
-def upsert(spark: SparkSession, table: Table, source: DataFrame, on: Sequence[str], mode: str | None = None) -> Snapshot | None:
-    """`table.upsert(rows, on)` (its position strategy) with a DataFrame source, on Spark's
-    executors: every live row holding a source key goes, every source row is added once."""
+def upsert(
+    spark: SparkSession, table: Table, source: DataFrame, on: Sequence[str], mode: str | None = None, path: str = "auto"
+) -> Snapshot | None:
+    """`table.upsert(rows, on)` (its position strategy) with a DataFrame source: every live row
+    holding a source key goes, every source row is added once. `path` as for `merge`."""
     table._writable()
     check_metadata_columns_free(table.schema())
     mode = table._mode(mode, MERGE_MODE_PROPERTY)
@@ -162,10 +187,15 @@ def upsert(spark: SparkSession, table: Table, source: DataFrame, on: Sequence[st
     key_fields(schema, on)
     job = MergeJob(DmlTarget.of(table, mode), tuple(on), MergeClauses(matched_delete=True), MergeOutputs(None, None),
                    tuple(on), fitted.schema, {}, table.metadata.format_version >= 3)  # fmt: skip
+    local = _on_driver(spark, table, source, path, "upsert")
+    if local is not None:
+        return table.upsert(local, on, mode)
     renamed = _renamed_source(source, job)
-    key_filter = _key_filter(table, renamed, job)
-    if key_filter is None:
+    with job_description(spark, f"mor upsert into {table.identifier}: source keys and key range"):
+        found = _key_filter(table, renamed, job)
+    if found is None:
         return None
+    key_filter, source_rows = found
 
     def plan() -> tuple[Changes, Validator] | None:
         planned, target = _target(spark, table, replace(job, target=DmlTarget.of(table, mode)), key_filter)
@@ -176,13 +206,38 @@ def upsert(spark: SparkSession, table: Table, source: DataFrame, on: Sequence[st
             spark.sparkContext.defaultParallelism
         )
         inserts = spread.mapInArrow(partial(_insert_task, planned.target), RESULT_SCHEMA)
-        results = _collect(removals.mapInArrow(partial(_merge_task, planned), RESULT_SCHEMA).union(inserts))
+        what = f"mor upsert into {table.identifier}: {source_rows:,} source rows against {len(planned.tasks)} data files, write changes"
+        with job_description(spark, what):
+            results = _collect(removals.mapInArrow(partial(_merge_task, planned), RESULT_SCHEMA).union(inserts))
         return found_changes(table, results, "merge", key_filter)
 
     return table._run_dml("merge", plan)
 
 
 # -- driver ----------------------------------------------------------------------------------
+
+
+def _on_driver(spark: SparkSession, table: Table, source: DataFrame, path: str, verb: str) -> pa.Table | None:
+    """The source's rows as Arrow when the verb runs on the driver, else None (distributed).
+    "auto" takes the driver when Spark's estimate of the source's size (optimized-plan
+    statistics: no job) is at most `spark.mor.dml.driverSourceMaxBytes`."""
+    if path not in PATHS:
+        raise InvalidArgumentError(f"path must be one of {list(PATHS)}, got {path!r}")
+    if path == "distributed" or (path == "auto" and not _small(spark, source)):
+        return None
+    with job_description(spark, f"mor {verb} into {table.identifier}: collect the source to the driver"):
+        rows = source.toArrow()
+    # Spark's Arrow types (large strings, the session's time zone) as the distributed path sees them.
+    return rows.cast(spark_arrow_schema(source.schema))
+
+
+def _small(spark: SparkSession, source: DataFrame) -> bool:
+    limit = int(spark.conf.get(DRIVER_SOURCE_CONF, None) or DRIVER_SOURCE_MAX_BYTES)
+    try:
+        estimate = int(str(source._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
+    except Exception:  # no JVM plan to ask (Spark Connect): stay distributed
+        return False
+    return estimate <= limit
 
 
 def _check_readable(table: Table, columns: Sequence[str]) -> None:
@@ -216,9 +271,10 @@ def _renamed_source(source: DataFrame, job: MergeJob) -> DataFrame:
     return source.select(*columns)
 
 
-def _key_filter(table: Table, renamed: DataFrame, job: MergeJob) -> BooleanExpression | None:
+def _key_filter(table: Table, renamed: DataFrame, job: MergeJob) -> tuple[BooleanExpression, int] | None:
     """One aggregation over the source: DuplicateKeyError if a key repeats; None when the
-    source is empty; else the key range (as the local API computes it from the keys)."""
+    source is empty; else the key range (as the local API computes it from the keys) and the
+    number of source rows."""
     schema = table.schema()
     names = [job.source_name(k) for k in job.keys]
     per_key = renamed.groupBy(*names).agg(F.count(F.lit(1)).alias("rows"))
@@ -241,7 +297,7 @@ def _key_filter(table: Table, renamed: DataFrame, job: MergeJob) -> BooleanExpre
         lo, hi = stats[f"lo{i}"], stats[f"hi{i}"]
         values = [lo, hi] + ([None if stats[f"null{i}"] else lo] if with_nulls else [])
         extremes[k] = pa.array(values, to_arrow_type(schema.find_field(k).field_type))
-    return key_range(schema, pa.table(extremes)) if extremes else AlwaysTrue()
+    return (key_range(schema, pa.table(extremes)) if extremes else AlwaysTrue()), rows
 
 
 def _target(spark: SparkSession, table: Table, job: MergeJob, key_filter: BooleanExpression) -> tuple[MergeJob, DataFrame]:

@@ -23,9 +23,20 @@ import mor
 from foreign_writes import commit_as_another_engine
 from mor.io.fileio import to_local_path
 from mor.spark.dml import delete, update
-from mor.spark.dml_merge import merge, upsert
+from mor.spark.dml_merge import DRIVER_SOURCE_CONF, merge, upsert
 
 FILE_PATH_ID, POS_ID = 2147483546, 2147483545
+
+
+@pytest.fixture(autouse=True)
+def distributed_merges(spark: Any) -> Any:
+    """These tests' sources are small: keep MERGE/UPSERT distributed (the driver path has its
+    own tests, tests/spark/test_dml_speed_paths.py)."""
+    spark.conf.set(DRIVER_SOURCE_CONF, "-1")
+    yield
+    spark.conf.unset(DRIVER_SOURCE_CONF)
+
+
 PARTITIONINGS = [pytest.param(None, id="unpartitioned"), pytest.param(["category"], id="partitioned")]
 
 
