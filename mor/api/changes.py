@@ -73,8 +73,14 @@ class ChangeScan:
         on: Sequence[str] | None = None,
         net_changes: bool = False,
         case_sensitive: bool = True,
+        *,
+        schema: Schema | None = None,
+        first_ordinal: int = 0,
     ):
+        """`schema` (default: the schema of `to`) and `first_ordinal` let a caller split one
+        range into parts that read alike (Spark reads a range one snapshot per task)."""
         self.table = table
+        self.first_ordinal = first_ordinal
         self.case_sensitive = case_sensitive
         self.net_changes = net_changes
         metadata = table.metadata
@@ -84,6 +90,8 @@ class ChangeScan:
         else:
             self.to_snapshot = metadata.current_snapshot()
             self.schema = metadata.schema()
+        if schema is not None:
+            self.schema = schema
         self.from_snapshot = _from_snapshot(table, from_snapshot_id, from_timestamp)
         self.snapshots = _range(table, self.from_snapshot, self.to_snapshot)
         self.row_filter = parse_filter(filter)
@@ -125,7 +133,7 @@ class ChangeScan:
         table = self.table
         differ = SnapshotDiffer(table.io, self.schema, self.read_projection, self.row_filter, self.case_sensitive)
         parent = self._plan(self.from_snapshot) if self.from_snapshot is not None else []
-        ordinal = 0
+        ordinal = self.first_ordinal
         for snapshot in self.snapshots:
             tasks = self._plan(snapshot)
             if snapshot.operation != "replace":

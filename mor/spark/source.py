@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Iterator
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from mor.spark.options import read_options, table_ref
+from mor.spark.changes import ChangesReader, plan_changes, wants_changes
+from mor.spark.options import bool_option, read_options, table_ref
 from mor.spark.scan import ScanPlan, plan_scan, read_group
 
 if TYPE_CHECKING:
@@ -30,16 +31,24 @@ PARALLELISM_ENV = "MOR_SPARK_PARALLELISM"  # the session's defaultParallelism, s
 PUSHDOWN_IS_SCOPED = hasattr(DataSourceReader, "pushLimit")
 
 
+def wants_change_stream(options: dict) -> bool:
+    return bool_option(options, "read-changes")  # mor/spark/changes_stream.py
+
+
 class MorDataSource(DataSource):
     @classmethod
     def name(cls) -> str:
         return FORMAT
 
     def schema(self) -> StructType:
+        if wants_changes(self.options) or wants_change_stream(self.options):
+            return plan_changes(table_ref(self.options), self.options).output
         plan = plan_scan(table_ref(self.options), read_options(self.options), requested=None)
         return plan.output
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        if wants_changes(self.options):  # the change feed (mor/spark/changes.py)
+            return ChangesReader(plan_changes(table_ref(self.options), self.options))
         cls = MorFilteringReader if os.environ.get(PUSHDOWN_ENV) == "true" and PUSHDOWN_IS_SCOPED else MorReader
         return cls(plan_scan(table_ref(self.options), read_options(self.options), requested=schema))
 
@@ -49,6 +58,10 @@ class MorDataSource(DataSource):
         return MorWriter(table_ref(self.options), self.options, schema, overwrite)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        if wants_change_stream(self.options):
+            from mor.spark.changes_stream import MorChangesStreamReader
+
+            return MorChangesStreamReader(table_ref(self.options), self.options, schema)
         from mor.spark.stream import MorStreamReader
 
         return MorStreamReader(table_ref(self.options), self.options, schema)
