@@ -9,7 +9,9 @@ rewrite_data_files does, so compaction also moves rows out of older specs. Files
 by the default-spec partition their rows fall in (known from the file's own partition when its
 spec has every default-spec field, by field id; the other files of older specs form one group
 of their own), packed into bins of about `target_file_size` input bytes, and each bin is
-streamed through its own rolling writer (bins in parallel).
+streamed through its own rolling writer (bins in parallel). The plan (`plan_compaction`), the
+rewrite of one bin (`BinRewriter`) and the commit's changes and validator (`finish_compaction`)
+are separate steps, so Spark can run the middle one on its executors (mor/spark/maintenance.py).
 
 The commit (operation `replace`) swaps the files and drops every delete file that then applies
 to no live data file. The new files keep the data sequence number of the snapshot read, so a

@@ -12,6 +12,10 @@ its data file whatever its (newer) sequence number. Equality deletes are left as
 In a v3 table the merged deletes of a data file become its deletion vector (position delete
 files may no longer be added): every data file that v2 position delete files (left from before
 the upgrade) still apply to gets a vector holding them, and the files go.
+
+The plan (`plan_position_rewrite`), the merge of some data files' deletes (`DeleteMerger`) and
+the commit's changes and validator (`finish_rewrite`) are separate steps, so Spark can run the
+merges on its executors (mor/spark/maintenance.py).
 """
 
 from __future__ import annotations
