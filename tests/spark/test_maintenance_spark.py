@@ -5,11 +5,12 @@ counts; dry runs change nothing; conflicts and failing tasks end as locally, lea
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -316,3 +317,34 @@ def test_on_s3_orphans_and_compaction_match_the_local_verbs(spark: Any, s3_serve
     assert counts(compact(spark, distributed, min_input_files=2)) == counts(local.compact(min_input_files=2))
     assert table_rows(distributed) == table_rows(local)
     assert all(t.data_file.file_path.startswith("s3://") for t in distributed.scan().plan_files())
+
+
+def test_jobs_say_what_they_do_and_progress_is_reported(spark: Any, catalog: mor.Catalog, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mor.spark import orphans as orphans_module
+
+    table = build(catalog, "db.t", version=2, partition_by=["category"])
+    seen: list[str | None] = []
+    real = maintenance.job_description
+
+    @contextlib.contextmanager
+    def recorded(session: Any, what: str) -> Iterator[None]:
+        with real(session, what):
+            seen.append(session.sparkContext.getLocalProperty("spark.job.description"))  # what Spark's UI shows
+            yield
+
+    monkeypatch.setattr(maintenance, "job_description", recorded)
+    monkeypatch.setattr(orphans_module, "job_description", recorded)
+    events: list[Any] = []
+
+    merged = rewrite_position_deletes(spark, table)  # first: compaction leaves no deletes to merge
+    result = compact(spark, table, target_file_size=2000, min_input_files=2, progress=events.append)
+    remove_orphan_files(spark, table, dry_run=True)
+
+    assert merged.added_delete_files > 0 and all(s is not None for s in seen)
+    rewrite, compaction, read, listing = seen
+    assert rewrite.startswith("mor rewrite_position_deletes db.t: merge the deletes of ") and rewrite.endswith(" tasks")
+    assert compaction.startswith(f"mor compact db.t: rewrite {result.rewritten_data_files} data files in ") and compaction.endswith(" bins")
+    assert read.startswith("mor remove_orphan_files db.t: read ") and read.endswith(" manifests")
+    assert listing.startswith("mor remove_orphan_files db.t: list ") and listing.endswith(" folders")
+    assert spark.sparkContext.getLocalProperty("spark.job.description") is None  # the caller's (none) is back
+    assert [(e.stage, e.done) for e in events] == [("rewrite data files", 0), ("rewrite data files", result.rewritten_data_files)]
