@@ -5,7 +5,7 @@ DELETE of `value < --delete-fraction` (about that share of every file, scattered
 file carries a position delete file. Each round builds a fresh warehouse per contender and
 times one compaction into about `--bins` bins (the target file size is the table's bytes over
 `--bins`: one Spark task per bin, one thread per bin locally) after an untimed warm-up
-compaction of a small table by each (Spark starts its Python workers then). Wall and CPU of
+compaction of a small table by each (one bin per core: Spark starts its Python workers then). Wall and CPU of
 this process are measured (the driver; Spark's executors run in
 Python workers of their own, so the driver CPU of the Spark run is not its whole cost), then
 checks that the live rows are the same and that both results have the same counts.
@@ -59,10 +59,10 @@ def scenario_compact(args: argparse.Namespace, spark: Any, data: pa.Table, slice
         "local": lambda t: t.compact(target_file_size=target["bytes"]),
     }
     warm_root = args.data_dir / "wh-spark-compact-warm-up"
-    for call in calls.values():
-        table, _ = build_warehouse(warm_root, file_slices(data.slice(0, 1000), 2))
+    for call in calls.values():  # one bin per core, so every Python worker of Spark starts
+        table, _ = build_warehouse(warm_root, file_slices(data.slice(0, 1000 * args.cores), args.cores))
         table.delete(predicate)
-        target["bytes"] = 1 << 20
+        target["bytes"] = 1
         call(table)
     remove_warehouse(warm_root)
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in calls}
