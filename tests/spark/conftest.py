@@ -1,4 +1,13 @@
-"""One SparkSession (local[2]) for the whole test run; every test here is marked `spark`."""
+"""One SparkSession for the whole test run; every test here is marked `spark`.
+
+The session runs on `local[2]` unless MOR_SPARK_MASTER names another master: the suite's
+standalone-cluster run (tests/spark_cluster) starts a master and two workers on loopback
+(tests/servers/spark_cluster.py) and runs the tests marked `cluster` in a pytest process of
+their own with MOR_SPARK_MASTER=spark://127.0.0.1:<port>, since one process holds one
+SparkContext. A test joins that set with `@pytest.mark.cluster` (or a module-wide
+`pytestmark = pytest.mark.cluster`), or by its node id in CLUSTER_TESTS below; tests that lean
+on the driver's process state (monkeypatching mor, timing) stay out of it.
+"""
 
 from __future__ import annotations
 
@@ -13,12 +22,41 @@ import mor
 
 pytest.importorskip("pyspark", reason="the Spark tests need the mor[spark] extra")
 
+MASTER_ENV = "MOR_SPARK_MASTER"
+LOCAL_MASTER = "local[2]"
+LOOPBACK = "127.0.0.1"
+
+# More of the cluster set, by node id relative to this folder: a test with its parameters, or
+# without them for every parameterization. For tests whose module carries no `cluster` mark of
+# its own, and for a subset of a parametrized test (keeping the cluster run within minutes).
+CLUSTER_TESTS: tuple[str, ...] = (
+    "test_dml.py::test_spark_verb_leaves_the_rows_the_local_verb_leaves[partitioned-delete]",
+    "test_dml.py::test_spark_verb_leaves_the_rows_the_local_verb_leaves[partitioned-update]",
+    "test_dml.py::test_spark_verb_leaves_the_rows_the_local_verb_leaves[partitioned-merge]",
+    "test_dml.py::test_spark_verb_leaves_the_rows_the_local_verb_leaves[partitioned-upsert]",
+    "test_read.py::test_every_snapshot_reads_as_the_local_reader[cat-day]",
+    "test_write.py::test_appends_round_trip_through_mor_spark_and_pyiceberg",
+    "test_write.py::test_first_write_creates_a_partitioned_table",
+    "test_write.py::test_overwrite_replaces_data_and_deletes_in_one_snapshot",
+    "test_fast_path.py::test_delete_free_files_go_native_and_the_rest_through_mor",
+    "test_fast_path.py::test_lists_maps_and_structs_read_natively_and_through_mor",
+)
+
+
+def spark_master() -> str:
+    """The master the session runs on: MOR_SPARK_MASTER, else local[2]."""
+    return os.environ.get(MASTER_ENV) or LOCAL_MASTER
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     here = Path(__file__).parent
     for item in items:
-        if here in Path(item.fspath).parents:
+        path = Path(item.fspath)
+        if here in path.parents:
             item.add_marker(pytest.mark.spark)
+            node = f"{path.relative_to(here).as_posix()}::{item.name}"
+            if any(node == test or (node.startswith(test + "[") and "[" not in test) for test in CLUSTER_TESTS):
+                item.add_marker(pytest.mark.cluster)
 
 
 @pytest.fixture(scope="session")
@@ -31,16 +69,26 @@ def spark() -> Iterator[object]:
 
     import mor.spark
 
-    session = (
-        SparkSession.builder.master("local[2]")
+    master = spark_master()
+    builder = (
+        SparkSession.builder.master(master)
         .appName("mor-tests")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.python.filterPushdown.enabled", "true")
         .config("spark.driver.memory", "2g")
-        .getOrCreate()
     )
+    if master.startswith("spark://"):
+        # The test cluster listens on loopback only: so must the driver its executors call back.
+        os.environ["SPARK_LOCAL_IP"] = LOOPBACK
+        builder = (
+            builder.config("spark.driver.host", LOOPBACK)
+            .config("spark.driver.bindAddress", LOOPBACK)
+            .config("spark.executor.memory", "1g")
+            .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
+        )
+    session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     mor.spark.register(session)
     yield session

@@ -185,6 +185,7 @@ def test_nothing_to_change_commits_nothing(spark: Any, catalog: mor.Catalog, ver
     assert files_under(table) == files
 
 
+@pytest.mark.cluster
 @pytest.mark.parametrize("verb", ["delete", "merge"])
 def test_copy_on_write_rewrites_files_like_the_local_api(spark: Any, catalog: mor.Catalog, verb: str) -> None:
     local, distributed = twins(catalog, ["category"])
@@ -207,6 +208,7 @@ def unchanged(catalog: mor.Catalog, table: mor.Table, location: str, files: set[
     assert live_rows(fresh) == rows_before
 
 
+@pytest.mark.cluster
 def test_a_failing_task_leaves_the_table_unchanged_and_no_files(spark: Any, catalog: mor.Catalog) -> None:
     local, distributed = twins(catalog, None)
     for t in (local, distributed):
@@ -223,6 +225,7 @@ def test_a_failing_task_leaves_the_table_unchanged_and_no_files(spark: Any, cata
     assert catalog.load_table("db.spark").metadata_location == location
 
 
+@pytest.mark.cluster
 def test_a_merge_failing_in_one_task_leaves_the_table_unchanged_and_no_files(spark: Any, catalog: mor.Catalog) -> None:
     local, distributed = twins(catalog, ["category"])
     # Matches in every partition; one source row updates the required `id` to null.
@@ -357,6 +360,7 @@ def test_a_merge_that_cannot_read_the_target_writes_nothing(spark: Any, catalog:
     assert files_under(table) == files
 
 
+@pytest.mark.cluster
 def test_merge_takes_source_columns_by_name_and_widens_keys_like_the_local_api(spark: Any, catalog: mor.Catalog) -> None:
     local, distributed = twins(catalog, ["category"])
     source = source_rows([1, 2, 3, 600], n=50)

@@ -46,6 +46,7 @@ def test_java_fixture_snapshots(spark: Any, java_fixtures: Path, snap: JavaSnaps
     assert sorted(actual, key=row_sort_key) == sorted(expected, key=row_sort_key), describe_row_differences(expected, actual)
 
 
+@pytest.mark.cluster
 def test_metadata_location_and_table_folder(spark: Any, catalog: mor.Catalog) -> None:
     table = catalog.create_table("db.t", schema=SCHEMA)
     table.append(rows(range(50)))
@@ -55,6 +56,7 @@ def test_metadata_location_and_table_folder(spark: Any, catalog: mor.Catalog) ->
     assert spark_rows(spark.read.format("mor").load(to_local_path(table.location))) == expected
 
 
+@pytest.mark.cluster
 def test_catalog_uri_option(spark: Any, catalog: mor.Catalog, warehouse: Path) -> None:
     table = catalog.create_table("db.t", schema=SCHEMA)
     table.append(rows(range(20)))
@@ -104,6 +106,7 @@ def test_user_schema_with_wrong_type_or_unknown_column_is_refused(catalog: mor.C
         reader.schema("nope long").load("db.t").collect()
 
 
+@pytest.mark.cluster
 def test_filter_option_prunes_files(catalog: mor.Catalog, read_mor: Any) -> None:
     """A pruned file is never opened: deleting the files of other partitions from disk proves it."""
     table = catalog.create_table("db.t", schema=SCHEMA, partition_by=["category"])
@@ -132,6 +135,7 @@ def test_reused_dataframe_gives_each_query_its_own_rows(catalog: mor.Catalog, re
     assert df.filter("id > 3 or n < 0").count() == 46
 
 
+@pytest.mark.cluster
 def test_pushed_filters_keep_spark_semantics(catalog: mor.Catalog, read_mor: Any) -> None:
     """Spark re-checks every pushed filter; nulls, NaN and NOT stay SQL-correct."""
     schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("x", pa.float64()), ("s", pa.string())])
@@ -145,6 +149,7 @@ def test_pushed_filters_keep_spark_semantics(catalog: mor.Catalog, read_mor: Any
     assert sorted(r.id for r in df.filter("s is null or id = 5").collect()) == [2, 5]
 
 
+@pytest.mark.cluster
 def test_tasks_are_packed_into_about_default_parallelism_partitions(catalog: mor.Catalog, read_mor: Any, spark: Any) -> None:
     table = catalog.create_table("db.t", schema=SCHEMA)
     for start in range(0, 70, 10):
@@ -162,6 +167,7 @@ def test_empty_table_reads_no_rows(catalog: mor.Catalog, read_mor: Any) -> None:
     assert df.schema.fieldNames() == ["id", "category", "n", "ts"]
 
 
+@pytest.mark.cluster
 def test_every_type_reads_with_spark_types(catalog: mor.Catalog, read_mor: Any) -> None:
     schema = pa.schema(
         [

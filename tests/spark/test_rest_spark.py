@@ -36,6 +36,7 @@ def ids_of(df: Any) -> list[int]:
     return sorted(r["id"] for r in df.select("id").collect())
 
 
+@pytest.mark.cluster
 def test_spark_reads_writes_and_deletes_through_the_rest_catalog(spark: Any, server: RestServer) -> None:
     catalog = mor.load_catalog(uri=server.url, token=TOKEN)
     table = catalog.create_table("db.t", schema=pa.schema([("id", pa.int64()), ("v", pa.string())]))

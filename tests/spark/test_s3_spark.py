@@ -19,6 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # for tests.server
 from tests.servers.postgres import postgres_server_fixture  # noqa: E402,F401  (the session fixture postgres_server)
 from tests.servers.s3 import s3_server  # noqa: E402,F401  (the session fixture)
 
+pytestmark = pytest.mark.cluster  # every test here also runs on the standalone cluster
+
 SCHEMA = pa.schema([("id", pa.int64()), ("cat", pa.string()), ("n", pa.int64())])
 
 

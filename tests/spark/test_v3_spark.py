@@ -68,6 +68,7 @@ def v3_table(catalog: mor.Catalog, name: str) -> mor.Table:
     return table
 
 
+@pytest.mark.cluster
 def test_lineage_columns_read_by_option_schema_and_fast_path(spark: Any, catalog: mor.Catalog, read_mor: Any, warehouse: Path) -> None:
     table = v3_table(catalog, "db.t")
     expected = local_lineage(table)
@@ -128,6 +129,7 @@ def live_vectors(table: mor.Table) -> list:
     return [e.file for e in deletes if e.file.is_deletion_vector]
 
 
+@pytest.mark.cluster
 @pytest.mark.parametrize("verb", list(VERBS))
 def test_spark_verbs_write_deletion_vectors_and_keep_row_ids(spark: Any, catalog: mor.Catalog, verb: str) -> None:
     local, distributed = v3_table(catalog, "db.local"), v3_table(catalog, "db.spark")
@@ -158,6 +160,7 @@ def test_spark_verbs_write_deletion_vectors_and_keep_row_ids(spark: Any, catalog
         assert len(task.position_deletes) <= 1 and all(d.is_deletion_vector for d in task.position_deletes)
 
 
+@pytest.mark.cluster
 def test_spark_writes_assign_row_ids(spark: Any, catalog: mor.Catalog, warehouse: Path, read_mor: Any) -> None:
     def write(data: pa.Table, mode: str, **options: str) -> None:
         writer = spark.createDataFrame(data).repartition(2).write.format("mor").mode(mode).option("warehouse", str(warehouse))
