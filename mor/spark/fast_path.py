@@ -8,7 +8,8 @@
   DataFrame plan (mor/spark/dataframe_plan.py: native Parquet reads plus anti-joins against
   broadcast deletes, no Python on executors). `path="auto"` takes the Python source where
   pyspark has Python data sources (4.x) and the DataFrame plan where it has not (Spark 3.5);
-  `path="python"` or `path="dataframe"` asks for one.
+  `path="python"` or `path="dataframe"` asks for one. `auto` has no cost rule between the two
+  yet: no numbers were measured for one (see benchmarks/bench_spark_reads.py for the tool).
 - Reading the row lineage columns of a v3 table (`columns=[..., "_row_id",
   "_last_updated_sequence_number"]`) takes the Python source for every file: their values are
   mostly inherited from manifest entries, not stored.

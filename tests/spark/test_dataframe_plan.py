@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,9 @@ from mor.errors import InvalidArgumentError, UnsupportedFeatureError
 from mor.spark.dataframe_plan import read_dataframe_plan
 from mor.spark.file_paths import has_s3a, spark_file_key, spark_read_path
 from mor.spark.types import spark_schema
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # for tests.servers, as test_s3_spark.py
+from tests.servers.s3 import s3_server  # noqa: E402,F401  (the session fixture)
 
 PATHS = ["auto", "python", "dataframe"]
 
@@ -284,8 +288,22 @@ def test_file_keys_match_what_spark_reports(spark: Any, tmp_path: Path) -> None:
             assert reported == spark_file_key(spark, location), location
 
 
-def test_object_storage_without_s3a_falls_back_to_the_python_source(spark: Any) -> None:
-    """No hadoop-aws jar here: native reads of s3:// are off; the s3a path is only rewritten."""
+def test_s3a_detection_and_paths(spark: Any) -> None:
+    """No hadoop-aws jar here (offline): s3a is not found; s3:// locations map to s3a:// ones."""
     assert has_s3a(spark) is False
     assert spark_read_path("s3://bucket/some/key.parquet") == "s3a://bucket/some/key.parquet"
     assert spark_file_key(spark, "s3://bucket/a b/key.parquet") == "s3a://bucket/a%20b/key.parquet"
+
+
+def test_object_storage_without_s3a_reads_through_the_python_source(spark: Any, s3_server: Any, tmp_path: Path, caplog: Any) -> None:
+    catalog = mor.load_catalog(s3_server.fresh_prefix(), uri=f"sqlite:///{tmp_path}/catalog.db", properties=s3_server.properties)
+    table = catalog.create_table("db.t", schema=SCHEMA)
+    table.append(rows(range(0, 30)))
+    table.append(rows(range(30, 60)))
+    table.delete("id < 5")
+    with caplog.at_level(logging.INFO, logger="mor.spark"):
+        df = mor.spark.read_table(spark, table)
+    assert "0 files native, 2 through the Python source" in caplog.text
+    assert_reads_as_local(df, table, None)
+    with pytest.raises(UnsupportedFeatureError, match="s3a"):
+        mor.spark.read_table(spark, table, path="dataframe")
