@@ -15,15 +15,22 @@ from mor.spark.fast_path import HAS_PYTHON_SOURCE, read_table
 if HAS_PYTHON_SOURCE:  # pyspark 3.5 has no Python data sources: only read_table works there
     from mor.spark.dml import delete, update
     from mor.spark.dml_merge import merge, upsert
+    from mor.spark.maintenance import compact, rewrite_position_deletes
+    from mor.spark.orphans import remove_orphan_files
     from mor.spark.source import FORMAT, PARALLELISM_ENV, PUSHDOWN_ENV, MorDataSource
+    from mor.spark.store_assignment import SESSION_ZONE_ENV
+    from mor.spark.table import MorTable
+    from mor.spark.views import register_tables
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
-__all__ = ["FORMAT", "MorDataSource", "delete", "merge", "read_table", "register", "update", "upsert"]
-
+__all__ = [
+    "FORMAT", "HAS_PYTHON_SOURCE", "MorDataSource", "MorTable", "compact", "delete", "merge", "read_table", "register",
+    "register_tables", "remove_orphan_files", "rewrite_position_deletes", "update", "upsert",
+]  # fmt: skip
 
 
 def register(spark: SparkSession) -> None:
@@ -35,6 +42,8 @@ def register(spark: SparkSession) -> None:
     pushdown = (spark.conf.get(PUSHDOWN_CONF, "false") or "false").strip().lower() == "true"
     sc.environment[PUSHDOWN_ENV] = "true" if pushdown else "false"
     sc.environment[PARALLELISM_ENV] = str(sc.defaultParallelism)
+    # Writers convert TIMESTAMP_NTZ into timestamptz columns in the session's zone.
+    sc.environment[SESSION_ZONE_ENV] = spark.conf.get("spark.sql.session.timeZone") or "UTC"
     spark.dataSource.register(MorDataSource)
 
 

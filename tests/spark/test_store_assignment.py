@@ -1,0 +1,33 @@
+"""Spark writes follow store assignment as Iceberg-Spark does: a Spark TIMESTAMP (what
+createDataFrame gives for pandas/Arrow data) into a `timestamp` (no zone) column keeps its
+wall-clock time in the session zone; int into long; unsafe casts refused, nothing written."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+import mor
+
+SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("ts", pa.timestamp("us")), ("n", pa.int64())])
+
+
+def test_timestamp_into_a_timestamp_column_and_int_into_long(spark: Any, catalog: mor.Catalog, warehouse: Path) -> None:
+    table = catalog.create_table("db.t", schema=SCHEMA)
+    df = spark.createDataFrame(
+        [(1, dt.datetime(2024, 5, 6, 7, 8, 9), 3)], "id long, ts timestamp, n int"
+    )  # TIMESTAMP in a UTC session: wall clock 07:08:09
+    df.write.format("mor").option("warehouse", str(warehouse)).mode("append").save("db.t")
+    assert table.refresh().scan().to_arrow().to_pylist() == [{"id": 1, "ts": dt.datetime(2024, 5, 6, 7, 8, 9), "n": 3}]
+
+
+def test_an_unsafe_cast_is_refused_and_nothing_is_written(spark: Any, catalog: mor.Catalog, warehouse: Path) -> None:
+    table = catalog.create_table("db.t", schema=SCHEMA)
+    df = spark.createDataFrame([(1, "x", 3)], "id long, ts string, n int")
+    with pytest.raises(Exception, match="SchemaMismatchError|ts"):
+        df.write.format("mor").option("warehouse", str(warehouse)).mode("append").save("db.t")
+    assert table.refresh().current_snapshot() is None
