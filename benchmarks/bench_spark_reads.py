@@ -56,32 +56,13 @@ from common import (  # noqa: E402
     remove_warehouse,
     start_result,
 )
+from bench_spark import start_spark  # noqa: E402  (the same session as the other Spark benchmark)
 from proc_cpu import tree_cpu_seconds  # noqa: E402
 from spark_aggregate import sum_every_column  # noqa: E402
 
 ORACLE_DIR = REPO_ROOT.parent / "shared" / "tools" / "iceberg-oracle"
 ORACLE_VENV = Path(os.environ.get("MOR_ORACLE_VENV", REPO_ROOT / ".oracle-venv"))
 CASES = ("every_file_10pct", "one_file_10pct", "dv_every_file_10pct", "equality_1pct")
-
-
-def start_spark(cores: int) -> Any:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    import mor.spark
-
-    spark = (
-        SparkSession.builder.master(f"local[{cores}]")
-        .appName("mor-bench-reads")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.memory", "6g")
-        .config("spark.ui.showConsoleProgress", "false")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    mor.spark.register(spark)
-    return spark
 
 
 def build_case(name: str, root: Path, data: pa.Table, slices: list[pa.Table], args: argparse.Namespace) -> tuple[Any, pa.Array]:
