@@ -353,6 +353,24 @@ class Table:
         into files of up to `target_file_size` bytes (default `write.target-file-size-bytes`);
         delete files that then apply to nothing leave in the same `replace` commit. `where`
         limits it to files that may hold matching rows. See mor/maintenance/compact.py."""
+        return self._compact(
+            where, target_file_size, min_delete_ratio, min_input_files, min_delete_files, dry_run, progress,
+            lambda plan, options, reporter: write_compaction(self.io, self.metadata, plan, options, reporter),
+        )  # fmt: skip
+
+    def _compact(
+        self,
+        where: FilterLike,
+        target_file_size: int | None,
+        min_delete_ratio: float,
+        min_input_files: int,
+        min_delete_files: int | None,
+        dry_run: bool,
+        progress: ProgressArg,
+        write_bins: Callable[[CompactionPlan, CompactionOptions, Progress], Validator],
+    ) -> CompactionResult:
+        """`compact`, with `write_bins` rewriting the planned bins: here, or on Spark's executors
+        (mor/spark/maintenance.py). Planning, conflict checks and the commit are shared."""
         self._writable()
         options = CompactionOptions.of(self.metadata, target_file_size, min_delete_ratio, min_input_files, min_delete_files)
         row_filter = parse_filter(where)
@@ -365,7 +383,7 @@ class Table:
             done[:] = [plan_compaction(self.io, self.metadata, row_filter, options)]
             if done[0].empty or dry_run:
                 return None
-            validate = write_compaction(self.io, self.metadata, done[0], options, reporter)
+            validate = write_bins(done[0], options, reporter)
             return done[0].changes, validate
 
         snapshot = self._run_dml("delete", plan)

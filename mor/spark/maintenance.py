@@ -38,7 +38,6 @@ from mor.maintenance.compact import (
     CompactionPlan,
     CompactionResult,
     finish_compaction,
-    plan_compaction,
 )
 from mor.maintenance.progress import Progress, ProgressArg
 from mor.maintenance.rewrite_deletes import (
@@ -49,7 +48,7 @@ from mor.maintenance.rewrite_deletes import (
     nothing_to_rewrite,
     plan_position_rewrite,
 )
-from mor.planning.filters import FilterLike, bind_filter, parse_filter
+from mor.planning.filters import FilterLike
 from mor.planning.packing import pack_tasks
 from mor.planning.task import FileScanTask
 from mor.spark.dml import TaskResult, job_description, run_task
@@ -77,23 +76,10 @@ def compact(
 ) -> CompactionResult:
     """`table.compact(...)` with the bins rewritten on Spark's executors (same arguments, same
     result, same commit and conflict checks; see the module docstring)."""
-    table._writable()
-    options = CompactionOptions.of(table.metadata, target_file_size, min_delete_ratio, min_input_files, min_delete_files)
-    row_filter = parse_filter(where)
-    bind_filter(table.schema(), row_filter)
-    table.refresh()
-    reporter = Progress("compact", progress)
-    done: list[CompactionPlan] = []
-
-    def plan() -> tuple[Changes, Validator] | None:
-        done[:] = [plan_compaction(table.io, table.metadata, row_filter, options)]
-        if done[0].empty or dry_run:
-            return None
-        validate = rewrite_bins(spark, table, done[0], options, reporter)
-        return done[0].changes, validate
-
-    snapshot = table._run_dml("delete", plan)
-    return done[0].result(snapshot.snapshot_id if snapshot is not None else None, dry_run)
+    return table._compact(
+        where, target_file_size, min_delete_ratio, min_input_files, min_delete_files, dry_run, progress,
+        lambda plan, options, reporter: rewrite_bins(spark, table, plan, options, reporter),
+    )  # fmt: skip
 
 
 def rewrite_bins(spark: SparkSession, table: Table, plan: CompactionPlan, options: CompactionOptions, progress: Progress) -> Validator:
