@@ -14,9 +14,13 @@ scan of the same table (`table.scan().to_arrow()`), interleaved, median of `--re
   - upsert_equality_1pct: the same through the equality strategy (one equality delete file that
     reaches every older data file: the feed reads their key column to find the rows it hits).
 Each feed is checked: as many DELETE / UPDATE pairs as the commit changed rows.
+With `--spark` (local[N]) each commit is also read through Spark: the same sum over every column
+(spark_aggregate.py) of `format("mor").option("changes", "true")` between the two snapshots and
+of `format("mor")` (the full merged table), interleaved, median of `--repeat`.
 
     .venv/bin/python benchmarks/bench_changes.py                          # 10M rows, 10 files
     .venv/bin/python benchmarks/bench_changes.py --rows 200000 --files 4  # smoke
+    .venv/bin/python benchmarks/bench_changes.py --spark                  # and through Spark
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import (  # noqa: E402
     REPO_ROOT,
+    TABLE_NAME,
     BenchmarkError,
     build_warehouse,
     file_slices,
@@ -56,7 +61,29 @@ def upsert_source(data: pa.Table, fraction: float, seed: int, shift: float) -> p
     return rows.set_column(rows.schema.get_field_index("value"), "value", pc.add(rows["value"], shift))
 
 
-def measure(table: Any, name: str, commit: Any, expect: dict[str, int], repeat: int) -> dict[str, Any]:
+def spark_timings(spark: Any, root: Path, parent: int, current: int, repeat: int) -> dict[str, Any]:
+    """The feed and the full table through Spark, as the same aggregate; each checked once."""
+    from spark_aggregate import sum_every_column
+
+    def reader(**options: Any) -> Any:
+        r = spark.read.format("mor").option("warehouse", str(root))
+        for key, value in options.items():
+            r = r.option(key, str(value))
+        return r.load(TABLE_NAME)
+
+    feed = reader(changes="true", **{"start-snapshot-id": parent, "end-snapshot-id": current, "changes-on": "id"})
+    full = reader()
+    expected = {"changes": None, "full_scan": None}
+    for name, df in (("changes", feed), ("full_scan", full)):
+        expected[name] = sum_every_column(df).collect()[0]["rows"]  # warm-up; the row count checked below
+    timings = median_timing(
+        {"full_scan": lambda: sum_every_column(full).collect(), "changes": lambda: sum_every_column(feed).collect()}, repeat
+    )
+    timings["rows"] = expected
+    return timings
+
+
+def measure(table: Any, name: str, commit: Any, expect: dict[str, int], repeat: int, spark: Any = None, root: Path | None = None) -> dict[str, Any]:
     parent = table.current_snapshot().snapshot_id
     t0 = time.perf_counter()
     commit()
@@ -76,8 +103,17 @@ def measure(table: Any, name: str, commit: Any, expect: dict[str, int], repeat: 
     )
     ratio = timings["changes"]["median_seconds"] / timings["full_scan"]["median_seconds"]
     log(f"({name}) changes {timings['changes']['median_seconds']:.3f} s, full scan {timings['full_scan']['median_seconds']:.3f} s: {ratio:.1%}")
-    return {"commit_seconds": commit_seconds, "feed": counts, "timings": timings, "changes_over_scan": ratio,
-            "target_met": ratio <= TARGET_FRACTION_OF_SCAN}
+    result = {"commit_seconds": commit_seconds, "feed": counts, "timings": timings, "changes_over_scan": ratio,
+              "target_met": ratio <= TARGET_FRACTION_OF_SCAN}
+    if spark is not None:
+        st = spark_timings(spark, root, parent, current, repeat)
+        if st["rows"]["changes"] != feed.num_rows:
+            raise BenchmarkError(f"{name}: Spark's feed holds {st['rows']['changes']} rows, the local one {feed.num_rows}")
+        result["spark"] = st
+        result["spark_changes_over_scan"] = st["changes"]["median_seconds"] / st["full_scan"]["median_seconds"]
+        log(f"({name}) Spark: changes {st['changes']['median_seconds']:.3f} s, full table {st['full_scan']['median_seconds']:.3f} s: "
+            f"{result['spark_changes_over_scan']:.1%}")
+    return result
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -88,36 +124,47 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--out", type=Path, default=REPO_ROOT / "benchmarks" / "results" / "changes.json")
     p.add_argument("--data-dir", type=Path, default=REPO_ROOT / "benchmarks" / "data")
+    p.add_argument("--spark", action="store_true", help="also read each feed through Spark")
+    p.add_argument("--cores", type=int, default=2, help="local[N] for --spark")
     args = p.parse_args(argv)
     result = start_result("changes", args)
     data = generate_events(args.rows, args.seed)
     slices = file_slices(data, args.files)
     root = args.data_dir / "wh-changes"
     table, result["build"] = build_warehouse(root, slices)
+    spark = None
+    if args.spark:
+        from bench_spark import start_spark
+
+        spark = start_spark(args.cores)
+    on_spark = {"spark": spark, "root": root}
     start = args.rows // (2 * args.files)  # inside the first file
     clustered = f"id >= {start} and id < {start + max(1, args.rows // 1000)}"
     result["delete_clustered_0.1pct"] = measure(
-        table, "delete_clustered_0.1pct", lambda: table.delete(clustered), {"DELETE": max(1, args.rows // 1000)}, args.repeat
+        table, "delete_clustered_0.1pct", lambda: table.delete(clustered), {"DELETE": max(1, args.rows // 1000)}, args.repeat, **on_spark
     )
     deleted = pc.sum(pc.less(data["value"], 0.001)).as_py()
     deleted -= pc.sum(pc.and_(pc.less(data["value"], 0.001), pc.and_(pc.greater_equal(data["id"], start), pc.less(data["id"], start + max(1, args.rows // 1000))))).as_py()
-    result["delete_0.1pct"] = measure(table, "delete_0.1pct", lambda: table.delete("value < 0.001"), {"DELETE": deleted}, args.repeat)
+    result["delete_0.1pct"] = measure(table, "delete_0.1pct", lambda: table.delete("value < 0.001"), {"DELETE": deleted}, args.repeat, **on_spark)
     live_ids = table.scan(columns=["id"]).to_arrow()["id"]
     source = upsert_source(data.filter(pc.is_in(data["id"], value_set=live_ids)), 0.01, args.seed, 1.0)
     pairs = {"UPDATE_BEFORE": source.num_rows, "UPDATE_AFTER": source.num_rows}
-    result["upsert_1pct"] = measure(table, "upsert_1pct", lambda: table.upsert(source, on=["id"]), pairs, args.repeat)
+    result["upsert_1pct"] = measure(table, "upsert_1pct", lambda: table.upsert(source, on=["id"]), pairs, args.repeat, **on_spark)
     source2 = upsert_source(data.filter(pc.is_in(data["id"], value_set=live_ids)), 0.01, args.seed + 1, 2.0)  # new values for every id
     pairs2 = {"UPDATE_BEFORE": source2.num_rows, "UPDATE_AFTER": source2.num_rows}
     result["upsert_equality_1pct"] = measure(
-        table, "upsert_equality_1pct", lambda: table.upsert(source2, on=["id"], strategy="equality"), pairs2, args.repeat
+        table, "upsert_equality_1pct", lambda: table.upsert(source2, on=["id"], strategy="equality"), pairs2, args.repeat, **on_spark
     )
+    if spark is not None:
+        spark.stop()
     remove_warehouse(root)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2, default=str) + "\n")
     for name in ("delete_clustered_0.1pct", "delete_0.1pct", "upsert_1pct", "upsert_equality_1pct"):
         r = result[name]
         print(f"{name:>22}: changes {r['timings']['changes']['median_seconds']:.3f} s = {r['changes_over_scan']:.1%} of a full scan "
-              f"({r['timings']['full_scan']['median_seconds']:.3f} s); target <= {TARGET_FRACTION_OF_SCAN:.0%}: {'met' if r['target_met'] else 'MISSED'}")
+              f"({r['timings']['full_scan']['median_seconds']:.3f} s); target <= {TARGET_FRACTION_OF_SCAN:.0%}: {'met' if r['target_met'] else 'MISSED'}"
+              + (f"; Spark {r['spark_changes_over_scan']:.1%}" if "spark" in r else ""))
     print(f"wrote {args.out}")
     return 0
 

@@ -7,10 +7,12 @@ freshly built warehouse each:
   - local:        `table.merge(arrow, ...)` / `table.upsert(arrow, ...)`,
   - spark_auto:   `mor.spark.merge/upsert(spark, table, df, ...)` (path="auto": a source Spark
                   estimates at most spark.mor.dml.driverSourceMaxBytes runs on the driver),
-  - spark_distributed: the same with path="distributed".
+  - spark_distributed: the same with path="distributed";
+  - local_from_df: `table.merge(df.toArrow(), ...)`: the local verb given the same DataFrame,
+                  collected by Spark (what a user holding a DataFrame runs without mor.spark).
 The DataFrame is made from the Arrow source before the clock starts (`createDataFrame`), so its
 collection (driver path) or its shuffle (distributed path) is timed. Ratios are Spark time /
-local time (target for spark_auto: <= 1.5), after one untimed warm-up run of each Spark path. Every number printed is measured in this run.
+local time (target for spark_auto: <= 1.5; also shown against local_from_df), after one untimed warm-up run of each Spark path. Every number printed is measured in this run.
 
     .venv/bin/python benchmarks/bench_spark_dml.py                                  # 2M rows, 4 files
     .venv/bin/python benchmarks/bench_spark_dml.py --rows 200000 --sources 1000     # smoke test
@@ -82,8 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--files", type=int, default=4)
     p.add_argument("--sources", default="1000,10000,0.1", help="source sizes: rows, or a fraction of the table")
     p.add_argument("--verbs", default="merge,upsert")
-    p.add_argument("--paths", default="local,spark_auto,spark_distributed")
-    p.add_argument("--repeat", type=int, default=1)
+    p.add_argument("--paths", default="local,local_from_df,spark_auto,spark_distributed")
+    p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--cores", type=int, default=2, help="local[N]")
     p.add_argument("--seed", type=int, default=20240101)
     p.add_argument("--data-dir", type=Path, default=REPO_ROOT / "benchmarks" / "data")
@@ -108,7 +110,9 @@ def main(argv: list[str] | None = None) -> int:
             "merge/spark_distributed": lambda t: mor.spark.merge(
                 spark, t, df, on=["id"], when_matched_update="*", when_not_matched_insert="*", path="distributed"
             ),
+            "merge/local_from_df": lambda t: t.merge(df.toArrow(), on=["id"], when_matched_update="*", when_not_matched_insert="*"),
             "upsert/local": lambda t: t.upsert(source, on=["id"]),
+            "upsert/local_from_df": lambda t: t.upsert(df.toArrow(), on=["id"]),
             "upsert/spark_auto": lambda t: mor.spark.upsert(spark, t, df, on=["id"]),
             "upsert/spark_distributed": lambda t: mor.spark.upsert(spark, t, df, on=["id"], path="distributed"),
         }
@@ -119,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
                 times[path] = statistics.median(runs)
                 log(f"source {size:,} rows, {verb} {path}: {times[path]:.3f} s")
             ratios = {p_: times[p_] / times["local"] for p_ in times if p_ != "local" and "local" in times}
+            if "local_from_df" in times and "spark_auto" in times:
+                ratios["spark_auto_over_local_from_df"] = times["spark_auto"] / times["local_from_df"]
             results["runs"][f"{size}/{verb}"] = {"seconds": times, "spark_over_local": ratios}
             shown = ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items())
             print(f"source {size:>9,} rows  {verb:6}  local {times.get('local', float('nan')):.3f} s  {shown}", flush=True)

@@ -1,7 +1,7 @@
 """CPU of one Spark read task's Python work, without Spark: `mor.spark.scan.read_group` (what a
 format("mor") task runs: the local reader, then each batch cast to Spark's Arrow schema) against
 the local reader alone (`TaskReader.read`), on a table with 10% of EVERY file's rows
-position-deleted. The difference is what mor's Spark source adds per row on the Python side;
+position-deleted (`--format-version 3`: by deletion vectors). The difference is what mor's Spark source adds per row on the Python side;
 the rest of format("mor")'s cost over native Parquet is Spark's (Python worker IPC, Arrow to
 rows in the JVM). Process CPU time (every thread), best of --repeat. `--profile` prints a
 cProfile of read_group.
@@ -36,9 +36,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--files", type=int, default=4)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--profile", action="store_true")
+    p.add_argument("--format-version", type=int, default=2, help="3: deletion vectors instead of position delete files")
     p.add_argument("--data-dir", type=Path, default=REPO_ROOT / "benchmarks" / "data" / "wh-read-task")
     args = p.parse_args(argv)
-    table, _ = build_warehouse(args.data_dir, file_slices(generate_events(args.rows, 1), args.files))
+    table, _ = build_warehouse(args.data_dir, file_slices(generate_events(args.rows, 1), args.files), format_version=args.format_version)
     table.delete("value < 0.1")
     options = {"warehouse": str(args.data_dir), "path": TABLE_NAME}
     plan = plan_scan(table_ref(options), read_options(options), requested=None)

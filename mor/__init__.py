@@ -1,9 +1,19 @@
-"""mor: merge-on-read row-level deletes for Apache Iceberg v2 tables."""
+"""mor: merge-on-read row-level deletes for Apache Iceberg tables (format v2 and v3).
 
-from mor.api.catalog import Catalog, load_catalog
-from mor.api.predicates import isin
-from mor.api.scan import Scan
-from mor.api.table import StaticTable, Table
+    import mor
+    catalog = mor.load_catalog("warehouse")
+    table = catalog.load_table("db.events")
+    table.delete("id in (1, 2, 3)")
+
+The names below load on first use, so importing any part of mor (a Spark worker importing the
+reader, a CLI command) does not pay for the catalog database layer or the writers it never uses.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from mor.errors import (
     CatalogUnavailableError,
     CommitConflictError,
@@ -31,11 +41,50 @@ from mor.errors import (
     TableReplacedError,
     UnsupportedFeatureError,
 )
-from mor.format.content_file import DataFile, DeleteFile
-from mor.format.spec import FileContent
-from mor.planning.task import FileScanTask
+
+# name -> module that defines it, imported when the name is first used
+_LAZY = {
+    "Catalog": "mor.api.catalog",
+    "load_catalog": "mor.api.catalog",
+    "isin": "mor.api.predicates",
+    "Scan": "mor.api.scan",
+    "StaticTable": "mor.api.table",
+    "Table": "mor.api.table",
+    "DataFile": "mor.format.content_file",
+    "DeleteFile": "mor.format.content_file",
+    "FileContent": "mor.format.spec",
+    "FileScanTask": "mor.planning.task",
+}
+
+if TYPE_CHECKING:
+    from mor.api.catalog import Catalog, load_catalog
+    from mor.api.predicates import isin
+    from mor.api.scan import Scan
+    from mor.api.table import StaticTable, Table
+    from mor.format.content_file import DataFile, DeleteFile
+    from mor.format.spec import FileContent
+    from mor.planning.task import FileScanTask
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":  # the installed distribution's, so pyproject.toml stays the one place
+        from importlib.metadata import version
+
+        return version("mor")
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mor' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
+    "__version__",
     "isin",
     "Catalog",
     "CatalogUnavailableError",

@@ -7,7 +7,6 @@ from typing import Any, Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 
 from mor.errors import SchemaMismatchError
 
@@ -26,9 +25,15 @@ def as_expression(value: Any, target: pa.DataType) -> pc.Expression:
 def project(rows: pa.Table, columns: Mapping[str, pc.Expression]) -> pa.Table:
     """Evaluate named expressions over `rows` (one output row per input row)."""
     try:
-        return ds.dataset(rows).to_table(columns=dict(columns))
+        return _dataset(rows).to_table(columns=dict(columns))
     except _ARROW_ERRORS as e:
         raise _evaluation_error(rows, columns, e) from e
+
+
+def _dataset(rows: pa.Table) -> Any:
+    import pyarrow.dataset as ds  # here, not at import: pyarrow.dataset imports pandas (a second)
+
+    return ds.dataset(rows)
 
 
 _ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError)
@@ -39,7 +44,7 @@ def _evaluation_error(rows: pa.Table, columns: Mapping[str, pc.Expression], erro
     the column it refers to that `rows` lack (Arrow's own message dumps the whole schema)."""
     for name, expression in columns.items():
         try:
-            ds.dataset(rows.slice(0, 0)).to_table(columns={name: expression})
+            _dataset(rows.slice(0, 0)).to_table(columns={name: expression})
         except _ARROW_ERRORS as e:
             unknown = _UNKNOWN_FIELD.search(str(e))
             if unknown:

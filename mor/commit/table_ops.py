@@ -16,7 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from mor.catalog.sql import SqlCatalogStore
 from mor.commit import faults
 from mor.commit.apply import apply_updates
 from mor.commit.requirements import CommitFailedError, check_requirements
@@ -26,6 +25,7 @@ from mor.format.metadata import TableMetadata, with_previous_file
 from mor.io.fileio import FileIO, unreadable
 
 if TYPE_CHECKING:
+    from mor.catalog.sql import SqlCatalogStore  # the SQL catalog (and sqlalchemy) only when a caller has one
     from mor.commit.snapshot_producer import TableOperations
 
 _VERSION = re.compile(r"(?:^|/)(?:v)?(\d+)(?:-[^/]*)?\.metadata\.json$")

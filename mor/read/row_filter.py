@@ -23,7 +23,7 @@ from pyiceberg.types import DoubleType, FloatType, IntegerType, LongType, Nested
 
 from mor.write.arrow_schema import to_arrow_type
 
-_NULL = pa.scalar(None, pa.bool_())
+_NULL = pa.nulls(1, pa.bool_())[0]  # not pa.scalar: that imports pandas, a second at start-up
 
 
 def to_arrow_filter(expr: BooleanExpression, schema: Schema) -> pc.Expression:

@@ -8,12 +8,40 @@ distributed DELETE/UPDATE/MERGE. Needs the `mor[spark]` extra (pyspark >= 4.1).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import importlib
+import importlib.util
+from typing import TYPE_CHECKING, Any
 
-from mor.spark.fast_path import HAS_PYTHON_SOURCE, read_table
+from mor.spark.errors import spark_errors
 
-if HAS_PYTHON_SOURCE:  # pyspark 3.5 has no Python data sources: only read_table works there
+# pyspark >= 4.1 has Python data sources (format "mor"); on 3.5 only read_table's DataFrame plan works.
+HAS_PYTHON_SOURCE = importlib.util.find_spec("pyspark.sql.datasource") is not None
+
+# name -> module that defines it, imported on first use: a Spark worker imports mor.spark.source
+# (and with it this package) for every read task, and needs none of the verbs.
+_LAZY = {
+    "read_table": "mor.spark.fast_path",
+    "delete": "mor.spark.dml",
+    "update": "mor.spark.dml",
+    "merge": "mor.spark.dml_merge",
+    "upsert": "mor.spark.dml_merge",
+    "compact": "mor.spark.maintenance",
+    "rewrite_position_deletes": "mor.spark.maintenance",
+    "remove_orphan_files": "mor.spark.orphans",
+    "FORMAT": "mor.spark.source",
+    "PARALLELISM_ENV": "mor.spark.source",
+    "PUSHDOWN_ENV": "mor.spark.source",
+    "MorDataSource": "mor.spark.source",
+    "SESSION_ZONE_ENV": "mor.spark.store_assignment",
+    "MorTable": "mor.spark.table",
+    "register_tables": "mor.spark.views",
+}
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
     from mor.spark.dml import delete, update
+    from mor.spark.fast_path import read_table
     from mor.spark.dml_merge import merge, upsert
     from mor.spark.maintenance import compact, rewrite_position_deletes
     from mor.spark.orphans import remove_orphan_files
@@ -22,14 +50,24 @@ if HAS_PYTHON_SOURCE:  # pyspark 3.5 has no Python data sources: only read_table
     from mor.spark.table import MorTable
     from mor.spark.views import register_tables
 
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None or not (HAS_PYTHON_SOURCE or name == "read_table"):
+        raise AttributeError(f"module 'mor.spark' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | (set(_LAZY) if HAS_PYTHON_SOURCE else {"read_table"}))
 
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
 __all__ = [
     "FORMAT", "HAS_PYTHON_SOURCE", "MorDataSource", "MorTable", "compact", "delete", "merge", "read_table", "register",
-    "register_tables", "remove_orphan_files", "rewrite_position_deletes", "update", "upsert",
+    "register_tables", "remove_orphan_files", "rewrite_position_deletes", "spark_errors", "update", "upsert",
 ]  # fmt: skip
 
 
@@ -38,6 +76,9 @@ def register(spark: SparkSession) -> None:
     its own; the session's filter-pushdown setting and default parallelism reach them through
     the environment captured here, so call this again after changing
     `spark.sql.python.filterPushdown.enabled`."""
+    from mor.spark.source import PARALLELISM_ENV, PUSHDOWN_ENV, MorDataSource
+    from mor.spark.store_assignment import SESSION_ZONE_ENV
+
     sc = spark.sparkContext
     pushdown = (spark.conf.get(PUSHDOWN_CONF, "false") or "false").strip().lower() == "true"
     sc.environment[PUSHDOWN_ENV] = "true" if pushdown else "false"

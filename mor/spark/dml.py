@@ -50,6 +50,7 @@ from mor.io.fileio import FileIO
 from mor.planning.filters import FilterLike, bind_filter, parse_filter
 from mor.planning.packing import pack_tasks
 from mor.planning.task import FileScanTask
+from mor.spark.errors import spark_errors
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -143,6 +144,7 @@ def _delete(io: FileIO, paths: Sequence[str]) -> None:
 # -- DELETE and UPDATE ---------------------------------------------------------------------
 
 
+@spark_errors()
 def delete(spark: SparkSession, table: Table, where: FilterLike, mode: str | None = None) -> Snapshot | None:
     """`table.delete(where)`, with the rows found and the delete files written on Spark's
     executors. Returns the new snapshot, or None if no live row matched."""
@@ -152,6 +154,7 @@ def delete(spark: SparkSession, table: Table, where: FilterLike, mode: str | Non
     return table._run_dml("delete", lambda: _run(spark, table, RowsJob(DmlTarget.of(table, mode), row_filter, None)))
 
 
+@spark_errors()
 def update(
     spark: SparkSession, table: Table, set: Assignments, where: FilterLike = None, mode: str | None = None
 ) -> Snapshot | None:

@@ -90,6 +90,7 @@ from mor.read.task_reader import POSITION_COLUMN
 from mor.spark.columns import to_column
 from mor.commit.snapshot_producer import Changes, Validator
 from mor.spark.dml import TaskResult, found_changes, job_description, run_task
+from mor.spark.errors import spark_errors
 from mor.spark.scan import FILE_COLUMN, check_metadata_columns_free
 from mor.spark.source import FORMAT
 from mor.spark.types import spark_arrow_schema, spark_type
@@ -123,6 +124,7 @@ class MergeJob:
         return f"__source_{self.source_schema.get_field_index(column)}"
 
 
+@spark_errors()
 def merge(
     spark: SparkSession,
     table: Table,
@@ -174,6 +176,7 @@ def merge(
     return table._run_dml("merge", plan)
 
 
+@spark_errors()
 def upsert(
     spark: SparkSession, table: Table, source: DataFrame, on: Sequence[str], mode: str | None = None, path: str = "auto"
 ) -> Snapshot | None:

@@ -24,7 +24,6 @@ part of the union is aliased `mor_native_<n>_files`, `mor_python_<n>_files` or
 from __future__ import annotations
 
 import datetime as dt
-import importlib.util
 import json
 import logging
 from typing import Literal, Mapping, Sequence
@@ -42,8 +41,10 @@ from mor.io.fileio import is_object_store
 from mor.planning.filters import FilterLike, bind_filter, filter_field_ids
 from mor.planning.task import FileScanTask
 from mor.read.field_resolution import file_matches_schema
+from mor.spark import HAS_PYTHON_SOURCE
 from mor.spark.columns import to_column
 from mor.spark.dataframe_plan import read_dataframe_plan, unsupported_reason
+from mor.spark.errors import spark_errors
 from mor.spark.file_paths import has_s3a, spark_read_path
 from mor.spark.options import TableRef
 from mor.spark.types import spark_schema
@@ -53,10 +54,10 @@ logger = logging.getLogger("mor.spark")
 ReadPath = Literal["auto", "python", "dataframe"]
 READ_PATHS = ("auto", "python", "dataframe")
 # Python data sources (pyspark.sql.datasource) arrived in Spark 4.
-HAS_PYTHON_SOURCE = importlib.util.find_spec("pyspark.sql.datasource") is not None
 CASE_SENSITIVE = False  # Spark resolves column names case-insensitively by default (as mor.spark.scan)
 
 
+@spark_errors()
 def read_table(
     spark: SparkSession,
     table: Table | str,
@@ -124,7 +125,12 @@ def read_table(
 
 
 def _use_dataframe_plan(spark: SparkSession, path: str, schema: Schema, read_schema: Schema, rest: list[FileScanTask], native_ok: bool) -> bool:
-    """Do the files that do not go native take the DataFrame plan (else the Python source)?"""
+    """Do the files that do not go native take the DataFrame plan (else the Python source)?
+    "auto" takes the Python source wherever pyspark has one: measured per file with deletes
+    (benchmarks/bench_spark_reads.py, 10M rows, local[2]), the DataFrame plan's joins cost more
+    than the Python hop in every case: 0.37x vs 0.82x of native speed with 10% of every file
+    position-deleted, 0.79x vs 0.95x with one file of ten, 0.34x vs 0.68x with deletion
+    vectors, 0.58x vs 0.64x with 1% of keys equality-deleted. On pyspark 3.5 it is the only way."""
     if path == "python" or (path == "auto" and HAS_PYTHON_SOURCE):
         return False
     reason = "object storage needs an s3a Hadoop filesystem in the session (hadoop-aws)" if not native_ok else None

@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
-from mor.api.catalog import Catalog, is_rest_catalog, load_catalog
 from mor.api.table import StaticTable, Table
 from mor.errors import InvalidArgumentError
 from mor.io.fileio import FileIO
 from mor.planning.filters import FilterLike, parse_filter
+
+if TYPE_CHECKING:
+    from mor.api.catalog import Catalog
 
 TABLE_OPTIONS = ("path", "table")
 # Options passed on as file access properties, named as pyiceberg names them (`s3.endpoint`, ...).
@@ -66,6 +68,8 @@ class TableRef:
         return self.catalog(create=False).load_table(self.name)
 
     def catalog(self, create: bool = True) -> Catalog:
+        from mor.api.catalog import is_rest_catalog, load_catalog  # on the driver only: executors get tables
+
         if self.warehouse is None and self.uri is None:
             raise InvalidArgumentError(
                 f"table {self.name!r}: give option 'warehouse' (or 'uri' for a catalog database), "

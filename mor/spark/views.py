@@ -7,9 +7,10 @@ Spark's temporary views take one-part names only (`CREATE TEMPORARY VIEW db.even
 TEMP_VIEW_NAME_TOO_MANY_NAME_PARTS), and a session-catalog table `USING mor` loses the table name
 option on its way to the source, so `SELECT * FROM db.events` is out of reach without a catalog
 plugin in the JVM: a table `namespace.table` becomes the view `namespace_table` (dots of nested
-namespaces become underscores too). Each view reads format "mor" and so sees the table's latest
-commit when a query plans it; call `register_tables` again to add views of tables created since
-(`refresh=True`, the default, also replaces the existing views).
+namespaces become underscores too). A view reads the snapshot that was current when Spark first
+planned it, like any format "mor" DataFrame (Spark plans a Python data source's read once per
+relation, and a view keeps its relation): call `register_tables` again to see later commits
+and tables created since (`refresh=True`, the default, replaces the existing views).
 
 One view by hand, in SQL, with Spark's data source syntax (`path` names the table):
 

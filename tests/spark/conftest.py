@@ -40,6 +40,16 @@ CLUSTER_TESTS: tuple[str, ...] = (
     "test_write.py::test_overwrite_replaces_data_and_deletes_in_one_snapshot",
     "test_fast_path.py::test_delete_free_files_go_native_and_the_rest_through_mor",
     "test_fast_path.py::test_lists_maps_and_structs_read_natively_and_through_mor",
+    "test_dataframe_plan.py::test_position_equality_deletes_upserts_and_merges[cat-day]",
+    "test_dataframe_plan.py::test_deletion_vectors",
+    "test_table_api.py::test_delete_and_update_change_the_rows_the_local_verbs_change[v2]",
+    "test_table_api.py::test_merge_changes_the_rows_the_local_merge_changes[3]",
+    "test_table_api.py::test_bad_input_is_a_typed_error_and_leaves_the_table_unchanged[unknown-column]",
+    "test_maintenance_spark.py::test_compact_matches_the_local_verb[v2-partitioned]",
+    "test_maintenance_spark.py::test_rewrite_position_deletes_matches_the_local_verb[3]",
+    "test_maintenance_spark.py::test_orphans_are_found_and_removed_as_locally",
+    "test_changes_spark.py::test_batch_changes_equal_the_local_feed[2]",
+    "test_views_and_errors.py::test_errors_inside_spark_jobs_reach_the_caller_as_mor_errors",
 )
 
 

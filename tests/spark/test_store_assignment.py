@@ -31,3 +31,31 @@ def test_an_unsafe_cast_is_refused_and_nothing_is_written(spark: Any, catalog: m
     with pytest.raises(Exception, match="SchemaMismatchError|ts"):
         df.write.format("mor").option("warehouse", str(warehouse)).mode("append").save("db.t")
     assert table.refresh().current_snapshot() is None
+
+
+@pytest.fixture
+def new_york_session(spark: Any) -> Any:
+    """The shared session in America/New_York (registered again, so writers see the zone), reset to UTC after."""
+    import mor.spark
+
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+    mor.spark.register(spark)
+    try:
+        yield spark
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+        mor.spark.register(spark)
+
+
+def test_wall_clocks_follow_a_session_zone_that_is_not_utc(new_york_session: Any, catalog: mor.Catalog, warehouse: Path) -> None:
+    spark = new_york_session
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("ts", pa.timestamp("us")), ("tz", pa.timestamp("us", "UTC"))])
+    table = catalog.create_table("db.t", schema=schema)
+    wall = dt.datetime(2024, 5, 6, 7, 8, 9)
+    # ts: TIMESTAMP (an instant, 07:08:09 in New York) into a zone-less column keeps the New York wall clock;
+    # tz: TIMESTAMP_NTZ (a wall clock) into a timestamptz column is that wall clock in New York (EDT, UTC-4).
+    df = spark.sql("SELECT 1L AS id, TIMESTAMP '2024-05-06 07:08:09' AS ts, TIMESTAMP_NTZ '2024-05-06 07:08:09' AS tz")
+    df.write.format("mor").option("warehouse", str(warehouse)).mode("append").save("db.t")
+    assert table.refresh().scan().to_arrow().to_pylist() == [
+        {"id": 1, "ts": wall, "tz": dt.datetime(2024, 5, 6, 11, 8, 9, tzinfo=dt.timezone.utc)}
+    ]
