@@ -10,7 +10,13 @@ if [ ! -x .venv/bin/python ]; then
 fi
 stamp=.venv/.mor-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  .venv/bin/python -m pip install --disable-pip-version-check -q -e ".[dev]" 2>&1 | grep -v "^WARNING: Location" || true
+  echo "Installing mor with its runtime and test dependencies into .venv (pyproject.toml, extra [dev]):" >&2
+  echo "  pyarrow, pyiceberg, SQLAlchemy, fastavro, pyspark (built from source: about a minute), pytest, hypothesis, ..." >&2
+  if [ -t 1 ]; then  # a terminal: pip's own progress
+    .venv/bin/python -m pip install --disable-pip-version-check --progress-bar on -e ".[dev]"
+  else
+    .venv/bin/python -m pip install --disable-pip-version-check -q -e ".[dev]" 2>&1 | grep -v "^WARNING: Location" || true
+  fi
   .venv/bin/python -c "import mor, pyiceberg, pytest, hypothesis" 
   touch "$stamp"
 fi
