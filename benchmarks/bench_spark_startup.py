@@ -1,5 +1,6 @@
 """Start-up of mor on Spark in a fresh process: `import mor.spark`, `mor.spark.register(spark)`,
-and the first and second `spark.read.format("mor").load(...).count()` of a new session, each
+and the first and second `spark.read.format("mor").load(...).count()` of a new session (after
+the first and second count through a plain Python source of the same files: Spark's own share), each
 as wall time and CPU of the whole process tree (driver, JVM, Python workers: proc_cpu.py).
 
 The table is small (--rows, --files, 10% of every file's rows position-deleted), so what is
@@ -23,7 +24,7 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import REPO_ROOT, TABLE_NAME, build_warehouse, file_slices, generate_events  # noqa: E402
+from common import REPO_ROOT, TABLE_NAME, build_warehouse, file_slices, generate_events, local_path  # noqa: E402
 from proc_cpu import tree_cpu_seconds  # noqa: E402
 
 
@@ -54,10 +55,20 @@ def main(argv: list[str] | None = None) -> int:
     spark = measured(
         "SparkSession (not mor)",
         lambda: SparkSession.builder.master(f"local[{args.cores}]").config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false").getOrCreate(),
+        .config("spark.ui.showConsoleProgress", "false").config("spark.sql.session.timeZone", "UTC").getOrCreate(),
         out,
     )
     spark.sparkContext.setLogLevel("ERROR")
+    # What any Python data source's first query costs (Python workers start, the JVM warms up):
+    # a source that only yields pyarrow batches of the same files, before mor is imported.
+    spark.sparkContext.environment["PYTHONPATH"] = str(Path(__file__).resolve().parent)
+    from plain_source import PlainParquetSource
+
+    spark.dataSource.register(PlainParquetSource)
+    paths = "\n".join(local_path(t.data_file.file_path) for t in table.scan().plan_files())
+    plain = spark.read.format("plain_parquet").option("paths", paths)
+    for label in ("first plain-source count() (not mor)", "second plain-source count() (not mor)"):
+        measured(label, lambda: plain.load().count(), out)
     mor_spark = measured("import mor.spark", lambda: __import__("mor.spark").spark, out)
     measured("register", lambda: mor_spark.register(spark), out)
     reader = spark.read.format("mor").option("warehouse", str(args.data_dir))
