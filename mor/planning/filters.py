@@ -60,7 +60,6 @@ from pyiceberg.expressions.visitors import (
     _ManifestEvalVisitor,
     _StrictMetricsEvaluator,
     bind,
-    extract_field_ids,
     rewrite_not,
     visit,
 )
@@ -89,8 +88,10 @@ from mor.errors import InvalidFilterError
 from mor.format.content_file import ContentFile, PartitionValues
 from mor.format.manifest import ManifestFile
 from mor.format.partition_values import as_record
+from mor.planning.filter_literals import exact_predicate
 from mor.planning.filter_shape import DERIVED_MAX_TERMS, shaped
 from mor.planning.filter_text import parse, set_predicate
+from mor.planning.residual import Residual, bound_field_ids, pushed_not, without_residuals
 
 FilterLike = str | BooleanExpression | None
 
@@ -153,7 +154,10 @@ def bind_filter(schema: Schema, expr: BooleanExpression, case_sensitive: bool = 
 
 def _bind(schema: Schema, expr: BooleanExpression, case_sensitive: bool, check: bool) -> BooleanExpression:
     """pyiceberg's BindVisitor (the same tree of the same bound predicates), with `in` lists
-    bound by `_bind_set`; `check`: refuse literals first (`_check_values`)."""
+    bound by `_bind_set`, residuals bound by mor; `check`: literals compared exactly in the
+    column's type first (`exact_predicate`), then refused if still unfit (`_check_values`)."""
+    if isinstance(expr, Residual):
+        return expr.bind(schema, case_sensitive)
     if isinstance(expr, And):
         return And(_bind(schema, expr.left, case_sensitive, check), _bind(schema, expr.right, case_sensitive, check))
     if isinstance(expr, Or):
@@ -163,16 +167,25 @@ def _bind(schema: Schema, expr: BooleanExpression, case_sensitive: bool, check: 
     if isinstance(expr, SetPredicate):
         # Remembered alone too: the pruning and NOT-free forms of a filter share its leaves.
         return _remembered(  # type: ignore[no-any-return]
-            "set" if check else "set-unchecked", schema, expr, case_sensitive, lambda: _bind_set(schema, expr, case_sensitive, check)
+            "set" if check else "set-unchecked", schema, expr, case_sensitive, lambda: _bind_set_exactly(schema, expr, case_sensitive, check)
         )
     if isinstance(expr, LiteralPredicate):
         field = _field(schema, expr.term.name, case_sensitive)
         if field is not None:  # an unknown column is reported by bind
+            if check and (exact := exact_predicate(field, expr)) is not expr:
+                return _bind(schema, exact, case_sensitive, check)
             if check:
                 _check_values(field, [expr.literal.value])
             if _is_float_infinity(expr.literal, field.field_type):
                 expr = type(expr)(expr.term, FloatLiteral(expr.literal.value))
     return bind(schema, expr, case_sensitive)
+
+
+def _bind_set_exactly(schema: Schema, expr: SetPredicate, case_sensitive: bool, check: bool) -> BooleanExpression:
+    field = _field(schema, expr.term.name, case_sensitive) if check else None
+    if field is not None and (exact := exact_predicate(field, expr)) is not expr:
+        return _bind(schema, exact, case_sensitive, check)
+    return _bind_set(schema, expr, case_sensitive, check)
 
 
 def _bind_set(schema: Schema, expr: SetPredicate, case_sensitive: bool, check: bool) -> BooleanExpression:
@@ -244,8 +257,9 @@ def _is_float_infinity(lit: Literal[Any], ftype: IcebergType) -> bool:
 
 
 def _not_rewritten(schema: Schema, expr: BooleanExpression, case_sensitive: bool) -> BooleanExpression:
-    """rewrite_not(expr), made once per filter (a NOT over an `in` list builds a new list)."""
-    return _remembered("not", schema, expr, case_sensitive, lambda: rewrite_not(expr))  # type: ignore[no-any-return]
+    """`expr` with NOTs pushed to the leaves (pyiceberg's rewrite_not, residuals included), made
+    once per filter (a NOT over an `in` list builds a new list)."""
+    return _remembered("not", schema, expr, case_sensitive, lambda: pushed_not(expr))  # type: ignore[no-any-return]
 
 
 def _inclusive_evaluator(schema: Schema, expr: BooleanExpression, case_sensitive: bool) -> _MetricsEvaluator:
@@ -314,7 +328,7 @@ class _InclusiveVisitor(_InclusiveMetricsEvaluationVisitor):
 
 
 def filter_field_ids(schema: Schema, expr: BooleanExpression, case_sensitive: bool = True) -> set[int]:
-    return extract_field_ids(bind_filter(schema, expr, case_sensitive))
+    return bound_field_ids(bind_filter(schema, expr, case_sensitive))
 
 
 class FileFilter:
@@ -358,7 +372,9 @@ class FileFilter:
             strict = _StrictMetricsEvaluator.__new__(_StrictMetricsEvaluator)
             strict.struct = _FieldsById(schema)  # type: ignore[assignment]
             strict.include_empty_files = False
-            strict.expr = bind_filter(schema, _not_rewritten(schema, expr, case_sensitive), case_sensitive)
+            # A residual is not known to hold for every row: FALSE here.
+            strict_form = without_residuals(_not_rewritten(schema, expr, case_sensitive), may_match=False)
+            strict.expr = bind_filter(schema, strict_form, case_sensitive)
             return strict
 
         strict = _remembered("strict", schema, expr, case_sensitive, compute)
@@ -447,7 +463,8 @@ def pruning_filter(schema: Schema, expr: BooleanExpression, case_sensitive: bool
     """`expr` for pyiceberg's metrics and partition evaluators. NaN sorts above every number, so
     `x > c` and `x >= c` hold for NaN; but column bounds leave NaN out (and pyiceberg rules out a
     file of NaNs only), so on floating point columns ask for `x > c or x is nan`. NOTs are pushed
-    to the leaves first (by De Morgan, which Kleene logic keeps) so that `not x <= c` is seen."""
+    to the leaves first (by De Morgan, which Kleene logic keeps) so that `not x <= c` is seen;
+    then a residual (arithmetic, functions: metadata cannot judge it) reads as TRUE."""
 
     def widen(e: BooleanExpression) -> BooleanExpression:
         if isinstance(e, And):
@@ -460,7 +477,7 @@ def pruning_filter(schema: Schema, expr: BooleanExpression, case_sensitive: bool
                 return Or(e, IsNaN(e.term))
         return e
 
-    return widen(_not_rewritten(schema, expr, case_sensitive))
+    return widen(without_residuals(_not_rewritten(schema, expr, case_sensitive), may_match=True))
 
 
 def _check_values(field: NestedField, values: list[Any]) -> None:

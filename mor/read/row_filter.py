@@ -21,6 +21,8 @@ from pyiceberg.expressions.visitors import BoundBooleanExpressionVisitor, visit
 from pyiceberg.schema import Schema
 from pyiceberg.types import DoubleType, FloatType, IntegerType, LongType, NestedField, StructType, UUIDType
 
+from mor.planning.residual import BoundResidual
+from mor.read.residual_rows import residual_expression
 from mor.write.arrow_schema import to_arrow_type
 
 _NULL = pa.nulls(1, pa.bool_())[0]  # not pa.scalar: that imports pandas, a second at start-up
@@ -173,6 +175,10 @@ class _SqlFilter(BoundBooleanExpressionVisitor[pc.Expression]):
 
     def visit_not_in(self, term: Any, literals: set[Any]) -> pc.Expression:
         return ~self.visit_in(term, literals)
+
+    def visit_residual(self, residual: BoundResidual) -> pc.Expression:
+        """Arithmetic, functions, column against column: mor.read.residual_rows."""
+        return residual_expression(residual, self.paths)
 
     def visit_starts_with(self, term: Any, literal: Literal[Any]) -> pc.Expression:
         return pc.starts_with(self._column(term), pattern=literal.value)

@@ -1,0 +1,361 @@
+"""Predicates that Iceberg expressions cannot hold: arithmetic, functions, column against column
+(`id % 7 = 0`, `lower(name) = 'x'`, `a + b > 10`).
+
+A `Residual` is one such predicate, a leaf of a pyiceberg expression tree beside the plain
+comparisons (and/or/not stay pyiceberg's). Metadata cannot judge it: the pruning form of a
+filter reads it as TRUE (a file may hold matches) and the strict form as FALSE (no file is
+known to match whole), after NOTs are pushed to the leaves, so pruning never drops a file that
+holds a matching row. Rows evaluate it with SQL's semantics (mor.read.residual_rows): a NULL
+result selects nothing. A visitor that cannot evaluate it (Spark's column builder) raises
+UnsupportedFeatureError instead of misreading it.
+
+The terms are plain frozen values, so filters and tasks stay picklable; `bind` resolves column
+names to field ids and checks the operands' kinds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from pyiceberg.expressions import (
+    AlwaysFalse,
+    AlwaysTrue,
+    And,
+    BooleanExpression,
+    BoundPredicate,
+    Not,
+    Or,
+)
+from pyiceberg.expressions.visitors import visit
+from pyiceberg.schema import Schema
+from pyiceberg.types import (
+    BooleanType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IcebergType,
+    IntegerType,
+    LongType,
+    StringType,
+    TimestampType,
+    TimestamptzType,
+)
+
+from mor.errors import InvalidFilterError, UnsupportedFeatureError
+from mor.planning.filter_literals import parse_temporal
+
+NUMERIC = ("int", "decimal", "float")
+TEMPORAL = ("date", "timestamp", "timestamptz")
+ARITHMETIC = ("+", "-", "*", "/", "%")
+COMPARISONS = ("<", "<=", ">", ">=", "=", "!=")
+# function -> (kinds each argument may have, the result's kind: "same" as the arguments)
+FUNCTIONS: dict[str, tuple[tuple[str, ...], str]] = {
+    "lower": (("string",), "string"),
+    "upper": (("string",), "string"),
+    "length": (("string",), "int"),
+    "abs": (NUMERIC, "same"),
+    "coalesce": (("int", "decimal", "float", "string", "bool", *TEMPORAL), "same"),
+    "year": (TEMPORAL, "int"),
+    "month": (TEMPORAL, "int"),
+    "day": (TEMPORAL, "int"),
+    "date": (TEMPORAL, "date"),
+}
+_KINDS: dict[type, str] = {
+    IntegerType: "int", LongType: "int", FloatType: "float", DoubleType: "float", DecimalType: "decimal",
+    StringType: "string", BooleanType: "bool", DateType: "date", TimestampType: "timestamp", TimestamptzType: "timestamptz",
+}  # fmt: skip
+
+
+# -- terms ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    field_id: int = -1  # bound: the field's id
+    kind: str = ""  # bound: int, decimal, float, string, bool, date, timestamp, timestamptz
+    type: IcebergType | None = None  # bound: the column's type
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class Constant:
+    """A value: int, Decimal, float, str or bool; a date as days, a timestamp as micros."""
+
+    value: Any
+    kind: str  # as Column.kind; "text" for 'quoted' text not yet given a type
+
+    def __str__(self) -> str:
+        if self.kind in ("text", "string"):
+            return "'" + str(self.value).replace("'", "''") + "'"
+        if self.kind in TEMPORAL and isinstance(self.value, str):
+            return f"{self.kind} '{self.value}'"
+        return str(self.value).lower() if isinstance(self.value, bool) else str(self.value)
+
+
+@dataclass(frozen=True)
+class Call:
+    """A function or an operator (`+`, `-`, `*`, `/`, `%`, `neg`) applied to terms."""
+
+    function: str
+    args: tuple[Any, ...]
+    kind: str = ""  # bound: the result's kind
+
+    def __str__(self) -> str:
+        if self.function in ARITHMETIC:
+            return f"({self.args[0]} {self.function} {self.args[1]})"
+        if self.function == "neg":
+            return f"-{self.args[0]}"
+        return f"{self.function}({', '.join(map(str, self.args))})"
+
+
+@dataclass(frozen=True)
+class Test:
+    """`left op right...`: a comparison (one right term), `in` (constants), `is null` (none),
+    `starts with` (one string constant)."""
+
+    op: str
+    left: Any
+    right: tuple[Any, ...] = ()
+
+    def __str__(self) -> str:
+        if self.op == "is null":
+            return f"{self.left} is null"
+        if self.op == "in":
+            return f"{self.left} in ({', '.join(map(str, self.right))})"
+        return f"{self.left} {self.op} {self.right[0]}"
+
+    def columns(self) -> list[Column]:
+        found, todo = [], [self.left, *self.right]
+        while todo:
+            term = todo.pop()
+            if isinstance(term, Column):
+                found.append(term)
+            elif isinstance(term, Call):
+                todo.extend(term.args)
+        return found
+
+
+# -- the predicate ----------------------------------------------------------------------------
+
+
+class Residual(BooleanExpression):
+    """One predicate over terms, evaluated on rows only; `negated`: its NOT (Kleene's)."""
+
+    test: Any
+    negated: bool = False
+
+    def __init__(self, test: Test, negated: bool = False, **_: Any):
+        super().__init__(test=test, negated=negated)
+
+    def __invert__(self) -> BooleanExpression:
+        return type(self)(self.test, not self.negated)
+
+    def __str__(self) -> str:
+        return f"not ({self.test})" if self.negated else str(self.test)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self})"
+
+    @property
+    def term(self) -> Any:
+        """A residual has no one column: code that builds a predicate on one (Spark's column
+        builder) learns why here, rather than misreading the residual."""
+        raise UnsupportedFeatureError(_unsupported(self, "an engine that reads predicates on one column"))
+
+    def bind(self, schema: Schema, case_sensitive: bool = True) -> BoundResidual:
+        return BoundResidual(_bound_test(self.test, schema, case_sensitive), self.negated)
+
+
+class BoundResidual(Residual):
+    """A Residual whose columns are resolved and whose kinds are checked."""
+
+    def field_ids(self) -> set[int]:
+        return {c.field_id for c in self.test.columns()}
+
+
+@visit.register(Residual)
+def _visit_residual(obj: Residual, visitor: Any) -> Any:
+    visit_residual = getattr(visitor, "visit_residual", None)
+    if visit_residual is None:
+        raise UnsupportedFeatureError(_unsupported(obj, type(visitor).__name__))
+    return visit_residual(obj)
+
+
+def _unsupported(residual: Residual, path: str) -> str:
+    return (
+        f"the predicate {residual} (arithmetic, a function or two columns) is evaluated by mor's own row reader; "
+        f"this path ({path}) cannot evaluate it: filter with column-vs-value comparisons here, or filter the rows read"
+    )
+
+
+# -- forms of a filter with residuals (recursion: a filter is at most filter_shape.MAX_DEPTH deep)
+
+
+def pushed_not(expr: BooleanExpression) -> BooleanExpression:
+    """`expr` without Not nodes: each NOT pushed to the leaves (pyiceberg's rewrite_not, which
+    cannot visit a Residual)."""
+    if isinstance(expr, And):
+        return And(pushed_not(expr.left), pushed_not(expr.right))
+    if isinstance(expr, Or):
+        return Or(pushed_not(expr.left), pushed_not(expr.right))
+    if isinstance(expr, Not):
+        return ~pushed_not(expr.child)
+    return expr
+
+
+def has_residual(expr: BooleanExpression) -> bool:
+    todo = [expr]
+    while todo:
+        e = todo.pop()
+        if isinstance(e, Residual):
+            return True
+        if isinstance(e, (And, Or)):
+            todo += [e.left, e.right]
+        elif isinstance(e, Not):
+            todo.append(e.child)
+    return False
+
+
+def without_residuals(expr: BooleanExpression, may_match: bool) -> BooleanExpression:
+    """`expr` (NOT-free: `pushed_not`) with each residual read as TRUE (`may_match`: the form
+    that prunes) or FALSE (the strict form): monotone, so neither drops a possible match."""
+    if isinstance(expr, Residual):
+        return AlwaysTrue() if may_match else AlwaysFalse()
+    if isinstance(expr, And):
+        return And(without_residuals(expr.left, may_match), without_residuals(expr.right, may_match))
+    if isinstance(expr, Or):
+        return Or(without_residuals(expr.left, may_match), without_residuals(expr.right, may_match))
+    return expr
+
+
+def bound_field_ids(expr: BooleanExpression) -> set[int]:
+    """The field ids a bound filter reads (pyiceberg's extract_field_ids, residuals included)."""
+    ids: set[int] = set()
+    todo = [expr]
+    while todo:
+        e = todo.pop()
+        if isinstance(e, BoundResidual):
+            ids |= e.field_ids()
+        elif isinstance(e, (And, Or)):
+            todo += [e.left, e.right]
+        elif isinstance(e, Not):
+            todo.append(e.child)
+        elif isinstance(e, BoundPredicate):
+            ids.add(e.term.ref().field.field_id)
+    return ids
+
+
+# -- binding ----------------------------------------------------------------------------------
+
+
+def _bound_test(test: Test, schema: Schema, case_sensitive: bool) -> Test:
+    left = _bound_term(test.left, schema, case_sensitive)
+    right = [_bound_term(t, schema, case_sensitive) for t in test.right]
+    if test.op == "is null":
+        return Test(test.op, left)
+    if test.op == "starts with":
+        if left.kind not in ("string", "text"):
+            raise InvalidFilterError(f"'starts with' and 'like' need text, and {test.left} is {left.kind}")
+        return Test(test.op, left, tuple(right))
+    target = left.kind if not _is_text(left) else (right[0].kind if right and not _is_text(right[0]) else "string")
+    left = _typed(left, target, test)
+    right = [_typed(r, target, test) for r in right]
+    kinds = {left.kind, *(r.kind for r in right)}
+    if not _comparable(kinds):
+        raise InvalidFilterError(f"cannot compare {' with '.join(sorted(kinds))} in {test}")
+    return Test(test.op, left, tuple(right))
+
+
+def _is_text(term: Any) -> bool:
+    return isinstance(term, Constant) and term.kind == "text"
+
+
+def _typed(term: Any, kind: str, test: Test) -> Any:
+    """Quoted text as a value of `kind` (a string, or a date/time cast as filter_literals casts)."""
+    if not _is_text(term):
+        return term
+    if kind in ("string", "text"):
+        return Constant(term.value, "string")
+    if kind not in TEMPORAL:
+        raise InvalidFilterError(f"cannot compare {kind} with the text {term} in {test}")
+    try:
+        value = parse_temporal(term.value)
+    except ValueError as e:
+        raise InvalidFilterError(f"{e} (in {test})") from e
+    if kind == "date":
+        return Constant(value.days, "date")
+    if kind == "timestamp" and value.offset not in (None, 0):
+        raise InvalidFilterError(f"{term} has a zone, and {test} compares timestamps without zone")
+    return Constant(value.wall_micros() - (value.offset or 0), kind)
+
+
+def _comparable(kinds: set[str]) -> bool:
+    return len(kinds) == 1 or kinds <= set(NUMERIC) or kinds <= set(TEMPORAL)
+
+
+def _bound_term(term: Any, schema: Schema, case_sensitive: bool) -> Any:
+    if isinstance(term, Column):
+        try:
+            field = schema.find_field(term.name, case_sensitive)
+        except ValueError as e:
+            raise InvalidFilterError(f"unknown column {term.name!r} (columns: {', '.join(schema.column_names[:30])})") from e
+        kind = _KINDS.get(type(field.field_type))
+        if kind is None:
+            raise InvalidFilterError(f"column {term.name!r} of type {field.field_type} cannot be used in arithmetic or functions")
+        return Column(schema.find_column_name(field.field_id) or term.name, field.field_id, kind, field.field_type)
+    if isinstance(term, Constant):
+        return _bound_constant(term)
+    args = tuple(_bound_term(a, schema, case_sensitive) for a in term.args)
+    return Call(term.function, args, _result_kind(term, args))
+
+
+def _bound_constant(term: Constant) -> Constant:
+    if term.kind not in TEMPORAL or not isinstance(term.value, str):
+        return term
+    value = parse_temporal(term.value)  # checked by the parser
+    if term.kind == "date":
+        return Constant(value.days, "date")
+    if term.kind == "timestamp" and value.offset not in (None, 0):
+        raise InvalidFilterError(f"timestamp '{term.value}' has no zone (write timestamptz '...')")
+    micros = value.wall_micros() - (value.offset or 0)
+    return Constant(micros, term.kind)
+
+
+def _result_kind(call: Call, args: tuple[Any, ...]) -> str:
+    kinds = [a.kind if not _is_text(a) else "string" for a in args]
+    if call.function in ARITHMETIC or call.function == "neg":
+        if any(k not in NUMERIC for k in kinds):
+            raise InvalidFilterError(f"{call.function!r} needs numbers, in {call}")
+        if call.function == "%" and any(k != "int" for k in kinds):
+            raise InvalidFilterError(f"'%' needs whole numbers, in {call}")
+        return "float" if call.function == "/" else _wider(kinds)
+    allowed, result = FUNCTIONS[call.function]
+    bad = [k for k in kinds if k not in allowed]
+    if bad:
+        raise InvalidFilterError(f"{call.function}() takes {', '.join(allowed)}, not {bad[0]}, in {call}")
+    if call.function == "coalesce" and not _comparable(set(kinds)):
+        raise InvalidFilterError(f"coalesce() needs arguments of one kind, in {call}")
+    if result != "same":
+        return result
+    return _wider(kinds) if set(kinds) <= set(NUMERIC) else kinds[0]
+
+
+def _wider(kinds: list[str]) -> str:
+    return "float" if "float" in kinds else "decimal" if "decimal" in kinds else kinds[0]
+
+
+def constant_of(value: Any) -> Constant:
+    """The Constant of a parsed number, text or boolean."""
+    if isinstance(value, bool):
+        return Constant(value, "bool")
+    if isinstance(value, int):
+        return Constant(value, "int")
+    if isinstance(value, Decimal):
+        return Constant(value, "decimal")
+    return Constant(value, "text")

@@ -1,0 +1,197 @@
+"""A bound residual (mor.planning.residual) as a pyarrow compute expression, with SQL's
+semantics as DuckDB has them: a null operand makes the result NULL (the row is not selected);
+`/` divides as floating point (by zero: infinity or NaN), `%` by zero is NULL; `+ - * abs` raise on
+overflow rather than wrap; NaN equals NaN and sorts above every number. Numbers of different
+kinds meet in the wider one (int < decimal < float), decimals at a common scale, so that a
+comparison is exact; a date meets a timestamp as its midnight, UTC for timestamptz.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any, NamedTuple
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from mor.errors import InvalidFilterError
+from mor.planning.filter_literals import MICROS_PER_DAY, decimal_of, unscaled
+from mor.planning.residual import BoundResidual, Call, Column, Constant, Test
+
+_NULL_BOOL = pa.nulls(1, pa.bool_())[0]
+_MAX_PRECISION = 38
+_TEMPORAL_TYPES = {"date": pa.date32(), "timestamp": pa.timestamp("us"), "timestamptz": pa.timestamp("us", tz="UTC")}
+_KIND_TYPES = {"int": pa.int64(), "float": pa.float64(), "string": pa.string(), "text": pa.string(), "bool": pa.bool_(), **_TEMPORAL_TYPES}
+
+
+class _Value(NamedTuple):
+    expr: pc.Expression
+    kind: str
+    type: pa.DataType
+
+
+def residual_expression(residual: BoundResidual, paths: dict[int, tuple[str, ...]]) -> pc.Expression:
+    """`paths`: field id -> column path (names through structs) in the batches filtered."""
+    result = _test(residual.test, paths)
+    return ~result if residual.negated else result
+
+
+def _test(test: Test, paths: dict[int, tuple[str, ...]]) -> pc.Expression:
+    left = _value(test.left, paths)
+    if test.op == "is null":
+        return left.expr.is_null(nan_is_null=False)
+    if test.op == "starts with":
+        return pc.starts_with(left.expr, pattern=test.right[0].value)
+    if test.op == "in":
+        return _is_in(left, test.right)
+    left, right = _common([left, _value(test.right[0], paths)])
+    return _compare(test.op, left, right)
+
+
+def _is_in(left: _Value, items: tuple[Constant, ...]) -> pc.Expression:
+    """SQL's `in` over constants: NULL for a null operand (pyarrow's is_in says false)."""
+    left = _common([left, *(_constant(c) for c in items)])[0]
+    values = pa.array([_item(c, left.kind) for c in items], left.type)
+    return pc.if_else(left.expr.is_valid(), pc.is_in(left.expr, value_set=values), _NULL_BOOL)
+
+
+def _compare(op: str, left: _Value, right: _Value) -> pc.Expression:
+    a, b = left.expr, right.expr
+    plain = {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "=": a == b, "!=": a != b}[op]
+    if left.kind != "float":
+        return plain
+    # NaN = NaN, and NaN sorts above every number (Iceberg's order, DuckDB's and Spark's).
+    a_nan, b_nan = pc.is_nan(a), pc.is_nan(b)
+    with_nan = {"<": ~a_nan & b_nan, "<=": b_nan, ">": a_nan & ~b_nan, ">=": a_nan, "=": a_nan & b_nan, "!=": ~(a_nan & b_nan)}[op]
+    return pc.if_else(a_nan | b_nan, with_nan, plain)
+
+
+# -- terms ------------------------------------------------------------------------------------
+
+
+def _value(term: Any, paths: dict[int, tuple[str, ...]]) -> _Value:
+    if isinstance(term, Column):
+        return _column(term, paths)
+    if isinstance(term, Constant):
+        return _constant(term)
+    args = [_value(a, paths) for a in term.args]
+    return _call(term, args)
+
+
+def _column(column: Column, paths: dict[int, tuple[str, ...]]) -> _Value:
+    expr = pc.field(*paths[column.field_id])
+    if column.kind == "decimal":
+        ftype = column.type
+        return _Value(expr, "decimal", pa.decimal128(ftype.precision, ftype.scale))  # type: ignore[union-attr]
+    target = _KIND_TYPES[column.kind]
+    return _Value(expr.cast(target), column.kind, target)  # int32 -> int64, float -> double
+
+
+def _constant(constant: Constant) -> _Value:
+    value = constant.value
+    if constant.kind == "decimal":
+        exponent = value.as_tuple().exponent
+        if exponent > 0:  # 1E+6: as a whole number, exactly
+            value = decimal_of(unscaled(value) * 10**exponent, 0)
+        scale = max(0, -value.as_tuple().exponent)
+        if len(value.as_tuple().digits) > _MAX_PRECISION:
+            raise InvalidFilterError(f"{constant.value} has more than {_MAX_PRECISION} digits")
+        dtype = pa.decimal128(max(len(value.as_tuple().digits), scale, 1), scale)
+        return _Value(pc.scalar(pa.scalar(value, dtype)), "decimal", dtype)
+    if constant.kind == "int" and not -(2**63) <= value < 2**63:
+        raise InvalidFilterError(f"{value} is out of range for a whole number in a filter (at most 64 bits)")
+    dtype = _KIND_TYPES[constant.kind]
+    return _Value(pc.scalar(pa.scalar(value, dtype)), "string" if constant.kind == "text" else constant.kind, dtype)
+
+
+def _item(constant: Constant, kind: str) -> Any:
+    """An `in` list item as a value of `kind`."""
+    value = constant.value
+    if kind == "decimal":
+        return Decimal(value)
+    if kind == "float":
+        return float(value)
+    if constant.kind == "date" and kind != "date":
+        return value * MICROS_PER_DAY
+    return value
+
+
+def _call(call: Call, args: list[_Value]) -> _Value:
+    f = call.function
+    if f in ("+", "-", "*"):
+        left, right = _common(args, for_arithmetic=True)
+        kernel = {"+": pc.add_checked, "-": pc.subtract_checked, "*": pc.multiply_checked}[f]
+        return _Value(kernel(left.expr, right.expr), left.kind, _arithmetic_type(f, left.type, right.type))
+    if f == "/":
+        a, b = (v.expr.cast(pa.float64()) for v in args)
+        return _Value(pc.divide(a, b), "float", pa.float64())  # IEEE: x / 0 is infinite, 0 / 0 NaN
+    if f == "%":
+        left, right = _common(args)
+        a, b = left.expr, right.expr
+        divisor = pc.if_else(b == 0, 1, b)
+        remainder = pc.subtract_checked(a, pc.multiply_checked(divisor, pc.divide(a, divisor)))  # sign of a, as SQL's
+        return _Value(pc.if_else(b == 0, pa.nulls(1, pa.int64())[0], remainder), "int", pa.int64())
+    if f == "neg":
+        return _Value(pc.negate_checked(args[0].expr), args[0].kind, args[0].type)
+    if f == "abs":
+        return _Value(pc.abs_checked(args[0].expr), args[0].kind, args[0].type)
+    if f in ("lower", "upper"):
+        return _Value((pc.utf8_lower if f == "lower" else pc.utf8_upper)(args[0].expr), "string", pa.string())
+    if f == "length":
+        return _Value(pc.utf8_length(args[0].expr).cast(pa.int64()), "int", pa.int64())
+    if f in ("year", "month", "day"):
+        return _Value(getattr(pc, f)(args[0].expr).cast(pa.int64()), "int", pa.int64())
+    if f == "date":
+        return _Value(args[0].expr.cast(pa.date32()), "date", pa.date32())
+    if f == "coalesce":
+        common = _common(args)
+        return _Value(pc.coalesce(*(v.expr for v in common)), common[0].kind, common[0].type)
+    raise InvalidFilterError(f"unknown function {f}()")  # the binder knows no other
+
+
+def _arithmetic_type(op: str, a: pa.DataType, b: pa.DataType) -> pa.DataType:
+    """Arrow's result type: for decimals, its precision and scale rules."""
+    if not pa.types.is_decimal(a):
+        return a
+    if op == "*":
+        scale, precision = a.scale + b.scale, a.precision + b.precision + 1
+    else:
+        scale = max(a.scale, b.scale)
+        precision = max(a.precision - a.scale, b.precision - b.scale) + scale + 1
+    if precision > _MAX_PRECISION:
+        raise InvalidFilterError(f"decimal arithmetic needs {precision} digits; at most {_MAX_PRECISION}")
+    return pa.decimal128(precision, scale)
+
+
+def _common(values: list[_Value], for_arithmetic: bool = False) -> list[_Value]:
+    """`values` cast to one type: the widest number kind (decimals: a scale and precision that
+    hold each exactly; for arithmetic Arrow aligns the scales itself), or a timestamp for dates
+    meeting timestamps."""
+    kinds = {v.kind for v in values}
+    if len(kinds) == 1 and (kinds != {"decimal"} or for_arithmetic):
+        return values
+    if "float" in kinds:
+        return [_cast(v, "float", pa.float64()) for v in values]
+    if "decimal" in kinds:
+        decimals = [v.type if v.kind == "decimal" else pa.decimal128(19, 0) for v in values]
+        if for_arithmetic:
+            return [_cast(v, "decimal", t) for v, t in zip(values, decimals)]
+        scale = max(t.scale for t in decimals)
+        precision = max(t.precision - t.scale for t in decimals) + scale
+        if precision > _MAX_PRECISION:
+            raise InvalidFilterError(f"comparing these decimals needs {precision} digits; at most {_MAX_PRECISION}")
+        return [_cast(v, "decimal", pa.decimal128(precision, scale)) for v in values]
+    if "timestamptz" in kinds:
+        return [_cast(v, "timestamptz", _TEMPORAL_TYPES["timestamptz"]) for v in values]
+    if "timestamp" in kinds:
+        return [_cast(v, "timestamp", _TEMPORAL_TYPES["timestamp"]) for v in values]
+    return values
+
+
+def _cast(value: _Value, kind: str, dtype: pa.DataType) -> _Value:
+    if value.type == dtype:
+        return value
+    expr = value.expr
+    if value.kind == "date" and pa.types.is_timestamp(dtype):
+        expr = expr.cast(pa.timestamp("us"))  # its midnight (then UTC, for timestamptz)
+    return _Value(expr.cast(dtype), kind, dtype)
