@@ -209,6 +209,9 @@ class Catalog:
         self.warehouse = warehouse_uri
         self.io = io if io is not None else FileIO()  # its properties configure object storage
 
+    def __repr__(self) -> str:
+        return f"Catalog({self.name!r}, warehouse={self.warehouse!r})"
+
     @property
     def properties(self) -> dict[str, str]:
         """The file access properties this catalog was loaded with (`load_catalog(properties=)`)."""

@@ -52,7 +52,7 @@ class RestCatalog(Catalog):
         self.warehouse = client.properties.get("warehouse", "")
 
     def __repr__(self) -> str:
-        return f"RestCatalog({self.client.uri!r})"
+        return f"RestCatalog({self._name!r}, uri={self.client.uri!r})"
 
     creates_tables_with_first_commit = False
 

@@ -1,12 +1,15 @@
-"""Scan: what to read (filter, columns, snapshot), planned into tasks and read into Arrow."""
+"""Scan: what to read (filter, columns, snapshot, limit), planned into tasks and read into
+Arrow, and from Arrow into pandas, polars or DuckDB (imported only by the method that needs it)."""
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import numbers
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 import pyarrow as pa
+from pyiceberg.expressions import AlwaysTrue
 from pyiceberg.schema import Schema
 
 from mor.errors import InvalidArgumentError, InvalidFilterError, NoSuchSnapshotError
@@ -16,6 +19,7 @@ from mor.planning.planner import plan_files
 from mor.planning.task import FileScanTask
 from mor.format.lineage import LINEAGE_FIELDS
 from mor.read.scan_reader import read_batches, read_table
+from mor.write.arrow_schema import to_arrow_schema
 
 if TYPE_CHECKING:
     from mor.api.table import Table
@@ -30,6 +34,7 @@ class Scan:
         snapshot_id: int | None = None,
         as_of: dt.datetime | int | None = None,
         case_sensitive: bool = True,
+        limit: int | None = None,
     ):
         self.table = table
         self.case_sensitive = case_sensitive
@@ -39,6 +44,24 @@ class Scan:
         self.row_filter = parse_filter(filter)
         bind_filter(self.schema, self.row_filter, case_sensitive)
         self.projection = _project(self.schema, columns, case_sensitive, table.metadata.format_version)
+        self.columns = None if columns is None else list(columns)
+        self.filter_text = filter if isinstance(filter, str) else "true" if filter is None else repr(self.row_filter)
+        self.row_limit = _check_limit(limit)
+
+    def __repr__(self) -> str:
+        snapshot_id = self.snapshot.snapshot_id if self.snapshot is not None else None
+        limit = "" if self.row_limit is None else f", limit={self.row_limit}"
+        return (
+            f"Scan({self.table.identifier!r}, filter={self.filter_text!r}, columns={self.columns!r}, "
+            f"snapshot_id={snapshot_id}{limit})"
+        )
+
+    def limit(self, n: int) -> Scan:
+        """This scan, reading at most `n` rows (the first in task order): files stop being
+        read once they are produced."""
+        limited = copy.copy(self)
+        limited.row_limit = _check_limit(n)
+        return limited
 
     def plan_files(self) -> list[FileScanTask]:
         return plan_files(
@@ -46,17 +69,91 @@ class Scan:
         )
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
-        return read_batches(
-            self.table.io, self.plan_files(), self.schema, self.projection, self.row_filter, self.case_sensitive
-        )
+        return self._batches(self.plan_files(), self.projection)
 
     def to_arrow(self) -> pa.Table:
-        return read_table(self.table.io, self.plan_files(), self.schema, self.projection, self.row_filter, self.case_sensitive)
+        tasks = self.plan_files()
+        if self.row_limit is not None:
+            return pa.Table.from_batches(list(self._batches(tasks, self.projection)), schema=to_arrow_schema(self.projection))
+        return read_table(self.table.io, tasks, self.schema, self.projection, self.row_filter, self.case_sensitive)
 
     def count(self) -> int:
-        """Live rows matching the filter; reads only the filter's and delete keys' columns."""
+        """Live rows matching the filter (at most `limit`). From metadata alone, the data
+        files' record counts, when no delete file applies and there is no filter; otherwise
+        reads only the filter's and delete keys' columns."""
         tasks = self.plan_files()
-        return read_table(self.table.io, tasks, self.schema, self.schema.select(), self.row_filter, self.case_sensitive).num_rows
+        if self._counts_from_metadata(tasks):
+            total = sum(t.data_file.record_count for t in tasks)
+            return total if self.row_limit is None else min(total, self.row_limit)
+        no_columns = self.schema.select()
+        if self.row_limit is not None:
+            return sum(b.num_rows for b in self._batches(tasks, no_columns))
+        return read_table(self.table.io, tasks, self.schema, no_columns, self.row_filter, self.case_sensitive).num_rows
+
+    def to_pandas(self, **kwargs: Any) -> Any:
+        """The rows as a pandas DataFrame; `kwargs` go to `pyarrow.Table.to_pandas` (e.g.
+        `types_mapper=pd.ArrowDtype` keeps nullable ints as ints)."""
+        return self.to_arrow().to_pandas(**kwargs)
+
+    def to_polars(self) -> Any:
+        """The rows as a polars DataFrame."""
+        import polars as pl  # optional: imported by the one method that needs it
+
+        return pl.from_arrow(self.to_arrow())
+
+    def to_duckdb(self, connection: Any, name: str | None = None) -> Any:
+        """The rows as a DuckDB relation over the Arrow table, without a copy: registered with
+        `connection` as the view `name` (default: the table's name without its namespace)."""
+        view = name or self.table.identifier.rsplit(".", 1)[-1]
+        connection.register(view, self.to_arrow())
+        return connection.table(view)
+
+    def _counts_from_metadata(self, tasks: Sequence[FileScanTask]) -> bool:
+        """Is every row of every planned file live and selected, so that the record counts say it?"""
+        unfiltered = isinstance(self.row_filter, AlwaysTrue)
+        return unfiltered and all(not t.delete_files and isinstance(t.residual, AlwaysTrue) for t in tasks)
+
+    def _batches(self, tasks: Sequence[FileScanTask], projection: Schema) -> Iterator[pa.RecordBatch]:
+        def read(part: Sequence[FileScanTask]) -> Iterator[pa.RecordBatch]:
+            return read_batches(self.table.io, part, self.schema, projection, self.row_filter, self.case_sensitive)
+
+        return read(tasks) if self.row_limit is None else first_rows(read, tasks, self.row_limit)
+
+
+def first_rows(
+    read: Callable[[Sequence[FileScanTask]], Iterator[pa.RecordBatch]], tasks: Sequence[FileScanTask], limit: int
+) -> Iterator[pa.RecordBatch]:
+    """The first `limit` rows `read` gives for `tasks`, reading a few tasks at a time: each
+    time the fewest next tasks whose files hold (before deletes and the filter) the rows still
+    wanted. Fewer could not give them, so no task is read that was not needed."""
+    remaining, start = limit, 0
+    while remaining > 0 and start < len(tasks):
+        stop = _covering(tasks, start, remaining)
+        for batch in read(tasks[start:stop]):
+            if batch.num_rows >= remaining:
+                yield batch.slice(0, remaining)
+                return
+            remaining -= batch.num_rows
+            yield batch
+        start = stop
+
+
+def _covering(tasks: Sequence[FileScanTask], start: int, rows: int) -> int:
+    """The end of the shortest run of tasks from `start` whose files hold at least `rows` rows."""
+    held = 0
+    for i in range(start, len(tasks)):
+        held += tasks[i].data_file.record_count
+        if held >= rows:
+            return i + 1
+    return len(tasks)
+
+
+def _check_limit(limit: object) -> int | None:
+    if limit is None:
+        return None
+    if isinstance(limit, bool) or not isinstance(limit, numbers.Integral) or limit < 0:
+        raise InvalidArgumentError(f"limit is a number of rows (an int >= 0), got {limit!r}")
+    return int(limit)
 
 
 def snapshot_schema(metadata: TableMetadata, snapshot: Snapshot | None) -> Schema:

@@ -6,7 +6,7 @@ import datetime as dt
 import itertools
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -20,6 +20,7 @@ from mor.api.delete import DELETE_MODE_PROPERTY, delete_where
 from mor.api.row_changes import COPY_ON_WRITE, MERGE_ON_READ, MODES
 from mor.api.delete_rows import delete_rows_changes
 from mor.api.expressions import Assignments
+from mor.api.inputs import Rows, as_table, as_tables
 from mor.api.merge import MERGE_MODE_PROPERTY, MergeClauses, merge_rows, upsert_rows
 from mor.api.changes import ChangeScan
 from mor.api.scan import Scan
@@ -31,7 +32,7 @@ from mor.commit.snapshot_producer import Changes, TableOperations, Validator, co
 from mor.commit.table_commits import properties_commit
 from mor.commit.table_ops import CommitFailedError, metadata_version, read_metadata, refresh_same_table
 from mor.commit.updates import TableCommit
-from mor.errors import NoSuchTableError, CommitConflictError, CommitStateUnknownError, InvalidArgumentError, MorError, SchemaMismatchError
+from mor.errors import NoSuchTableError, CommitConflictError, CommitStateUnknownError, InvalidArgumentError, MorError
 from mor.format.metadata import (
     FORMAT_VERSION_PROPERTY,
     Snapshot,
@@ -76,7 +77,11 @@ class Table:
         self._ops = ops
 
     def __repr__(self) -> str:
-        return f"Table({self.identifier!r}, {self.metadata_location!r})"
+        snapshot_id = self.metadata.current_snapshot_id
+        return (
+            f"{type(self).__name__}({self.identifier!r}, format_version={self.metadata.format_version}, "
+            f"current_snapshot_id={snapshot_id})"
+        )
 
     # -- reading ---------------------------------------------------------------------------
     def schema(self) -> Schema:
@@ -117,8 +122,11 @@ class Table:
         snapshot_id: int | None = None,
         as_of: dt.datetime | int | None = None,
         case_sensitive: bool = True,
+        limit: int | None = None,
     ) -> Scan:
-        return Scan(self, filter, columns, snapshot_id, as_of, case_sensitive)
+        """What to read; nothing is read until `to_arrow()`, `to_batches()`, `count()`... (see
+        mor/api/scan.py). `limit`: at most this many rows, reading only the files they need."""
+        return Scan(self, filter, columns, snapshot_id, as_of, case_sensitive, limit)
 
     def changes(
         self,
@@ -148,18 +156,20 @@ class Table:
         return self
 
     # -- writing ---------------------------------------------------------------------------
-    def append(
-        self, data: pa.Table | pa.RecordBatchReader | Iterable[pa.RecordBatch], schema_mode: str | None = None
-    ) -> Snapshot:
-        """Add rows in one `append` snapshot. A RecordBatchReader or an iterator of batches is
-        streamed: memory stays at a few row groups per open partition, and files roll at
-        `write.target-file-size-bytes`. `schema_mode="merge"` adds the data's new columns and
+    def append(self, data: Rows, schema_mode: str | None = None) -> Snapshot:
+        """Add rows in one `append` snapshot: a pyarrow Table, RecordBatch, RecordBatchReader or
+        iterable of batches, a pandas or polars DataFrame, or any Arrow stream
+        (`__arrow_c_stream__`); see mor/api/inputs.py. A reader, stream or iterator of batches
+        is streamed: memory stays at a few row groups per open partition, and files roll at
+        `write.target-file-size-bytes`. Values are fitted to the table's types as Spark's store
+        assignment does: narrowing only when every value fits (mor/write/safe_casts.py).
+        `schema_mode="merge"` adds the data's new columns and
         struct fields to the schema (optional), widens a column the data holds a promotion of
         (int64 data for an int column makes it long) and writes missing optional columns as
         nulls, in the same commit; by default ("strict") data that does not fit the schema is a
         SchemaMismatchError. See prepare_append in mor/api/schema_update.py."""
         self._writable()
-        schema, rows, new_schema = prepare_append(self.metadata, _as_tables(data), schema_mode)
+        schema, rows, new_schema = prepare_append(self.metadata, as_tables(data, "the data to append"), schema_mode)
         writer = RollingDataWriter(self.io, self.location, schema, self.spec(), WriteOptions(self.metadata.properties))
         files = write_rows(writer, rows)
         return self._commit(Changes(Operation.APPEND, added_data=files, schema=new_schema))
@@ -180,33 +190,40 @@ class Table:
         but metadata. None when the table holds no rows."""
         return self.delete(AlwaysTrue())
 
-    def delete_rows(self, keys: pa.Table) -> Snapshot | None:
-        """Blind delete by value: an equality delete file on `keys`' columns; reads no data.
+    def delete_rows(self, keys: Rows) -> Snapshot | None:
+        """Blind delete by value: an equality delete file on `keys`' columns (any input
+        `append` takes); reads no data.
         With `mor.write.equality-deletes.enabled=false`: the rows holding the keys are found
         and removed as `delete` removes them (position deletes). None if nothing went."""
         self._writable()
-        return self._run_dml("delete", lambda: delete_rows_changes(self, keys))
+        key_rows = as_table(keys, "the keys to delete")
+        return self._run_dml("delete", lambda: delete_rows_changes(self, key_rows))
 
-    def update(self, set: Assignments, where: FilterLike = None, mode: str | None = None) -> Snapshot | None:
+    def update(self, set: Assignments, where: FilterLike | bool = None, mode: str | None = None) -> Snapshot | None:
         """Set columns (literals or `pyarrow.compute` expressions of the old row) where
-        `where` matches. Returns the new snapshot, or None if no row matched."""
+        `where` matches; `where` is required (every row: `"true"` or `True`), as `delete`'s
+        predicate is. Returns the new snapshot, or None if no row matched."""
         self._writable()
+        if where is None:
+            raise InvalidArgumentError("update needs where=...; to update every row, pass where='true'")
         mode = self._mode(mode, UPDATE_MODE_PROPERTY)  # fixed for every re-plan
-        row_filter = parse_filter(where)
+        row_filter = AlwaysTrue() if where is True else parse_filter(where)
         bind_filter(self.schema(), row_filter)
         return self._run_dml("update", lambda: update_where(self, set, row_filter, mode))
 
-    def upsert(self, rows: pa.Table, on: Sequence[str], mode: str | None = None, strategy: str = "position") -> Snapshot | None:
-        """Replace the rows whose key (`on`) exists, insert the others, in one snapshot.
+    def upsert(self, rows: Rows, on: Sequence[str], mode: str | None = None, strategy: str = "position") -> Snapshot | None:
+        """Replace the rows whose key (`on`) exists, insert the others, in one snapshot (`rows`:
+        any input `append` takes).
         Merge-on-read strategies: "position" (join, position deletes) or "equality"
         (equality deletes on the keys, no scan)."""
         self._writable()
         mode = self._mode(mode, MERGE_MODE_PROPERTY)  # fixed for every re-plan
-        return self._run_dml("merge", lambda: upsert_rows(self, rows, on, mode, strategy))
+        table = as_table(rows, "UPSERT rows")
+        return self._run_dml("merge", lambda: upsert_rows(self, table, on, mode, strategy))
 
     def merge(
         self,
-        source: pa.Table,
+        source: Rows,
         on: Sequence[str],
         when_matched_update: Assignments | str | None = None,
         when_matched_delete: bool | pc.Expression = False,
@@ -216,13 +233,15 @@ class Table:
         mode: str | None = None,
     ) -> Snapshot | None:
         """MERGE INTO: see mor/api/merge.py for the clause rules. `"*"` means all columns
-        from the source; source columns are `pc.field("source.<name>")` in expressions."""
+        from the source; source columns are `pc.field("source.<name>")` in expressions. `source`:
+        any input `append` takes."""
         self._writable()
+        source_rows = as_table(source, "the MERGE source")
         clauses = MergeClauses(
             when_matched_delete, when_matched_update, when_matched_update_if, when_not_matched_insert, when_not_matched_insert_if
         )
         mode = self._mode(mode, MERGE_MODE_PROPERTY)  # fixed for every re-plan
-        return self._run_dml("merge", lambda: merge_rows(self, source, on, clauses, mode))
+        return self._run_dml("merge", lambda: merge_rows(self, source_rows, on, clauses, mode))
 
     # -- schema evolution (mor/api/schema_update.py) ----------------------------------------
     def update_schema(self) -> UpdateSchema:
@@ -471,26 +490,6 @@ class Table:
         if self._ops is None:
             raise MorError(f"{self.identifier} is read-only (opened from a metadata file)")
         return self._ops
-
-
-def _as_tables(data: pa.Table | pa.RecordBatchReader | Iterable[pa.RecordBatch]) -> Iterator[pa.Table]:
-    """The rows of `data` as tables of at most about a row group each."""
-    if isinstance(data, pa.Table):
-        yield from (pa.Table.from_batches([b]) for b in data.to_batches(max_chunksize=1 << 20))
-        if data.num_rows == 0:
-            yield data
-        return
-    if isinstance(data, (str, bytes, dict)) or not isinstance(data, (pa.RecordBatchReader, Iterable)):
-        raise SchemaMismatchError(
-            f"append takes a pyarrow Table, RecordBatchReader or iterable of RecordBatches, got {type(data).__name__}"
-        )
-    for batch in data:
-        if isinstance(batch, pa.RecordBatch):
-            yield pa.Table.from_batches([batch])
-        elif isinstance(batch, pa.Table):
-            yield batch
-        else:
-            raise SchemaMismatchError(f"append reads RecordBatches from an iterable, got a {type(batch).__name__}")
 
 
 class StaticTable(Table):

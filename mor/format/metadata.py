@@ -9,6 +9,7 @@ held to the spec's invariants (mor/format/metadata_checks.py).
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import time
 import uuid
@@ -49,6 +50,16 @@ class Snapshot:
     @property
     def operation(self) -> str:
         return self.summary.get("operation", "")
+
+    def __repr__(self) -> str:
+        try:
+            made = dt.datetime.fromtimestamp(self.timestamp_ms / 1000, dt.timezone.utc).isoformat(timespec="milliseconds")
+        except (OverflowError, OSError, ValueError):
+            made = f"{self.timestamp_ms} ms"
+        return (
+            f"Snapshot(id={self.snapshot_id}, operation={self.operation!r}, "
+            f"sequence_number={self.sequence_number}, timestamp={made!r})"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"snapshot-id": self.snapshot_id}

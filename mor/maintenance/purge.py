@@ -26,6 +26,9 @@ class PurgeResult:
     deleted_paths: tuple[str, ...] = ()
     skipped_paths: tuple[str, ...] = ()
 
+    def to_dict(self) -> dict[str, object]:
+        return {"deleted_paths": list(self.deleted_paths), "skipped_paths": list(self.skipped_paths)}
+
 
 def plan_purge(io: FileIO, identifier: str, metadata: TableMetadata, metadata_location: str, view: CatalogView | None) -> PurgeResult:
     """The files a purge deletes (by the path to delete them by) and those it leaves; deletes nothing."""

@@ -30,6 +30,7 @@ from pyiceberg.types import (
 )
 
 from mor.errors import SchemaMismatchError
+from mor.write.safe_casts import narrowed
 
 FIELD_ID_KEY = b"PARQUET:field_id"
 
@@ -185,7 +186,7 @@ def _compatible(source: pa.DataType, target: pa.DataType) -> bool:
     if pa.types.is_floating(source) and pa.types.is_floating(target):
         return source.bit_width <= target.bit_width
     if pa.types.is_timestamp(source) and pa.types.is_timestamp(target):
-        return (source.tz is None) == (target.tz is None)  # unit changes are checked by a safe cast
+        return (source.tz is None) == (target.tz is None)  # unit changes: value-checked (safe_casts.narrowed)
     if pa.types.is_date(source) and pa.types.is_date(target):
         return True
     if pa.types.is_decimal(source) and pa.types.is_decimal(target):
@@ -239,8 +240,11 @@ def check_fits(source: pa.Schema, schema: Schema, nullable_into_required: bool =
 
 
 def conform(data: pa.Table, schema: Schema) -> pa.Table:
-    """`data` cast to the table's Arrow schema, or SchemaMismatchError naming the difference."""
+    """`data` cast to the table's Arrow schema, or SchemaMismatchError naming the difference:
+    widening casts always, narrowing ones when every value fits (mor/write/safe_casts.py)."""
     target = to_arrow_schema(schema)
+    check_unique_names(data.schema, "the data")
+    data = narrowed(data, target)
     check_fits(data.schema, schema)
     for f in target:
         if not f.nullable and data.column(f.name).null_count > 0:

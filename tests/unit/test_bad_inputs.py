@@ -314,7 +314,7 @@ BAD_DML = [
     pytest.param(lambda t: t.upsert(ROWS, on=["id", "id"]), mor.InvalidArgumentError, ["repeat", "'id'"], id="upsert-on-repeated"),
     pytest.param(lambda t: t.upsert(ROWS, on=["value"]), mor.SchemaMismatchError, ["'value'", "double"], id="upsert-on-a-double"),
     pytest.param(lambda t: t.upsert({"id": [1]}, on=["id"]), mor.SchemaMismatchError, ["pyarrow Table", "dict"], id="upsert-rows-a-dict"),
-    pytest.param(lambda t: t.upsert(ROWS.to_batches()[0], on=["id"]), mor.SchemaMismatchError, ["RecordBatch"], id="upsert-rows-a-batch"),
+    pytest.param(lambda t: t.upsert(ROWS.to_pylist(), on=["id"]), mor.SchemaMismatchError, ["RecordBatches", "dict"], id="upsert-rows-a-list-of-dicts"),
     pytest.param(lambda t: t.upsert(ROWS.drop_columns(["name"]), on=["id"]), mor.SchemaMismatchError, ["missing ['name']"], id="upsert-rows-lack-a-column"),
     pytest.param(lambda t: t.upsert(make_rows([1, 1]), on=["id"]), mor.DuplicateKeyError, ["['id']"], id="upsert-repeated-key"),
     pytest.param(lambda t: t.upsert(ROWS, on=["id"], strategy="magic"), mor.InvalidArgumentError, ["'magic'"], id="upsert-unknown-strategy"),

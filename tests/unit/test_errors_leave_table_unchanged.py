@@ -56,7 +56,7 @@ BAD_APPENDS: list[object] = [
         id="null-in-required-column",
     ),
     pytest.param(lambda: ROWS.rename_columns(["ID", "category", "name", "value"]), id="wrong-case-name"),
-    pytest.param(lambda: ROWS.to_batches()[0], id="not-a-table"),
+    pytest.param(lambda: ROWS.to_pylist(), id="not-a-table"),  # (a RecordBatch is taken)
 ]
 
 

@@ -63,7 +63,7 @@ CASES = [
     ),
     pytest.param(
         {"name": pc.binary_join_element_wise(pc.field("name"), pc.field("category"), "-")},
-        None,
+        "true",  # update needs an explicit where
         lambda r: True,
         lambda r: {**r, "name": f"{r['name']}-{r['category']}"},
         id="every-row",
@@ -253,7 +253,7 @@ def test_no_match_commits_nothing(make_table: MakeTable, mode: str, where: str) 
 def test_update_of_an_empty_table_commits_nothing(make_table: MakeTable) -> None:
     table = make_table()
     state = TableState(table)
-    assert table.update({"name": "x"}) is None
+    assert table.update({"name": "x"}, where="true") is None
     state.assert_unchanged()
 
 
