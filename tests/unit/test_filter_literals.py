@@ -8,11 +8,11 @@ import datetime as dt
 import re
 from decimal import Decimal
 
-import duckdb
 import pyarrow as pa
 import pytest
 
 import mor
+from tests import duckdb_rows
 from mor.planning.filters import parse_filter
 
 UTC = dt.timezone.utc
@@ -72,13 +72,7 @@ def table(tmp_path_factory: pytest.TempPathFactory) -> mor.Table:
 
 
 def duckdb_ids(where: str, rows: pa.Table = ROWS) -> list[int]:
-    con = duckdb.connect()
-    try:
-        con.execute("SET TimeZone='UTC'")
-        con.register("rows", rows)
-        return sorted(r[0] for r in con.execute(f"SELECT id FROM rows WHERE {where}").fetchall())
-    finally:
-        con.close()
+    return duckdb_rows.duckdb_ids(rows, where)
 
 
 def mor_ids(table: mor.Table, where: str) -> list[int]:

@@ -8,7 +8,6 @@ import datetime as dt
 import tempfile
 from decimal import Decimal
 
-import duckdb
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -16,6 +15,7 @@ from hypothesis import strategies as st
 from pyiceberg.expressions import EqualTo
 
 import mor
+from tests import duckdb_rows
 from mor.planning.filters import bind_filter, parse_filter, pruning_filter
 from mor.planning.residual import Residual
 
@@ -103,13 +103,7 @@ def _table(catalog: mor.Catalog, name: str, rows: pa.Table = ROWS, schema: pa.Sc
 
 
 def duckdb_ids(where: str, rows: pa.Table = ROWS) -> list[int]:
-    con = duckdb.connect()
-    try:
-        con.execute("SET TimeZone='UTC'")
-        con.register("rows", rows)
-        return sorted(r[0] for r in con.execute(f"SELECT id FROM rows WHERE {where}").fetchall())
-    finally:
-        con.close()
+    return duckdb_rows.duckdb_ids(rows, where)
 
 
 def ids(table: mor.Table, where: str | None = None) -> list[int]:
