@@ -37,8 +37,10 @@ from pyspark.sql import DataFrame, SparkSession
 from mor.api.table import Table
 from mor.errors import InvalidArgumentError, UnsupportedFeatureError
 from mor.format.lineage import LINEAGE_FIELD_IDS
+from mor.format.metadata import Snapshot
 from mor.io.fileio import is_object_store
 from mor.planning.filters import FilterLike, bind_filter, filter_field_ids
+from mor.planning.residual import has_residual
 from mor.planning.task import FileScanTask
 from mor.read.field_resolution import file_matches_schema
 from mor.spark import HAS_PYTHON_SOURCE
@@ -87,9 +89,12 @@ def read_table(
     read_ids = {f.field_id for f in scan.projection.fields} | filter_field_ids(scan.schema, scan.row_filter, CASE_SENSITIVE)
     lineage = [f for f in scan.projection.fields if f.field_id in LINEAGE_FIELD_IDS]
     read_schema = Schema(*[f for f in scan.schema.fields if f.field_id in read_ids], *lineage)
-    condition = None if isinstance(scan.row_filter, AlwaysTrue) else to_column(bind_filter(scan.schema, scan.row_filter, CASE_SENSITIVE))
-
+    bound = None if isinstance(scan.row_filter, AlwaysTrue) else bind_filter(scan.schema, scan.row_filter, CASE_SENSITIVE)
     tasks = scan.plan_files()
+    if bound is not None and has_residual(bound):
+        return _residual_read(spark, table, scan.snapshot, read_schema, tasks, filter, output)
+    condition = None if bound is None else to_column(bound)
+
     object_store = is_object_store(table.location) or any(is_object_store(t.data_file.file_path) for t in tasks)
     native_ok = not object_store or has_s3a(spark)
     # Row lineage is inherited from the file's manifest entry (first row id plus position,
@@ -122,6 +127,24 @@ def read_table(
     for other in parts[1:]:
         result = result.unionByName(other)
     return result
+
+
+def _residual_read(
+    spark: SparkSession, table: Table, snapshot: Snapshot | None, read_schema: Schema, tasks: list[FileScanTask],
+    filter: FilterLike, output: list[str],
+) -> DataFrame:  # fmt: skip
+    """A filter with arithmetic or functions (a residual) has no Spark Column here: every file
+    goes through the Python source, whose reader evaluates the whole filter on the rows."""
+    if not HAS_PYTHON_SOURCE or not isinstance(filter, str):
+        raise UnsupportedFeatureError(
+            "read_table cannot hand Spark a filter with arithmetic or functions on this path "
+            "(it needs pyspark >= 4.1 and the filter as text): filter the DataFrame in Spark instead"
+        )
+    snapshot_id = snapshot.snapshot_id if snapshot else None
+    logger.info("read_table %s (snapshot %s): %d files through the Python source (a residual filter)",
+                table.metadata_location, snapshot_id, len(tasks))  # fmt: skip
+    df = _python_source(spark, table, snapshot_id, read_schema, tasks, filter).alias(f"mor_python_{len(tasks)}_files")
+    return df.select(*[f"`{name}`" for name in output])
 
 
 def _use_dataframe_plan(spark: SparkSession, path: str, schema: Schema, read_schema: Schema, rest: list[FileScanTask], native_ok: bool) -> bool:

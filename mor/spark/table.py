@@ -37,6 +37,8 @@ from functools import reduce
 from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar, Union
 
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
+from pyiceberg.schema import Schema
+from pyiceberg.types import TimestamptzType
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -49,7 +51,7 @@ from mor.api.table import Table
 from mor.api.update import UPDATE_MODE_PROPERTY
 from mor.errors import InvalidArgumentError, InvalidFilterError, MorError, SchemaMismatchError
 from mor.format.spec import ROW_ID_NAME
-from mor.planning.filters import bind_filter, parse_filter
+from mor.planning.filters import bind_filter, filter_field_ids, parse_filter
 from mor.spark.apply_changes import WRITE_COLUMN, TargetRows, apply_changes, check_writable_columns, target_rows
 from mor.spark.errors import spark_errors
 from mor.spark.fast_path import read_table
@@ -228,6 +230,10 @@ class MorTable:
             bind_filter(self.table.schema(), row_filter)
         except MorError:
             return AlwaysTrue()
+        if not _session_in_utc(self.spark) and _reads_timestamptz(self.table.schema(), row_filter):
+            # A zone-less time means UTC to mor's filter but the session's zone to Spark's condition:
+            # pruning by mor's reading could skip files that Spark's condition matches.
+            return AlwaysTrue()
         return row_filter
 
     @staticmethod
@@ -373,3 +379,16 @@ def _aliased(source: DataFrame) -> DataFrame:
     except Exception:
         pass
     return source.alias("source")
+
+
+_UTC_ZONES = {"UTC", "Etc/UTC", "GMT", "Etc/GMT", "Z", "+00:00", "Zulu", "UCT", "Etc/UCT", "Universal", "Etc/Universal"}
+
+
+def _session_in_utc(spark: SparkSession) -> bool:
+    return (spark.conf.get("spark.sql.session.timeZone") or "UTC") in _UTC_ZONES
+
+
+def _reads_timestamptz(schema: Schema, row_filter: BooleanExpression) -> bool:
+    ids = filter_field_ids(schema, row_filter)
+    return any(isinstance(schema.find_field(i).field_type, TimestamptzType) for i in ids)
+

@@ -59,3 +59,17 @@ def test_wall_clocks_follow_a_session_zone_that_is_not_utc(new_york_session: Any
     assert table.refresh().scan().to_arrow().to_pylist() == [
         {"id": 1, "ts": wall, "tz": dt.datetime(2024, 5, 6, 11, 8, 9, tzinfo=dt.timezone.utc)}
     ]
+
+
+def test_a_zone_less_time_in_a_condition_is_read_in_the_session_zone(new_york_session: Any, catalog: mor.Catalog, warehouse: Path) -> None:
+    """MorTable conditions are Spark's: '2024-05-06 00:00' is midnight in New York (04:00 UTC). mor's
+    own filter text reads it as UTC, so pruning files by it would skip the file of 02:00 UTC."""
+    from mor.spark.table import MorTable
+
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("ts", pa.timestamp("us", "UTC"))])
+    table = catalog.create_table("db.t", schema=schema)
+    utc = dt.timezone.utc
+    table.append(pa.table({"id": [1], "ts": [dt.datetime(2024, 5, 6, 2, 0, tzinfo=utc)]}, schema=schema))
+    table.append(pa.table({"id": [2], "ts": [dt.datetime(2024, 5, 6, 5, 0, tzinfo=utc)]}, schema=schema))
+    MorTable.for_name(new_york_session, "db.t", warehouse=str(warehouse)).delete("ts < '2024-05-06 00:00'")
+    assert table.refresh().scan().to_arrow().column("id").to_pylist() == [2]
