@@ -11,7 +11,6 @@ reader, a CLI command) does not pay for the catalog database layer or the writer
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
 from mor.errors import (
@@ -42,6 +41,8 @@ from mor.errors import (
     UnsupportedFeatureError,
 )
 
+from mor.lazy_names import load_lazily
+
 # name -> module that defines it, imported when the name is first used
 _LAZY = {
     "Catalog": "mor.api.catalog",
@@ -71,12 +72,7 @@ def __getattr__(name: str) -> Any:
         from importlib.metadata import version
 
         return version("mor")
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'mor' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
+    return load_lazily(__name__, globals(), _LAZY, name)
 
 
 def __dir__() -> list[str]:

@@ -8,10 +8,10 @@ distributed DELETE/UPDATE/MERGE. Needs the `mor[spark]` extra (pyspark >= 4.1).
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 from typing import TYPE_CHECKING, Any
 
+from mor.lazy_names import load_lazily
 from mor.spark.errors import spark_errors
 
 # pyspark >= 4.1 has Python data sources (format "mor"); on 3.5 only read_table's DataFrame plan works.
@@ -37,6 +37,8 @@ _LAZY = {
     "register_tables": "mor.spark.views",
 }
 
+_WITHOUT_PYTHON_SOURCE = {"read_table": _LAZY["read_table"]}
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -52,16 +54,12 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None or not (HAS_PYTHON_SOURCE or name == "read_table"):
-        raise AttributeError(f"module 'mor.spark' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    return load_lazily(__name__, globals(), _LAZY if HAS_PYTHON_SOURCE else _WITHOUT_PYTHON_SOURCE, name)
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | (set(_LAZY) if HAS_PYTHON_SOURCE else {"read_table"}))
+    return sorted(set(globals()) | set(_LAZY if HAS_PYTHON_SOURCE else _WITHOUT_PYTHON_SOURCE))
+
 
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
