@@ -350,10 +350,11 @@ class RowRemover:
 
 
 def build_changes(
-    table: Table, matches: list[FileMatch], new_rows: pa.Table | None, mode: str
+    table: Table, matches: list[FileMatch], new_rows: pa.Table | None, mode: str, added: Sequence[DataFile] = ()
 ) -> tuple[Changes, list[Removal]]:
-    """Write the files that remove the matched rows and add `new_rows`; describe the commit.
-    When a write fails, the files already written are deleted (the commit deletes them when
+    """Write the files that remove the matched rows and add `new_rows`; describe the commit,
+    which also adds the data files `added` (written before, by the caller).
+    When a write fails, the files written here are deleted (the commit deletes them when
     it fails, table._commit)."""
     target = DmlTarget.of(table, mode)
     remover = RowRemover(table.io, target)
@@ -366,9 +367,9 @@ def build_changes(
         # pool.map cancels the queued removals and waits for the running ones before it
         # raises, so every file written is noted by then.
         removals = remover.finish(parallel_map(remove, matches), written.paths)
-        added = target.write_rows(table.io, new_rows) if new_rows is not None else []
-        written.paths += [f.file_path for f in added]
-        return changes_for(removals, added), removals
+        new_files = target.write_rows(table.io, new_rows) if new_rows is not None else []
+        written.paths += [f.file_path for f in new_files]
+        return changes_for(removals, [*added, *new_files]), removals
 
 
 class WrittenFiles:

@@ -16,7 +16,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import IcebergType
 
 from mor.api.conflict_rules import isolation_level
-from mor.api.delete import DELETE_MODE_PROPERTY, delete_where
+from mor.api.delete import DELETE_MODE_PROPERTY, delete_where, overwrite_where
 from mor.api.row_changes import COPY_ON_WRITE, MERGE_ON_READ, MODES
 from mor.api.delete_rows import delete_rows_changes
 from mor.api.expressions import Assignments
@@ -33,6 +33,7 @@ from mor.commit.table_commits import properties_commit
 from mor.commit.table_ops import CommitFailedError, metadata_version, read_metadata, refresh_same_table
 from mor.commit.updates import TableCommit
 from mor.errors import NoSuchTableError, CommitConflictError, CommitStateUnknownError, InvalidArgumentError, MorError
+from mor.format.content_file import DataFile
 from mor.format.metadata import (
     FORMAT_VERSION_PROPERTY,
     Snapshot,
@@ -184,6 +185,31 @@ class Table:
         row_filter = parse_filter(where)
         bind_filter(self.schema(), row_filter)
         return self._run_dml("delete", lambda: delete_where(self, row_filter, mode))
+
+    def overwrite(self, data: Rows, where: FilterLike | bool = True, mode: str | None = None) -> Snapshot | None:
+        """Replace the rows matching `where` (every row by default) with `data`, in one
+        `overwrite` snapshot. `data` is any input `append` takes, written (streamed) and fitted
+        to the schema as `append` does; it need not match `where`. The old rows go as `delete`
+        removes them: whole files dropped by their metadata, the rest by position deletes or
+        rewrites (`mode`, default `write.delete.mode`). None when nothing matched and `data` is
+        empty."""
+        self._writable()
+        if where is None:
+            raise InvalidArgumentError("overwrite's where is a predicate; to replace every row, leave it out or pass True")
+        mode = self._mode(mode, DELETE_MODE_PROPERTY)
+        row_filter = AlwaysTrue() if where is True else parse_filter(where)
+        bind_filter(self.schema(), row_filter)
+        schema, rows, _ = prepare_append(self.metadata, as_tables(data, "the data to overwrite with"), None)
+        writer = RollingDataWriter(self.io, self.location, schema, self.spec(), WriteOptions(self.metadata.properties))
+        files = write_rows(writer, rows)
+        try:
+            return self._run_dml("delete", lambda: overwrite_where(self, row_filter, mode, files), kept=files)
+        except CommitStateUnknownError:
+            raise  # the files may be referenced by a commit that landed: leave them
+        except BaseException:
+            for f in files:
+                self.io.delete_quietly(f.file_path)
+            raise
 
     def truncate(self) -> Snapshot | None:
         """Delete every row: the live data files leave the table, nothing is read or written
@@ -450,10 +476,14 @@ class Table:
             raise InvalidArgumentError(f"mode must be {MERGE_ON_READ!r} or {COPY_ON_WRITE!r}, got {mode!r}")
         return mode
 
-    def _run_dml(self, kind: str, plan: Callable[[], tuple[Changes, Validator | None] | None]) -> Snapshot | None:
+    def _run_dml(
+        self, kind: str, plan: Callable[[], tuple[Changes, Validator | None] | None], kept: Sequence[DataFile] = ()
+    ) -> Snapshot | None:
         """Plan (find rows, write files) and commit; when the commit truly conflicts with one
         that landed meanwhile, plan again on the new state (mor.dml.replan.num-retries times):
-        re-running a predicate on fresh data is always correct. None: nothing to change."""
+        re-running a predicate on fresh data is always correct. None: nothing to change.
+        `kept`: files written before planning, which every plan adds; a failed commit leaves
+        them for the next plan (the caller deletes them if none lands)."""
         isolation_level(self.metadata.properties, kind)  # a bad level fails before any file is written
         policy = RetryPolicy.of(self.metadata.properties)
         started = time.monotonic()
@@ -462,7 +492,7 @@ class Table:
             if found is None:
                 return None
             try:
-                return self._commit(*found)
+                return self._commit(*found, kept=kept)
             except CommitConflictError:
                 out_of_time = (time.monotonic() - started) * 1000 > policy.total_timeout_ms
                 if replan >= policy.replan_retries or out_of_time:
@@ -470,7 +500,7 @@ class Table:
             self.refresh()
         raise AssertionError("unreachable")
 
-    def _commit(self, changes: Changes, validate: Validator | None = None) -> Snapshot:
+    def _commit(self, changes: Changes, validate: Validator | None = None, kept: Sequence[DataFile] = ()) -> Snapshot:
         ops = self._writable()
         try:
             self.metadata, self.metadata_location = commit_changes(
@@ -479,8 +509,10 @@ class Table:
         except CommitStateUnknownError:
             raise  # the files may be referenced by a commit that landed: leave them
         except BaseException:
+            kept_paths = {f.file_path for f in kept}
             for f in [*changes.added_data, *changes.added_deletes]:
-                self.io.delete_quietly(f.file_path)
+                if f.file_path not in kept_paths:
+                    self.io.delete_quietly(f.file_path)
             raise
         snapshot = self.metadata.current_snapshot()
         assert snapshot is not None

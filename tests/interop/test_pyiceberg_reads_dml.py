@@ -78,6 +78,11 @@ def test_pyiceberg_reads_every_dml_snapshot(tmp_path: Path, mode: str, partition
     where = f"id in ({', '.join(map(str, sorted(bumped)))})"
     record(table.update({"n": pc.field("n") + 1}, where=where, mode=mode), list(model))
 
+    # OVERWRITE of some rows by new ones (ids that exist and a new one).
+    replacement = make_rows([1, 2, 200], n=2000)
+    model = [r for r in model if not 1 <= r["id"] <= 2 and r["id"] < 50] + replacement
+    record(table.overwrite(table_of(replacement), where="id between 1 and 2 or id >= 50", mode=mode), list(model))
+
     if mode == "merge-on-read":
         live_deletes = [d for t in table.scan().plan_files() for d in t.delete_files]
         assert live_deletes and all(d.content == mor.FileContent.POSITION_DELETES for d in live_deletes)
