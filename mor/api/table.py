@@ -32,7 +32,7 @@ from mor.commit.snapshot_producer import Changes, TableOperations, Validator, co
 from mor.commit.table_commits import properties_commit
 from mor.commit.table_ops import CommitFailedError, metadata_version, read_metadata, refresh_same_table
 from mor.commit.updates import TableCommit
-from mor.errors import NoSuchTableError, CommitConflictError, CommitStateUnknownError, InvalidArgumentError, MorError
+from mor.errors import MetadataFileNotFoundError, CommitConflictError, CommitStateUnknownError, InvalidArgumentError, MorError
 from mor.format.content_file import DataFile
 from mor.format.metadata import (
     FORMAT_VERSION_PROPERTY,
@@ -548,7 +548,7 @@ def _resolve_metadata_file(io: FileIO, location: str) -> str:
         return f"{folder}/v{version}.metadata.json"
     files = [i.path for i in io.list_files(folder) if i.path.endswith(".metadata.json")]
     if not files:
-        raise NoSuchTableError(f"no table metadata file under {location}")
+        raise MetadataFileNotFoundError(f"no table metadata file under {location}")
     return max(files, key=metadata_version)
 
 

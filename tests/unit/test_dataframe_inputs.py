@@ -191,7 +191,7 @@ def test_appending_pyarrow_data_imports_neither_pandas_nor_polars(tmp_path: Path
 
         rows = pa.ipc.open_file({str(tmp_path / "rows.arrow")!r}).read_all()
         schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("small", pa.int32()), ("name", pa.string()), ("x", pa.float64())])
-        table = mor.load_catalog({str(tmp_path / "wh")!r}).create_table("db.t", schema=schema)
+        table = mor.load_catalog({str(tmp_path / "wh")!r}, create=True).create_table("db.t", schema=schema)
         table.append(rows)
         table.append(iter(rows.to_batches()))
         assert table.scan().count() == 4 and table.scan().to_arrow().num_rows == 4
