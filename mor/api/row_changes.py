@@ -20,7 +20,6 @@ import pyarrow as pa
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
-from pyiceberg.types import DoubleType, FloatType
 
 from mor.api.conflict_rules import ReadScope, TouchedRows, dml_validator, isolation_level
 from mor.commit.snapshot_producer import Changes, Validator
@@ -104,11 +103,7 @@ class RowMatcher:
     def match(self, task: FileScanTask) -> FileMatch | None:
         if self.one_pass_reader is not None and _fetched_whole(task):
             return self._match_in_one_pass(self.one_pass_reader, task)
-        if (
-            not task.delete_files
-            and _null_free(task, self.predicate_ids, self.strict.schema)
-            and self.strict.file_must_match(task.data_file)
-        ):
+        if not task.delete_files and self.strict.every_row_matches(task.data_file):
             # Column metrics prove every row matches: no need to read the predicate's columns.
             positions = np.arange(task.data_file.record_count, dtype=np.int64)
             live = task.data_file.record_count
@@ -173,20 +168,6 @@ def find_matches(table: Table, row_filter: BooleanExpression, with_rows: bool = 
     tasks = table.scan(filter=row_filter).plan_files()
     matcher.reader.equality_cache.prepare(d for t in tasks for d in t.equality_deletes)
     return [m for m in parallel_map(matcher.match, tasks) if m is not None]
-
-
-def _null_free(task: FileScanTask, field_ids: set[int], schema: Schema) -> bool:
-    """Iceberg's strict metrics test is two-valued (a null matches `!=` and `not in`) and leaves
-    NaN out of bounds, where the row filter is SQL's (spec/predicates.md); without nulls and NaNs
-    the two agree. So trust it only for columns whose metrics say they hold none; a missing NaN
-    count on a floating point column may hide NaNs."""
-    f = task.data_file
-    nulls, nans = f.null_value_counts or {}, f.nan_value_counts or {}
-    return all(nulls.get(i) == 0 and (nans.get(i) == 0 or not _floating(schema, i)) for i in field_ids)
-
-
-def _floating(schema: Schema, field_id: int) -> bool:
-    return isinstance(schema.find_field(field_id).field_type, (FloatType, DoubleType))
 
 
 def find_key_matches(

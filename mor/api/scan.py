@@ -9,12 +9,11 @@ import numbers
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 import pyarrow as pa
-from pyiceberg.expressions import AlwaysTrue
 from pyiceberg.schema import Schema
 
 from mor.errors import InvalidArgumentError, InvalidFilterError, NoSuchSnapshotError
 from mor.format.metadata import Snapshot, TableMetadata
-from mor.planning.filters import FilterLike, bind_filter, parse_filter
+from mor.planning.filters import FileFilter, FilterLike, bind_filter, parse_filter
 from mor.planning.planner import plan_files
 from mor.planning.task import FileScanTask
 from mor.format.lineage import LINEAGE_FIELDS
@@ -78,17 +77,22 @@ class Scan:
         return read_table(self.table.io, tasks, self.schema, self.projection, self.row_filter, self.case_sensitive)
 
     def count(self) -> int:
-        """Live rows matching the filter (at most `limit`). From metadata alone, the data
-        files' record counts, when no delete file applies and there is no filter; otherwise
-        reads only the filter's and delete keys' columns."""
+        """Live rows matching the filter (at most `limit`). A data file no delete file applies
+        to, whose metrics prove every row matches (always, without a filter), is counted from
+        its record count; the others are read, only the filter's and delete keys' columns."""
         tasks = self.plan_files()
-        if self._counts_from_metadata(tasks):
-            total = sum(t.data_file.record_count for t in tasks)
-            return total if self.row_limit is None else min(total, self.row_limit)
-        no_columns = self.schema.select()
+        metrics = FileFilter(self.schema, self.table.metadata.specs(), self.row_filter, self.case_sensitive)
+        known = [not t.delete_files and metrics.every_row_matches(t.data_file) for t in tasks]
+        total = sum(t.data_file.record_count for t, k in zip(tasks, known) if k)
+        to_read = [t for t, k in zip(tasks, known) if not k]
         if self.row_limit is not None:
-            return sum(b.num_rows for b in self._batches(tasks, no_columns))
-        return read_table(self.table.io, tasks, self.schema, no_columns, self.row_filter, self.case_sensitive).num_rows
+            if total >= self.row_limit:
+                return self.row_limit
+            return total + sum(b.num_rows for b in first_rows(self._read_counts, to_read, self.row_limit - total))
+        if to_read:
+            no_columns = self.schema.select()
+            total += read_table(self.table.io, to_read, self.schema, no_columns, self.row_filter, self.case_sensitive).num_rows
+        return total
 
     def to_pandas(self, **kwargs: Any) -> Any:
         """The rows as a pandas DataFrame; `kwargs` go to `pyarrow.Table.to_pandas` (e.g.
@@ -108,10 +112,8 @@ class Scan:
         connection.register(view, self.to_arrow())
         return connection.table(view)
 
-    def _counts_from_metadata(self, tasks: Sequence[FileScanTask]) -> bool:
-        """Is every row of every planned file live and selected, so that the record counts say it?"""
-        unfiltered = isinstance(self.row_filter, AlwaysTrue)
-        return unfiltered and all(not t.delete_files and isinstance(t.residual, AlwaysTrue) for t in tasks)
+    def _read_counts(self, tasks: Sequence[FileScanTask]) -> Iterator[pa.RecordBatch]:
+        return read_batches(self.table.io, tasks, self.schema, self.schema.select(), self.row_filter, self.case_sensitive)
 
     def _batches(self, tasks: Sequence[FileScanTask], projection: Schema) -> Iterator[pa.RecordBatch]:
         def read(part: Sequence[FileScanTask]) -> Iterator[pa.RecordBatch]:
