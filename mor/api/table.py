@@ -48,7 +48,7 @@ from mor.maintenance.expire import ExpireResult, expire_snapshots
 from mor.maintenance.orphans import DEFAULT_MIN_AGE, OrphanResult, remove_orphans
 from mor.maintenance.ownership import REFUSE_SAME, REFUSE_SAME_OR_INNER, CatalogView, Ownership
 from mor.maintenance.policy import MaintainResult, MaintenancePolicy
-from mor.maintenance.progress import Progress, ProgressArg
+from mor.progress import Progress, ProgressArg
 from mor.maintenance.rewrite_deletes import RewritePlan, RewriteResult, plan_rewrite
 from mor.planning.filters import FilterLike, bind_filter, parse_filter
 from mor.write.arrow_schema import to_arrow_schema
