@@ -57,6 +57,8 @@ class Step:
         self.bytes = 0
 
     def advance(self, n: int = 1, *, bytes: int = 0) -> None:
+        if not (n or bytes):
+            return  # nothing moved: no event
         with self._lock:
             self.done += n
             self.bytes += bytes
@@ -74,6 +76,11 @@ class Progress:
         self.callback = progress if callable(progress) and not isinstance(progress, bool) else None
         self.bar = self.callback is None and progress is not False and (progress is True or _stderr_is_terminal())
         self.delay = delay
+
+    @classmethod
+    def delayed(cls, operation: str, progress: ProgressArg = None) -> Progress:
+        """For work that is often quick (appends, DML, scans): a bar waits BAR_DELAY_SECONDS."""
+        return cls(operation, progress, delay=BAR_DELAY_SECONDS)
 
     @contextmanager
     def stage(self, name: str, total: int | None, unit: str = "files", *, with_bytes: bool = False) -> Iterator[Step]:

@@ -12,6 +12,7 @@ from pyiceberg.expressions import BooleanExpression
 
 from mor.api.row_changes import build_changes, find_matches, rows_validator
 from mor.commit.snapshot_producer import Changes, Validator
+from mor.progress import Progress
 
 if TYPE_CHECKING:
     from mor.api.table import Table
@@ -19,10 +20,10 @@ if TYPE_CHECKING:
 DELETE_MODE_PROPERTY = "write.delete.mode"
 
 
-def delete_where(table: Table, row_filter: BooleanExpression, mode: str) -> tuple[Changes, Validator] | None:
+def delete_where(table: Table, row_filter: BooleanExpression, mode: str, progress: Progress) -> tuple[Changes, Validator] | None:
     """Write the files for a DELETE; None when no live row matches."""
-    matches = find_matches(table, row_filter)
+    matches = find_matches(table, row_filter, progress)
     if not matches:
         return None
-    changes, removals = build_changes(table, matches, None, mode)
+    changes, removals = build_changes(table, matches, None, mode, progress)
     return changes, rows_validator(table, "delete", row_filter, removals)
