@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Union
@@ -114,6 +115,7 @@ class _BarRow:
         self.bytes = 0
         self.task: Any = None  # rich's task id, once shown
         self.closed = False
+        self.started = time.monotonic()
 
     @contextmanager
     def shown_after(self, delay: float) -> Iterator[None]:
@@ -135,7 +137,7 @@ class _BarRow:
         with _display.lock:
             if self.closed or self.task is not None:
                 return
-            self.task = _display.add(self.description, self.total, self.counts())
+            self.task = _display.add(self.description, self.total, self.counts(), self.started)
 
     def update(self, done: int, moved: int) -> None:
         with _display.lock:
@@ -147,7 +149,7 @@ class _BarRow:
         with _display.lock:
             self.closed = True
             if self.task is not None:
-                _display.update(self.task, self.done, self.counts())
+                _display.update(self.task, self.done, self.counts(), ended=time.monotonic())
                 _display.remove()
 
     def counts(self) -> str:
@@ -169,16 +171,16 @@ class _Display:
         self.bars: Any = None  # a started rich Progress
         self.rows = 0
 
-    def add(self, description: str, total: int | None, counts: str) -> Any:
+    def add(self, description: str, total: int | None, counts: str, started: float) -> Any:
         if self.bars is None:
             self.bars = _start_rich()
             if self.bars is None:
                 return None
         self.rows += 1
-        return self.bars.add_task(description, total=total, counts=counts)
+        return self.bars.add_task(description, total=total, counts=counts, started=started)
 
-    def update(self, task: Any, done: int, counts: str) -> None:
-        self.bars.update(task, completed=done, counts=counts)
+    def update(self, task: Any, done: int, counts: str, **fields: float) -> None:
+        self.bars.update(task, completed=done, counts=counts, **fields)
 
     def remove(self) -> None:
         self.rows -= 1
@@ -195,9 +197,18 @@ def _start_rich() -> Any:
     holds the terminal. Imported here: rich is only needed when someone watches a terminal."""
     from rich.console import Console
     from rich.errors import LiveError
-    from rich.progress import BarColumn, Progress as RichProgress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, Progress as RichProgress, ProgressColumn, Task, TextColumn
+    from rich.text import Text
 
-    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[counts]}"), TimeElapsedColumn())
+    class SinceStageStart(ProgressColumn):
+        """Time since the stage started (before its bar showed), as 0:00:05; frozen once it ended."""
+
+        def render(self, task: Task) -> Text:
+            end = task.fields.get("ended") or time.monotonic()
+            seconds = int(max(end - task.fields["started"], 0))
+            return Text(f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}", style="progress.elapsed")
+
+    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[counts]}"), SinceStageStart())
     # stdout stays the caller's: rows printed to a pipe must not be routed to the terminal.
     bars = RichProgress(*columns, console=Console(stderr=True), transient=False, redirect_stdout=False, redirect_stderr=False)
     try:

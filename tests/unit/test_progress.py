@@ -18,6 +18,9 @@ import pytest
 from unit_helpers import SCHEMA, assert_no_orphans, files_under, live_delete_entries, local, make_rows
 
 import mor
+import mor.cli.rows
+import mor.progress
+from mor.cli import main
 from mor.progress import Progress, ProgressEvent, human_bytes
 
 REPO = Path(__file__).resolve().parents[2]
@@ -295,6 +298,48 @@ def test_bytes_read_as_people_read_them() -> None:
 def test_events_stay_backward_compatible() -> None:
     event = ProgressEvent("compact", "rewrite data files", 1, 2)
     assert (event.unit, event.bytes) == ("files", None)
+
+
+# -- the command line ----------------------------------------------------------------------
+@pytest.fixture
+def terminal_stderr(monkeypatch: pytest.MonkeyPatch) -> None:
+    """stderr taken for a terminal, and bars shown at once (not after a delay)."""
+    monkeypatch.setattr(mor.progress, "BAR_DELAY_SECONDS", 0.0)
+    monkeypatch.setattr(mor.progress, "_stderr_is_terminal", lambda: True)
+
+
+@pytest.mark.usefixtures("terminal_stderr")
+def test_cli_delete_and_update_show_their_bar_on_a_terminal(
+    catalog: mor.Catalog, warehouse: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    new_table(catalog, range(0, 10))
+    assert main(["delete", "db.t", "--warehouse", str(warehouse), "--where", "id = 3"]) == 0
+    assert main(["update", "db.t", "--warehouse", str(warehouse), "--set", "name=x", "--where", "id = 4"]) == 0
+    out, err = capsys.readouterr()
+    assert out.count("snapshot ") == 2
+    assert "delete: scan files" in err and "update: write rows" in err
+
+
+@pytest.mark.usefixtures("terminal_stderr")
+def test_cli_scan_shows_its_bar_only_when_the_rows_go_elsewhere(
+    catalog: mor.Catalog, warehouse: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    new_table(catalog, range(0, 10))
+    assert main(["scan", "db.t", "--warehouse", str(warehouse), "--format", "csv"]) == 0  # stdout: a pipe
+    out, err = capsys.readouterr()
+    assert len(out.splitlines()) == 11 and "scan: read files" in err and "1/1 files" in err
+    monkeypatch.setattr(mor.cli.rows, "stdout_is_terminal", lambda: True)  # the rows go to the terminal
+    assert main(["scan", "db.t", "--warehouse", str(warehouse), "--format", "csv"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_cli_prints_no_progress_without_a_terminal(
+    catalog: mor.Catalog, warehouse: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    new_table(catalog, range(0, 10))
+    for argv in (["delete", "--where", "id = 3"], ["update", "--set", "name=x", "--where", "id = 4"], ["scan"]):
+        assert main([argv[0], "db.t", "--warehouse", str(warehouse), *argv[1:]]) == 0
+    assert capsys.readouterr().err == ""
 
 
 # -- bad values ----------------------------------------------------------------------------
