@@ -153,7 +153,7 @@ class _BarRow:
                 _display.remove()
 
     def counts(self) -> str:
-        """"3/10 files, 1.2 MB", or "1.2 MB/5.0 MB" for a stage counted in bytes."""
+        """Like "3/10 files, 1.2 MB", or "1.2 MB/5.0 MB" for a stage counted in bytes."""
         show = human_bytes if self.unit == "bytes" else lambda n: f"{n:,}"
         text = show(self.done) + ("" if self.total is None else "/" + show(self.total))
         if self.unit != "bytes":
@@ -194,11 +194,15 @@ _display = _Display()
 
 def _start_rich() -> Any:
     """A started rich Progress on stderr, or None when another live display (the caller's own)
-    holds the terminal. Imported here: rich is only needed when someone watches a terminal."""
-    from rich.console import Console
-    from rich.errors import LiveError
-    from rich.progress import BarColumn, Progress as RichProgress, ProgressColumn, Task, TextColumn
-    from rich.text import Text
+    holds the terminal or rich is missing (a dependency, yet no bar is worth failing for).
+    Imported here: rich is only needed when someone watches a terminal."""
+    try:
+        from rich.console import Console
+        from rich.errors import LiveError
+        from rich.progress import BarColumn, Progress as RichProgress, ProgressColumn, Task, TextColumn
+        from rich.text import Text
+    except ImportError:
+        return None
 
     class SinceStageStart(ProgressColumn):
         """Time since the stage started (before its bar showed), as 0:00:05; frozen once it ended."""

@@ -274,6 +274,13 @@ def test_a_delayed_bar_does_not_show_for_work_done_before_the_delay(capsys: pyte
     assert capsys.readouterr() == ("", "")
 
 
+def test_no_bar_and_no_error_without_rich(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setitem(sys.modules, "rich.console", None)  # import fails as if rich were not installed
+    with Progress("scan", True).stage("read files", 1) as step:
+        step.advance()
+    assert capsys.readouterr() == ("", "")
+
+
 def test_quick_work_waits_before_its_bar_maintenance_does_not() -> None:
     assert Progress.delayed("scan").delay > 0
     assert Progress("compact").delay == 0
