@@ -13,7 +13,7 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -24,13 +24,14 @@ from pyiceberg.schema import Schema
 from mor.api.conflict_rules import ReadScope, TouchedRows, dml_validator, isolation_level
 from mor.commit.snapshot_producer import Changes, Validator
 from mor.errors import UnsupportedFeatureError
-from mor.format.content_file import DataFile, DeleteFile
+from mor.format.content_file import ContentFile, DataFile, DeleteFile
 from mor.format.lineage import LINEAGE_FIELDS, with_lineage
 from mor.format.spec import ROW_ID_NAME, Operation
 from mor.io.fileio import WHOLE_OBJECT_BYTES, FileIO, is_object_store
 from mor.planning.delete_index import referenced_path
 from mor.planning.filters import FileFilter, filter_field_ids
 from mor.planning.task import FileScanTask
+from mor.progress import Progress
 from mor.read.equality_deletes import EqualityDeleteCache, EqualityKeySet
 from mor.read.position_deletes import DeleteFileCache, deleted_positions, merge_sorted_runs
 from mor.read.scan_reader import parallel_map
@@ -161,17 +162,32 @@ def check_lineage_names(schema: Schema) -> None:
         )
 
 
-def find_matches(table: Table, row_filter: BooleanExpression, with_rows: bool = False) -> list[FileMatch]:
+def find_matches(table: Table, row_filter: BooleanExpression, progress: Progress, with_rows: bool = False) -> list[FileMatch]:
     """Live rows matching `row_filter`, per data file that has any."""
     metadata = table.metadata
     matcher = RowMatcher(table.io, metadata.schema(), metadata.specs(), row_filter, with_rows, metadata.format_version >= 3)
     tasks = table.scan(filter=row_filter).plan_files()
     matcher.reader.equality_cache.prepare(d for t in tasks for d in t.equality_deletes)
-    return [m for m in parallel_map(matcher.match, tasks) if m is not None]
+    return scan_files(tasks, matcher.match, progress)
+
+
+def scan_files(
+    tasks: Sequence[FileScanTask], match: Callable[[FileScanTask], FileMatch | None], progress: Progress
+) -> list[FileMatch]:
+    """`match` on every task, in threads: the matches found, in task order. Progress: stage
+    "scan files", each file counted (with its size) once it is scanned."""
+    with progress.stage("scan files", len(tasks), with_bytes=True) as step:
+
+        def scanned(task: FileScanTask) -> FileMatch | None:
+            found = match(task)
+            step.advance(1, bytes=task.data_file.file_size_in_bytes)
+            return found
+
+        return [m for m in parallel_map(scanned, tasks) if m is not None]
 
 
 def find_key_matches(
-    table: Table, keys: EqualityKeySet, key_range: BooleanExpression, all_columns: bool = True
+    table: Table, keys: EqualityKeySet, key_range: BooleanExpression, progress: Progress, all_columns: bool = True
 ) -> list[FileMatch]:
     """Live rows whose key tuple is in `keys` (null-safe): all their columns, or only the key
     columns (and `_row_id` in a v3 table). `key_range` is a filter every such row satisfies; it
@@ -210,7 +226,7 @@ def find_key_matches(
             rows, positions = rows_at(rows_reader, task, positions)
         return FileMatch(task, positions, live_row_count(task, cache), rows)
 
-    return [m for m in parallel_map(match, tasks) if m is not None]
+    return scan_files(tasks, match, progress)
 
 
 @dataclass(frozen=True)
@@ -266,8 +282,15 @@ class Removal:
     @property
     def written(self) -> list[str]:
         """Paths of the files this removal wrote."""
-        files = [*self.rewritten, *([self.delete_file] if self.delete_file is not None else [])]
-        return [f.file_path for f in files]
+        return [f.file_path for f in self._files()]
+
+    @property
+    def written_bytes(self) -> int:
+        """Bytes of the files this removal wrote (a deletion vector's Puffin file: see `vector_bytes`)."""
+        return sum(f.file_size_in_bytes for f in self._files())
+
+    def _files(self) -> list[ContentFile]:
+        return [*self.rewritten, *([self.delete_file] if self.delete_file is not None else [])]
 
 
 class RowRemover:
@@ -331,26 +354,49 @@ class RowRemover:
 
 
 def build_changes(
-    table: Table, matches: list[FileMatch], new_rows: pa.Table | None, mode: str, added: Sequence[DataFile] = ()
+    table: Table,
+    matches: list[FileMatch],
+    new_rows: pa.Table | None,
+    mode: str,
+    progress: Progress,
+    added: Sequence[DataFile] = (),
 ) -> tuple[Changes, list[Removal]]:
     """Write the files that remove the matched rows and add `new_rows`; describe the commit,
-    which also adds the data files `added` (written before, by the caller).
-    When a write fails, the files written here are deleted (the commit deletes them when
-    it fails, table._commit)."""
+    which also adds the data files `added` (written before, by the caller). When a write fails, the files already written are deleted (the commit deletes them when
+    it fails, table._commit). Progress: stage "write files" counts the matched data files as
+    their removal is written (a delete file, deletion vector or rewrite; a whole file dropped
+    writes nothing), "write rows" the new rows; both with the bytes written."""
     target = DmlTarget.of(table, mode)
     remover = RowRemover(table.io, target)
     written = WrittenFiles()
 
-    def remove(match: FileMatch) -> Removal:
-        return written.note(remover.remove(match))
-
     with written.deleted_on_error(table.io):
-        # pool.map cancels the queued removals and waits for the running ones before it
-        # raises, so every file written is noted by then.
-        removals = remover.finish(parallel_map(remove, matches), written.paths)
-        new_files = target.write_rows(table.io, new_rows) if new_rows is not None else []
-        written.paths += [f.file_path for f in new_files]
+        removals: list[Removal] = []
+        if matches:
+            with progress.stage("write files", len(matches), with_bytes=True) as step:
+
+                def remove(match: FileMatch) -> Removal:
+                    removal = written.note(remover.remove(match))
+                    step.advance(1, bytes=removal.written_bytes)
+                    return removal
+
+                # pool.map cancels the queued removals and waits for the running ones before it
+                # raises, so every file written is noted by then.
+                removals = remover.finish(parallel_map(remove, matches), written.paths)
+                step.advance(0, bytes=vector_bytes(removals))
+        new_files: list[DataFile] = []
+        if new_rows is not None and new_rows.num_rows:
+            with progress.stage("write rows", new_rows.num_rows, "rows", with_bytes=True) as step:
+                new_files = target.write_rows(table.io, new_rows)
+                written.paths += [f.file_path for f in new_files]
+                step.advance(new_rows.num_rows, bytes=sum(f.file_size_in_bytes for f in new_files))
         return changes_for(removals, [*added, *new_files]), removals
+
+
+def vector_bytes(removals: Sequence[Removal]) -> int:
+    """The bytes of the Puffin files `RowRemover.finish` wrote for `removals` (each once)."""
+    vectors = [r.delete_file for r in removals if r.vector is not None and r.delete_file is not None]
+    return sum({f.file_path: f.file_size_in_bytes for f in vectors}.values())
 
 
 class WrittenFiles:

@@ -1,5 +1,7 @@
 """Scan: what to read (filter, columns, snapshot, limit), planned into tasks and read into
-Arrow, and from Arrow into pandas, polars or DuckDB (imported only by the method that needs it)."""
+Arrow, and from Arrow into pandas, polars or DuckDB (imported only by the method that needs it).
+Reading reports progress (mor/progress.py): stage "read files", each planned file counted, with
+its size as bytes, once read (a limit may stop before the last)."""
 
 from __future__ import annotations
 
@@ -17,7 +19,8 @@ from mor.planning.filters import FileFilter, FilterLike, bind_filter, parse_filt
 from mor.planning.planner import plan_files
 from mor.planning.task import FileScanTask
 from mor.format.lineage import LINEAGE_FIELDS
-from mor.read.scan_reader import read_batches, read_table
+from mor.progress import Progress, ProgressArg, Step
+from mor.read.scan_reader import TaskDone, read_batches, read_table
 from mor.write.arrow_schema import to_arrow_schema
 
 if TYPE_CHECKING:
@@ -34,8 +37,10 @@ class Scan:
         as_of: dt.datetime | int | None = None,
         case_sensitive: bool = True,
         limit: int | None = None,
+        progress: ProgressArg = None,
     ):
         self.table = table
+        self.progress = Progress.delayed("scan", progress)
         self.case_sensitive = case_sensitive
         self.snapshot = _choose_snapshot(table, snapshot_id, as_of)
         time_travel = snapshot_id is not None or as_of is not None
@@ -74,7 +79,7 @@ class Scan:
         tasks = self.plan_files()
         if self.row_limit is not None:
             return pa.Table.from_batches(list(self._batches(tasks, self.projection)), schema=to_arrow_schema(self.projection))
-        return read_table(self.table.io, tasks, self.schema, self.projection, self.row_filter, self.case_sensitive)
+        return self._table(tasks, self.projection)
 
     def count(self) -> int:
         """Live rows matching the filter (at most `limit`). A data file no delete file applies
@@ -88,10 +93,9 @@ class Scan:
         if self.row_limit is not None:
             if total >= self.row_limit:
                 return self.row_limit
-            return total + sum(b.num_rows for b in first_rows(self._read_counts, to_read, self.row_limit - total))
+            return total + sum(b.num_rows for b in self._batches(to_read, self.schema.select(), self.row_limit - total))
         if to_read:
-            no_columns = self.schema.select()
-            total += read_table(self.table.io, to_read, self.schema, no_columns, self.row_filter, self.case_sensitive).num_rows
+            total += self._table(to_read, self.schema.select()).num_rows
         return total
 
     def to_pandas(self, **kwargs: Any) -> Any:
@@ -112,14 +116,28 @@ class Scan:
         connection.register(view, self.to_arrow())
         return connection.table(view)
 
-    def _read_counts(self, tasks: Sequence[FileScanTask]) -> Iterator[pa.RecordBatch]:
-        return read_batches(self.table.io, tasks, self.schema, self.schema.select(), self.row_filter, self.case_sensitive)
+    def _table(self, tasks: Sequence[FileScanTask], projection: Schema) -> pa.Table:
+        with self.progress.stage("read files", len(tasks), with_bytes=True) as step:
+            return read_table(
+                self.table.io, tasks, self.schema, projection, self.row_filter, self.case_sensitive, task_done=_counted(step)
+            )
 
-    def _batches(self, tasks: Sequence[FileScanTask], projection: Schema) -> Iterator[pa.RecordBatch]:
-        def read(part: Sequence[FileScanTask]) -> Iterator[pa.RecordBatch]:
-            return read_batches(self.table.io, part, self.schema, projection, self.row_filter, self.case_sensitive)
+    def _batches(self, tasks: Sequence[FileScanTask], projection: Schema, limit: int | None = None) -> Iterator[pa.RecordBatch]:
+        """The rows, streamed (at most `limit`, default the scan's); the progress stage lasts
+        as long as the stream."""
+        limit = self.row_limit if limit is None else limit
+        with self.progress.stage("read files", len(tasks), with_bytes=True) as step:
 
-        return read(tasks) if self.row_limit is None else first_rows(read, tasks, self.row_limit)
+            def read(part: Sequence[FileScanTask]) -> Iterator[pa.RecordBatch]:
+                return read_batches(
+                    self.table.io, part, self.schema, projection, self.row_filter, self.case_sensitive, task_done=_counted(step)
+                )
+
+            yield from read(tasks) if limit is None else first_rows(read, tasks, limit)
+
+
+def _counted(step: Step) -> TaskDone:
+    return lambda task: step.advance(1, bytes=task.data_file.file_size_in_bytes)
 
 
 def first_rows(

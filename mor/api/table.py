@@ -20,7 +20,7 @@ from mor.api.delete import DELETE_MODE_PROPERTY, delete_where, overwrite_where
 from mor.api.row_changes import COPY_ON_WRITE, MERGE_ON_READ, MODES
 from mor.api.delete_rows import delete_rows_changes
 from mor.api.expressions import Assignments
-from mor.api.inputs import Rows, as_table, as_tables
+from mor.api.inputs import Rows, as_table, as_tables, known_row_count
 from mor.api.merge import MERGE_MODE_PROPERTY, MergeClauses, merge_rows, upsert_rows
 from mor.api.changes import ChangeScan
 from mor.api.scan import Scan
@@ -49,7 +49,7 @@ from mor.maintenance.expire import ExpireResult, expire_snapshots
 from mor.maintenance.orphans import DEFAULT_MIN_AGE, OrphanResult, remove_orphans
 from mor.maintenance.ownership import REFUSE_SAME, REFUSE_SAME_OR_INNER, CatalogView, Ownership
 from mor.maintenance.policy import MaintainResult, MaintenancePolicy
-from mor.maintenance.progress import Progress, ProgressArg
+from mor.progress import Progress, ProgressArg
 from mor.maintenance.rewrite_deletes import RewritePlan, RewriteResult, plan_rewrite
 from mor.planning.filters import FilterLike, bind_filter, parse_filter
 from mor.write.arrow_schema import to_arrow_schema
@@ -124,10 +124,12 @@ class Table:
         as_of: dt.datetime | int | None = None,
         case_sensitive: bool = True,
         limit: int | None = None,
+        progress: ProgressArg = None,
     ) -> Scan:
         """What to read; nothing is read until `to_arrow()`, `to_batches()`, `count()`... (see
-        mor/api/scan.py). `limit`: at most this many rows, reading only the files they need."""
-        return Scan(self, filter, columns, snapshot_id, as_of, case_sensitive, limit)
+        mor/api/scan.py). `limit`: at most this many rows, reading only the files they need.
+        `progress`: files read, stage "read files" (mor/progress.py; a bar after 2 s)."""
+        return Scan(self, filter, columns, snapshot_id, as_of, case_sensitive, limit, progress)
 
     def changes(
         self,
@@ -157,7 +159,7 @@ class Table:
         return self
 
     # -- writing ---------------------------------------------------------------------------
-    def append(self, data: Rows, schema_mode: str | None = None) -> Snapshot:
+    def append(self, data: Rows, schema_mode: str | None = None, *, progress: ProgressArg = None) -> Snapshot:
         """Add rows in one `append` snapshot: a pyarrow Table, RecordBatch, RecordBatchReader or
         iterable of batches, a pandas or polars DataFrame, or any Arrow stream
         (`__arrow_c_stream__`); see mor/api/inputs.py. A reader, stream or iterator of batches
@@ -168,32 +170,41 @@ class Table:
         struct fields to the schema (optional), widens a column the data holds a promotion of
         (int64 data for an int column makes it long) and writes missing optional columns as
         nulls, in the same commit; by default ("strict") data that does not fit the schema is a
-        SchemaMismatchError. See prepare_append in mor/api/schema_update.py."""
+        SchemaMismatchError. See prepare_append in mor/api/schema_update.py.
+        `progress`: rows and bytes written, stage "write rows" (mor/progress.py)."""
         self._writable()
+        reporter = Progress.delayed("append", progress)
         schema, rows, new_schema = prepare_append(self.metadata, as_tables(data, "the data to append"), schema_mode)
         writer = RollingDataWriter(self.io, self.location, schema, self.spec(), WriteOptions(self.metadata.properties))
-        files = write_rows(writer, rows)
+        with reporter.stage("write rows", known_row_count(data), "rows", with_bytes=True) as step:
+            files = write_rows(writer, rows, step)
         return self._commit(Changes(Operation.APPEND, added_data=files, schema=new_schema))
 
-    def delete(self, where: FilterLike, mode: str | None = None) -> Snapshot | None:
+    def delete(self, where: FilterLike, mode: str | None = None, *, progress: ProgressArg = None) -> Snapshot | None:
         """Delete the rows matching `where` (every row: `"true"` or `truncate()`). Returns the
-        new snapshot, or None if none matched."""
+        new snapshot, or None if none matched. `progress`: stages "scan files" and "write
+        files" (mor/progress.py), as for update, upsert, merge and delete_rows."""
         self._writable()
+        reporter = Progress.delayed("delete", progress)
         if where is None:
             raise InvalidArgumentError("delete needs a predicate; to delete every row, pass 'true' or call truncate()")
         mode = self._mode(mode, DELETE_MODE_PROPERTY)
         row_filter = parse_filter(where)
         bind_filter(self.schema(), row_filter)
-        return self._run_dml("delete", lambda: delete_where(self, row_filter, mode))
+        return self._run_dml("delete", lambda: delete_where(self, row_filter, mode, reporter))
 
-    def overwrite(self, data: Rows, where: FilterLike | bool = True, mode: str | None = None) -> Snapshot | None:
+    def overwrite(
+        self, data: Rows, where: FilterLike | bool = True, mode: str | None = None, *, progress: ProgressArg = None
+    ) -> Snapshot | None:
         """Replace the rows matching `where` (every row by default) with `data`, in one
         `overwrite` snapshot. `data` is any input `append` takes, written (streamed) and fitted
         to the schema as `append` does; it need not match `where`. The old rows go as `delete`
         removes them: whole files dropped by their metadata, the rest by position deletes or
         rewrites (`mode`, default `write.delete.mode`). None when nothing matched and `data` is
-        empty."""
+        empty. `progress`: "write rows" as `append`'s, then "scan files" and "write files" as
+        `delete`'s."""
         self._writable()
+        reporter = Progress.delayed("overwrite", progress)
         if where is None:
             raise InvalidArgumentError("overwrite's where is a predicate; to replace every row, leave it out or pass True")
         mode = self._mode(mode, DELETE_MODE_PROPERTY)
@@ -201,9 +212,10 @@ class Table:
         bind_filter(self.schema(), row_filter)
         schema, rows, _ = prepare_append(self.metadata, as_tables(data, "the data to overwrite with"), None)
         writer = RollingDataWriter(self.io, self.location, schema, self.spec(), WriteOptions(self.metadata.properties))
-        files = write_rows(writer, rows)
+        with reporter.stage("write rows", known_row_count(data), "rows", with_bytes=True) as step:
+            files = write_rows(writer, rows, step)
         try:
-            return self._run_dml("delete", lambda: overwrite_where(self, row_filter, mode, files), kept=files)
+            return self._run_dml("delete", lambda: overwrite_where(self, row_filter, mode, files, reporter), kept=files)
         except CommitStateUnknownError:
             raise  # the files may be referenced by a commit that landed: leave them
         except BaseException:
@@ -216,36 +228,43 @@ class Table:
         but metadata. None when the table holds no rows."""
         return self.delete(AlwaysTrue())
 
-    def delete_rows(self, keys: Rows) -> Snapshot | None:
+    def delete_rows(self, keys: Rows, *, progress: ProgressArg = None) -> Snapshot | None:
         """Blind delete by value: an equality delete file on `keys`' columns (any input
         `append` takes); reads no data.
         With `mor.write.equality-deletes.enabled=false`: the rows holding the keys are found
         and removed as `delete` removes them (position deletes). None if nothing went."""
         self._writable()
+        reporter = Progress.delayed("delete_rows", progress)
         key_rows = as_table(keys, "the keys to delete")
-        return self._run_dml("delete", lambda: delete_rows_changes(self, key_rows))
+        return self._run_dml("delete", lambda: delete_rows_changes(self, key_rows, reporter))
 
-    def update(self, set: Assignments, where: FilterLike | bool = None, mode: str | None = None) -> Snapshot | None:
+    def update(
+        self, set: Assignments, where: FilterLike | bool = None, mode: str | None = None, *, progress: ProgressArg = None
+    ) -> Snapshot | None:
         """Set columns (literals or `pyarrow.compute` expressions of the old row) where
         `where` matches; `where` is required (every row: `"true"` or `True`), as `delete`'s
         predicate is. Returns the new snapshot, or None if no row matched."""
         self._writable()
+        reporter = Progress.delayed("update", progress)
         if where is None:
             raise InvalidArgumentError("update needs where=...; to update every row, pass where='true'")
         mode = self._mode(mode, UPDATE_MODE_PROPERTY)  # fixed for every re-plan
         row_filter = AlwaysTrue() if where is True else parse_filter(where)
         bind_filter(self.schema(), row_filter)
-        return self._run_dml("update", lambda: update_where(self, set, row_filter, mode))
+        return self._run_dml("update", lambda: update_where(self, set, row_filter, mode, reporter))
 
-    def upsert(self, rows: Rows, on: Sequence[str], mode: str | None = None, strategy: str = "position") -> Snapshot | None:
+    def upsert(
+        self, rows: Rows, on: Sequence[str], mode: str | None = None, strategy: str = "position", *, progress: ProgressArg = None
+    ) -> Snapshot | None:
         """Replace the rows whose key (`on`) exists, insert the others, in one snapshot (`rows`:
         any input `append` takes).
         Merge-on-read strategies: "position" (join, position deletes) or "equality"
         (equality deletes on the keys, no scan)."""
         self._writable()
+        reporter = Progress.delayed("upsert", progress)
         mode = self._mode(mode, MERGE_MODE_PROPERTY)  # fixed for every re-plan
         table = as_table(rows, "UPSERT rows")
-        return self._run_dml("merge", lambda: upsert_rows(self, table, on, mode, strategy))
+        return self._run_dml("merge", lambda: upsert_rows(self, table, on, mode, strategy, reporter))
 
     def merge(
         self,
@@ -257,17 +276,20 @@ class Table:
         when_matched_update_if: pc.Expression | None = None,
         when_not_matched_insert_if: pc.Expression | None = None,
         mode: str | None = None,
+        *,
+        progress: ProgressArg = None,
     ) -> Snapshot | None:
         """MERGE INTO: see mor/api/merge.py for the clause rules. `"*"` means all columns
         from the source; source columns are `pc.field("source.<name>")` in expressions. `source`:
         any input `append` takes."""
         self._writable()
+        reporter = Progress.delayed("merge", progress)
         source_rows = as_table(source, "the MERGE source")
         clauses = MergeClauses(
             when_matched_delete, when_matched_update, when_matched_update_if, when_not_matched_insert, when_not_matched_insert_if
         )
         mode = self._mode(mode, MERGE_MODE_PROPERTY)  # fixed for every re-plan
-        return self._run_dml("merge", lambda: merge_rows(self, source_rows, on, clauses, mode))
+        return self._run_dml("merge", lambda: merge_rows(self, source_rows, on, clauses, mode, reporter))
 
     # -- schema evolution (mor/api/schema_update.py) ----------------------------------------
     def update_schema(self) -> UpdateSchema:
