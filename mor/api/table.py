@@ -27,6 +27,7 @@ from mor.api.scan import Scan
 from mor.api.schema_update import UpdateSchema, prepare_append
 from mor.api.spec_update import UpdateSpec
 from mor.api.update import UPDATE_MODE_PROPERTY, update_where
+from mor.commit.idempotency import AlreadyCommitted, Idempotency, check_not_committed
 from mor.commit.retry import RetryPolicy
 from mor.commit.snapshot_producer import Changes, TableOperations, Validator, commit_changes
 from mor.commit.table_commits import properties_commit
@@ -159,7 +160,9 @@ class Table:
         return self
 
     # -- writing ---------------------------------------------------------------------------
-    def append(self, data: Rows, schema_mode: str | None = None, *, progress: ProgressArg = None) -> Snapshot:
+    def append(
+        self, data: Rows, schema_mode: str | None = None, *, progress: ProgressArg = None, idempotency: tuple[str, int] | None = None
+    ) -> Snapshot:
         """Add rows in one `append` snapshot: a pyarrow Table, RecordBatch, RecordBatchReader or
         iterable of batches, a pandas or polars DataFrame, or any Arrow stream
         (`__arrow_c_stream__`); see mor/api/inputs.py. A reader, stream or iterator of batches
@@ -174,27 +177,41 @@ class Table:
         `progress`: rows and bytes written, stage "write rows" (mor/progress.py)."""
         self._writable()
         reporter = Progress.delayed("append", progress)
+        idem = Idempotency.of(idempotency)
+        if (earlier := self._committed_before(idem)) is not None:
+            return earlier
         schema, rows, new_schema = prepare_append(self.metadata, as_tables(data, "the data to append"), schema_mode)
         writer = RollingDataWriter(self.io, self.location, schema, self.spec(), WriteOptions(self.metadata.properties))
         with reporter.stage("write rows", known_row_count(data), "rows", with_bytes=True) as step:
             files = write_rows(writer, rows, step)
-        return self._commit(Changes(Operation.APPEND, added_data=files, schema=new_schema))
+        return self._commit(Changes(Operation.APPEND, added_data=files, schema=new_schema, idempotency=idem))
 
-    def delete(self, where: FilterLike, mode: str | None = None, *, progress: ProgressArg = None) -> Snapshot | None:
+    def delete(
+        self, where: FilterLike, mode: str | None = None, *, progress: ProgressArg = None, idempotency: tuple[str, int] | None = None
+    ) -> Snapshot | None:
         """Delete the rows matching `where` (every row: `"true"` or `truncate()`). Returns the
         new snapshot, or None if none matched. `progress`: stages "scan files" and "write
         files" (mor/progress.py), as for update, upsert, merge and delete_rows."""
         self._writable()
         reporter = Progress.delayed("delete", progress)
+        idem = Idempotency.of(idempotency)
+        if (earlier := self._committed_before(idem)) is not None:
+            return earlier
         if where is None:
             raise InvalidArgumentError("delete needs a predicate; to delete every row, pass 'true' or call truncate()")
         mode = self._mode(mode, DELETE_MODE_PROPERTY)
         row_filter = parse_filter(where)
         bind_filter(self.schema(), row_filter)
-        return self._run_dml("delete", lambda: delete_where(self, row_filter, mode, reporter))
+        return self._run_dml("delete", lambda: delete_where(self, row_filter, mode, reporter), idempotency=idem)
 
     def overwrite(
-        self, data: Rows, where: FilterLike | bool = True, mode: str | None = None, *, progress: ProgressArg = None
+        self,
+        data: Rows,
+        where: FilterLike | bool = True,
+        mode: str | None = None,
+        *,
+        progress: ProgressArg = None,
+        idempotency: tuple[str, int] | None = None,
     ) -> Snapshot | None:
         """Replace the rows matching `where` (every row by default) with `data`, in one
         `overwrite` snapshot. `data` is any input `append` takes, written (streamed) and fitted
@@ -205,6 +222,9 @@ class Table:
         `delete`'s."""
         self._writable()
         reporter = Progress.delayed("overwrite", progress)
+        idem = Idempotency.of(idempotency)
+        if (earlier := self._committed_before(idem)) is not None:
+            return earlier
         if where is None:
             raise InvalidArgumentError("overwrite's where is a predicate; to replace every row, leave it out or pass True")
         mode = self._mode(mode, DELETE_MODE_PROPERTY)
@@ -215,7 +235,7 @@ class Table:
         with reporter.stage("write rows", known_row_count(data), "rows", with_bytes=True) as step:
             files = write_rows(writer, rows, step)
         try:
-            return self._run_dml("delete", lambda: overwrite_where(self, row_filter, mode, files, reporter), kept=files)
+            return self._run_dml("delete", lambda: overwrite_where(self, row_filter, mode, files, reporter), kept=files, idempotency=idem)
         except CommitStateUnknownError:
             raise  # the files may be referenced by a commit that landed: leave them
         except BaseException:
@@ -223,38 +243,57 @@ class Table:
                 self.io.delete_quietly(f.file_path)
             raise
 
-    def truncate(self) -> Snapshot | None:
+    def truncate(self, *, idempotency: tuple[str, int] | None = None) -> Snapshot | None:
         """Delete every row: the live data files leave the table, nothing is read or written
         but metadata. None when the table holds no rows."""
-        return self.delete(AlwaysTrue())
+        return self.delete(AlwaysTrue(), idempotency=idempotency)
 
-    def delete_rows(self, keys: Rows, *, progress: ProgressArg = None) -> Snapshot | None:
+    def delete_rows(self, keys: Rows, *, progress: ProgressArg = None, idempotency: tuple[str, int] | None = None) -> Snapshot | None:
         """Blind delete by value: an equality delete file on `keys`' columns (any input
         `append` takes); reads no data.
         With `mor.write.equality-deletes.enabled=false`: the rows holding the keys are found
         and removed as `delete` removes them (position deletes). None if nothing went."""
         self._writable()
         reporter = Progress.delayed("delete_rows", progress)
+        idem = Idempotency.of(idempotency)
+        if (earlier := self._committed_before(idem)) is not None:
+            return earlier
         key_rows = as_table(keys, "the keys to delete")
-        return self._run_dml("delete", lambda: delete_rows_changes(self, key_rows, reporter))
+        return self._run_dml("delete", lambda: delete_rows_changes(self, key_rows, reporter), idempotency=idem)
 
     def update(
-        self, set: Assignments, where: FilterLike | bool = None, mode: str | None = None, *, progress: ProgressArg = None
+        self,
+        set: Assignments,
+        where: FilterLike | bool = None,
+        mode: str | None = None,
+        *,
+        progress: ProgressArg = None,
+        idempotency: tuple[str, int] | None = None,
     ) -> Snapshot | None:
         """Set columns (literals or `pyarrow.compute` expressions of the old row) where
         `where` matches; `where` is required (every row: `"true"` or `True`), as `delete`'s
         predicate is. Returns the new snapshot, or None if no row matched."""
         self._writable()
         reporter = Progress.delayed("update", progress)
+        idem = Idempotency.of(idempotency)
+        if (earlier := self._committed_before(idem)) is not None:
+            return earlier
         if where is None:
             raise InvalidArgumentError("update needs where=...; to update every row, pass where='true'")
         mode = self._mode(mode, UPDATE_MODE_PROPERTY)  # fixed for every re-plan
         row_filter = AlwaysTrue() if where is True else parse_filter(where)
         bind_filter(self.schema(), row_filter)
-        return self._run_dml("update", lambda: update_where(self, set, row_filter, mode, reporter))
+        return self._run_dml("update", lambda: update_where(self, set, row_filter, mode, reporter), idempotency=idem)
 
     def upsert(
-        self, rows: Rows, on: Sequence[str], mode: str | None = None, strategy: str = "position", *, progress: ProgressArg = None
+        self,
+        rows: Rows,
+        on: Sequence[str],
+        mode: str | None = None,
+        strategy: str = "position",
+        *,
+        progress: ProgressArg = None,
+        idempotency: tuple[str, int] | None = None,
     ) -> Snapshot | None:
         """Replace the rows whose key (`on`) exists, insert the others, in one snapshot (`rows`:
         any input `append` takes).
@@ -262,9 +301,12 @@ class Table:
         (equality deletes on the keys, no scan)."""
         self._writable()
         reporter = Progress.delayed("upsert", progress)
+        idem = Idempotency.of(idempotency)
+        if (earlier := self._committed_before(idem)) is not None:
+            return earlier
         mode = self._mode(mode, MERGE_MODE_PROPERTY)  # fixed for every re-plan
         table = as_table(rows, "UPSERT rows")
-        return self._run_dml("merge", lambda: upsert_rows(self, table, on, mode, strategy, reporter))
+        return self._run_dml("merge", lambda: upsert_rows(self, table, on, mode, strategy, reporter), idempotency=idem)
 
     def merge(
         self,
@@ -278,18 +320,22 @@ class Table:
         mode: str | None = None,
         *,
         progress: ProgressArg = None,
+        idempotency: tuple[str, int] | None = None,
     ) -> Snapshot | None:
         """MERGE INTO: see mor/api/merge.py for the clause rules. `"*"` means all columns
         from the source; source columns are `pc.field("source.<name>")` in expressions. `source`:
         any input `append` takes."""
         self._writable()
         reporter = Progress.delayed("merge", progress)
+        idem = Idempotency.of(idempotency)
+        if (earlier := self._committed_before(idem)) is not None:
+            return earlier
         source_rows = as_table(source, "the MERGE source")
         clauses = MergeClauses(
             when_matched_delete, when_matched_update, when_matched_update_if, when_not_matched_insert, when_not_matched_insert_if
         )
         mode = self._mode(mode, MERGE_MODE_PROPERTY)  # fixed for every re-plan
-        return self._run_dml("merge", lambda: merge_rows(self, source_rows, on, clauses, mode, reporter))
+        return self._run_dml("merge", lambda: merge_rows(self, source_rows, on, clauses, mode, reporter), idempotency=idem)
 
     # -- schema evolution (mor/api/schema_update.py) ----------------------------------------
     def update_schema(self) -> UpdateSchema:
@@ -499,7 +545,11 @@ class Table:
         return mode
 
     def _run_dml(
-        self, kind: str, plan: Callable[[], tuple[Changes, Validator | None] | None], kept: Sequence[DataFile] = ()
+        self,
+        kind: str,
+        plan: Callable[[], tuple[Changes, Validator | None] | None],
+        kept: Sequence[DataFile] = (),
+        idempotency: Idempotency | None = None,
     ) -> Snapshot | None:
         """Plan (find rows, write files) and commit; when the commit truly conflicts with one
         that landed meanwhile, plan again on the new state (mor.dml.replan.num-retries times):
@@ -513,8 +563,10 @@ class Table:
             found = plan()
             if found is None:
                 return None
+            changes, validate = found
+            changes.idempotency = idempotency
             try:
-                return self._commit(*found, kept=kept)
+                return self._commit(changes, validate, kept=kept)
             except CommitConflictError:
                 out_of_time = (time.monotonic() - started) * 1000 > policy.total_timeout_ms
                 if replan >= policy.replan_retries or out_of_time:
@@ -530,6 +582,11 @@ class Table:
             )
         except CommitStateUnknownError:
             raise  # the files may be referenced by a commit that landed: leave them
+        except AlreadyCommitted as done:
+            for f in [*changes.added_data, *changes.added_deletes]:  # kept ones too: no plan follows
+                self.io.delete_quietly(f.file_path)
+            self.refresh()
+            return done.snapshot
         except BaseException:
             kept_paths = {f.file_path for f in kept}
             for f in [*changes.added_data, *changes.added_deletes]:
@@ -539,6 +596,15 @@ class Table:
         snapshot = self.metadata.current_snapshot()
         assert snapshot is not None
         return snapshot
+
+    def _committed_before(self, idempotency: Idempotency | None) -> Snapshot | None:
+        """The snapshot in which `idempotency`'s app id committed its version or a later one, as
+        far as this handle knows (the commit checks again on the catalog's state)."""
+        try:
+            check_not_committed(self.metadata, idempotency)
+        except AlreadyCommitted as done:
+            return done.snapshot
+        return None
 
     def _writable(self) -> TableOperations:
         if self._ops is None:
