@@ -23,6 +23,7 @@
     │   └── SchemaEvolutionError  a schema change the table cannot take (unknown column, duplicate
     │                             name, narrowing type change, dropping a partition source, ...)
     ├── SchemaMismatchError       appended or updated data does not fit the table schema
+    ├── ConstraintViolationError  a row breaks a CHECK constraint of the table (names it and the row)
     ├── CommitConflictError       a concurrent commit made ours invalid (after retrying what is retryable)
     ├── CommitStateUnknownError   the catalog may or may not hold our commit: never clean up after it
     ├── CorruptMetadataError      metadata, manifest or delete file that breaks the spec
@@ -110,6 +111,11 @@ class SchemaEvolutionError(InvalidArgumentError):
 
 class SchemaMismatchError(MorError):
     pass
+
+
+class ConstraintViolationError(MorError):
+    """A row to write breaks a CHECK constraint (mor/api/constraints.py), or existing rows break
+    one being added; the message names the constraint and a row. Nothing was committed."""
 
 
 class CommitConflictError(MorError):

@@ -24,6 +24,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import NestedField
 
 from mor.api.delete_rows import write_key_deletes
+from mor.api.constraints import check_rows
 from mor.api.expressions import Assignments, as_expression, evaluate_condition, project
 from mor.api.keys import key_fields, key_range, unique_key_set
 from mor.api.row_changes import (
@@ -210,6 +211,7 @@ def upsert_rows(
         written = WrittenFiles()
         written.paths += [d.file_path for d in deletes]
         with written.deleted_on_error(table.io):
+            check_rows(rows, metadata.properties, metadata.schema())
             options = WriteOptions(metadata.properties)
             data = write_data_files(table.io, metadata.location, metadata.schema(), metadata.spec(), rows, options)
         step.advance(rows.num_rows, bytes=sum(f.file_size_in_bytes for f in [*deletes, *data]))

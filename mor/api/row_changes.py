@@ -21,6 +21,7 @@ from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 
+from mor.api.constraints import Constraint, ConstraintCheck, table_constraints
 from mor.api.conflict_rules import ReadScope, TouchedRows, dml_validator, isolation_level
 from mor.commit.snapshot_producer import Changes, Validator
 from mor.errors import UnsupportedFeatureError
@@ -242,13 +243,14 @@ class DmlTarget:
     mode: str
     format_version: int = 2  # v3 removes rows with deletion vectors
     io: FileIO = field(default_factory=FileIO, compare=False)  # the table's: pickles as its properties
+    constraints: tuple[Constraint, ...] = ()  # checked on new rows (mor/api/constraints.py)
 
     @classmethod
     def of(cls, table: Table, mode: str) -> DmlTarget:
         metadata = table.metadata
         return cls(
             metadata.location, metadata.schema(), metadata.specs(), metadata.spec(), WriteOptions(metadata.properties), mode,
-            metadata.format_version, table.io,
+            metadata.format_version, table.io, table_constraints(metadata.properties),
         )  # fmt: skip
 
     def write_rows(self, io: FileIO, rows: pa.Table) -> list[DataFile]:
@@ -256,6 +258,8 @@ class DmlTarget:
         from another file may carry their lineage columns (v3), which are stored with them."""
         if not rows.num_rows:
             return []
+        if self.constraints:
+            ConstraintCheck(self.constraints, self.schema).check(rows)
         return write_data_files(io, self.location, self.write_schema(rows), self.spec, rows, self.options)
 
     def write_schema(self, rows: pa.Table) -> Schema:

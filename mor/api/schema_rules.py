@@ -298,6 +298,16 @@ class SchemaEditor:
         self._apply(self._edit_field(field_id, lambda f: f.model_copy(update={"required": False})))
         self._note(field_id, "make optional")
 
+    def make_required(self, path: str) -> None:
+        """Mark a column required; the caller has checked that no live row holds a null
+        (Table.set_not_null), which Iceberg's schema rules alone cannot know."""
+        located = self._find(path)
+        if located.field.required:
+            return
+        field_id = located.field.field_id
+        self._apply(self._edit_field(field_id, lambda f: f.model_copy(update={"required": True})))
+        self._note(field_id, "make required")
+
     def widen(self, path: str, new_type: object) -> None:
         located = self._find(path)
         old = located.field.field_type

@@ -10,12 +10,13 @@ from typing import Callable, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyiceberg.expressions import AlwaysTrue
+from pyiceberg.expressions import AlwaysTrue, IsNull
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.types import IcebergType
 
 from mor.api.conflict_rules import isolation_level
+from mor.api.constraints import ConstraintCheck, check_live_rows, new_constraint, table_constraints
 from mor.api.delete import DELETE_MODE_PROPERTY, delete_where, overwrite_where
 from mor.api.row_changes import COPY_ON_WRITE, MERGE_ON_READ, MODES
 from mor.api.delete_rows import delete_rows_changes
@@ -30,10 +31,11 @@ from mor.api.update import UPDATE_MODE_PROPERTY, update_where
 from mor.commit.idempotency import AlreadyCommitted, Idempotency, check_not_committed
 from mor.commit.retry import RetryPolicy
 from mor.commit.snapshot_producer import Changes, TableOperations, Validator, commit_changes
-from mor.commit.table_commits import properties_commit
+from mor.commit.table_commits import constraint_commit, properties_commit, schema_commit
+from mor.api.schema_rules import SchemaEditor
 from mor.commit.table_ops import CommitFailedError, metadata_version, read_metadata, refresh_same_table
 from mor.commit.updates import TableCommit
-from mor.errors import MetadataFileNotFoundError, CommitConflictError, CommitStateUnknownError, InvalidArgumentError, MorError
+from mor.errors import MetadataFileNotFoundError, CommitConflictError, ConstraintViolationError, CommitStateUnknownError, InvalidArgumentError, MorError
 from mor.format.content_file import DataFile
 from mor.format.metadata import (
     FORMAT_VERSION_PROPERTY,
@@ -181,6 +183,7 @@ class Table:
         if (earlier := self._committed_before(idem)) is not None:
             return earlier
         schema, rows, new_schema = prepare_append(self.metadata, as_tables(data, "the data to append"), schema_mode)
+        rows = ConstraintCheck(table_constraints(self.metadata.properties), schema).checked(rows)
         writer = RollingDataWriter(self.io, self.location, schema, self.spec(), WriteOptions(self.metadata.properties))
         with reporter.stage("write rows", known_row_count(data), "rows", with_bytes=True) as step:
             files = write_rows(writer, rows, step)
@@ -231,6 +234,7 @@ class Table:
         row_filter = AlwaysTrue() if where is True else parse_filter(where)
         bind_filter(self.schema(), row_filter)
         schema, rows, _ = prepare_append(self.metadata, as_tables(data, "the data to overwrite with"), None)
+        rows = ConstraintCheck(table_constraints(self.metadata.properties), schema).checked(rows)
         writer = RollingDataWriter(self.io, self.location, schema, self.spec(), WriteOptions(self.metadata.properties))
         with reporter.stage("write rows", known_row_count(data), "rows", with_bytes=True) as step:
             files = write_rows(writer, rows, step)
@@ -374,6 +378,51 @@ class Table:
         target = None if version is None else parse_format_version(version)
         check_properties(updates)
         self._commit_metadata(lambda base: properties_commit(base, updates, format_version=_upgrade_to(base, target)), "set properties")
+
+    def add_constraint(self, name: str, expression: str) -> None:
+        """A CHECK constraint every row mor writes must satisfy (`expression` TRUE for it),
+        stored as the property `mor.constraint.<name>` (mor/api/constraints.py). Refused with
+        ConstraintViolationError, naming a row, when a live row breaks it."""
+        self._writable()
+        constraint = new_constraint(name, expression, self.schema(), self.metadata.properties)
+
+        def change(base: TableMetadata) -> TableCommit:
+            check_live_rows(self, constraint)  # on `base`: the handle was refreshed to it
+            return constraint_commit(base, {constraint.property: constraint.expression})
+
+        self._commit_metadata(change, f"add constraint {name!r}")
+
+    def drop_constraint(self, name: str) -> None:
+        """Remove a CHECK constraint; InvalidArgumentError if the table has none of that name."""
+        self._writable()
+        names = {c.name: c for c in table_constraints(self.metadata.properties)}
+        if name not in names:
+            raise InvalidArgumentError(f"the table has no constraint {name!r}; it has {sorted(names)}")
+        self._commit_metadata(lambda base: properties_commit(base, {}, (names[name].property,)), f"drop constraint {name!r}")
+
+    def set_not_null(self, column: str) -> Schema:
+        """NOT NULL: make `column` (a dotted path for a struct field) required in the schema,
+        which every write then enforces. Refused with ConstraintViolationError while a live row
+        holds a null there; the commit asserts the snapshot it checked, so rows committed
+        meanwhile are checked again. Returns the new schema."""
+        self._writable()
+
+        def change(base: TableMetadata) -> TableCommit:
+            editor = SchemaEditor(base.schema(), base.last_column_id)
+            editor.make_required(column)  # SchemaEvolutionError for an unknown column
+            if editor.schema().find_field(column).required == base.schema().find_field(column).required:
+                return TableCommit([], [])  # required already
+            nulls = self.scan(filter=IsNull(column)).count()
+            if nulls:
+                raise ConstraintViolationError(f"cannot make {column!r} NOT NULL: {nulls} live rows hold a null there")
+            return schema_commit(base, editor.schema(), snapshot_id=base.current_snapshot_id)
+
+        self._commit_metadata(change, f"make {column!r} NOT NULL")
+        return self.schema()
+
+    def constraints(self) -> dict[str, str]:
+        """The CHECK constraints, name -> predicate."""
+        return {c.name: c.expression for c in table_constraints(self.metadata.properties)}
 
     def upgrade(self, format_version: int = 3) -> None:
         """Raise the table's format version (2 -> 3): later writes use deletion vectors and

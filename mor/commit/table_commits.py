@@ -75,10 +75,19 @@ def numbered(base: TableMetadata, schema: Schema) -> Schema:
     return Schema(*schema.fields, schema_id=schema_id, identifier_field_ids=list(schema.identifier_field_ids))
 
 
-def schema_commit(base: TableMetadata, schema: Schema, last_column_id: int | None = None) -> TableCommit:
-    """Make `schema` current (`last_column_id`: the highest field id handed out for it)."""
+def schema_commit(
+    base: TableMetadata, schema: Schema, last_column_id: int | None = None, snapshot_id: int | None = None
+) -> TableCommit:
+    """Make `schema` current (`last_column_id`: the highest field id handed out for it).
+    `snapshot_id`: the change holds only for that snapshot's rows (NOT NULL checked on them),
+    so the main branch must still be there."""
+    requirements: list[Requirement] = [
+        AssertTableUuid(base.table_uuid), AssertCurrentSchemaId(base.current_schema_id), AssertLastAssignedFieldId(base.last_column_id),
+    ]  # fmt: skip
+    if snapshot_id is not None:
+        requirements.append(AssertRefSnapshotId(MAIN_BRANCH, snapshot_id))
     return TableCommit(
-        [AssertTableUuid(base.table_uuid), AssertCurrentSchemaId(base.current_schema_id), AssertLastAssignedFieldId(base.last_column_id)],
+        requirements,
         [AddSchema(numbered(base, schema), max(base.last_column_id, schema.highest_field_id, last_column_id or 0)), SetCurrentSchema()],
     )
 
@@ -103,6 +112,13 @@ def properties_commit(
     if removals:
         changes.append(RemoveProperties(tuple(removals)))
     return TableCommit([AssertTableUuid(base.table_uuid)], changes)
+
+
+def constraint_commit(base: TableMetadata, updates: dict[str, str]) -> TableCommit:
+    """Set properties that hold only while the table's rows are the ones checked: the main
+    branch must still be at `base`'s snapshot (a CHECK constraint checked on its rows)."""
+    requirements: list[Requirement] = [AssertTableUuid(base.table_uuid), AssertRefSnapshotId(MAIN_BRANCH, base.current_snapshot_id)]
+    return TableCommit(requirements, [SetProperties(dict(updates))])
 
 
 def expire_commit(base: TableMetadata, expired: set[int], removed_refs: set[str]) -> TableCommit:

@@ -47,6 +47,7 @@ class MorStreamWriter(DataSourceStreamArrowWriter):
             raise InvalidArgumentError("a streaming write takes no option 'txn-version': the batch id is the version")
         self.app_id = self.options.get("txn-app-id") or query_id(self.options)
         self.ref, self.schema, self.overwrite = ref, schema, overwrite
+        self.options.pop("txn-app-id", None)  # not a batch write's option: the batch id is the version
         self.tasks = MorWriter(ref, self.options, schema, overwrite)  # checks the schema before any batch runs
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> MorCommitMessage:
@@ -59,8 +60,12 @@ class MorStreamWriter(DataSourceStreamArrowWriter):
         batch.commit(messages)
 
     def abort(self, messages: Sequence[WriterCommitMessage | None], batchId: int) -> None:
-        # Only the files the messages name: the batch writer's search by file-name prefix would
-        # also find the files of this query's committed batches, which share the prefix.
+        # Spark also aborts after a commit that raised, with every message present: the commit
+        # cleaned up itself, or its outcome is unknown (it may have landed: the files are live).
+        if all(m is not None for m in messages):
+            return
+        # A task failed, so commit never ran. Only the files the messages name: the batch
+        # writer's search by file-name prefix would also find this query's committed files.
         _delete(FileIO(dict(self.tasks.ref.properties)), _files(messages))
 
 

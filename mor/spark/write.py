@@ -67,6 +67,7 @@ from pyspark.sql.pandas.types import to_arrow_schema as spark_to_arrow_schema
 from pyspark.sql.types import StructType
 
 from mor.api.catalog import DEFAULT_PROPERTIES, Catalog, split_identifier
+from mor.api.constraints import ConstraintCheck, table_constraints
 from mor.commit.idempotency import AlreadyCommitted, Idempotency
 from mor.commit.snapshot_producer import Changes, TableOperations, Validator, commit_changes
 from mor.commit.apply import apply_updates
@@ -153,7 +154,9 @@ class MorWriter(DataSourceArrowWriter):
         return MorCommitMessage(tuple(files))
 
     def _chunks(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Table]:
-        """The rows conformed to the table schema, in tables of about the target file size."""
+        """The rows conformed to the table schema and checked against its constraints, in
+        tables of about the target file size."""
+        check = ConstraintCheck(table_constraints(self.target.properties), self.target.schema)
         pending: list[pa.Table] = []
         size = 0
         for batch in batches:
@@ -162,6 +165,7 @@ class MorWriter(DataSourceArrowWriter):
             rows = pa.Table.from_batches([batch])
             rows = rows.rename_columns([self.target.renames.get(n, n) for n in rows.column_names])
             rows = conform(assign(rows, self.target.schema, self.target.session_zone), self.target.schema)
+            check.check(rows)
             pending.append(rows)
             size += rows.nbytes
             if size >= self.target_file_bytes:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 def main(source: str, warehouse: str, checkpoint: str) -> None:
     os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["MOR_FAULT_PGID"] = str(os.getpgid(0))  # a fault kills this driver whole (mor/commit/faults.py)
     for candidate in sorted(Path("/usr/lib/jvm").glob("*17*")):
         if not os.environ.get("JAVA_HOME") and (candidate / "bin" / "java").exists():
             os.environ["JAVA_HOME"] = str(candidate)

@@ -375,3 +375,24 @@ def test_merge_takes_source_columns_by_name_and_widens_keys_like_the_local_api(s
     local.merge(source, on=["id"], **clauses)
     merge(spark, distributed, spark.createDataFrame(source), on=["id"], **clauses)
     assert live_rows(distributed) == live_rows(local)
+
+
+def test_spark_dml_and_writes_check_the_tables_constraints(spark: Any, catalog: mor.Catalog, warehouse: Path) -> None:
+    """New rows written on executors (UPDATE's new values, MERGE inserts, df.write) are checked
+    against the CHECK constraints before anything is committed."""
+    table = make_table(catalog, "db.checked", ["category"], equality_deletes=False)
+    table.add_constraint("small_n", "n < 1000")
+    location, files = table.metadata_location, files_under(table)
+    with pytest.raises(mor.ConstraintViolationError, match="small_n"):
+        update(spark, table, {"n": pc.field("n") + 1000}, "id = 5")
+    with pytest.raises(mor.ConstraintViolationError, match="small_n"):
+        upsert(spark, table, spark.createDataFrame(source_rows([5, 900], n=5000)), on=["id"])
+    with pytest.raises(Exception, match="ConstraintViolationError") as raised:
+        spark.createDataFrame(source_rows([901], n=5000)).write.format("mor").option("warehouse", str(warehouse)).mode("append").save(
+            "db.checked"
+        )
+    assert "small_n" in str(raised.value)
+    assert catalog.load_table("db.checked").metadata_location == location
+    assert files_under(table) == files
+    update(spark, table, {"n": pc.field("n") + 1}, "id = 5")  # within the constraint: commits
+    assert catalog.load_table("db.checked").metadata_location != location
