@@ -18,8 +18,6 @@ from mor.format.content_file import DataFile
 if TYPE_CHECKING:
     from mor.api.table import Table
 
-DELETE_MODE_PROPERTY = "write.delete.mode"
-
 
 def delete_where(table: Table, row_filter: BooleanExpression, mode: str) -> tuple[Changes, Validator] | None:
     """Write the files for a DELETE; None when no live row matches."""
