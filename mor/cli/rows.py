@@ -167,10 +167,10 @@ def _print_rich_pages(console: Any, schema: pa.Schema, batches: Iterable[pa.Reco
 
 
 def python_rows(batch: pa.RecordBatch) -> list[dict[str, Any]]:
-    """`batch.to_pylist()`, without the half second pyarrow spends importing pandas the first
-    time it turns a time with a zone into Python (pandas or not, whatever the unit): such a
-    column (but nanoseconds, which pyarrow makes pandas Timestamps of) is converted without
-    its zone, which is then put back as pyarrow puts it."""
+    """`batch.to_pylist()`. pyarrow imports pandas (half a second) the first time it turns a
+    time with a zone into Python, whatever its unit: such a column (but nanoseconds, which
+    pyarrow may turn into pandas Timestamps) is converted without its zone, which is then put
+    back as pyarrow puts it."""
     zoned = {
         f.name: pa.lib.string_to_tzinfo(f.type.tz)
         for f in batch.schema
