@@ -194,7 +194,8 @@ def _pages(batches: Iterable[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBa
 
 
 def _write_csv(stream: IO[str], schema: pa.Schema, batches: Iterable[pa.RecordBatch]) -> int:
-    stream.write(_csv_text(schema.empty_table(), header=True))
+    no_rows = pa.table([pa.chunked_array([], f.type) for f in schema], schema=schema)  # not schema.empty_table(): it imports pandas
+    stream.write(_csv_text(no_rows, header=True))
     written = 0
     for batch in batches:
         stream.write(_csv_text(batch, header=False))
