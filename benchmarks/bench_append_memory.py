@@ -40,7 +40,7 @@ def child(mode: str, rows: int, root: Path) -> None:
                 pa.array(np.char.add("payload-0123456789-abcdefghij-", (ids % 1000).astype(str))),
             ], schema=schema)  # fmt: skip
 
-    table = mor.load_catalog(str(root)).create_table("db.t", schema=schema)
+    table = mor.load_catalog(str(root), create=True).create_table("db.t", schema=schema)
     start = time.perf_counter()
     data = pa.RecordBatchReader.from_batches(schema, batches()) if mode == "stream" else pa.Table.from_batches(list(batches()))
     snapshot = table.append(data)

@@ -51,7 +51,7 @@ FILES = 4
 
 
 def build(root: Path, rows: int) -> mor.Table:
-    table = mor.load_catalog(tempfile.mkdtemp(dir=root)).create_table("db.t", schema=SCHEMA)
+    table = mor.load_catalog(tempfile.mkdtemp(dir=root), create=True).create_table("db.t", schema=SCHEMA)
     per_file = rows // FILES
     for f in range(FILES):
         ids = np.arange(f * per_file, (f + 1) * per_file)

@@ -59,7 +59,7 @@ def main() -> None:
     token_file = root / "token"
     token_file.write_text("bench-token\n")
     warehouse = root / "warehouse"
-    direct = mor.load_catalog(warehouse)
+    direct = mor.load_catalog(warehouse, create=True)
     with running_rest_server(warehouse, token_file=token_file) as server:
         rest = mor.load_catalog(uri=server.url, token="bench-token")
         rest.create_table("db.commits", schema=SCHEMA)

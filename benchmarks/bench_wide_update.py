@@ -49,7 +49,7 @@ def build(root: Path, rows: int, columns: int) -> None:
             ids = pa.array(np.arange(start, start + n, dtype=np.int64))
             yield pa.RecordBatch.from_arrays([ids, *(pa.array(v) for v in values)], schema=schema)
 
-    table = mor.load_catalog(str(root)).create_table(TABLE, schema=schema)
+    table = mor.load_catalog(str(root), create=True).create_table(TABLE, schema=schema)
     table.append(pa.RecordBatchReader.from_batches(schema, batches()))
 
 

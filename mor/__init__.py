@@ -22,6 +22,7 @@ from mor.errors import (
     InvalidArgumentError,
     InvalidFilterError,
     MaintenanceRefusedError,
+    MetadataFileNotFoundError,
     MorError,
     NamespaceAlreadyExistsError,
     NamespaceNotEmptyError,
@@ -55,6 +56,7 @@ _LAZY = {
     "DeleteFile": "mor.format.content_file",
     "FileContent": "mor.format.spec",
     "FileScanTask": "mor.planning.task",
+    "ProgressEvent": "mor.progress",
 }
 
 if TYPE_CHECKING:
@@ -65,6 +67,7 @@ if TYPE_CHECKING:
     from mor.format.content_file import DataFile, DeleteFile
     from mor.format.spec import FileContent
     from mor.planning.task import FileScanTask
+    from mor.progress import ProgressEvent
 
 
 def __getattr__(name: str) -> Any:
@@ -95,6 +98,7 @@ __all__ = [
     "FileScanTask",
     "InvalidFilterError",
     "MaintenanceRefusedError",
+    "MetadataFileNotFoundError",
     "MorError",
     "NamespaceAlreadyExistsError",
     "NamespaceNotEmptyError",

@@ -2,9 +2,11 @@
 
     MorError
     ├── NoSuchTableError          the table (or namespace) is not in the catalog
-    │   └── TableReplacedError    the name now holds another table (another table-uuid) than
-    │                             the one a handle or commit started from: dropped and created
-    │                             again. Not a CommitConflictError, so nothing re-plans into it
+    │   ├── TableReplacedError    the name now holds another table (another table-uuid) than
+    │   │                         the one a handle or commit started from: dropped and created
+    │   │                         again. Not a CommitConflictError, so nothing re-plans into it
+    │   └── MetadataFileNotFoundError  no table metadata file at the location given (a mistyped
+    │                             path) or that the catalog points at; also a StorageError
     ├── NoSuchNamespaceError
     ├── NoSuchSnapshotError       time travel to a snapshot id or time the table does not have
     ├── TableAlreadyExistsError
@@ -142,6 +144,12 @@ class CatalogUnavailableError(StorageError):
     locked SQLite file). The message names the server as host:port/database (never a password).
     From a commit it means the commit certainly did not happen; an unknown outcome is
     `CommitStateUnknownError`."""
+
+
+class MetadataFileNotFoundError(NoSuchTableError, StorageError):
+    """No table metadata file at a location: named by the user (`StaticTable.from_metadata`,
+    `register_table`) or by the catalog (its file was deleted outside mor). Missing, not
+    damaged: CorruptMetadataError is for a file that exists but breaks the spec."""
 
 
 class StreamingChangeError(MorError):

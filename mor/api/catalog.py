@@ -62,7 +62,7 @@ def load_catalog(
     warehouse: str | os.PathLike[str] | None = DEFAULT_WAREHOUSE,
     uri: str | None = None,
     name: str = "default",
-    create: bool = True,
+    create: bool | None = None,
     properties: Mapping[str, str] | None = None,
     *,
     token: str | None = None,
@@ -71,9 +71,12 @@ def load_catalog(
     **more_properties: str,
 ) -> Catalog:
     """A catalog over `warehouse` (default `./warehouse`): tables under it, the SQL catalog at
-    `warehouse/catalog.db` unless `uri` names another SQLAlchemy database. `create=False`
-    (read-only use) opens only a warehouse that exists: a missing one is an error, never a new
-    empty warehouse.
+    `warehouse/catalog.db` unless `uri` names another SQLAlchemy database.
+
+    `create` guards against a mistyped path silently becoming a new, empty warehouse:
+      None (default)  the folder must exist; its catalog.db is made if it has none;
+      True            the folder is made if missing (a new warehouse);
+      False           the warehouse must exist with its catalog (read-only use).
 
     An Iceberg REST catalog when `uri` is an http(s) URL or `type="rest"`:
     `load_catalog(uri="https://host/catalog", warehouse="wh", token=...)` or
@@ -119,9 +122,15 @@ def load_catalog(
     root = Path(warehouse).resolve()
     if root.exists() and not root.is_dir():
         raise InvalidArgumentError(f"warehouse {root} is a file, not a folder")
-    if not create and uri is None and not (root / "catalog.db").is_file():
+    if create is None and not root.exists():
+        raise InvalidArgumentError(
+            f"no warehouse at {root} (no such folder); mor.load_catalog({str(root)!r}, create=True) makes a new one"
+        )
+    if create is False and uri is None and not (root / "catalog.db").is_file():
         what = "no such folder" if not root.exists() else "no catalog.db in it"
-        raise InvalidArgumentError(f"no warehouse at {root} ({what}); mor.load_catalog({str(root)!r}) creates one")
+        raise InvalidArgumentError(
+            f"no warehouse at {root} ({what}); mor.load_catalog({str(root)!r}, create=True) makes a new one"
+        )
     if create:
         try:
             root.mkdir(parents=True, exist_ok=True)

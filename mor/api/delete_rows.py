@@ -28,6 +28,7 @@ from mor.format.metadata import unpartitioned_spec
 from mor.format.properties import DELETE_MODE_PROPERTY, MERGE_ON_READ, MODES, equality_deletes_enabled
 from mor.format.spec import Operation
 from mor.planning.planner import live_data_spec_ids
+from mor.progress import Progress
 from mor.read.equality_deletes import EqualityKeySet
 from mor.write.arrow_schema import conform
 from mor.write.parquet_files import WriteOptions, write_equality_delete_files
@@ -36,21 +37,24 @@ if TYPE_CHECKING:
     from mor.api.table import Table
 
 
-def delete_rows_changes(table: Table, keys: pa.Table) -> tuple[Changes, Validator | None] | None:
+def delete_rows_changes(table: Table, keys: pa.Table, progress: Progress) -> tuple[Changes, Validator | None] | None:
     """The commit of `delete_rows(keys)` and its conflict check (None: blind); None when no
-    row goes (no keys, or, with equality deletes off, no live row holds one)."""
+    row goes (no keys, or, with equality deletes off, no live row holds one). Progress: stage
+    "write equality deletes" (keys, bytes), or a DELETE's stages with equality deletes off."""
     keys = distinct_keys(table, keys)
     if keys.num_rows == 0:
         return None
     if not equality_deletes_enabled(table.metadata.properties):
-        return _position_delete_changes(table, keys)
-    files, added_spec = _write_distinct_key_deletes(table, keys)
+        return _position_delete_changes(table, keys, progress)
+    with progress.stage("write equality deletes", keys.num_rows, "rows", with_bytes=True) as step:
+        files, added_spec = _write_distinct_key_deletes(table, keys)
+        step.advance(keys.num_rows, bytes=sum(f.file_size_in_bytes for f in files))
     if not files:
         return None
     return Changes(Operation.DELETE, added_deletes=files, added_spec=added_spec), None
 
 
-def _position_delete_changes(table: Table, keys: pa.Table) -> tuple[Changes, Validator] | None:
+def _position_delete_changes(table: Table, keys: pa.Table, progress: Progress) -> tuple[Changes, Validator] | None:
     """Remove the live rows holding one of `keys` (distinct, in the table's types) as DELETE
     does, in the table's delete mode."""
     mode = table.metadata.properties.get(DELETE_MODE_PROPERTY, MERGE_ON_READ)
@@ -58,10 +62,10 @@ def _position_delete_changes(table: Table, keys: pa.Table) -> tuple[Changes, Val
         raise InvalidArgumentError(f"table property {DELETE_MODE_PROPERTY} must be one of {MODES}, got {mode!r}")
     key_set = EqualityKeySet(keys.column_names, keys)
     rows_range = key_range(table.metadata.schema(), keys)
-    matches = find_key_matches(table, key_set, rows_range, all_columns=False)
+    matches = find_key_matches(table, key_set, rows_range, progress, all_columns=False)
     if not matches:
         return None
-    changes, removals = build_changes(table, matches, None, mode)
+    changes, removals = build_changes(table, matches, None, mode, progress)
     return changes, rows_validator(table, "delete", rows_range, removals, key_set)
 
 

@@ -76,6 +76,16 @@ def as_tables(data: Any, what: str) -> Iterator[pa.Table]:
     return _from_iterable(data, what)
 
 
+def known_row_count(data: Any) -> int | None:
+    """The number of rows of `data` when it says so without being read (a table, batch or data
+    frame); None for streams and iterators."""
+    if isinstance(data, (pa.Table, pa.RecordBatch)):
+        return data.num_rows
+    if _is_pandas_frame(data):
+        return len(data)
+    return None
+
+
 def decoded(table: pa.Table) -> pa.Table:
     """`table` with dictionary-encoded columns decoded to their values, and string and binary
     views (polars' strings) as plain strings and binaries: Arrow's kernels, `take` among them,

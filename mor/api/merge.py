@@ -38,6 +38,7 @@ from mor.commit.snapshot_producer import Changes, Validator
 from mor.errors import InvalidArgumentError, SchemaMismatchError
 from mor.format.properties import MERGE_ON_READ, equality_deletes_enabled
 from mor.format.spec import ROW_ID_NAME, Operation
+from mor.progress import Progress
 from mor.read.equality_deletes import EqualityKeySet
 from mor.write.arrow_schema import check_unique_names, conform, to_arrow_schema
 from mor.write.parquet_files import WriteOptions, write_data_files
@@ -142,7 +143,7 @@ def inserted_rows(unmatched: pa.Table, clauses: MergeClauses, outputs: MergeOutp
 
 
 def merge_rows(
-    table: Table, source: pa.Table, on: Sequence[str], clauses: MergeClauses, mode: str
+    table: Table, source: pa.Table, on: Sequence[str], clauses: MergeClauses, mode: str, progress: Progress
 ) -> tuple[Changes, Validator | None] | None:
     schema = table.schema()
     source, outputs = merge_outputs(table, source, on, clauses)
@@ -150,7 +151,7 @@ def merge_rows(
     prefixed = with_source_prefix(source)
     key_filter = key_range(schema, source.select(list(on)))
 
-    matches = find_key_matches(table, keys, key_filter, clauses.reads_target_columns)
+    matches = find_key_matches(table, keys, key_filter, progress, clauses.reads_target_columns)
     removed: list[FileMatch] = []
     new_parts: list[pa.Table] = []
     matched_source = np.zeros(source.num_rows, dtype=bool)
@@ -173,11 +174,13 @@ def merge_rows(
     new_rows = pa.concat_tables(new_parts, promote_options="default") if new_parts else None
     if not removed and (new_rows is None or new_rows.num_rows == 0):
         return None
-    changes, removals = build_changes(table, removed, new_rows, mode)
+    changes, removals = build_changes(table, removed, new_rows, mode, progress)
     return changes, rows_validator(table, "merge", key_filter, removals, keys)
 
 
-def upsert_rows(table: Table, rows: pa.Table, on: Sequence[str], mode: str, strategy: str) -> tuple[Changes, Validator | None] | None:
+def upsert_rows(
+    table: Table, rows: pa.Table, on: Sequence[str], mode: str, strategy: str, progress: Progress
+) -> tuple[Changes, Validator | None] | None:
     if strategy not in STRATEGIES:
         raise InvalidArgumentError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
     if strategy == "equality" and not equality_deletes_enabled(table.metadata.properties):
@@ -195,16 +198,19 @@ def upsert_rows(table: Table, rows: pa.Table, on: Sequence[str], mode: str, stra
         # Every live row with one of the keys goes (a key may be held by several rows), and
         # each source row is added once: the same rows the equality strategy leaves.
         rows_range = key_range(schema, rows.select(list(on)))
-        matches = find_key_matches(table, keys, rows_range, all_columns=False)
-        changes, removals = build_changes(table, matches, _keeping_row_ids(rows, keys, matches), mode)
+        matches = find_key_matches(table, keys, rows_range, progress, all_columns=False)
+        changes, removals = build_changes(table, matches, _keeping_row_ids(rows, keys, matches), mode, progress)
         return changes, rows_validator(table, "merge", rows_range, removals, keys)
-    deletes, added_spec = write_key_deletes(table, rows.select(list(on)))
-    metadata = table.metadata
-    written = WrittenFiles()
-    written.paths += [d.file_path for d in deletes]
-    with written.deleted_on_error(table.io):
-        options = WriteOptions(metadata.properties)
-        data = write_data_files(table.io, metadata.location, metadata.schema(), metadata.spec(), rows, options)
+    # Blind: no scan; progress is the rows written (equality deletes of their keys, then the rows).
+    with progress.stage("write rows", rows.num_rows, "rows", with_bytes=True) as step:
+        deletes, added_spec = write_key_deletes(table, rows.select(list(on)))
+        metadata = table.metadata
+        written = WrittenFiles()
+        written.paths += [d.file_path for d in deletes]
+        with written.deleted_on_error(table.io):
+            options = WriteOptions(metadata.properties)
+            data = write_data_files(table.io, metadata.location, metadata.schema(), metadata.spec(), rows, options)
+        step.advance(rows.num_rows, bytes=sum(f.file_size_in_bytes for f in [*deletes, *data]))
     # Blind: no rows were read, so there is nothing a concurrent commit could invalidate.
     return Changes(Operation.OVERWRITE, added_data=data, added_deletes=deletes, added_spec=added_spec), None
 

@@ -13,19 +13,18 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
-from pyiceberg.types import DoubleType, FloatType
 
 from mor.api.conflict_rules import ReadScope, TouchedRows, dml_validator, isolation_level
 from mor.commit.snapshot_producer import Changes, Validator
 from mor.errors import UnsupportedFeatureError
-from mor.format.content_file import DataFile, DeleteFile
+from mor.format.content_file import ContentFile, DataFile, DeleteFile
 from mor.format.lineage import LINEAGE_FIELDS, with_lineage
 from mor.format.properties import MERGE_ON_READ
 from mor.format.spec import ROW_ID_NAME, Operation
@@ -33,6 +32,7 @@ from mor.io.fileio import WHOLE_OBJECT_BYTES, FileIO, is_object_store
 from mor.planning.delete_index import referenced_path
 from mor.planning.filters import FileFilter, filter_field_ids
 from mor.planning.task import FileScanTask
+from mor.progress import Progress
 from mor.read.equality_deletes import EqualityDeleteCache, EqualityKeySet
 from mor.read.position_deletes import DeleteFileCache, deleted_positions, merge_sorted_runs
 from mor.read.scan_reader import parallel_map
@@ -101,11 +101,7 @@ class RowMatcher:
     def match(self, task: FileScanTask) -> FileMatch | None:
         if self.one_pass_reader is not None and _fetched_whole(task):
             return self._match_in_one_pass(self.one_pass_reader, task)
-        if (
-            not task.delete_files
-            and _null_free(task, self.predicate_ids, self.strict.schema)
-            and self.strict.file_must_match(task.data_file)
-        ):
+        if not task.delete_files and self.strict.every_row_matches(task.data_file):
             # Column metrics prove every row matches: no need to read the predicate's columns.
             positions = np.arange(task.data_file.record_count, dtype=np.int64)
             live = task.data_file.record_count
@@ -163,31 +159,32 @@ def check_lineage_names(schema: Schema) -> None:
         )
 
 
-def find_matches(table: Table, row_filter: BooleanExpression, with_rows: bool = False) -> list[FileMatch]:
+def find_matches(table: Table, row_filter: BooleanExpression, progress: Progress, with_rows: bool = False) -> list[FileMatch]:
     """Live rows matching `row_filter`, per data file that has any."""
     metadata = table.metadata
     matcher = RowMatcher(table.io, metadata.schema(), metadata.specs(), row_filter, with_rows, metadata.format_version >= 3)
     tasks = table.scan(filter=row_filter).plan_files()
     matcher.reader.equality_cache.prepare(d for t in tasks for d in t.equality_deletes)
-    return [m for m in parallel_map(matcher.match, tasks) if m is not None]
+    return scan_files(tasks, matcher.match, progress)
 
 
-def _null_free(task: FileScanTask, field_ids: set[int], schema: Schema) -> bool:
-    """Iceberg's strict metrics test is two-valued (a null matches `!=` and `not in`) and leaves
-    NaN out of bounds, where the row filter is SQL's (spec/predicates.md); without nulls and NaNs
-    the two agree. So trust it only for columns whose metrics say they hold none; a missing NaN
-    count on a floating point column may hide NaNs."""
-    f = task.data_file
-    nulls, nans = f.null_value_counts or {}, f.nan_value_counts or {}
-    return all(nulls.get(i) == 0 and (nans.get(i) == 0 or not _floating(schema, i)) for i in field_ids)
+def scan_files(
+    tasks: Sequence[FileScanTask], match: Callable[[FileScanTask], FileMatch | None], progress: Progress
+) -> list[FileMatch]:
+    """`match` on every task, in threads: the matches found, in task order. Progress: stage
+    "scan files", each file counted (with its size) once it is scanned."""
+    with progress.stage("scan files", len(tasks), with_bytes=True) as step:
 
+        def scanned(task: FileScanTask) -> FileMatch | None:
+            found = match(task)
+            step.advance(1, bytes=task.data_file.file_size_in_bytes)
+            return found
 
-def _floating(schema: Schema, field_id: int) -> bool:
-    return isinstance(schema.find_field(field_id).field_type, (FloatType, DoubleType))
+        return [m for m in parallel_map(scanned, tasks) if m is not None]
 
 
 def find_key_matches(
-    table: Table, keys: EqualityKeySet, key_range: BooleanExpression, all_columns: bool = True
+    table: Table, keys: EqualityKeySet, key_range: BooleanExpression, progress: Progress, all_columns: bool = True
 ) -> list[FileMatch]:
     """Live rows whose key tuple is in `keys` (null-safe): all their columns, or only the key
     columns (and `_row_id` in a v3 table). `key_range` is a filter every such row satisfies; it
@@ -226,7 +223,7 @@ def find_key_matches(
             rows, positions = rows_at(rows_reader, task, positions)
         return FileMatch(task, positions, live_row_count(task, cache), rows)
 
-    return [m for m in parallel_map(match, tasks) if m is not None]
+    return scan_files(tasks, match, progress)
 
 
 @dataclass(frozen=True)
@@ -282,8 +279,15 @@ class Removal:
     @property
     def written(self) -> list[str]:
         """Paths of the files this removal wrote."""
-        files = [*self.rewritten, *([self.delete_file] if self.delete_file is not None else [])]
-        return [f.file_path for f in files]
+        return [f.file_path for f in self._files()]
+
+    @property
+    def written_bytes(self) -> int:
+        """Bytes of the files this removal wrote (a deletion vector's Puffin file: see `vector_bytes`)."""
+        return sum(f.file_size_in_bytes for f in self._files())
+
+    def _files(self) -> list[ContentFile]:
+        return [*self.rewritten, *([self.delete_file] if self.delete_file is not None else [])]
 
 
 class RowRemover:
@@ -347,26 +351,49 @@ class RowRemover:
 
 
 def build_changes(
-    table: Table, matches: list[FileMatch], new_rows: pa.Table | None, mode: str, added: Sequence[DataFile] = ()
+    table: Table,
+    matches: list[FileMatch],
+    new_rows: pa.Table | None,
+    mode: str,
+    progress: Progress,
+    added: Sequence[DataFile] = (),
 ) -> tuple[Changes, list[Removal]]:
     """Write the files that remove the matched rows and add `new_rows`; describe the commit,
-    which also adds the data files `added` (written before, by the caller).
-    When a write fails, the files written here are deleted (the commit deletes them when
-    it fails, table._commit)."""
+    which also adds the data files `added` (written before, by the caller). When a write fails, the files already written are deleted (the commit deletes them when
+    it fails, table._commit). Progress: stage "write files" counts the matched data files as
+    their removal is written (a delete file, deletion vector or rewrite; a whole file dropped
+    writes nothing), "write rows" the new rows; both with the bytes written."""
     target = DmlTarget.of(table, mode)
     remover = RowRemover(table.io, target)
     written = WrittenFiles()
 
-    def remove(match: FileMatch) -> Removal:
-        return written.note(remover.remove(match))
-
     with written.deleted_on_error(table.io):
-        # pool.map cancels the queued removals and waits for the running ones before it
-        # raises, so every file written is noted by then.
-        removals = remover.finish(parallel_map(remove, matches), written.paths)
-        new_files = target.write_rows(table.io, new_rows) if new_rows is not None else []
-        written.paths += [f.file_path for f in new_files]
+        removals: list[Removal] = []
+        if matches:
+            with progress.stage("write files", len(matches), with_bytes=True) as step:
+
+                def remove(match: FileMatch) -> Removal:
+                    removal = written.note(remover.remove(match))
+                    step.advance(1, bytes=removal.written_bytes)
+                    return removal
+
+                # pool.map cancels the queued removals and waits for the running ones before it
+                # raises, so every file written is noted by then.
+                removals = remover.finish(parallel_map(remove, matches), written.paths)
+                step.advance(0, bytes=vector_bytes(removals))
+        new_files: list[DataFile] = []
+        if new_rows is not None and new_rows.num_rows:
+            with progress.stage("write rows", new_rows.num_rows, "rows", with_bytes=True) as step:
+                new_files = target.write_rows(table.io, new_rows)
+                written.paths += [f.file_path for f in new_files]
+                step.advance(new_rows.num_rows, bytes=sum(f.file_size_in_bytes for f in new_files))
         return changes_for(removals, [*added, *new_files]), removals
+
+
+def vector_bytes(removals: Sequence[Removal]) -> int:
+    """The bytes of the Puffin files `RowRemover.finish` wrote for `removals` (each once)."""
+    vectors = [r.delete_file for r in removals if r.vector is not None and r.delete_file is not None]
+    return sum({f.file_path: f.file_size_in_bytes for f in vectors}.values())
 
 
 class WrittenFiles:

@@ -1,5 +1,7 @@
 """Scan: what to read (filter, columns, snapshot, limit), planned into tasks and read into
-Arrow, and from Arrow into pandas, polars or DuckDB (imported only by the method that needs it)."""
+Arrow, and from Arrow into pandas, polars or DuckDB (imported only by the method that needs it).
+Reading reports progress (mor/progress.py): stage "read files", each planned file counted, with
+its size as bytes, once read (a limit may stop before the last)."""
 
 from __future__ import annotations
 
@@ -9,16 +11,16 @@ import numbers
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 import pyarrow as pa
-from pyiceberg.expressions import AlwaysTrue
 from pyiceberg.schema import Schema
 
 from mor.errors import InvalidArgumentError, InvalidFilterError, NoSuchSnapshotError
 from mor.format.metadata import Snapshot, TableMetadata
-from mor.planning.filters import FilterLike, bind_filter, parse_filter
+from mor.planning.filters import FileFilter, FilterLike, bind_filter, parse_filter
 from mor.planning.planner import plan_files
 from mor.planning.task import FileScanTask
 from mor.format.lineage import LINEAGE_FIELDS
-from mor.read.scan_reader import read_batches, read_table
+from mor.progress import Progress, ProgressArg, Step
+from mor.read.scan_reader import TaskDone, read_batches, read_table
 from mor.write.arrow_schema import to_arrow_schema
 
 if TYPE_CHECKING:
@@ -35,8 +37,10 @@ class Scan:
         as_of: dt.datetime | int | None = None,
         case_sensitive: bool = True,
         limit: int | None = None,
+        progress: ProgressArg = None,
     ):
         self.table = table
+        self.progress = Progress.delayed("scan", progress)
         self.case_sensitive = case_sensitive
         self.snapshot = _choose_snapshot(table, snapshot_id, as_of)
         time_travel = snapshot_id is not None or as_of is not None
@@ -75,20 +79,24 @@ class Scan:
         tasks = self.plan_files()
         if self.row_limit is not None:
             return pa.Table.from_batches(list(self._batches(tasks, self.projection)), schema=to_arrow_schema(self.projection))
-        return read_table(self.table.io, tasks, self.schema, self.projection, self.row_filter, self.case_sensitive)
+        return self._table(tasks, self.projection)
 
     def count(self) -> int:
-        """Live rows matching the filter (at most `limit`). From metadata alone, the data
-        files' record counts, when no delete file applies and there is no filter; otherwise
-        reads only the filter's and delete keys' columns."""
+        """Live rows matching the filter (at most `limit`). A data file no delete file applies
+        to, whose metrics prove every row matches (always, without a filter), is counted from
+        its record count; the others are read, only the filter's and delete keys' columns."""
         tasks = self.plan_files()
-        if self._counts_from_metadata(tasks):
-            total = sum(t.data_file.record_count for t in tasks)
-            return total if self.row_limit is None else min(total, self.row_limit)
-        no_columns = self.schema.select()
+        metrics = FileFilter(self.schema, self.table.metadata.specs(), self.row_filter, self.case_sensitive)
+        known = [not t.delete_files and metrics.every_row_matches(t.data_file) for t in tasks]
+        total = sum(t.data_file.record_count for t, k in zip(tasks, known) if k)
+        to_read = [t for t, k in zip(tasks, known) if not k]
         if self.row_limit is not None:
-            return sum(b.num_rows for b in self._batches(tasks, no_columns))
-        return read_table(self.table.io, tasks, self.schema, no_columns, self.row_filter, self.case_sensitive).num_rows
+            if total >= self.row_limit:
+                return self.row_limit
+            return total + sum(b.num_rows for b in self._batches(to_read, self.schema.select(), self.row_limit - total))
+        if to_read:
+            total += self._table(to_read, self.schema.select()).num_rows
+        return total
 
     def to_pandas(self, **kwargs: Any) -> Any:
         """The rows as a pandas DataFrame; `kwargs` go to `pyarrow.Table.to_pandas` (e.g.
@@ -108,16 +116,28 @@ class Scan:
         connection.register(view, self.to_arrow())
         return connection.table(view)
 
-    def _counts_from_metadata(self, tasks: Sequence[FileScanTask]) -> bool:
-        """Is every row of every planned file live and selected, so that the record counts say it?"""
-        unfiltered = isinstance(self.row_filter, AlwaysTrue)
-        return unfiltered and all(not t.delete_files and isinstance(t.residual, AlwaysTrue) for t in tasks)
+    def _table(self, tasks: Sequence[FileScanTask], projection: Schema) -> pa.Table:
+        with self.progress.stage("read files", len(tasks), with_bytes=True) as step:
+            return read_table(
+                self.table.io, tasks, self.schema, projection, self.row_filter, self.case_sensitive, task_done=_counted(step)
+            )
 
-    def _batches(self, tasks: Sequence[FileScanTask], projection: Schema) -> Iterator[pa.RecordBatch]:
-        def read(part: Sequence[FileScanTask]) -> Iterator[pa.RecordBatch]:
-            return read_batches(self.table.io, part, self.schema, projection, self.row_filter, self.case_sensitive)
+    def _batches(self, tasks: Sequence[FileScanTask], projection: Schema, limit: int | None = None) -> Iterator[pa.RecordBatch]:
+        """The rows, streamed (at most `limit`, default the scan's); the progress stage lasts
+        as long as the stream."""
+        limit = self.row_limit if limit is None else limit
+        with self.progress.stage("read files", len(tasks), with_bytes=True) as step:
 
-        return read(tasks) if self.row_limit is None else first_rows(read, tasks, self.row_limit)
+            def read(part: Sequence[FileScanTask]) -> Iterator[pa.RecordBatch]:
+                return read_batches(
+                    self.table.io, part, self.schema, projection, self.row_filter, self.case_sensitive, task_done=_counted(step)
+                )
+
+            yield from read(tasks) if limit is None else first_rows(read, tasks, limit)
+
+
+def _counted(step: Step) -> TaskDone:
+    return lambda task: step.advance(1, bytes=task.data_file.file_size_in_bytes)
 
 
 def first_rows(

@@ -16,11 +16,12 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import IcebergType
 
 from mor.api.expressions import Assignments
-from mor.api.inputs import Rows, as_table, as_tables
+from mor.api.inputs import Rows, as_table, as_tables, known_row_count
 from mor.api.scan import Scan
+from mor.commit.idempotency import AlreadyCommitted, Idempotency, check_not_committed
 from mor.commit.retry import RetryPolicy
 from mor.commit.table_ops import CommitFailedError, metadata_version, read_metadata, refresh_same_table
-from mor.errors import NoSuchTableError, CommitConflictError, CommitStateUnknownError, InvalidArgumentError, MorError
+from mor.errors import MetadataFileNotFoundError, CommitConflictError, CommitStateUnknownError, InvalidArgumentError, MorError
 from mor.format.content_file import DataFile
 from mor.format.metadata import (
     FORMAT_VERSION_PROPERTY,
@@ -42,7 +43,7 @@ from mor.format.spec import Operation
 from mor.io.fileio import FileIO
 from mor.maintenance.orphans import DEFAULT_MIN_AGE, OrphanResult, remove_orphans
 from mor.maintenance.ownership import REFUSE_SAME, REFUSE_SAME_OR_INNER, CatalogView, Ownership
-from mor.maintenance.progress import Progress, ProgressArg
+from mor.progress import Progress, ProgressArg
 from mor.planning.filters import FilterLike, bind_filter, parse_filter
 from mor.write.arrow_schema import to_arrow_schema
 
@@ -128,10 +129,12 @@ class Table:
         as_of: dt.datetime | int | None = None,
         case_sensitive: bool = True,
         limit: int | None = None,
+        progress: ProgressArg = None,
     ) -> Scan:
         """What to read; nothing is read until `to_arrow()`, `to_batches()`, `count()`... (see
-        mor/api/scan.py). `limit`: at most this many rows, reading only the files they need."""
-        return Scan(self, filter, columns, snapshot_id, as_of, case_sensitive, limit)
+        mor/api/scan.py). `limit`: at most this many rows, reading only the files they need.
+        `progress`: files read, stage "read files" (mor/progress.py; a bar after 2 s)."""
+        return Scan(self, filter, columns, snapshot_id, as_of, case_sensitive, limit, progress)
 
     def changes(
         self,
@@ -162,7 +165,9 @@ class Table:
         return self
 
     # -- writing ---------------------------------------------------------------------------
-    def append(self, data: Rows, schema_mode: str | None = None) -> Snapshot:
+    def append(
+        self, data: Rows, schema_mode: str | None = None, *, progress: ProgressArg = None, idempotency: tuple[str, int] | None = None
+    ) -> Snapshot:
         """Add rows in one `append` snapshot: a pyarrow Table, RecordBatch, RecordBatchReader or
         iterable of batches, a pandas or polars DataFrame, or any Arrow stream
         (`__arrow_c_stream__`); see mor/api/inputs.py. A reader, stream or iterator of batches
@@ -173,41 +178,67 @@ class Table:
         struct fields to the schema (optional), widens a column the data holds a promotion of
         (int64 data for an int column makes it long) and writes missing optional columns as
         nulls, in the same commit; by default ("strict") data that does not fit the schema is a
-        SchemaMismatchError. See prepare_append in mor/api/schema_update.py."""
+        SchemaMismatchError. See prepare_append in mor/api/schema_update.py.
+        `progress`: rows and bytes written, stage "write rows" (mor/progress.py)."""
         from mor.api.schema_update import prepare_append  # imported on first use: a read needs no writer
         from mor.commit.snapshot_producer import Changes
         from mor.write.parquet_files import WriteOptions
         from mor.write.rolling import RollingDataWriter, write_rows
         self._writable()
+        reporter = Progress.delayed("append", progress)
+        idem = Idempotency.of(idempotency)
+        if (earlier := self._committed_before(idem)) is not None:
+            return earlier
         schema, rows, new_schema = prepare_append(self.metadata, as_tables(data, "the data to append"), schema_mode)
         writer = RollingDataWriter(self.io, self.location, schema, self.spec(), WriteOptions(self.metadata.properties))
-        files = write_rows(writer, rows)
-        return self._commit(Changes(Operation.APPEND, added_data=files, schema=new_schema))
+        with reporter.stage("write rows", known_row_count(data), "rows", with_bytes=True) as step:
+            files = write_rows(writer, rows, step)
+        return self._commit(Changes(Operation.APPEND, added_data=files, schema=new_schema, idempotency=idem))
 
-    def delete(self, where: FilterLike, mode: str | None = None) -> Snapshot | None:
+    def delete(
+        self, where: FilterLike, mode: str | None = None, *, progress: ProgressArg = None, idempotency: tuple[str, int] | None = None
+    ) -> Snapshot | None:
         """Delete the rows matching `where` (every row: `"true"` or `truncate()`). Returns the
-        new snapshot, or None if none matched."""
+        new snapshot, or None if none matched. `progress`: stages "scan files" and "write
+        files" (mor/progress.py), as for update, upsert, merge and delete_rows."""
         from mor.api.delete import delete_where  # imported on first use: a read needs no DML
         self._writable()
+        reporter = Progress.delayed("delete", progress)
+        idem = Idempotency.of(idempotency)
+        if (earlier := self._committed_before(idem)) is not None:
+            return earlier
         if where is None:
             raise InvalidArgumentError("delete needs a predicate; to delete every row, pass 'true' or call truncate()")
         mode = self._mode(mode, DELETE_MODE_PROPERTY)
         row_filter = parse_filter(where)
         bind_filter(self.schema(), row_filter)
-        return self._run_dml("delete", lambda: delete_where(self, row_filter, mode))
+        return self._run_dml("delete", lambda: delete_where(self, row_filter, mode, reporter), idempotency=idem)
 
-    def overwrite(self, data: Rows, where: FilterLike | bool = True, mode: str | None = None) -> Snapshot | None:
+    def overwrite(
+        self,
+        data: Rows,
+        where: FilterLike | bool = True,
+        mode: str | None = None,
+        *,
+        progress: ProgressArg = None,
+        idempotency: tuple[str, int] | None = None,
+    ) -> Snapshot | None:
         """Replace the rows matching `where` (every row by default) with `data`, in one
         `overwrite` snapshot. `data` is any input `append` takes, written (streamed) and fitted
         to the schema as `append` does; it need not match `where`. The old rows go as `delete`
         removes them: whole files dropped by their metadata, the rest by position deletes or
         rewrites (`mode`, default `write.delete.mode`). None when nothing matched and `data` is
-        empty."""
+        empty. `progress`: "write rows" as `append`'s, then "scan files" and "write files" as
+        `delete`'s."""
         from mor.api.delete import overwrite_where  # imported on first use: a read needs no DML
         from mor.api.schema_update import prepare_append
         from mor.write.parquet_files import WriteOptions
         from mor.write.rolling import RollingDataWriter, write_rows
         self._writable()
+        reporter = Progress.delayed("overwrite", progress)
+        idem = Idempotency.of(idempotency)
+        if (earlier := self._committed_before(idem)) is not None:
+            return earlier
         if where is None:
             raise InvalidArgumentError("overwrite's where is a predicate; to replace every row, leave it out or pass True")
         mode = self._mode(mode, DELETE_MODE_PROPERTY)
@@ -215,9 +246,10 @@ class Table:
         bind_filter(self.schema(), row_filter)
         schema, rows, _ = prepare_append(self.metadata, as_tables(data, "the data to overwrite with"), None)
         writer = RollingDataWriter(self.io, self.location, schema, self.spec(), WriteOptions(self.metadata.properties))
-        files = write_rows(writer, rows)
+        with reporter.stage("write rows", known_row_count(data), "rows", with_bytes=True) as step:
+            files = write_rows(writer, rows, step)
         try:
-            return self._run_dml("delete", lambda: overwrite_where(self, row_filter, mode, files), kept=files)
+            return self._run_dml("delete", lambda: overwrite_where(self, row_filter, mode, files, reporter), kept=files, idempotency=idem)
         except CommitStateUnknownError:
             raise  # the files may be referenced by a commit that landed: leave them
         except BaseException:
@@ -225,44 +257,73 @@ class Table:
                 self.io.delete_quietly(f.file_path)
             raise
 
-    def truncate(self) -> Snapshot | None:
+    def truncate(self, *, idempotency: tuple[str, int] | None = None) -> Snapshot | None:
         """Delete every row: the live data files leave the table, nothing is read or written
         but metadata. None when the table holds no rows."""
-        return self.delete(AlwaysTrue())
+        return self.delete(AlwaysTrue(), idempotency=idempotency)
 
-    def delete_rows(self, keys: Rows) -> Snapshot | None:
+    def delete_rows(self, keys: Rows, *, progress: ProgressArg = None, idempotency: tuple[str, int] | None = None) -> Snapshot | None:
         """Blind delete by value: an equality delete file on `keys`' columns (any input
         `append` takes); reads no data.
         With `mor.write.equality-deletes.enabled=false`: the rows holding the keys are found
         and removed as `delete` removes them (position deletes). None if nothing went."""
         from mor.api.delete_rows import delete_rows_changes  # imported on first use: a read needs no DML
         self._writable()
+        reporter = Progress.delayed("delete_rows", progress)
+        idem = Idempotency.of(idempotency)
+        if (earlier := self._committed_before(idem)) is not None:
+            return earlier
         key_rows = as_table(keys, "the keys to delete")
-        return self._run_dml("delete", lambda: delete_rows_changes(self, key_rows))
+        return self._run_dml("delete", lambda: delete_rows_changes(self, key_rows, reporter), idempotency=idem)
 
-    def update(self, set: Assignments, where: FilterLike | bool = None, mode: str | None = None) -> Snapshot | None:
+    def update(
+        self,
+        set: Assignments,
+        where: FilterLike | bool = None,
+        mode: str | None = None,
+        *,
+        progress: ProgressArg = None,
+        idempotency: tuple[str, int] | None = None,
+    ) -> Snapshot | None:
         """Set columns (literals or `pyarrow.compute` expressions of the old row) where
         `where` matches; `where` is required (every row: `"true"` or `True`), as `delete`'s
         predicate is. Returns the new snapshot, or None if no row matched."""
         from mor.api.update import update_where  # imported on first use: a read needs no DML
         self._writable()
+        reporter = Progress.delayed("update", progress)
+        idem = Idempotency.of(idempotency)
+        if (earlier := self._committed_before(idem)) is not None:
+            return earlier
         if where is None:
             raise InvalidArgumentError("update needs where=...; to update every row, pass where='true'")
         mode = self._mode(mode, UPDATE_MODE_PROPERTY)  # fixed for every re-plan
         row_filter = AlwaysTrue() if where is True else parse_filter(where)
         bind_filter(self.schema(), row_filter)
-        return self._run_dml("update", lambda: update_where(self, set, row_filter, mode))
+        return self._run_dml("update", lambda: update_where(self, set, row_filter, mode, reporter), idempotency=idem)
 
-    def upsert(self, rows: Rows, on: Sequence[str], mode: str | None = None, strategy: str = "position") -> Snapshot | None:
+    def upsert(
+        self,
+        rows: Rows,
+        on: Sequence[str],
+        mode: str | None = None,
+        strategy: str = "position",
+        *,
+        progress: ProgressArg = None,
+        idempotency: tuple[str, int] | None = None,
+    ) -> Snapshot | None:
         """Replace the rows whose key (`on`) exists, insert the others, in one snapshot (`rows`:
         any input `append` takes).
         Merge-on-read strategies: "position" (join, position deletes) or "equality"
         (equality deletes on the keys, no scan)."""
         from mor.api.merge import upsert_rows  # imported on first use: a read needs no DML
         self._writable()
+        reporter = Progress.delayed("upsert", progress)
+        idem = Idempotency.of(idempotency)
+        if (earlier := self._committed_before(idem)) is not None:
+            return earlier
         mode = self._mode(mode, MERGE_MODE_PROPERTY)  # fixed for every re-plan
         table = as_table(rows, "UPSERT rows")
-        return self._run_dml("merge", lambda: upsert_rows(self, table, on, mode, strategy))
+        return self._run_dml("merge", lambda: upsert_rows(self, table, on, mode, strategy, reporter), idempotency=idem)
 
     def merge(
         self,
@@ -274,18 +335,25 @@ class Table:
         when_matched_update_if: pc.Expression | None = None,
         when_not_matched_insert_if: pc.Expression | None = None,
         mode: str | None = None,
+        *,
+        progress: ProgressArg = None,
+        idempotency: tuple[str, int] | None = None,
     ) -> Snapshot | None:
         """MERGE INTO: see mor/api/merge.py for the clause rules. `"*"` means all columns
         from the source; source columns are `pc.field("source.<name>")` in expressions. `source`:
         any input `append` takes."""
         from mor.api.merge import MergeClauses, merge_rows  # imported on first use: a read needs no DML
         self._writable()
+        reporter = Progress.delayed("merge", progress)
+        idem = Idempotency.of(idempotency)
+        if (earlier := self._committed_before(idem)) is not None:
+            return earlier
         source_rows = as_table(source, "the MERGE source")
         clauses = MergeClauses(
             when_matched_delete, when_matched_update, when_matched_update_if, when_not_matched_insert, when_not_matched_insert_if
         )
         mode = self._mode(mode, MERGE_MODE_PROPERTY)  # fixed for every re-plan
-        return self._run_dml("merge", lambda: merge_rows(self, source_rows, on, clauses, mode))
+        return self._run_dml("merge", lambda: merge_rows(self, source_rows, on, clauses, mode, reporter), idempotency=idem)
 
     # -- schema evolution (mor/api/schema_update.py) ----------------------------------------
     def update_schema(self) -> UpdateSchema:
@@ -504,7 +572,11 @@ class Table:
         return mode
 
     def _run_dml(
-        self, kind: str, plan: Callable[[], tuple[Changes, Validator | None] | None], kept: Sequence[DataFile] = ()
+        self,
+        kind: str,
+        plan: Callable[[], tuple[Changes, Validator | None] | None],
+        kept: Sequence[DataFile] = (),
+        idempotency: Idempotency | None = None,
     ) -> Snapshot | None:
         """Plan (find rows, write files) and commit; when the commit truly conflicts with one
         that landed meanwhile, plan again on the new state (mor.dml.replan.num-retries times):
@@ -519,8 +591,10 @@ class Table:
             found = plan()
             if found is None:
                 return None
+            changes, validate = found
+            changes.idempotency = idempotency
             try:
-                return self._commit(*found, kept=kept)
+                return self._commit(changes, validate, kept=kept)
             except CommitConflictError:
                 out_of_time = (time.monotonic() - started) * 1000 > policy.total_timeout_ms
                 if replan >= policy.replan_retries or out_of_time:
@@ -537,6 +611,11 @@ class Table:
             )
         except CommitStateUnknownError:
             raise  # the files may be referenced by a commit that landed: leave them
+        except AlreadyCommitted as done:
+            for f in [*changes.added_data, *changes.added_deletes]:  # kept ones too: no plan follows
+                self.io.delete_quietly(f.file_path)
+            self.refresh()
+            return done.snapshot
         except BaseException:
             kept_paths = {f.file_path for f in kept}
             for f in [*changes.added_data, *changes.added_deletes]:
@@ -546,6 +625,15 @@ class Table:
         snapshot = self.metadata.current_snapshot()
         assert snapshot is not None
         return snapshot
+
+    def _committed_before(self, idempotency: Idempotency | None) -> Snapshot | None:
+        """The snapshot in which `idempotency`'s app id committed its version or a later one, as
+        far as this handle knows (the commit checks again on the catalog's state)."""
+        try:
+            check_not_committed(self.metadata, idempotency)
+        except AlreadyCommitted as done:
+            return done.snapshot
+        return None
 
     def _writable(self) -> TableOperations:
         if self._ops is None:
@@ -577,7 +665,7 @@ def _resolve_metadata_file(io: FileIO, location: str) -> str:
         return f"{folder}/v{version}.metadata.json"
     files = [i.path for i in io.list_files(folder) if i.path.endswith(".metadata.json")]
     if not files:
-        raise NoSuchTableError(f"no table metadata file under {location}")
+        raise MetadataFileNotFoundError(f"no table metadata file under {location}")
     return max(files, key=metadata_version)
 
 

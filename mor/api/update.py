@@ -19,6 +19,7 @@ from mor.api.expressions import Assignments, as_expression, project
 from mor.api.row_changes import build_changes, find_matches, rows_validator, with_row_ids
 from mor.commit.snapshot_producer import Changes, Validator
 from mor.errors import InvalidArgumentError, SchemaMismatchError
+from mor.progress import Progress
 from mor.write.arrow_schema import conform, to_arrow_schema
 
 if TYPE_CHECKING:
@@ -59,13 +60,13 @@ def updated_rows(old_rows: pa.Table, columns: dict[str, pc.Expression], schema: 
 
 
 def update_where(
-    table: Table, assignments: Assignments, row_filter: BooleanExpression, mode: str
+    table: Table, assignments: Assignments, row_filter: BooleanExpression, mode: str, progress: Progress
 ) -> tuple[Changes, Validator] | None:
     columns = updated_columns(table, assignments)
-    matches = find_matches(table, row_filter, with_rows=True)
+    matches = find_matches(table, row_filter, progress, with_rows=True)
     if not matches:
         return None
     old_rows = pa.concat_tables([m.rows for m in matches if m.rows is not None])
     new_rows = updated_rows(old_rows, columns, table.schema())
-    changes, removals = build_changes(table, matches, new_rows, mode)
+    changes, removals = build_changes(table, matches, new_rows, mode, progress)
     return changes, rows_validator(table, "update", row_filter, removals)

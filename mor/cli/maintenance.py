@@ -144,5 +144,5 @@ def serve(args: argparse.Namespace) -> None:
         from mor.server.run import serve as run_server  # Starlette and uvicorn: only with the mor[server] extra
     except ImportError as e:
         raise UnsupportedFeatureError(f"mor serve needs the server extra: pip install 'mor[server]' ({e})") from e
-    catalog = mor.load_catalog(args.warehouse, uri=args.uri, properties=args.property)
+    catalog = mor.load_catalog(args.warehouse, uri=args.uri, create=True, properties=args.property)
     run_server(catalog, args.host, args.port, args.token_file, args.prefix)

@@ -28,7 +28,7 @@ def quickstart(warehouse: str, uri: str | None = None, properties: dict[str, str
     when `demo.events` exists (a run before, or the user's own), it makes `demo.events_2` (or
     the next free name) and says so."""
     say: Callable[..., None] = _quiet if as_json else print
-    catalog = mor.load_catalog(warehouse, uri=uri, properties=properties)
+    catalog = mor.load_catalog(warehouse, uri=uri, create=True, properties=properties)
     schema = pa.schema(
         [
             pa.field("id", pa.int64(), nullable=False),

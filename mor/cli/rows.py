@@ -15,7 +15,7 @@ from typing import IO, Any, Iterable, Iterator
 import pyarrow as pa
 
 from mor.cli.options import catalog_args, column_list, json_arg, non_negative, open_table, table_args
-from mor.cli.output import column_widths, json_line, print_json, rich_console, text
+from mor.cli.output import column_widths, json_line, print_json, rich_console, stdout_is_terminal, text
 from mor.errors import InvalidArgumentError, StorageError, UnsupportedFeatureError
 
 FORMATS = ("table", "csv", "json", "parquet")
@@ -54,7 +54,10 @@ def scan(args: argparse.Namespace) -> None:
     output_format = _scan_format(args)
     table = open_table(args)
     columns = column_list(args.columns)
-    rows = table.scan(filter=args.filter, columns=columns, snapshot_id=args.snapshot_id)
+    # A long scan shows a bar on stderr (when that is a terminal), unless the rows go to the
+    # terminal: they are their own progress, and a bar would write over them.
+    progress = False if args.out is None and stdout_is_terminal() else None
+    rows = table.scan(filter=args.filter, columns=columns, snapshot_id=args.snapshot_id, progress=progress)
     from mor.write.arrow_schema import to_arrow_schema
 
     schema = to_arrow_schema(rows.projection)  # what the reader emits: the header when no row comes

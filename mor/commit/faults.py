@@ -2,7 +2,9 @@
 
 Crash tests run a writer with `MOR_FAULT_POINT=<point>` in its environment; when the commit
 reaches that point the process sends itself SIGKILL, exactly as if the machine died there.
-Unset (always, outside tests), `reached` is one dictionary lookup.
+With `MOR_FAULT_KILL=group` it kills its whole process group instead: a Spark driver, its JVM
+and every Python worker at once, when a worker commits (the test starts the driver in a
+session of its own). Unset (always, outside tests), `reached` is one dictionary lookup.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import os
 import signal
 
 ENV = "MOR_FAULT_POINT"
+SCOPE_ENV = "MOR_FAULT_KILL"  # "group": the process group, else this process
 
 # The steps of a commit, in order (see snapshot_producer.commit_changes).
 POINTS = (
@@ -24,4 +27,6 @@ POINTS = (
 
 def reached(point: str) -> None:
     if os.environ.get(ENV) == point:
+        if os.environ.get(SCOPE_ENV) == "group":
+            os.killpg(os.getpgid(0), signal.SIGKILL)
         os.kill(os.getpid(), signal.SIGKILL)

@@ -19,6 +19,7 @@ from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 
 from mor.commit import faults
+from mor.commit.idempotency import Idempotency, check_not_committed
 from mor.commit.manifest_merge import merge_carried
 from mor.commit.retry import NUM_RETRIES, TOTAL_TIMEOUT_MS, RetryPolicy
 from mor.commit.summary import build_summary
@@ -56,6 +57,9 @@ class Changes:
     # (with last-column-id raised) in the same metadata as the snapshot. Its new field ids were
     # handed out on the read base, so a base whose schema changed meanwhile is a conflict.
     schema: Schema | None = None
+    # An idempotent write (mor/commit/idempotency.py): recorded in the summary, and checked
+    # against every base the commit is attempted on.
+    idempotency: Idempotency | None = None
 
 
 # validate(base the operation read, current base) raises CommitConflictError when our changes
@@ -96,6 +100,7 @@ def commit_changes(
                 catalog_base, base_location = refresh_same_table(ops, planned_on)  # never commit into another table
                 base = _with_new_schema(_with_added_spec(catalog_base, changes), planned_on, changes)
                 _check_format_version(base, planned_on, changes)
+            check_not_committed(base, changes.idempotency)
             if validate is not None and base.current_snapshot_id != validated.current_snapshot_id:
                 validate(validated, base)
                 validated = base
@@ -123,6 +128,7 @@ def commit_changes(
                 [*changes.added_data, *changes.added_deletes],
                 [*changes.removed_data, *changes.removed_deletes],
                 parent.summary if parent else None,
+                changes.idempotency.summary() if changes.idempotency else None,
             )
             snapshot = Snapshot(
                 snapshot_id=snapshot_id,

@@ -20,7 +20,14 @@ from mor.commit import faults
 from mor.commit.apply import apply_updates
 from mor.commit.requirements import CommitFailedError, check_requirements
 from mor.commit.updates import TableCommit
-from mor.errors import CatalogUnavailableError, CommitStateUnknownError, CorruptMetadataError, TableReplacedError, UnsupportedFeatureError
+from mor.errors import (
+    CatalogUnavailableError,
+    CommitStateUnknownError,
+    CorruptMetadataError,
+    MetadataFileNotFoundError,
+    TableReplacedError,
+    UnsupportedFeatureError,
+)
 from mor.format.metadata import TableMetadata, with_previous_file
 from mor.io.fileio import FileIO, unreadable
 
@@ -32,10 +39,12 @@ _VERSION = re.compile(r"(?:^|/)(?:v)?(\d+)(?:-[^/]*)?\.metadata\.json$")
 
 
 def read_metadata(io: FileIO, location: str) -> TableMetadata:
-    """The metadata file at `location`; CorruptMetadataError naming it when it is missing or
-    is not v2 table metadata."""
+    """The metadata file at `location`; MetadataFileNotFoundError when there is none,
+    CorruptMetadataError naming it when it is not table metadata."""
     try:
         text = io.read_bytes(location)
+    except FileNotFoundError as e:
+        raise MetadataFileNotFoundError(f"no table metadata file at {location}") from e
     except OSError as e:
         raise unreadable("table metadata file", location, e) from e
     try:
@@ -115,7 +124,13 @@ class CatalogTableOperations:
 
     def refresh(self) -> tuple[TableMetadata, str]:
         location = self.store.metadata_location(self.namespace, self.name)
-        return read_metadata(self.io, location), location
+        try:
+            return read_metadata(self.io, location), location
+        except MetadataFileNotFoundError as e:
+            raise MetadataFileNotFoundError(
+                f"the catalog's table {self.namespace}.{self.name} points at table metadata file {location}, which does not exist "
+                "(deleted outside mor?)"
+            ) from e
 
     def commit(self, base: TableMetadata, base_location: str, change: TableCommit) -> tuple[TableMetadata, str]:
         """Apply `change` to `base` and swap to the result (its metadata-log extended by

@@ -45,13 +45,13 @@ from mor.format.content_file import DataFile, DeleteFile
 from mor.format.metadata import TableMetadata
 from mor.format.spec import FileContent, ManifestContent, Operation
 from mor.io.fileio import FileIO
-from mor.maintenance.progress import Progress
 from mor.maintenance.sizes import total_bytes
 from mor.planning.conflicts import commits_since
 from mor.planning.delete_index import applies_to, partition_key
 from mor.planning.planner import live_entries, plan_files, unpartitioned_spec_ids
 from mor.planning.task import FileScanTask
 from mor.format.lineage import with_lineage
+from mor.progress import Progress
 from mor.read.position_deletes import DeleteFileCache, deleted_positions
 from mor.read.scan_reader import parallel_map, prepared_reader
 from mor.read.task_reader import TaskReader
@@ -276,17 +276,27 @@ class BinRewriter:
         return prepared_reader(io, tasks, self.schema, self.write_schema, AlwaysTrue(), True)
 
     def rewrite(
-        self, io: FileIO, reader: TaskReader, group: list[FileScanTask], written: list[str], advance: Callable[[], None]
+        self, io: FileIO, reader: TaskReader, group: list[FileScanTask], written: list[str], advance: Callable[[int], None]
     ) -> list[DataFile]:
         """Stream the live rows of a bin's files into new files rolled at the target size.
-        Every file started is added to `written`, for the caller's cleanup should another bin fail."""
+        Every file started is added to `written`, for the caller's cleanup should another bin fail.
+        `advance(n)`: n more bytes of input files rewritten (each file's size in all, spread
+        over its batches by rows as they are written)."""
         writer = RollingDataWriter(io, self.table_location, self.write_schema, self.spec, self.write_options)
 
         def rows() -> Iterator[pa.RecordBatch]:
             for task in group:
-                yield from reader.read(task)
+                size, rows_in_file = task.data_file.file_size_in_bytes, max(task.data_file.record_count, 1)
+                rows_done = reported = 0
+                for batch in reader.read(task):
+                    yield batch  # back here once the writer has taken it
+                    rows_done += batch.num_rows
+                    share = min(size * rows_done // rows_in_file, size)
+                    if share > reported:
+                        advance(share - reported)
+                        reported = share
                 reader.cache.done(task)
-                advance()
+                advance(size - reported)
 
         try:
             return write_rows(writer, rows())
@@ -300,7 +310,7 @@ def write_compaction(io: FileIO, metadata: TableMetadata, plan: CompactionPlan, 
     tasks = [t for g in plan.groups for t in g]
     reader = rewriter.reader(io, tasks)
     written: list[str] = []
-    with progress.stage("rewrite data files", len(tasks)) as step:
+    with progress.stage("rewrite data files", total_input_bytes(plan), "bytes") as step:
         try:
             files = parallel_map(lambda group: rewriter.rewrite(io, reader, group, written, step.advance), plan.groups)
         except BaseException:
@@ -308,6 +318,11 @@ def write_compaction(io: FileIO, metadata: TableMetadata, plan: CompactionPlan, 
                 io.delete_quietly(location)
             raise
     return finish_compaction(io, plan, [f for group in files for f in group])
+
+
+def total_input_bytes(plan: CompactionPlan) -> int:
+    """The bytes of the data files a plan rewrites: what its progress counts."""
+    return total_bytes(t.data_file for group in plan.groups for t in group)
 
 
 def finish_compaction(io: FileIO, plan: CompactionPlan, added: list[DataFile]) -> Validator:

@@ -49,8 +49,8 @@ from mor.format.metadata import Snapshot, TableMetadata, now_ms, with_previous_f
 from mor.format.spec import MAIN_BRANCH, STATISTICS_KEYS, FileContent
 from mor.io.fileio import FileIO
 from mor.maintenance.ownership import Ownership, keys
-from mor.maintenance.progress import Progress
 from mor.planning.manifest_cache import read_entries
+from mor.progress import Progress
 
 MAX_SNAPSHOT_AGE = "history.expire.max-snapshot-age-ms"
 MIN_SNAPSHOTS_TO_KEEP = "history.expire.min-snapshots-to-keep"

@@ -26,8 +26,8 @@ from mor.errors import InvalidArgumentError
 from mor.format.metadata import TableMetadata
 from mor.io.fileio import FileIO
 from mor.maintenance.ownership import Ownership, Place, keys, place
-from mor.maintenance.progress import Progress
 from mor.maintenance.reachable import referenced_locations
+from mor.progress import Progress
 
 DEFAULT_MIN_AGE = dt.timedelta(days=3)  # as Iceberg's remove_orphan_files
 VERSION_HINT = "version-hint.text"  # Hadoop tables' pointer: named by no metadata, yet live

@@ -20,6 +20,7 @@ import weakref
 from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from decimal import Decimal
+from functools import cached_property
 from typing import Any
 
 from pyiceberg.conversions import from_bytes
@@ -379,6 +380,25 @@ class FileFilter:
 
         strict = _remembered("strict", schema, expr, case_sensitive, compute)
         return bool(strict.eval(file))
+
+    @cached_property
+    def field_ids(self) -> set[int]:
+        """The ids of the columns the filter reads."""
+        return bound_field_ids(bind_filter(self.schema, self.expr, self.case_sensitive))
+
+    def every_row_matches(self, file: ContentFile) -> bool:
+        """True when the file's metrics prove every row matches in SQL's reading, so it can be
+        counted or dropped whole without a read. Iceberg's strict metrics test is two-valued (a
+        null matches `!=` and `not in`) and leaves NaN out of bounds, where the row filter is
+        SQL's (spec/predicates.md); without nulls and NaNs the two agree. So it is trusted only
+        when the filter's columns hold none; a missing NaN count on a floating point column may
+        hide NaNs."""
+        nulls, nans = file.null_value_counts or {}, file.nan_value_counts or {}
+        for field_id in self.field_ids:
+            floating = isinstance(self.schema.find_field(field_id).field_type, (FloatType, DoubleType))
+            if nulls.get(field_id) != 0 or (floating and nans.get(field_id) != 0):
+                return False
+        return self.file_must_match(file)
 
     # pyiceberg's projection and partition evaluators, over bindings made once (their
     # constructors bind with pyiceberg's `bind`, which converts an `in` list literal by literal).

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import threading
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterator, Sequence, TypeVar
 
@@ -19,6 +21,7 @@ from mor.read.task_reader import DEFAULT_BATCH_ROWS, TaskReader
 
 T = TypeVar("T")
 R = TypeVar("R")
+TaskDone = Callable[[FileScanTask], None]  # told when a task has been read
 
 
 def parallel_map(fn: Callable[[T], R], items: Sequence[T], max_workers: int | None = None) -> list[R]:
@@ -57,11 +60,15 @@ def read_batches(
     projection: Schema,
     row_filter: BooleanExpression,
     case_sensitive: bool = True,
+    task_done: TaskDone | None = None,
 ) -> Iterator[pa.RecordBatch]:
+    """The rows of `tasks`, streamed in order; `task_done(task)` after each task's last batch."""
     reader = prepared_reader(io, tasks, schema, projection, row_filter, case_sensitive)
     for task in tasks:
         yield from reader.read(task)
         reader.cache.done(task)
+        if task_done is not None:
+            task_done(task)
 
 
 def read_table(
@@ -72,14 +79,18 @@ def read_table(
     row_filter: BooleanExpression,
     case_sensitive: bool = True,
     max_workers: int | None = None,
+    task_done: TaskDone | None = None,
 ) -> pa.Table:
     """All rows of all tasks, in task order; tasks are read in parallel threads (pyarrow
     releases the GIL while decoding). Every row is kept anyway, so row groups are decoded
-    whole: small batches cost about a tenth more time on large row groups."""
+    whole: small batches cost about a tenth more time on large row groups. `task_done(task)`
+    once a task is read (from the thread that read it)."""
     reader = prepared_reader(io, tasks, schema, projection, row_filter, case_sensitive, batch_rows=None)
     workers = max_workers or (os.cpu_count() or 1)
     if len(tasks) < workers:  # too few files to keep every core busy: read parts of files too
-        parts = parallel_map(lambda unit: list(reader.read(*unit)), _row_group_units(io, tasks), max_workers)
+        units = _row_group_units(io, tasks)
+        last_unit = _LastUnit(units, task_done)
+        parts = parallel_map(lambda unit: last_unit.after(unit[0], list(reader.read(*unit))), units, max_workers)
         for task in tasks:
             reader.cache.done(task)
     else:
@@ -87,11 +98,30 @@ def read_table(
         def read_one(task: FileScanTask) -> list[pa.RecordBatch]:
             batches = list(reader.read(task))
             reader.cache.done(task)
+            if task_done is not None:
+                task_done(task)
             return batches
 
         parts = parallel_map(read_one, tasks, max_workers)
     batches = [b for part in parts for b in part]
     return pa.Table.from_batches(batches, schema=reader.output_schema)
+
+
+class _LastUnit:
+    """Calls `task_done(task)` when the last of a task's units is read (in any order)."""
+
+    def __init__(self, units: Sequence[tuple[FileScanTask, range | None]], task_done: TaskDone | None):
+        self.left = Counter(id(task) for task, _ in units)
+        self.task_done = task_done
+        self.lock = threading.Lock()
+
+    def after(self, task: FileScanTask, batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
+        with self.lock:
+            self.left[id(task)] -= 1
+            last = self.left[id(task)] == 0
+        if last and self.task_done is not None:
+            self.task_done(task)
+        return batches
 
 
 def _row_group_units(io: FileIO, tasks: Sequence[FileScanTask]) -> list[tuple[FileScanTask, range | None]]:

@@ -38,8 +38,8 @@ from mor.maintenance.compact import (
     CompactionPlan,
     CompactionResult,
     finish_compaction,
+    total_input_bytes,
 )
-from mor.maintenance.progress import Progress, ProgressArg
 from mor.maintenance.rewrite_deletes import (
     DeleteMerger,
     RewritePlan,
@@ -51,6 +51,7 @@ from mor.maintenance.rewrite_deletes import (
 from mor.planning.filters import FilterLike
 from mor.planning.packing import pack_tasks
 from mor.planning.task import FileScanTask
+from mor.progress import Progress, ProgressArg
 from mor.spark.dml import TaskResult, job_description, run_task
 from mor.spark.errors import spark_errors
 from mor.spark.orphans import remove_orphan_files
@@ -90,10 +91,11 @@ def rewrite_bins(spark: SparkSession, table: Table, plan: CompactionPlan, option
     results: list[TaskResult] = []
     if plan.groups:
         what = f"mor compact {table.identifier}: rewrite {files} data files in {len(plan.groups)} bins"
-        with progress.stage("rewrite data files", files) as step, job_description(spark, what):
+        total = total_input_bytes(plan)
+        with progress.stage("rewrite data files", total, "bytes") as step, job_description(spark, what):
             sc = spark.sparkContext
             results = sc.parallelize(plan.groups, len(plan.groups)).map(partial(_rewrite_bin, table.io, rewriter)).collect()
-            step.advance(files)
+            step.advance(total)
     added = written_files(table.io, results)
     return finish_compaction(table.io, plan, added)  # type: ignore[arg-type]
 
@@ -101,7 +103,7 @@ def rewrite_bins(spark: SparkSession, table: Table, plan: CompactionPlan, option
 def _rewrite_bin(io: FileIO, rewriter: BinRewriter, group: list[FileScanTask]) -> TaskResult:
     def work(io: FileIO, written: list[str]) -> TaskResult:
         reader = rewriter.reader(io, group)
-        return TaskResult(added=tuple(rewriter.rewrite(io, reader, group, written, lambda: None)))
+        return TaskResult(added=tuple(rewriter.rewrite(io, reader, group, written, lambda n: None)))
 
     return run_task(io, work)
 

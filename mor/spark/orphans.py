@@ -28,8 +28,8 @@ from mor.errors import MorError
 from mor.io.fileio import FileIO
 from mor.maintenance.orphans import DEFAULT_MIN_AGE, ListedFile, OrphanResult, cutoff_time, list_files, list_top, select_orphans
 from mor.maintenance.ownership import REFUSE_SAME_OR_INNER, Place
-from mor.maintenance.progress import Progress, ProgressArg
 from mor.maintenance.reachable import manifest_references, metadata_references
+from mor.progress import Progress, ProgressArg
 from mor.spark.dml import job_description
 from mor.spark.errors import spark_errors
 

@@ -19,7 +19,7 @@ from mor.spark.scan import ScanPlan, plan_scan, read_group
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from pyspark.sql.datasource import DataSourceStreamReader, DataSourceWriter, Filter
+    from pyspark.sql.datasource import DataSourceStreamReader, DataSourceStreamWriter, DataSourceWriter, Filter
 
 FORMAT = "mor"
 PUSHDOWN_ENV = "MOR_SPARK_FILTER_PUSHDOWN"  # "true" when the session enabled Python filter pushdown
@@ -56,6 +56,11 @@ class MorDataSource(DataSource):
         from mor.spark.write import MorWriter
 
         return MorWriter(table_ref(self.options), self.options, schema, overwrite)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from mor.spark.stream_write import MorStreamWriter
+
+        return MorStreamWriter(table_ref(self.options), self.options, schema, overwrite)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         if wants_change_stream(self.options):

@@ -18,7 +18,10 @@ Options: `warehouse` and/or `uri` (the catalog, as for reading); `partition-by` 
 column, and a null met there is a SchemaMismatchError naming the column, raised by the task
 that meets it, so nothing is committed; with true, the nullable column itself is refused);
 `time-zone` (the session time zone, for TIMESTAMP_NTZ columns written into `timestamptz`
-columns; default: environment variable MOR_SESSION_TIME_ZONE, which `mor.spark.register` sets).
+columns; default: environment variable MOR_SESSION_TIME_ZONE, which `mor.spark.register` sets);
+`txn-app-id` and `txn-version` (both or neither: an idempotent write, as Delta Lake names them;
+a job whose app id already committed that version or a later one commits nothing and deletes
+the files it wrote: mor/commit/idempotency.py).
 
 Column types convert as Iceberg-Spark's store assignment does (mor/spark/store_assignment.py):
 a TIMESTAMP into a `timestamp` column as its wall clock in the session time zone, TIMESTAMP_NTZ
@@ -64,6 +67,7 @@ from pyspark.sql.pandas.types import to_arrow_schema as spark_to_arrow_schema
 from pyspark.sql.types import StructType
 
 from mor.api.catalog import DEFAULT_PROPERTIES, Catalog, split_identifier
+from mor.commit.idempotency import AlreadyCommitted, Idempotency
 from mor.commit.snapshot_producer import Changes, TableOperations, Validator, commit_changes
 from mor.commit.apply import apply_updates
 from mor.commit.updates import TableCommit
@@ -133,6 +137,7 @@ class MorWriter(DataSourceArrowWriter):
         self.ref = ref.with_io(dict(self.target.io_properties))  # executors write with what the catalog vended
         self.target_file_bytes = _target_file_bytes(options, self.target.properties)
         self.file_prefix = f"{uuid.uuid4().hex}-"  # names this job's files, so abort can find them all
+        self.idempotency = idempotency_option(options)
 
     # -- executors -------------------------------------------------------------------------
     def write(self, iterator: Iterator[pa.RecordBatch]) -> MorCommitMessage:
@@ -172,9 +177,12 @@ class MorWriter(DataSourceArrowWriter):
         try:
             ops, base, base_location = self._base()
             changes = self._changes(io, base, files)
+            changes.idempotency = self.idempotency
             commit_changes(io, ops, base, base_location, changes, self._validator(io, changes))
         except CommitStateUnknownError:
             raise  # the commit may have landed and made the files live: never delete them
+        except AlreadyCommitted:
+            _delete(io, files)  # this version is in the table already: the job is a repeat
         except BaseException:
             _delete(io, files)
             raise
@@ -353,6 +361,20 @@ def _column_renames(schema: StructType, table_schema: Schema) -> dict[str, str]:
     exact = {f.name for f in table_schema.fields}
     by_lower = {f.name.lower(): f.name for f in table_schema.fields}
     return {f.name: by_lower[f.name.lower()] for f in schema.fields if f.name not in exact and f.name.lower() in by_lower}
+
+
+def idempotency_option(options: Mapping[str, str]) -> Idempotency | None:
+    """Options `txn-app-id` and `txn-version` as an Idempotency; both or neither."""
+    app_id, version = options.get("txn-app-id"), options.get("txn-version")
+    if app_id is None and version is None:
+        return None
+    if app_id is None or version is None:
+        raise InvalidArgumentError("an idempotent write takes both options 'txn-app-id' and 'txn-version'")
+    try:
+        number = int(version)
+    except ValueError:
+        raise InvalidArgumentError(f"option 'txn-version' is an integer >= 0, got {version!r}") from None
+    return Idempotency.of((app_id, number))
 
 
 def _target_file_bytes(options: Mapping[str, str], properties: Mapping[str, str]) -> int:

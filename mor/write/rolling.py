@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import uuid
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -29,6 +29,9 @@ from mor.write.arrow_schema import to_arrow_schema, to_parquet_rows
 from mor.write.metrics import collect_metrics, count_nans
 from mor.write.options import WriteOptions
 from mor.write.partitioning import partition_key, split_by_partition
+
+if TYPE_CHECKING:
+    from mor.progress import Step
 
 
 @dataclass
@@ -86,6 +89,12 @@ class RollingDataWriter:
         while self.buffered_bytes > self.options.buffer_budget_bytes:
             p = max(self.partitions.values(), key=lambda p: p.pending_bytes)
             self._flush(p.values, p)
+
+    @property
+    def bytes_written(self) -> int:
+        """Bytes in the files written so far: the finished ones' sizes and what the open ones hold."""
+        open_files = [p.file for p in self.partitions.values() if p.file is not None]
+        return sum(f.file_size_in_bytes for f in self.done) + sum(f.sink.tell() for f in open_files)
 
     def close(self) -> list[DataFile]:
         try:
@@ -194,15 +203,23 @@ def _leaf_paths(parquet_schema: pa.Schema) -> tuple[str, ...]:
     return tuple(schema.column(i).path for i in range(len(schema)))
 
 
-def write_rows(writer: RollingDataWriter, batches: Iterable[pa.Table | pa.RecordBatch]) -> list[DataFile]:
-    """Feed `batches` through `writer`; its data files, or nothing left behind on an error."""
+def write_rows(
+    writer: RollingDataWriter, batches: Iterable[pa.Table | pa.RecordBatch], step: Step | None = None
+) -> list[DataFile]:
+    """Feed `batches` through `writer`; its data files, or nothing left behind on an error.
+    `step` advances by each batch's rows once it is written, with the bytes written meanwhile."""
     try:
         for batch in batches:
             writer.write(batch)
+            if step is not None:
+                step.advance(batch.num_rows, bytes=writer.bytes_written - step.bytes)
     except BaseException:
         writer.abort()
         raise
-    return writer.close()
+    files = writer.close()
+    if step is not None:
+        step.advance(0, bytes=writer.bytes_written - step.bytes)  # the files' last row groups and footers
+    return files
 
 
 def _close_quietly(f: _OpenFile) -> None:

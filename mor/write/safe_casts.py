@@ -13,7 +13,9 @@ with the column and the first value that does not fit:
   with a finer part than the column keeps. Zone-ness must still match (`check_fits`).
 
 Nothing else narrows: a narrower decimal, a double into a float, a date into a timestamp
-stay refused, as Iceberg's promotion rules have them. Only top-level columns narrow.
+stay refused, as Iceberg's promotion rules have them. Fields of structs, list elements and
+map keys and values narrow by the same rules (a pandas round trip makes a struct's int32
+field int64); an error names the field by its dotted path (`info.a`).
 """
 
 from __future__ import annotations
@@ -25,22 +27,41 @@ from mor.errors import SchemaMismatchError
 
 
 def narrowed(data: pa.Table, target: pa.Schema) -> pa.Table:
-    """`data` with each top-level column that narrows into the same-named column of `target`
-    cast to its type; SchemaMismatchError naming the column and a value that does not fit.
-    Other columns are left as they are (for `check_fits` to judge)."""
+    """`data` with each column that narrows (itself or a nested field) into the same-named
+    column of `target` cast to its type; SchemaMismatchError naming the column (or nested
+    field) and a value that does not fit. Other columns are left as they are (for
+    `check_fits` to judge)."""
     for i, field in enumerate(data.schema):
         j = target.get_field_index(field.name)
         if j < 0 or not narrows(field.type, target.field(j).type):
             continue
         column_type = target.field(j).type
-        data = data.set_column(i, field.with_type(column_type), _checked_cast(data.column(i), field.name, column_type))
+        column = data.column(i)
+        if _is_nested(column_type):
+            for chunk in column.chunks:
+                _check_nested(chunk, column_type, field.name)  # names the nested field that does not fit
+            # Only the narrowing fields change type (the rest is check_fits' to judge). Unsafe:
+            # the values were checked, and a value under a null parent is never read.
+            column_type = _narrowed_type(field.type, column_type)
+            column = column.cast(column_type, safe=False)
+        else:
+            column = _checked_cast(column, field.name, column_type)
+        data = data.set_column(i, field.with_type(column_type), column)
     return data
 
 
 def narrows(source: pa.DataType, target: pa.DataType) -> bool:
-    """Is `source` -> `target` a narrowing cast that some values survive unchanged?"""
+    """Is `source` -> `target` a narrowing cast (of the value or of a nested field) that some
+    values survive unchanged?"""
     if source == target:
         return False
+    if pa.types.is_struct(source) and pa.types.is_struct(target):
+        children = {source.field(k).name: source.field(k).type for k in range(source.num_fields)}
+        return any(narrows(children[f.name], f.type) for f in target if f.name in children)
+    if _is_list(source) and _is_list(target):
+        return narrows(source.value_type, target.value_type)
+    if pa.types.is_map(source) and pa.types.is_map(target):
+        return narrows(source.key_type, target.key_type) or narrows(source.item_type, target.item_type)
     if pa.types.is_integer(source) and pa.types.is_integer(target):
         same_width_unsigned = source.bit_width == target.bit_width and not pa.types.is_signed_integer(source)
         return source.bit_width > target.bit_width or same_width_unsigned
@@ -49,6 +70,54 @@ def narrows(source: pa.DataType, target: pa.DataType) -> bool:
     if pa.types.is_timestamp(source) and pa.types.is_timestamp(target):
         return (source.tz is None) == (target.tz is None) and source.unit != target.unit
     return False
+
+
+def _is_list(t: pa.DataType) -> bool:
+    return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+
+
+def _is_nested(t: pa.DataType) -> bool:
+    return pa.types.is_struct(t) or _is_list(t) or pa.types.is_map(t)
+
+
+def _narrowed_type(source: pa.DataType, target: pa.DataType) -> pa.DataType:
+    """`source` with each field that narrows into `target`'s given `target`'s type."""
+    if not narrows(source, target):
+        return source
+    if pa.types.is_struct(source):
+        wanted = {f.name: f.type for f in target}
+        fields = [source.field(k) for k in range(source.num_fields)]
+        return pa.struct([f.with_type(_narrowed_type(f.type, wanted[f.name])) if f.name in wanted else f for f in fields])
+    if pa.types.is_map(source):
+        key = source.key_field.with_type(_narrowed_type(source.key_type, target.key_type))
+        return pa.map_(key, source.item_field.with_type(_narrowed_type(source.item_type, target.item_type)))
+    if _is_list(source):
+        element = source.value_field.with_type(_narrowed_type(source.value_type, target.value_type))
+        if pa.types.is_large_list(source):
+            return pa.large_list(element)
+        return pa.list_(element, source.list_size) if pa.types.is_fixed_size_list(source) else pa.list_(element)
+    return target
+
+
+def _check_nested(values: pa.Array, target: pa.DataType, path: str) -> None:
+    """SchemaMismatchError naming the nested field (`info.a`, `tags.element`, `attrs.value`)
+    whose values do not all fit `target`'s type for it. Children are read with their parents'
+    nulls applied, so a value under a null struct is not judged."""
+    source = values.type
+    if not narrows(source, target):
+        return
+    if pa.types.is_struct(source):
+        children = dict(zip([source.field(k).name for k in range(source.num_fields)], values.flatten()))
+        for f in target:
+            if f.name in children:
+                _check_nested(children[f.name], f.type, f"{path}.{f.name}")
+    elif pa.types.is_map(source):
+        _check_nested(values.keys, target.key_type, f"{path}.key")
+        _check_nested(values.items, target.item_type, f"{path}.value")
+    elif _is_list(source):
+        _check_nested(values.flatten(), target.value_type, f"{path}.element")
+    else:
+        _checked_cast(pa.chunked_array([values], source), path, target)
 
 
 def _checked_cast(column: pa.ChunkedArray, name: str, target: pa.DataType) -> pa.ChunkedArray:

@@ -16,7 +16,7 @@ from mor.io.fileio import to_uri
 
 def test_a_locked_sqlite_catalog_fails_the_commit_cleanly(tmp_path: Path) -> None:
     warehouse = tmp_path / "warehouse"
-    mor.load_catalog(warehouse).create_table("db.t", schema=SCHEMA).append(make_rows(range(10)))
+    mor.load_catalog(warehouse, create=True).create_table("db.t", schema=SCHEMA).append(make_rows(range(10)))
     store = SqlCatalogStore(f"sqlite:///{warehouse}/catalog.db", connect_args={"timeout": 0.1})
     try:
         table = mor.Catalog(store, to_uri(warehouse)).load_table("db.t")

@@ -66,7 +66,7 @@ def test_a_writer_killed_at_each_step_of_a_commit(tmp_path: Path, point: str, ki
     )  # fmt: skip
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
 
-    table = mor.load_catalog(tmp_path / "crash").load_table("db.t")
+    table = mor.load_catalog(tmp_path / "crash", create=True).load_table("db.t")
     if point == "committed":  # the swap happened: the new state, though the writer never heard
         assert table.metadata_location != old_location
         assert _rows(table) == _rows(expected)
@@ -75,7 +75,7 @@ def test_a_writer_killed_at_each_step_of_a_commit(tmp_path: Path, point: str, ki
         assert _rows(table) == old_rows
     rows = _rows(table)
     _remove_all_orphans(table)
-    assert _rows(mor.load_catalog(tmp_path / "crash").load_table("db.t")) == rows  # nothing live was removed
+    assert _rows(mor.load_catalog(tmp_path / "crash", create=True).load_table("db.t")) == rows  # nothing live was removed
     if point != "committed":
         assert _files(table.location) == old_files, "the dead writer's files are not all gone"
     table.append(initial_rows().slice(0, 1))  # the table takes new commits

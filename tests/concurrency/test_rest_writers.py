@@ -60,5 +60,5 @@ def test_eight_writers_through_the_rest_server(tmp_path: Path, mode: str, level:
             assert results["conflict"] > 0 and results["ok"] > 0, results  # the workload does contend
         check_history(table, ops, serializable=level == "serializable")
         # The server's own catalog, opened directly, holds the same history.
-        direct = mor.load_catalog(tmp_path / "warehouse").load_table("db.t")
+        direct = mor.load_catalog(tmp_path / "warehouse", create=True).load_table("db.t")
         assert direct.metadata_location == table.metadata_location

@@ -114,7 +114,7 @@ def assert_same_rows(theirs: pa.Table, ours: pa.Table, how: str) -> None:
 @pytest.fixture(scope="module")
 def evolved(tmp_path_factory: pytest.TempPathFactory) -> tuple[mor.Table, Path]:
     root = tmp_path_factory.mktemp("evolution")
-    table = mor.load_catalog(str(root / "warehouse")).create_table("db.t", schema=SCHEMA, partition_by=["category"])
+    table = mor.load_catalog(str(root / "warehouse"), create=True).create_table("db.t", schema=SCHEMA, partition_by=["category"])
     evolve(table)
     return table, root
 

@@ -108,7 +108,7 @@ def assert_same_rows(actual: pa.Table, expected: pa.Table, how: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(STEPS))
 def test_dml_on_a_java_evolved_table(java_fixtures: Path, tmp_path: Path, name: str) -> None:
-    catalog = mor.load_catalog(str(tmp_path / "warehouse"))
+    catalog = mor.load_catalog(str(tmp_path / "warehouse"), create=True)
     table = catalog.register_table(f"db.{name}", relocate_fixture(name, tmp_path / "copy"))
     rows = table.scan().to_arrow()
     made: list[tuple[str, int, pa.Table, bool]] = []  # (step, snapshot, rows, has equality deletes)

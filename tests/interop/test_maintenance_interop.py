@@ -309,19 +309,19 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def compacted(workdir: Path) -> dict[str, Built]:
-    catalog = mor.load_catalog(workdir / "compacted")
+    catalog = mor.load_catalog(workdir / "compacted", create=True)
     return {name: build(catalog, name, spec, steps) for name, (spec, steps) in COMPACTION_SCENARIOS.items()}
 
 
 @pytest.fixture(scope="module")
 def expired(workdir: Path) -> dict[str, Built]:
-    catalog = mor.load_catalog(workdir / "expired")
+    catalog = mor.load_catalog(workdir / "expired", create=True)
     return {name: build(catalog, name, spec, steps) for name, (spec, steps) in EXPIRY_SCENARIOS.items()}
 
 
 @pytest.fixture(scope="module")
 def fixture_copies(workdir: Path) -> dict[str, FixtureCopy]:
-    catalog = mor.load_catalog(workdir / "fixture-catalog")
+    catalog = mor.load_catalog(workdir / "fixture-catalog", create=True)
     copies = [
         treat_fixture_copy(catalog, name, treatment, workdir / "fixtures" / treatment)
         for treatment in FIXTURE_TREATMENTS

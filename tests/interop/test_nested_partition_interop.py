@@ -143,7 +143,7 @@ def run_history(table: mor.Table) -> list[tuple[str, int, list[Row]]]:
 
 
 def test_nested_partitioned_tables_read_the_same_everywhere(tmp_path: Path) -> None:
-    catalog = mor.load_catalog(tmp_path / "warehouse")
+    catalog = mor.load_catalog(tmp_path / "warehouse", create=True)
     histories: dict[str, tuple[mor.Table, list[tuple[str, int, list[Row]]]]] = {}
     for name, partition_by in TABLES.items():
         table = catalog.create_table(f"db.{name}", schema=SCHEMA, partition_by=partition_by)
@@ -198,7 +198,7 @@ def test_a_table_iceberg_java_partitions_by_a_nested_field(tmp_path: Path) -> No
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-4000:]
     metadata = sorted((warehouse / "db" / "j" / "metadata").glob("v*.metadata.json"), key=lambda p: int(p.name[1:].split(".")[0]))[-1]
-    table = mor.load_catalog(tmp_path / "warehouse").register_table("db.j", str(metadata))
+    table = mor.load_catalog(tmp_path / "warehouse", create=True).register_table("db.j", str(metadata))
     assert [f.name for f in table.spec().fields] == ["s.d", "s.x_bucket"]
     model = {i: {"id": i, "s": None if i % 5 == 4 else {"x": f"{'xyz'[i % 3]}{i}", "d": i % 3}} for i in range(20) if i != 3}
 

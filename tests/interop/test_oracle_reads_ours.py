@@ -86,7 +86,7 @@ def java_reads(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """{scenario: [(snapshot id, our rows, Iceberg Java's rows)]} for every snapshot, and
     under "kinds" the delete-file kinds live at each scenario's end."""
     workdir = tmp_path_factory.mktemp("oracle")
-    catalog = mor.load_catalog(workdir / "warehouse")
+    catalog = mor.load_catalog(workdir / "warehouse", create=True)
     requests, ours, where = [], [], []
     kinds: dict[str, set[str]] = {}
     for name, (partition_by, build) in SCENARIOS.items():

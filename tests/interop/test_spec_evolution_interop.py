@@ -108,7 +108,7 @@ def check_every_snapshot(table: mor.Table, made: list[tuple[str, int, list[Row]]
 
 
 def test_our_spec_evolved_table_reads_the_same_everywhere(tmp_path: Path) -> None:
-    catalog = mor.load_catalog(tmp_path / "warehouse")
+    catalog = mor.load_catalog(tmp_path / "warehouse", create=True)
     table = catalog.create_table("db.t", schema=SCHEMA, partition_by=["category"])
     model: Model = {}
     made: list[tuple[str, int, list[Row]]] = []
@@ -171,7 +171,7 @@ def test_our_spec_evolved_table_reads_the_same_everywhere(tmp_path: Path) -> Non
 
 
 def test_dml_on_a_copy_of_the_java_spec_evolved_fixture(java_fixtures: Path, tmp_path: Path) -> None:
-    catalog = mor.load_catalog(tmp_path / "warehouse")
+    catalog = mor.load_catalog(tmp_path / "warehouse", create=True)
     table = catalog.register_table("db.evolve_spec", relocate_fixture("evolve_spec", tmp_path / "copy"))
     names = table.arrow_schema().names
     model: Model = {r["id"]: r for r in table.scan().to_arrow().to_pylist()}

@@ -287,7 +287,7 @@ def build_uuid_keyed(table: mor.Table) -> int:
 def reads(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The tables, each snapshot's rows as mor reads them, and Iceberg Java's reads (one JVM)."""
     workdir = tmp_path_factory.mktemp("types")
-    catalog = mor.load_catalog(workdir / "warehouse")
+    catalog = mor.load_catalog(workdir / "warehouse", create=True)
     full = catalog.create_table("db.types", schema=SCHEMA, partition_by=PARTITION_BY)
     twin = catalog.create_table("db.types_no_time", schema=SCHEMA.remove(SCHEMA.get_field_index("t")), partition_by=PARTITION_BY)
     snapshots = {full.identifier: build(full), twin.identifier: build(twin)}

@@ -209,7 +209,7 @@ def live_entries(table: mor.Table, snapshot_id: int) -> list[dict[str, Any]]:
 
 def run_steps(root: Path, name: str) -> Copy:
     fixture, first = VARIANTS[name]
-    catalog = mor.load_catalog(str(root / "warehouse"))
+    catalog = mor.load_catalog(str(root / "warehouse"), create=True)
     table = catalog.register_table(f"db.{fixture}", relocate_fixture(fixture, root / "copy"))
     columns = table.arrow_schema().names
     start = table.scan(columns=columns + LINEAGE).to_arrow()

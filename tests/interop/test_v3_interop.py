@@ -332,7 +332,7 @@ def manifest_entries(manifest_list: str) -> list[dict[str, Any]]:
 
 
 def build(root: Path, name: str, scenario: Scenario) -> Built:
-    catalog = mor.load_catalog(str(root / "warehouse"))
+    catalog = mor.load_catalog(str(root / "warehouse"), create=True)
     table = catalog.create_table(f"db.{name}", schema=SCHEMA, partition_by=scenario.partition_by, **scenario.create)
     model: Model = {}
     history: list[Made] = []

@@ -123,7 +123,7 @@ def test_concurrent_commits_all_land(served: Served) -> None:
 @pytest.mark.parametrize("point, lands", [("metadata-written", False), ("committed", True)])
 def test_server_killed_mid_commit_leaves_old_or_new_state(tmp_path: Path, point: str, lands: bool) -> None:
     warehouse = tmp_path / "warehouse"
-    table = mor.load_catalog(warehouse).create_table("db.t", schema=SCHEMA)
+    table = mor.load_catalog(warehouse, create=True).create_table("db.t", schema=SCHEMA)
     table.append(pa.table({"id": [1, 2]}, schema=SCHEMA))
     before = table.metadata_location
     with running_rest_server(warehouse, env={"MOR_FAULT_POINT": point}) as server:

@@ -117,7 +117,9 @@ def _use_java_17() -> None:
 
 @pytest.fixture
 def warehouse(tmp_path: Path) -> Path:
-    return tmp_path / "warehouse"
+    path = tmp_path / "warehouse"
+    path.mkdir()
+    return path
 
 
 @pytest.fixture

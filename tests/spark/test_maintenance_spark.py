@@ -347,4 +347,8 @@ def test_jobs_say_what_they_do_and_progress_is_reported(spark: Any, catalog: mor
     assert read.startswith("mor remove_orphan_files db.t: read ") and read.endswith(" manifests")
     assert listing.startswith("mor remove_orphan_files db.t: list ") and listing.endswith(" folders")
     assert spark.sparkContext.getLocalProperty("spark.job.description") is None  # the caller's (none) is back
-    assert [(e.stage, e.done) for e in events] == [("rewrite data files", 0), ("rewrite data files", result.rewritten_data_files)]
+    rewritten = result.rewritten_data_bytes
+    assert [(e.stage, e.done, e.total, e.unit) for e in events] == [
+        ("rewrite data files", 0, rewritten, "bytes"),
+        ("rewrite data files", rewritten, rewritten, "bytes"),
+    ]

@@ -311,6 +311,27 @@ def test_refusals_in_spark_and_in_the_writer(spark: Any, catalog: mor.Catalog, w
     assert files_under(table.location) == before
 
 
+def test_an_idempotent_job_commits_once_per_version(spark: Any, catalog: mor.Catalog, warehouse: Path) -> None:
+    """Options txn-app-id / txn-version: a repeated job (a retry, a replayed batch) commits
+    nothing and removes what it wrote; the next version commits; overwrite too."""
+    table, _, _ = _table_with_rows(catalog)
+    save(frame(spark, range(10, 20)), warehouse, txn_app_id="ingest", txn_version="1")
+    location, files = catalog.load_table("db.t").metadata_location, files_under(table.location)
+    save(frame(spark, range(10, 20)), warehouse, txn_app_id="ingest", txn_version="1")
+    save(frame(spark, range(10, 20)), warehouse, mode="overwrite", txn_app_id="ingest", txn_version="0")
+    assert catalog.load_table("db.t").metadata_location == location
+    assert files_under(table.location) == files
+    save(frame(spark, range(20, 25)), warehouse, mode="overwrite", txn_app_id="ingest", txn_version="2")
+    current = catalog.load_table("db.t")
+    assert sorted(current.scan().to_arrow().column("id").to_pylist()) == list(range(20, 25))
+    assert current.current_snapshot().summary["mor.txn-version"] == "2"
+    for options in ({"txn_app_id": "ingest"}, {"txn_version": "3"}, {"txn_app_id": "ingest", "txn_version": "three"}):
+        with pytest.raises(Exception) as raised:
+            save(frame(spark, range(3)), warehouse, **options)
+        assert "InvalidArgumentError" in str(raised.value) and "txn-" in str(raised.value)
+    assert catalog.load_table("db.t").metadata_location == current.metadata_location
+
+
 # -- the writer's commit and abort, called directly (as Spark's driver does) ---------------------
 def _writer(warehouse: Path, overwrite: bool = False, **options: str) -> MorWriter:
     schema = spark_schema(from_arrow_schema(ARROW))

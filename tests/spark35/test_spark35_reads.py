@@ -90,7 +90,7 @@ def test_spark35_reads_every_snapshot_as_the_local_reader(tmp_path: Path, java_f
     from mor.spark.types import spark_schema
 
     python = ensure_spark35()
-    catalog = mor.load_catalog(tmp_path / "warehouse")
+    catalog = mor.load_catalog(tmp_path / "warehouse", create=True)
     tables = build_tables(catalog)
     cases: list[tuple[mor.Table, int]] = [(t, s.snapshot_id) for t in tables for s in t.snapshots()]
     fixtures = {}

@@ -12,7 +12,9 @@ from mor.io.fileio import FileIO, to_uri
 
 @pytest.fixture
 def warehouse(tmp_path: Path) -> Path:
-    return tmp_path / "warehouse"
+    path = tmp_path / "warehouse"
+    path.mkdir()
+    return path
 
 
 @pytest.fixture

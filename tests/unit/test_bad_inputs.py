@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 from pyiceberg.schema import Schema
-from unit_helpers import SCHEMA, files_under, make_rows, table_rows
+from unit_helpers import SCHEMA, files_under, local, make_rows, table_rows
 
 import mor
 from mor.cli import main
@@ -370,6 +370,17 @@ def test_a_missing_warehouse_is_not_created_by_a_read_only_open(tmp_path: Path) 
     assert mor.load_catalog(empty, create=False).table_exists("db.t")
 
 
+def test_a_missing_warehouse_folder_is_refused_unless_create_is_true(tmp_path: Path) -> None:
+    """A mistyped path must not silently become a new, empty warehouse."""
+    typo = tmp_path / "warehuose"
+    raises(mor.InvalidArgumentError, str(typo), "no such folder", "create=True")(lambda: mor.load_catalog(typo))
+    raises(mor.InvalidArgumentError, "no such folder")(lambda: mor.load_catalog(typo, uri=f"sqlite:///{tmp_path}/c.db"))
+    assert not typo.exists() and not (tmp_path / "c.db").exists()
+    made = tmp_path / "new" / "warehouse"
+    mor.load_catalog(made, create=True).create_table("db.t", schema=SCHEMA)
+    assert mor.load_catalog(made).table_exists("db.t")  # it exists now: the default opens it
+
+
 @pytest.mark.parametrize(
     ("args", "error", "fragment"),
     [
@@ -380,7 +391,25 @@ def test_a_missing_warehouse_is_not_created_by_a_read_only_open(tmp_path: Path) 
     ],
 )
 def test_load_catalog_refuses_bad_arguments(tmp_path: Path, args: dict[str, Any], error: type[Exception], fragment: str) -> None:
-    raises(error, fragment)(lambda: mor.load_catalog(**{"warehouse": tmp_path / "w", **args}))
+    raises(error, fragment)(lambda: mor.load_catalog(**{"warehouse": tmp_path / "w", "create": True, **args}))
+
+
+def test_a_missing_metadata_file_is_no_such_table_not_corrupt(catalog: mor.Catalog, tmp_path: Path) -> None:
+    table = catalog.create_table("db.t", schema=SCHEMA)
+    table.append(make_rows(range(3)))
+    typo = table.metadata_location.replace("00001-", "00007-")
+    for call in (
+        lambda: mor.StaticTable.from_metadata(typo),
+        lambda: mor.StaticTable.from_metadata(str(tmp_path / "no-table-here")),
+        lambda: catalog.register_table("db.r", typo),
+    ):
+        with pytest.raises(mor.MetadataFileNotFoundError) as info:
+            call()
+        assert isinstance(info.value, mor.NoSuchTableError) and isinstance(info.value, mor.StorageError)
+        assert not isinstance(info.value, mor.CorruptMetadataError)
+    assert not catalog.table_exists("db.r")
+    Path(local(table.metadata_location)).unlink()  # deleted behind the catalog's back
+    raises(mor.MetadataFileNotFoundError, "db.t points at table metadata file", "does not exist")(lambda: catalog.load_table("db.t"))
 
 
 def test_a_warehouse_that_is_a_file_or_a_corrupt_catalog(tmp_path: Path) -> None:

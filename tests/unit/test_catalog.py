@@ -163,7 +163,7 @@ def test_register_refuses_metadata_of_an_unknown_format_version(catalog: mor.Cat
 
 
 def test_register_refuses_a_missing_file(catalog: mor.Catalog, tmp_path: Path) -> None:
-    with pytest.raises(mor.CorruptMetadataError):
+    with pytest.raises(mor.MetadataFileNotFoundError):
         catalog.register_table("db.ghost", str(tmp_path / "nope.metadata.json"))
     assert not catalog.table_exists("db.ghost")
 

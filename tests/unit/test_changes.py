@@ -29,7 +29,7 @@ def feed(changes: pa.Table) -> Counter[tuple]:
 
 @pytest.fixture
 def table(tmp_path: Path) -> mor.Table:
-    return mor.load_catalog(tmp_path / "wh").create_table("db.t", schema=SCHEMA)
+    return mor.load_catalog(tmp_path / "wh", create=True).create_table("db.t", schema=SCHEMA)
 
 
 def test_each_kind_of_commit(table: mor.Table) -> None:
@@ -68,7 +68,7 @@ def test_without_keys_an_update_is_a_delete_and_an_insert(table: mor.Table) -> N
 
 def test_identifier_fields_pair_updates(tmp_path: Path) -> None:
     schema = Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "v", StringType()), identifier_field_ids=[1])
-    table = mor.load_catalog(tmp_path / "wh").create_table("db.k", schema=schema)
+    table = mor.load_catalog(tmp_path / "wh", create=True).create_table("db.k", schema=schema)
     table.append(rows([1, 2]))
     table.upsert(rows([2, 3], prefix="w"), on=["id"])
     last = table.changes(from_snapshot_id=table.current_snapshot().parent_snapshot_id).to_arrow()
@@ -76,7 +76,7 @@ def test_identifier_fields_pair_updates(tmp_path: Path) -> None:
 
 
 def test_v3_row_lineage_pairs_updates_without_keys(tmp_path: Path) -> None:
-    table = mor.load_catalog(tmp_path / "wh").create_table("db.v3", schema=SCHEMA, format_version=3)
+    table = mor.load_catalog(tmp_path / "wh", create=True).create_table("db.v3", schema=SCHEMA, format_version=3)
     table.append(rows([1, 2, 3]))
     table.update({"v": "x"}, where="id = 2")  # keeps _row_id
     table.upsert(rows([3], prefix="w"), on=["id"], strategy="equality")  # a new _row_id: no pair

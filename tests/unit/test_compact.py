@@ -321,15 +321,29 @@ def test_bad_arguments_raise_and_change_nothing(catalog: mor.Catalog, arguments:
     assert_no_orphans(table)
 
 
-def test_progress_callback_sees_every_file(catalog: mor.Catalog) -> None:
+def test_progress_counts_the_bytes_of_every_file(catalog: mor.Catalog) -> None:
     table = catalog.create_table("db.t", schema=make_rows([]).schema)
     for start in range(0, 30, 10):
         table.append(make_rows(range(start, start + 10)))
         table.delete(EqualTo("id", start))
+    sizes = [task.data_file.file_size_in_bytes for task in table.scan().plan_files()]
+    events: list = []
+    result = table.compact(progress=events.append)
+    assert {(e.operation, e.stage, e.unit) for e in events} == {("compact", "rewrite data files", "bytes")}
+    done = [e.done for e in events]
+    assert done[0] == 0 and done == sorted(done) and done[-1] == sum(sizes) == result.rewritten_data_bytes
+    assert {e.total for e in events} == {sum(sizes)}
+
+
+def test_progress_advances_within_a_file(catalog: mor.Catalog) -> None:
+    table = catalog.create_table("db.t", schema=make_rows([]).schema, properties={"write.parquet.row-group-limit": "10"})
+    table.append(make_rows(range(100)))  # one file of 10 row groups, read a batch at a time
+    table.delete(EqualTo("id", 0))
     events: list = []
     table.compact(progress=events.append)
-    assert {(e.operation, e.stage) for e in events} == {("compact", "rewrite data files")}
-    assert [e.done for e in events] == [0, 1, 2, 3] and events[-1].total == 3
+    total = events[-1].total
+    assert total is not None and events[-1].done == total
+    assert len([e for e in events if 0 < e.done < total]) >= 5
 
 
 def test_a_failing_write_leaves_nothing_behind(catalog: mor.Catalog, monkeypatch: pytest.MonkeyPatch) -> None:

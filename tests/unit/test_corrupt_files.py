@@ -88,8 +88,8 @@ KIND_IN_MESSAGE = {
 }
 
 
-def assert_corrupt(call: Callable[[], Any], location: str, kind: str) -> None:
-    with pytest.raises(mor.CorruptMetadataError) as info:
+def assert_corrupt(call: Callable[[], Any], location: str, kind: str, error: type[Exception] = mor.CorruptMetadataError) -> None:
+    with pytest.raises(error) as info:
         call()
     message = str(info.value)
     assert location in message, message
@@ -122,9 +122,11 @@ def test_a_damaged_metadata_file_fails_the_load_naming_it(catalog: mor.Catalog, 
     location = table.metadata_location
     damage(location, how)
     files = files_under(table.location)
-    assert_corrupt(lambda: catalog.load_table("db.t"), location, "metadata")
-    assert_corrupt(lambda: mor.StaticTable.from_metadata(location), location, "metadata")
-    assert_corrupt(lambda: catalog.register_table("db.copy", location), location, "metadata")
+    # A missing file is not a damaged one: the table is not there (also a StorageError).
+    error = mor.MetadataFileNotFoundError if how == "deleted" else mor.CorruptMetadataError
+    assert_corrupt(lambda: catalog.load_table("db.t"), location, "metadata", error)
+    assert_corrupt(lambda: mor.StaticTable.from_metadata(location), location, "metadata", error)
+    assert_corrupt(lambda: catalog.register_table("db.copy", location), location, "metadata", error)
     assert not catalog.table_exists("db.copy")
     assert files_under(table.location) == files
 

@@ -44,7 +44,7 @@ def create_tables(warehouse: str, worker: int, barrier: Any, results: Any) -> No
 
 def test_concurrent_table_creation_in_a_new_namespace(tmp_path: Path) -> None:
     warehouse = str(tmp_path / "w")
-    mor.load_catalog(warehouse)  # the catalog database exists before the race
+    mor.load_catalog(warehouse, create=True)  # the catalog database exists before the race
     ctx = multiprocessing.get_context("spawn")
     barrier, results = ctx.Barrier(PROCESSES), ctx.Queue()
     processes = [ctx.Process(target=create_tables, args=(warehouse, i, barrier, results)) for i in range(PROCESSES)]

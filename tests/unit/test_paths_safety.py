@@ -49,7 +49,7 @@ def test_escape_is_java_url_encoding() -> None:
 
 
 def test_partition_column_named_like_a_path_stays_in_the_table(tmp_path: Path) -> None:
-    catalog = mor.load_catalog(tmp_path / "w")
+    catalog = mor.load_catalog(tmp_path / "w", create=True)
     schema = pa.schema([pa.field("id", pa.int64()), pa.field(ESCAPING, pa.string())])
     table = catalog.create_table("db.t", schema=schema, partition_by=[ESCAPING])
     table.append(pa.table({"id": [1, 2, 3], ESCAPING: ["a", "../../../../y", None]}, schema=schema))
@@ -62,7 +62,7 @@ def test_partition_column_named_like_a_path_stays_in_the_table(tmp_path: Path) -
 
 
 def test_renamed_partition_field_stays_in_the_table(tmp_path: Path) -> None:
-    catalog = mor.load_catalog(tmp_path / "w")
+    catalog = mor.load_catalog(tmp_path / "w", create=True)
     schema = pa.schema([pa.field("id", pa.int64()), pa.field("category", pa.string())])
     table = catalog.create_table("db.t", schema=schema, partition_by=["category"])
     table.update_spec().rename_field("category", ESCAPING).commit()
@@ -94,14 +94,14 @@ def test_warehouse_folder_of_any_name_holds_its_catalog(tmp_path: Path, folder: 
     victim = tmp_path / folder.split("?")[0].split("#")[0]  # what an unescaped URL would name instead
     if folder != victim.name:
         victim.write_text("the user's notes\n")
-    catalog = mor.load_catalog(tmp_path / folder)
+    catalog = mor.load_catalog(tmp_path / folder, create=True)
     catalog.create_table("db.t", schema=pa.schema([pa.field("id", pa.int64())])).append(pa.table({"id": [1, 2]}))
     assert (tmp_path / folder / "catalog.db").is_file()
     if folder != victim.name:
         assert victim.read_text() == "the user's notes\n"
     assert mor.load_catalog(tmp_path / folder, create=False).load_table("db.t").scan().count() == 2
     # pyiceberg's SqlCatalog opens the same catalog from the same URL
-    uri = mor.load_catalog(tmp_path / folder).store.engine.url.render_as_string(hide_password=False)
+    uri = mor.load_catalog(tmp_path / folder, create=True).store.engine.url.render_as_string(hide_password=False)
     pyiceberg_catalog = SqlCatalog("default", uri=uri, warehouse=(tmp_path / folder).as_uri())
     assert pyiceberg_catalog.list_tables("db") == [("db", "t")]
 

@@ -184,3 +184,33 @@ def test_count_from_metadata_matches_a_real_count_after_many_changes(table: mor.
     assert all(not t.delete_files for t in table.scan().plan_files())
     _record_reads(table, refuse_data=True)
     assert table.scan().count() == 910
+
+
+def test_a_filter_that_selects_whole_files_counts_them_from_metadata(table: mor.Table) -> None:
+    """Files 0-9 hold ids [100i, 100i+100): `id >= 300 and id < 700` matches files 3-6 whole
+    (read none) and `id >= 250` half of file 2 (read that one only)."""
+    recorder = _record_reads(table)
+    assert table.scan(filter="id >= 300 and id < 700").count() == 400
+    assert table.scan(filter="id >= 300 and id < 700").limit(150).count() == 150
+    assert recorder.opened == []
+    assert table.scan(filter="id >= 250").count() == 750
+    assert len(set(recorder.opened)) == 1
+    assert table.scan(filter="id >= 250").to_arrow().num_rows == 750
+
+
+@pytest.mark.parametrize(
+    ("filter", "expected"),
+    [
+        pytest.param("value != 7.5", 999 + 2, id="not-equal-with-a-nan"),  # NaN != 7.5 is true in SQL
+        pytest.param("name != 'n5'", 999 + 1, id="not-equal-with-a-null"),  # NULL != 'n5' is not
+        pytest.param("id % 2 = 0", 500 + 1, id="residual"),  # metrics cannot judge arithmetic
+    ],
+)
+def test_a_filtered_count_reads_what_metrics_cannot_prove(table: mor.Table, filter: str, expected: int) -> None:
+    """The two-valued metrics test must not count nulls, NaNs or residual predicates whole.
+    Ids 2000 and 2001 are added, with a null name and a NaN value in one of them."""
+    rows = make_rows(range(2000, 2002))
+    rows = rows.set_column(2, "name", pa.array([None, "x"])).set_column(3, "value", pa.array([float("nan"), 1.0]))
+    table.append(rows)
+    assert table.scan(filter=filter).count() == expected
+    assert table.scan(filter=filter).count() == table.scan(filter=filter).to_arrow().num_rows
