@@ -6,6 +6,7 @@ import os
 import re
 from pathlib import Path
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 from pyiceberg.partitioning import PartitionSpec
@@ -14,11 +15,8 @@ from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError
 
-from mor.api.delete import DELETE_MODE_PROPERTY
-from mor.api.row_changes import MERGE_ON_READ
 from mor.api.table import Table
 from mor.catalog.sql import SqlCatalogStore
-from mor.commit.snapshot_producer import TableOperations
 from mor.commit.table_ops import CatalogTableOperations, create_in_catalog, read_metadata
 from mor.errors import (
     CorruptMetadataError,
@@ -34,12 +32,15 @@ from mor.errors import (
 )
 from mor.format.metadata import FORMAT_VERSION_PROPERTY, new_table_metadata, parse_format_version
 from mor.format.spec import FORMAT_VERSION
-from mor.format.properties import check_properties
+from mor.format.properties import DELETE_MODE_PROPERTY, MERGE_ON_READ, check_properties
 from mor.io.fileio import FileIO, is_object_store, to_local_path, to_uri
 from mor.maintenance.ownership import CatalogView, OtherTable, keys, overlaps
 from mor.maintenance.purge import PurgeResult, delete_purged, plan_purge
 from mor.write.arrow_schema import RESERVED_COLUMNS, from_arrow_schema, reserved_message
 from mor.write.partitioning import parse_partition_by
+
+if TYPE_CHECKING:
+    from mor.commit.snapshot_producer import TableOperations
 
 DEFAULT_PROPERTIES = {
     DELETE_MODE_PROPERTY: MERGE_ON_READ,

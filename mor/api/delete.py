@@ -19,8 +19,6 @@ from mor.progress import Progress
 if TYPE_CHECKING:
     from mor.api.table import Table
 
-DELETE_MODE_PROPERTY = "write.delete.mode"
-
 
 def delete_where(table: Table, row_filter: BooleanExpression, mode: str, progress: Progress) -> tuple[Changes, Validator] | None:
     """Write the files for a DELETE; None when no live row matches."""

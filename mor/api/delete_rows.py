@@ -19,14 +19,13 @@ import pyarrow as pa
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 
-from mor.api.delete import DELETE_MODE_PROPERTY
 from mor.api.keys import is_partition_scoped, key_fields, key_range
-from mor.api.row_changes import MERGE_ON_READ, MODES, build_changes, find_key_matches, rows_validator
+from mor.api.row_changes import build_changes, find_key_matches, rows_validator
 from mor.commit.snapshot_producer import Changes, Validator
 from mor.errors import InvalidArgumentError, SchemaMismatchError
 from mor.format.content_file import DeleteFile
 from mor.format.metadata import unpartitioned_spec
-from mor.format.properties import equality_deletes_enabled
+from mor.format.properties import DELETE_MODE_PROPERTY, MERGE_ON_READ, MODES, equality_deletes_enabled
 from mor.format.spec import Operation
 from mor.planning.planner import live_data_spec_ids
 from mor.progress import Progress

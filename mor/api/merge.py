@@ -28,7 +28,6 @@ from mor.api.constraints import check_rows
 from mor.api.expressions import Assignments, as_expression, evaluate_condition, project
 from mor.api.keys import key_fields, key_range, unique_key_set
 from mor.api.row_changes import (
-    MERGE_ON_READ,
     FileMatch,
     WrittenFiles,
     build_changes,
@@ -38,7 +37,7 @@ from mor.api.row_changes import (
 )
 from mor.commit.snapshot_producer import Changes, Validator
 from mor.errors import InvalidArgumentError, SchemaMismatchError
-from mor.format.properties import equality_deletes_enabled
+from mor.format.properties import MERGE_ON_READ, equality_deletes_enabled
 from mor.format.spec import ROW_ID_NAME, Operation
 from mor.progress import Progress
 from mor.read.equality_deletes import EqualityKeySet
@@ -48,7 +47,6 @@ from mor.write.parquet_files import WriteOptions, write_data_files
 if TYPE_CHECKING:
     from mor.api.table import Table
 
-MERGE_MODE_PROPERTY = "write.merge.mode"
 SOURCE = "source."
 ALL = "*"
 STRATEGIES = ("position", "equality")

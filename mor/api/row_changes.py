@@ -27,6 +27,7 @@ from mor.commit.snapshot_producer import Changes, Validator
 from mor.errors import UnsupportedFeatureError
 from mor.format.content_file import ContentFile, DataFile, DeleteFile
 from mor.format.lineage import LINEAGE_FIELDS, with_lineage
+from mor.format.properties import MERGE_ON_READ
 from mor.format.spec import ROW_ID_NAME, Operation
 from mor.io.fileio import WHOLE_OBJECT_BYTES, FileIO, is_object_store
 from mor.planning.delete_index import referenced_path
@@ -42,10 +43,6 @@ from mor.write.parquet_files import WriteOptions, write_data_files, write_positi
 
 if TYPE_CHECKING:
     from mor.api.table import Table
-
-MERGE_ON_READ = "merge-on-read"
-COPY_ON_WRITE = "copy-on-write"
-MODES = (MERGE_ON_READ, COPY_ON_WRITE)
 
 
 @dataclass

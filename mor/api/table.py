@@ -6,7 +6,7 @@ import datetime as dt
 import itertools
 import time
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -15,27 +15,14 @@ from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.types import IcebergType
 
-from mor.api.conflict_rules import isolation_level
 from mor.api.constraints import ConstraintCheck, check_live_rows, new_constraint, table_constraints
-from mor.api.delete import DELETE_MODE_PROPERTY, delete_where, overwrite_where
-from mor.api.row_changes import COPY_ON_WRITE, MERGE_ON_READ, MODES
-from mor.api.delete_rows import delete_rows_changes
 from mor.api.expressions import Assignments
 from mor.api.inputs import Rows, as_table, as_tables, known_row_count
-from mor.api.merge import MERGE_MODE_PROPERTY, MergeClauses, merge_rows, upsert_rows
-from mor.api.changes import ChangeScan
 from mor.api.scan import Scan
-from mor.api.schema_update import UpdateSchema, prepare_append
-from mor.api.spec_update import UpdateSpec
-from mor.api.update import UPDATE_MODE_PROPERTY, update_where
 from mor.commit.idempotency import AlreadyCommitted, Idempotency, check_not_committed
 from mor.commit.retry import RetryPolicy
-from mor.commit.snapshot_producer import Changes, TableOperations, Validator, commit_changes
-from mor.commit.table_commits import constraint_commit, properties_commit, schema_commit
-from mor.api.schema_rules import SchemaEditor
 from mor.commit.table_ops import CommitFailedError, metadata_version, read_metadata, refresh_same_table
-from mor.commit.updates import TableCommit
-from mor.errors import MetadataFileNotFoundError, CommitConflictError, ConstraintViolationError, CommitStateUnknownError, InvalidArgumentError, MorError
+from mor.errors import MetadataFileNotFoundError, CommitConflictError, CommitStateUnknownError, ConstraintViolationError, InvalidArgumentError, MorError
 from mor.format.content_file import DataFile
 from mor.format.metadata import (
     FORMAT_VERSION_PROPERTY,
@@ -44,20 +31,36 @@ from mor.format.metadata import (
     parse_format_version,
     upgraded,
 )
-from mor.format.properties import check_properties
+from mor.format.properties import (
+    COPY_ON_WRITE,
+    DELETE_MODE_PROPERTY,
+    MERGE_MODE_PROPERTY,
+    MERGE_ON_READ,
+    MODES,
+    UPDATE_MODE_PROPERTY,
+    check_properties,
+)
 from mor.format.spec import Operation
 from mor.io.fileio import FileIO
-from mor.maintenance.compact import CompactionOptions, CompactionPlan, CompactionResult, plan_compaction, write_compaction
-from mor.maintenance.expire import ExpireResult, expire_snapshots
 from mor.maintenance.orphans import DEFAULT_MIN_AGE, OrphanResult, remove_orphans
 from mor.maintenance.ownership import REFUSE_SAME, REFUSE_SAME_OR_INNER, CatalogView, Ownership
-from mor.maintenance.policy import MaintainResult, MaintenancePolicy
 from mor.progress import Progress, ProgressArg
-from mor.maintenance.rewrite_deletes import RewritePlan, RewriteResult, plan_rewrite
 from mor.planning.filters import FilterLike, bind_filter, parse_filter
 from mor.write.arrow_schema import to_arrow_schema
-from mor.write.parquet_files import WriteOptions
-from mor.write.rolling import RollingDataWriter, write_rows
+
+# The DML verbs, writers, commits and maintenance are imported by the methods that use them
+# ("on first use"): reading a table needs none of them, and importing them all added about
+# 0.3 s to the start of every `mor scan` (issue 26).
+if TYPE_CHECKING:
+    from mor.api.changes import ChangeScan
+    from mor.api.schema_update import UpdateSchema
+    from mor.api.spec_update import UpdateSpec
+    from mor.commit.snapshot_producer import Changes, TableOperations, Validator
+    from mor.commit.updates import TableCommit
+    from mor.maintenance.compact import CompactionOptions, CompactionPlan, CompactionResult
+    from mor.maintenance.expire import ExpireResult
+    from mor.maintenance.policy import MaintainResult
+    from mor.maintenance.rewrite_deletes import RewritePlan, RewriteResult
 
 
 @dataclass(frozen=True)
@@ -151,6 +154,7 @@ class Table:
         `_commit_snapshot_id` (mor/api/changes.py). Snapshots by id or by timestamp (ms or a
         datetime: the snapshot current then); `on`: the key that pairs a delete and an insert
         into an update (default: the identifier fields, or `_row_id` on format v3)."""
+        from mor.api.changes import ChangeScan  # imported on first use: a plain read needs no change scan
         return ChangeScan(
             self, from_snapshot_id, to_snapshot_id, columns, filter, from_timestamp, to_timestamp, on, net_changes, case_sensitive
         )
@@ -177,6 +181,10 @@ class Table:
         nulls, in the same commit; by default ("strict") data that does not fit the schema is a
         SchemaMismatchError. See prepare_append in mor/api/schema_update.py.
         `progress`: rows and bytes written, stage "write rows" (mor/progress.py)."""
+        from mor.api.schema_update import prepare_append  # imported on first use: a read needs no writer
+        from mor.commit.snapshot_producer import Changes
+        from mor.write.parquet_files import WriteOptions
+        from mor.write.rolling import RollingDataWriter, write_rows
         self._writable()
         reporter = Progress.delayed("append", progress)
         idem = Idempotency.of(idempotency)
@@ -195,6 +203,7 @@ class Table:
         """Delete the rows matching `where` (every row: `"true"` or `truncate()`). Returns the
         new snapshot, or None if none matched. `progress`: stages "scan files" and "write
         files" (mor/progress.py), as for update, upsert, merge and delete_rows."""
+        from mor.api.delete import delete_where  # imported on first use: a read needs no DML
         self._writable()
         reporter = Progress.delayed("delete", progress)
         idem = Idempotency.of(idempotency)
@@ -223,6 +232,10 @@ class Table:
         rewrites (`mode`, default `write.delete.mode`). None when nothing matched and `data` is
         empty. `progress`: "write rows" as `append`'s, then "scan files" and "write files" as
         `delete`'s."""
+        from mor.api.delete import overwrite_where  # imported on first use: a read needs no DML
+        from mor.api.schema_update import prepare_append
+        from mor.write.parquet_files import WriteOptions
+        from mor.write.rolling import RollingDataWriter, write_rows
         self._writable()
         reporter = Progress.delayed("overwrite", progress)
         idem = Idempotency.of(idempotency)
@@ -257,6 +270,7 @@ class Table:
         `append` takes); reads no data.
         With `mor.write.equality-deletes.enabled=false`: the rows holding the keys are found
         and removed as `delete` removes them (position deletes). None if nothing went."""
+        from mor.api.delete_rows import delete_rows_changes  # imported on first use: a read needs no DML
         self._writable()
         reporter = Progress.delayed("delete_rows", progress)
         idem = Idempotency.of(idempotency)
@@ -277,6 +291,7 @@ class Table:
         """Set columns (literals or `pyarrow.compute` expressions of the old row) where
         `where` matches; `where` is required (every row: `"true"` or `True`), as `delete`'s
         predicate is. Returns the new snapshot, or None if no row matched."""
+        from mor.api.update import update_where  # imported on first use: a read needs no DML
         self._writable()
         reporter = Progress.delayed("update", progress)
         idem = Idempotency.of(idempotency)
@@ -303,6 +318,7 @@ class Table:
         any input `append` takes).
         Merge-on-read strategies: "position" (join, position deletes) or "equality"
         (equality deletes on the keys, no scan)."""
+        from mor.api.merge import upsert_rows  # imported on first use: a read needs no DML
         self._writable()
         reporter = Progress.delayed("upsert", progress)
         idem = Idempotency.of(idempotency)
@@ -329,6 +345,7 @@ class Table:
         """MERGE INTO: see mor/api/merge.py for the clause rules. `"*"` means all columns
         from the source; source columns are `pc.field("source.<name>")` in expressions. `source`:
         any input `append` takes."""
+        from mor.api.merge import MergeClauses, merge_rows  # imported on first use: a read needs no DML
         self._writable()
         reporter = Progress.delayed("merge", progress)
         idem = Idempotency.of(idempotency)
@@ -346,6 +363,7 @@ class Table:
         """A builder of schema changes, committed together by `.commit()` or on leaving a
         `with` block without an error: add_column, rename_column, drop_column, make_optional,
         widen, set_doc, move_first, move_before, move_after (dotted paths, "info.c")."""
+        from mor.api.schema_update import UpdateSchema  # imported on first use: a read changes no schema
         return UpdateSchema(self, self._writable())
 
     def add_column(self, path: str, type: pa.DataType | IcebergType, doc: str | None = None, required: bool = False) -> Schema:
@@ -364,12 +382,14 @@ class Table:
         leaving a `with` block without an error: add_field("ts", "day") (or "day(ts)"),
         remove_field(name), rename_field(name, new_name). Metadata only: files keep their
         spec, new writes use the new default spec."""
+        from mor.api.spec_update import UpdateSpec  # imported on first use: a read changes no partition spec
         return UpdateSpec(self, self._writable())
 
     def set_properties(self, **updates: str) -> None:
         """Set table properties, e.g. `set_properties(**{"write.delete.mode": "copy-on-write"})`.
         `format-version` is no property but the table's format: "3" upgrades it, as Iceberg's
         `ALTER TABLE ... SET TBLPROPERTIES` does."""
+        from mor.commit.table_commits import properties_commit  # imported on first use: a read commits nothing
         self._writable()
         bad = {k: v for k, v in updates.items() if not isinstance(v, str)}
         if bad:
@@ -383,6 +403,8 @@ class Table:
         """A CHECK constraint every row mor writes must satisfy (`expression` TRUE for it),
         stored as the property `mor.constraint.<name>` (mor/api/constraints.py). Refused with
         ConstraintViolationError, naming a row, when a live row breaks it."""
+        from mor.commit.table_commits import constraint_commit  # imported on first use: a read commits nothing
+
         self._writable()
         constraint = new_constraint(name, expression, self.schema(), self.metadata.properties)
 
@@ -394,6 +416,8 @@ class Table:
 
     def drop_constraint(self, name: str) -> None:
         """Remove a CHECK constraint; InvalidArgumentError if the table has none of that name."""
+        from mor.commit.table_commits import properties_commit  # imported on first use: a read commits nothing
+
         self._writable()
         names = {c.name: c for c in table_constraints(self.metadata.properties)}
         if name not in names:
@@ -405,6 +429,9 @@ class Table:
         which every write then enforces. Refused with ConstraintViolationError while a live row
         holds a null there; the commit asserts the snapshot it checked, so rows committed
         meanwhile are checked again. Returns the new schema."""
+        from mor.api.schema_rules import SchemaEditor  # imported on first use: a read changes no schema
+        from mor.commit.table_commits import schema_commit
+
         self._writable()
 
         def change(base: TableMetadata) -> TableCommit:
@@ -428,6 +455,7 @@ class Table:
         """Raise the table's format version (2 -> 3): later writes use deletion vectors and
         track row lineage. Metadata only: files already written stay as they are, and their
         position delete files still apply until a deletion vector replaces them."""
+        from mor.commit.table_commits import properties_commit  # imported on first use: a read commits nothing
         self._writable()
         self._commit_metadata(lambda base: properties_commit(base, {}, format_version=_upgrade_to(base, format_version)), "upgrade the table")
 
@@ -483,6 +511,7 @@ class Table:
         and says what would go. Only the table's own files are deleted (a file outside its
         location is left, in `skipped_paths`); a table sharing its location with another
         raises MaintenanceRefusedError before anything changes."""
+        from mor.maintenance.expire import expire_snapshots  # imported on first use: a read needs no maintenance
         ops = self._writable()
         self.refresh()
         result, self.metadata, self.metadata_location = expire_snapshots(
@@ -515,6 +544,7 @@ class Table:
         into files of up to `target_file_size` bytes (default `write.target-file-size-bytes`);
         delete files that then apply to nothing leave in the same `replace` commit. `where`
         limits it to files that may hold matching rows. See mor/maintenance/compact.py."""
+        from mor.maintenance.compact import write_compaction  # imported on first use: a read needs no maintenance
         return self._compact(
             where, target_file_size, min_delete_ratio, min_input_files, min_delete_files, dry_run, progress,
             lambda plan, options, reporter: write_compaction(self.io, self.metadata, plan, options, reporter),
@@ -533,6 +563,7 @@ class Table:
     ) -> CompactionResult:
         """`compact`, with `write_bins` rewriting the planned bins: here, or on Spark's executors
         (mor/spark/maintenance.py). Planning, conflict checks and the commit are shared."""
+        from mor.maintenance.compact import CompactionOptions, plan_compaction  # imported on first use: a read needs no maintenance
         self._writable()
         options = CompactionOptions.of(self.metadata, target_file_size, min_delete_ratio, min_input_files, min_delete_files)
         row_filter = parse_filter(where)
@@ -554,6 +585,7 @@ class Table:
     def maintain(self, *, dry_run: bool = False, progress: ProgressArg = None) -> MaintainResult:
         """The scheduled upkeep the table's properties ask for: compact files with many
         deletes, expire old snapshots, remove old orphan files (mor/maintenance/policy.py)."""
+        from mor.maintenance.policy import MaintainResult, MaintenancePolicy  # imported on first use: a read needs no maintenance
         self._writable()
         policy = MaintenancePolicy.of(self.metadata.properties)
         compaction = expiry = orphans = None
@@ -576,6 +608,7 @@ class Table:
         position delete files that apply to no live data file (operation `replace`; rows do
         not change). A commit that removed one of those data files meanwhile makes it plan
         again on the new state."""
+        from mor.maintenance.rewrite_deletes import plan_rewrite  # imported on first use: a read needs no maintenance
         self._writable()
         self.refresh()
         done: list[RewritePlan] = []
@@ -605,6 +638,7 @@ class Table:
         re-running a predicate on fresh data is always correct. None: nothing to change.
         `kept`: files written before planning, which every plan adds; a failed commit leaves
         them for the next plan (the caller deletes them if none lands)."""
+        from mor.api.conflict_rules import isolation_level  # imported on first use: a read needs no DML
         isolation_level(self.metadata.properties, kind)  # a bad level fails before any file is written
         policy = RetryPolicy.of(self.metadata.properties)
         started = time.monotonic()
@@ -624,6 +658,7 @@ class Table:
         raise AssertionError("unreachable")
 
     def _commit(self, changes: Changes, validate: Validator | None = None, kept: Sequence[DataFile] = ()) -> Snapshot:
+        from mor.commit.snapshot_producer import commit_changes  # imported on first use: a read commits nothing
         ops = self._writable()
         try:
             self.metadata, self.metadata_location = commit_changes(

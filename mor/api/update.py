@@ -25,8 +25,6 @@ from mor.write.arrow_schema import conform, to_arrow_schema
 if TYPE_CHECKING:
     from mor.api.table import Table
 
-UPDATE_MODE_PROPERTY = "write.update.mode"
-
 
 def updated_columns(table: Table, assignments: Assignments) -> dict[str, pc.Expression]:
     """Every table column as an expression of the old row; checked on an empty table so a

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import datetime as dt
 import io
 import os
 import sys
@@ -134,7 +135,7 @@ def _write_text(stream: IO[str], schema: pa.Schema, batches: Iterable[pa.RecordB
     for batch in batches:
         if not batch.num_rows:
             continue
-        cells = [[text(v) for v in row.values()] for row in batch.to_pylist()]
+        cells = [[text(v) for v in row.values()] for row in python_rows(batch)]
         if widths is None:
             widths = column_widths(schema.names, cells)
             cells.insert(0, schema.names)
@@ -159,13 +160,34 @@ def _print_rich_pages(console: Any, schema: pa.Schema, batches: Iterable[pa.Reco
         table = Table(show_header=written == 0, header_style="bold", box=None, pad_edge=False)
         for name in schema.names:
             table.add_column(name, overflow="fold")
-        for row in batch.to_pylist():
+        for row in python_rows(batch):
             table.add_row(*(text(v) for v in row.values()))
         console.print(table)
         written += batch.num_rows
     if written == 0:
         console.print("  ".join(schema.names), style="bold")
     return written
+
+
+def python_rows(batch: pa.RecordBatch) -> list[dict[str, Any]]:
+    """`batch.to_pylist()`. pyarrow imports pandas (half a second) the first time it turns a
+    time with a zone into Python, whatever its unit: such a column (but nanoseconds, which
+    pyarrow may turn into pandas Timestamps) is converted without its zone, which is then put
+    back as pyarrow puts it."""
+    zoned = {
+        f.name: pa.lib.string_to_tzinfo(f.type.tz)
+        for f in batch.schema
+        if pa.types.is_timestamp(f.type) and f.type.tz is not None and f.type.unit != "ns"
+    }
+    if not zoned:
+        return batch.to_pylist()
+    columns = [c.cast(pa.timestamp(c.type.unit)) if f.name in zoned else c for f, c in zip(batch.schema, batch.columns)]
+    rows = pa.RecordBatch.from_arrays(columns, names=batch.schema.names).to_pylist()
+    for row in rows:
+        for name, zone in zoned.items():
+            if row[name] is not None:
+                row[name] = row[name].replace(tzinfo=dt.timezone.utc).astimezone(zone)
+    return rows
 
 
 def _pages(batches: Iterable[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBatch]:
@@ -175,7 +197,8 @@ def _pages(batches: Iterable[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBa
 
 
 def _write_csv(stream: IO[str], schema: pa.Schema, batches: Iterable[pa.RecordBatch]) -> int:
-    stream.write(_csv_text(schema.empty_table(), header=True))
+    no_rows = pa.table([pa.chunked_array([], f.type) for f in schema], schema=schema)  # not schema.empty_table(): it imports pandas
+    stream.write(_csv_text(no_rows, header=True))
     written = 0
     for batch in batches:
         stream.write(_csv_text(batch, header=False))
@@ -195,7 +218,7 @@ def _csv_text(rows: pa.Table | pa.RecordBatch, header: bool) -> str:
 def _write_json_lines(stream: IO[str], schema: pa.Schema, batches: Iterable[pa.RecordBatch]) -> int:
     written = 0
     for batch in batches:
-        stream.write("".join(json_line(row) + "\n" for row in batch.to_pylist()))
+        stream.write("".join(json_line(row) + "\n" for row in python_rows(batch)))
         stream.flush()
         written += batch.num_rows
     return written

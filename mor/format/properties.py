@@ -15,7 +15,13 @@ from typing import Any
 
 from mor.errors import InvalidArgumentError
 
-MODES = ("merge-on-read", "copy-on-write")
+MERGE_ON_READ = "merge-on-read"
+COPY_ON_WRITE = "copy-on-write"
+MODES = (MERGE_ON_READ, COPY_ON_WRITE)
+# How DELETE, UPDATE and MERGE (UPSERT) remove rows: one of MODES each.
+DELETE_MODE_PROPERTY = "write.delete.mode"
+UPDATE_MODE_PROPERTY = "write.update.mode"
+MERGE_MODE_PROPERTY = "write.merge.mode"
 ISOLATION_LEVELS = ("serializable", "snapshot")
 # Iceberg's codec names and pyarrow's; Iceberg's "uncompressed" is pyarrow's "none".
 PARQUET_CODECS = ("uncompressed", "none", "snappy", "gzip", "brotli", "lz4", "lz4_raw", "zstd")
@@ -61,9 +67,9 @@ def _fraction(value: str) -> str | None:
 
 # name -> check(value): None when the value is usable, else what the value must be.
 CHECKS: dict[str, Callable[[str], str | None]] = {
-    "write.delete.mode": _one_of(MODES),
-    "write.update.mode": _one_of(MODES),
-    "write.merge.mode": _one_of(MODES),
+    DELETE_MODE_PROPERTY: _one_of(MODES),
+    UPDATE_MODE_PROPERTY: _one_of(MODES),
+    MERGE_MODE_PROPERTY: _one_of(MODES),
     "write.delete.isolation-level": _one_of(ISOLATION_LEVELS, case_sensitive=False),
     "write.update.isolation-level": _one_of(ISOLATION_LEVELS, case_sensitive=False),
     "write.merge.isolation-level": _one_of(ISOLATION_LEVELS, case_sensitive=False),

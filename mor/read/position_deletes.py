@@ -45,7 +45,7 @@ def read_position_delete_file(io: FileIO, delete_file: DeleteFile) -> dict[str, 
             # reader seek around it (0.1 against 0.2 ms a file), and one request on object stores.
             source = pa.BufferReader(f.read_buffer()) if delete_file.file_size_in_bytes <= WHOLE_FILE_BYTES else f
             table = pq.ParquetFile(source, read_dictionary=[DELETE_FILE_PATH_NAME]).read(columns=columns, use_threads=False)
-        positions = table.column(DELETE_POS_NAME).cast(pa.int64()).to_numpy()
+        positions = integers(table.column(DELETE_POS_NAME).cast(pa.int64()))
         if only is not None:
             return {only: _sorted(positions)}
         paths = table.column(DELETE_FILE_PATH_NAME).combine_chunks()
@@ -56,7 +56,7 @@ def read_position_delete_file(io: FileIO, delete_file: DeleteFile) -> dict[str, 
     dictionary = paths.dictionary.to_pylist()
     if len(dictionary) == 1:
         return {dictionary[0]: _sorted(positions)}
-    codes = paths.indices.to_numpy(zero_copy_only=False)
+    codes = integers(paths.indices)
     return {path: _sorted(positions[codes == code]) for code, path in enumerate(dictionary)}
 
 
@@ -254,4 +254,25 @@ def keep_mask(deleted: np.ndarray, start: int, length: int) -> np.ndarray | None
 
 
 def apply_mask(batch: pa.RecordBatch, mask: np.ndarray | None) -> pa.RecordBatch:
-    return batch if mask is None else batch.filter(pa.array(mask))
+    return batch if mask is None else batch.filter(boolean_array(mask))
+
+
+# pyarrow's own conversions between numpy and Arrow (`to_numpy`, `pa.array`) import pandas the
+# first time they run, half a second of every `mor scan` of a table with deletes: the two a
+# scan needs are done here on the buffers.
+def integers(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """An integer array's values in numpy (zero-copy for one chunk); one with nulls, as
+    `to_numpy` gives it."""
+    if array.null_count:
+        return array.to_numpy(zero_copy_only=False)
+    chunks = array.chunks if isinstance(array, pa.ChunkedArray) else [array]
+    dtype = np.dtype(str(array.type))
+    parts = [np.frombuffer(c.buffers()[1], dtype, count=len(c), offset=c.offset * dtype.itemsize) for c in chunks if len(c)]
+    if len(parts) == 1:
+        return parts[0]
+    return np.concatenate(parts) if parts else np.empty(0, dtype)
+
+
+def boolean_array(mask: np.ndarray) -> pa.BooleanArray:
+    """`pa.array(mask)` for a numpy bool array."""
+    return pa.Array.from_buffers(pa.bool_(), len(mask), [None, pa.py_buffer(np.packbits(mask, bitorder="little"))])

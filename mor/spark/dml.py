@@ -37,15 +37,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyiceberg.expressions import BooleanExpression
 
-from mor.api.delete import DELETE_MODE_PROPERTY
 from mor.api.expressions import Assignments
 from mor.api.row_changes import DmlTarget, Removal, RowMatcher, RowRemover, changes_for, rows_validator
 from mor.api.table import Table
 from mor.commit.snapshot_producer import Changes, Validator
-from mor.api.update import UPDATE_MODE_PROPERTY, updated_columns, updated_rows
+from mor.api.update import updated_columns, updated_rows
 from mor.errors import MorError
 from mor.format.content_file import DataFile
 from mor.format.metadata import Snapshot
+from mor.format.properties import DELETE_MODE_PROPERTY, UPDATE_MODE_PROPERTY
 from mor.io.fileio import FileIO
 from mor.planning.filters import FilterLike, bind_filter, parse_filter
 from mor.planning.packing import pack_tasks

@@ -69,7 +69,6 @@ from pyspark.sql.types import BinaryType, StructField, StructType
 from mor.api.expressions import Assignments
 from mor.api.keys import key_fields, key_range
 from mor.api.merge import (
-    MERGE_MODE_PROPERTY,
     MergeClauses,
     MergeOutputs,
     inserted_rows,
@@ -81,6 +80,7 @@ from mor.api.row_changes import DmlTarget, FileMatch, Removal, RowRemover, live_
 from mor.api.table import Table
 from mor.errors import DuplicateKeyError, InvalidArgumentError, UnsupportedFeatureError
 from mor.format.metadata import Snapshot
+from mor.format.properties import MERGE_MODE_PROPERTY
 from mor.format.spec import ROW_ID_NAME
 from mor.io.fileio import FileIO
 from mor.planning.filters import bind_filter

@@ -45,11 +45,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema as spark_to_arrow_schema
 from pyspark.sql.types import LongType, MapType, StringType, StructField, StructType, TimestampType
 
-from mor.api.delete import DELETE_MODE_PROPERTY
-from mor.api.merge import MERGE_MODE_PROPERTY
 from mor.api.table import Table
-from mor.api.update import UPDATE_MODE_PROPERTY
 from mor.errors import InvalidArgumentError, InvalidFilterError, MorError, SchemaMismatchError
+from mor.format.properties import DELETE_MODE_PROPERTY, MERGE_MODE_PROPERTY, UPDATE_MODE_PROPERTY
 from mor.format.spec import ROW_ID_NAME
 from mor.planning.filters import bind_filter, filter_field_ids, parse_filter
 from mor.spark.apply_changes import WRITE_COLUMN, TargetRows, apply_changes, check_writable_columns, target_rows

@@ -28,8 +28,18 @@ import pyarrow as pa
 from pyiceberg.expressions import In
 
 import mor
-import mor.api.table as table_module
+import mor.api.delete
+import mor.commit.snapshot_producer
+import mor.maintenance.compact
 from mor.planning.delete_index import referenced_path
+
+# The functions Table's methods call, by the module they come from (the methods import them
+# when called, so a function replaced here is the one they call).
+MODULE_OF = {
+    "commit_changes": mor.commit.snapshot_producer,
+    "delete_where": mor.api.delete,
+    "write_compaction": mor.maintenance.compact,
+}
 
 SCHEMA = pa.schema([pa.field("key", pa.int64(), nullable=False), ("part", pa.int32()), ("payload", pa.string())])
 RELEASE_TIMEOUT_S = 60  # a test that dies while this waits must not leave it behind for long
@@ -58,7 +68,7 @@ def wait_for_release() -> None:
 def record_conflicts() -> list[int]:
     """Log every commit attempt that conflicts; the list counts them."""
     seen: list[int] = []
-    commit = table_module.commit_changes
+    commit = mor.commit.snapshot_producer.commit_changes
 
     def logged(*args, **kwargs):
         try:
@@ -68,15 +78,15 @@ def record_conflicts() -> list[int]:
             log({"event": "conflict", "snapshot": e.snapshot_id, "error": str(e)})
             raise
 
-    table_module.commit_changes = logged
+    mor.commit.snapshot_producer.commit_changes = logged
     return seen
 
 
 def block_after(name: str, describe) -> list[int]:
-    """Stop after the first call of mor.api.table.<name> returns, until released; the list
+    """Stop after the first call of Table's <name> (see MODULE_OF) returns, until released; the list
     counts the calls (one per plan)."""
     calls: list[int] = []
-    original = getattr(table_module, name)
+    original = getattr(MODULE_OF[name], name)
 
     def blocking(*args, **kwargs):
         out = original(*args, **kwargs)
@@ -86,19 +96,19 @@ def block_after(name: str, describe) -> list[int]:
             wait_for_release()
         return out
 
-    setattr(table_module, name, blocking)
+    setattr(MODULE_OF[name], name, blocking)
     return calls
 
 
 def count_calls(name: str) -> list[int]:
     calls: list[int] = []
-    original = getattr(table_module, name)
+    original = getattr(MODULE_OF[name], name)
 
     def counted(*args, **kwargs):
         calls.append(1)
         return original(*args, **kwargs)
 
-    setattr(table_module, name, counted)
+    setattr(MODULE_OF[name], name, counted)
     return calls
 
 

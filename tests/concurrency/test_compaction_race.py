@@ -39,7 +39,7 @@ from pyiceberg.expressions import And, EqualTo, In
 from pyiceberg.table import StaticTable
 
 import mor
-from mor.api import table as table_module
+from mor.maintenance import compact as compact_module
 from mor.io.fileio import to_local_path
 from mor.planning.delete_index import referenced_path
 
@@ -419,11 +419,11 @@ def test_random_deletes_racing_repeated_compactions_lose_nothing(tmp_path: Path,
 def count_plans(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts the compaction plans written in this process (more than one: re-planned)."""
     calls: list[int] = []
-    write = table_module.write_compaction
+    write = compact_module.write_compaction
 
     def counted(*args, **kwargs):
         calls.append(1)
         return write(*args, **kwargs)
 
-    monkeypatch.setattr(table_module, "write_compaction", counted)
+    monkeypatch.setattr(compact_module, "write_compaction", counted)
     return calls

@@ -41,7 +41,7 @@ from oracle_support import read_with_iceberg_java
 from pyiceberg.table import StaticTable as PyIcebergStaticTable
 
 import mor
-from mor.api import table as table_module
+from mor.maintenance import compact as compact_module
 from mor.io.fileio import to_local_path
 
 pytestmark = pytest.mark.interop
@@ -165,7 +165,7 @@ def raced_equality_history(built: Built, raced_keys: pa.Table) -> None:
     table.append(rows(range(0, 200)))
     table.delete("id < 20")
     other = built.catalog.load_table(table.identifier)  # another writer's handle
-    real = table_module.write_compaction
+    real = compact_module.write_compaction
     raced: list[int] = []
 
     def written_then_raced(*args: Any, **kwargs: Any) -> Any:
@@ -176,7 +176,7 @@ def raced_equality_history(built: Built, raced_keys: pa.Table) -> None:
 
     read_sequence_number = table.current_snapshot().sequence_number
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(table_module, "write_compaction", written_then_raced)
+        patch.setattr(compact_module, "write_compaction", written_then_raced)
         compact(built)
     built.notes.update(raced_snapshot=raced[0], read_sequence_number=read_sequence_number)
     table.append(rows([25, 300], tag="re-"))  # newer than the raced delete: stays

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -15,6 +17,7 @@ from unit_helpers import SCHEMA, make_rows
 
 import mor
 from mor.cli import main
+from mor.cli.rows import python_rows
 from mor.read.task_reader import TaskReader
 
 FILES = 5
@@ -157,3 +160,50 @@ def test_changes_as_json_lines(table: mor.Table, warehouse: Path, capsys: pytest
     expected = table.changes(from_snapshot_id=last).to_arrow().to_pylist()
     assert sorted(r["id"] for r in rows) == sorted(r["id"] for r in expected) == [2, 250]
     assert {r["_change_type"] for r in rows} == {"DELETE"}
+
+
+def test_rows_are_the_values_pyarrow_gives() -> None:
+    """Times with a zone are turned into Python without pyarrow's pandas import, into the same
+    values with the same zones (nanoseconds and nested values still by pyarrow)."""
+    micros = [0, 1_700_000_000_123_456, None, -86_400_000_001]
+    seconds = [None if v is None else v // 1_000_000 for v in micros]
+    batch = pa.record_batch(
+        {
+            "utc": pa.array(micros, pa.timestamp("us", tz="UTC")),
+            "offset": pa.array(micros, pa.timestamp("us", tz="+05:30")),
+            "paris": pa.array([None if v is None else v // 1000 for v in micros], pa.timestamp("ms", tz="Europe/Paris")),
+            "new_york": pa.array(seconds, pa.timestamp("s", tz="America/New_York")),
+            "naive": pa.array(micros, pa.timestamp("us")),
+            "nanos": pa.array([None if v is None else v * 1000 for v in micros], pa.timestamp("ns", tz="UTC")),
+            "nested": pa.array([{"t": v} for v in micros], pa.struct([("t", pa.timestamp("us", tz="UTC"))])),
+            "id": pa.array(range(4), pa.int64()),
+        }
+    )
+    assert repr(python_rows(batch)) == repr(batch.to_pylist())
+    assert repr(python_rows(batch.select(["id", "naive"]))) == repr(batch.select(["id", "naive"]).to_pylist())
+
+
+def test_a_scan_imports_no_pandas_and_nothing_that_writes(warehouse: Path) -> None:
+    """Start-up is most of `mor scan --limit 10` (issue 26): a scan of a table with position
+    deletes and a time with a zone, printed in each text format, imports no DML, writer, commit
+    or maintenance module, nor pandas (pyarrow imports it for some conversions, half a second)."""
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("ts", pa.timestamp("us", tz="UTC"))])
+    table = mor.load_catalog(warehouse).create_table("db.z", schema=schema)
+    table.append(pa.table({"id": pa.array(range(100), pa.int64()), "ts": pa.array(range(100), pa.timestamp("us", tz="UTC"))}))
+    table.delete("id in (1, 50)")
+    heavy = ("pandas", "mor.api.delete", "mor.api.row_changes", "mor.commit.snapshot_producer", "mor.maintenance.compact", "mor.write.rolling")
+    scan = ["scan", "db.z", "--warehouse", str(warehouse), "--limit", "10"]
+    code = (
+        "import contextlib, io, sys\n"
+        "from mor.cli import main\n"
+        f"main({scan!r})\n"
+        "for output in ('csv', 'json'):\n"
+        "    with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"        main({scan!r} + ['--format', output])\n"
+        f"print(sorted(m for m in sys.modules if m in {heavy!r}))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    assert lines[0].split() == ["id", "ts"] and lines[1].split() == ["0", "1970-01-01T00:00:00+00:00"] and len(lines) == 12
+    assert lines[-1] == "[]"

@@ -11,7 +11,7 @@ from pyiceberg.table import StaticTable
 from unit_helpers import assert_no_orphans, live_delete_entries, live_raw_entries, make_rows, scan_ids
 
 import mor
-from mor.api import table as table_module
+from mor.maintenance import compact as compact_module
 
 
 def pyiceberg_ids(table: mor.Table, snapshot_id: int | None = None) -> list[int]:
@@ -92,7 +92,7 @@ def test_an_equality_delete_committed_meanwhile_still_applies(catalog: mor.Catal
 def race(monkeypatch: pytest.MonkeyPatch, concurrent) -> list[int]:  # type: ignore[no-untyped-def]
     """Run `concurrent()` once, after compaction has written its files and before it commits.
     Returns a list that counts the plans written."""
-    real = table_module.write_compaction
+    real = compact_module.write_compaction
     pending, plans = [concurrent], []
 
     def written_then_raced(*args, **kwargs):  # type: ignore[no-untyped-def]
@@ -102,7 +102,7 @@ def race(monkeypatch: pytest.MonkeyPatch, concurrent) -> list[int]:  # type: ign
             pending.pop()()
         return validate
 
-    monkeypatch.setattr(table_module, "write_compaction", written_then_raced)
+    monkeypatch.setattr(compact_module, "write_compaction", written_then_raced)
     return plans
 
 
@@ -351,7 +351,7 @@ def test_a_failing_write_leaves_nothing_behind(catalog: mor.Catalog, monkeypatch
     table.append(make_rows(range(90)))
     table.delete(In("id", [0, 10, 20]))
     before = table.metadata_location
-    real_write = table_module.write_compaction.__globals__["RollingDataWriter"].write
+    real_write = compact_module.RollingDataWriter.write
     calls = []
 
     def fails_on_the_second_group(self, rows):  # type: ignore[no-untyped-def]
@@ -360,7 +360,7 @@ def test_a_failing_write_leaves_nothing_behind(catalog: mor.Catalog, monkeypatch
             raise OSError("disk full")
         return real_write(self, rows)
 
-    monkeypatch.setattr(table_module.write_compaction.__globals__["RollingDataWriter"], "write", fails_on_the_second_group)
+    monkeypatch.setattr(compact_module.RollingDataWriter, "write", fails_on_the_second_group)
     with pytest.raises(OSError, match="disk full"):
         table.compact()
     assert catalog.load_table("db.t").metadata_location == before

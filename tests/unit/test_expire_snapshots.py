@@ -15,7 +15,7 @@ from unit_helpers import assert_no_orphans, files_under, local, make_rows, raw_e
 
 import mor
 from foreign_writes import commit_as_another_engine
-from mor.api import table as table_module
+from mor.maintenance import expire as expire_module
 from mor.maintenance.expire import ExpireResult
 
 NOW = dt.timedelta(0)
@@ -198,7 +198,7 @@ def test_metadata_files_beyond_the_log_are_deleted(catalog: mor.Catalog) -> None
 
 def test_a_commit_that_lands_first_is_kept(catalog: mor.Catalog, monkeypatch: pytest.MonkeyPatch) -> None:
     table = busy_table(catalog)
-    real = table_module.expire_snapshots.__globals__["files_only_expired_read"]
+    real = expire_module.files_only_expired_read
     pending = [lambda: catalog.load_table("db.t").append(make_rows([999]))]
 
     def raced(*args, **kwargs):  # type: ignore[no-untyped-def]
@@ -207,7 +207,7 @@ def test_a_commit_that_lands_first_is_kept(catalog: mor.Catalog, monkeypatch: py
             pending.pop()()
         return out
 
-    monkeypatch.setitem(table_module.expire_snapshots.__globals__, "files_only_expired_read", raced)
+    monkeypatch.setattr(expire_module, "files_only_expired_read", raced)
     expected = sorted([*scan_ids(table), 999])
 
     result = table.expire_snapshots(older_than=NOW, retain_last=1, allow_short_retention=True)

@@ -149,3 +149,17 @@ def test_merged_positions_are_sorted_int64(tmp_path: Path) -> None:
     files = [write_delete_file(tmp_path / f"{i}.parquet", [("a", p) for p in range(i, 60, 7)], referenced="a") for i in range(7)]
     merged = deleted_positions("a", files, DeleteFileCache(FileIO()))
     assert merged.dtype == np.int64 and merged.tolist() == list(range(60))
+
+
+def test_integers_and_boolean_arrays_convert_as_pyarrow_does() -> None:
+    """The conversions done on the buffers (pyarrow's import pandas) give what pyarrow's give."""
+    values = pa.array(np.arange(-5, 20, dtype=np.int64))
+    chunked = pa.chunked_array([values.slice(3, 7), values.slice(0, 0), values.slice(11)])
+    for array in (values, values.slice(4, 9), chunked, pa.chunked_array([], pa.int64()), pa.array([3, 1, 2], pa.int32())):
+        got = position_deletes.integers(array)
+        assert got.dtype == np.dtype(str(array.type)) and got.tolist() == array.to_pylist()
+    with_null = pa.chunked_array([pa.array([1, None, 3], pa.int64())])
+    np.testing.assert_array_equal(position_deletes.integers(with_null), with_null.to_numpy())
+    for length in (0, 1, 7, 8, 9, 1000):
+        mask = np.random.default_rng(length).random(length) < 0.5
+        assert position_deletes.boolean_array(mask).equals(pa.array(mask))

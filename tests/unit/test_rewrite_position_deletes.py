@@ -10,7 +10,7 @@ from pyiceberg.table import StaticTable
 from unit_helpers import assert_no_orphans, local, make_rows, scan_ids
 
 import mor
-from mor.api import table as table_module
+from mor.maintenance import rewrite_deletes as rewrite_module
 from mor.format.spec import FileContent
 from mor.read.decoded_cache import SHARED
 
@@ -76,7 +76,7 @@ def test_equality_deletes_stay_and_still_apply(catalog: mor.Catalog) -> None:
 
 def race(monkeypatch: pytest.MonkeyPatch, concurrent) -> None:  # type: ignore[no-untyped-def]
     """Run `concurrent()` once, after the rewrite has planned (and written) and before it commits."""
-    real = table_module.plan_rewrite
+    real = rewrite_module.plan_rewrite
     pending = [concurrent]
 
     def planned_then_raced(io, metadata):  # type: ignore[no-untyped-def]
@@ -85,7 +85,7 @@ def race(monkeypatch: pytest.MonkeyPatch, concurrent) -> None:  # type: ignore[n
             pending.pop()()
         return plan
 
-    monkeypatch.setattr(table_module, "plan_rewrite", planned_then_raced)
+    monkeypatch.setattr(rewrite_module, "plan_rewrite", planned_then_raced)
 
 
 def test_a_delete_committed_meanwhile_is_kept(catalog: mor.Catalog, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -722,13 +722,11 @@ def test_compaction_conflicts_with_a_concurrent_scoped_equality_delete_on_moved_
             commit_changes(other.io, other._writable(), other.metadata, other.metadata_location, Changes(Operation.DELETE, added_deletes=deletes))
         return validate
 
-    import mor.api.table as table_module
-
-    table_module.write_compaction = write_then_race  # type: ignore[attr-defined]
+    compact_module.write_compaction = write_then_race  # type: ignore[attr-defined]
     try:
         table.compact(min_input_files=2)
     finally:
-        table_module.write_compaction = original  # type: ignore[attr-defined]
+        compact_module.write_compaction = original  # type: ignore[attr-defined]
     assert landed
     expected = [i for i in range(20) if i != 4] if delete_spec == 0 else list(range(20))
     assert sorted(table.scan().to_arrow().column("id").to_pylist()) == expected
