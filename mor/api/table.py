@@ -431,6 +431,7 @@ class Table:
         meanwhile are checked again. Returns the new schema."""
         from mor.api.schema_rules import SchemaEditor  # imported on first use: a read changes no schema
         from mor.commit.table_commits import schema_commit
+        from mor.commit.updates import TableCommit
 
         self._writable()
 
