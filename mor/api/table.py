@@ -632,15 +632,20 @@ class Table:
         kind: str,
         plan: Callable[[], tuple[Changes, Validator | None] | None],
         kept: Sequence[DataFile] = (),
-        idempotency: Idempotency | None = None,
+        idempotency: Idempotency | tuple[str, int] | None = None,
     ) -> Snapshot | None:
         """Plan (find rows, write files) and commit; when the commit truly conflicts with one
         that landed meanwhile, plan again on the new state (mor.dml.replan.num-retries times):
         re-running a predicate on fresh data is always correct. None: nothing to change.
         `kept`: files written before planning, which every plan adds; a failed commit leaves
-        them for the next plan (the caller deletes them if none lands)."""
+        them for the next plan (the caller deletes them if none lands). `idempotency`: an
+        (app id, version) already committed returns its snapshot without planning."""
         from mor.api.conflict_rules import isolation_level  # imported on first use: a read needs no DML
+
         isolation_level(self.metadata.properties, kind)  # a bad level fails before any file is written
+        idempotency = Idempotency.of(idempotency)
+        if (earlier := self._committed_before(idempotency)) is not None:
+            return earlier
         policy = RetryPolicy.of(self.metadata.properties)
         started = time.monotonic()
         for replan in itertools.count():

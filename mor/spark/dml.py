@@ -145,18 +145,29 @@ def _delete(io: FileIO, paths: Sequence[str]) -> None:
 
 
 @spark_errors()
-def delete(spark: SparkSession, table: Table, where: FilterLike, mode: str | None = None) -> Snapshot | None:
+def delete(
+    spark: SparkSession, table: Table, where: FilterLike, mode: str | None = None, *, idempotency: tuple[str, int] | None = None
+) -> Snapshot | None:
     """`table.delete(where)`, with the rows found and the delete files written on Spark's
     executors. Returns the new snapshot, or None if no live row matched."""
     table._writable()
     mode = table._mode(mode, DELETE_MODE_PROPERTY)
     row_filter = _bound_filter(table, where)
-    return table._run_dml("delete", lambda: _run(spark, table, RowsJob(DmlTarget.of(table, mode), row_filter, None)))
+    def plan() -> tuple[Changes, Validator] | None:
+        return _run(spark, table, RowsJob(DmlTarget.of(table, mode), row_filter, None))
+
+    return table._run_dml("delete", plan, idempotency=idempotency)
 
 
 @spark_errors()
 def update(
-    spark: SparkSession, table: Table, set: Assignments, where: FilterLike = None, mode: str | None = None
+    spark: SparkSession,
+    table: Table,
+    set: Assignments,
+    where: FilterLike = None,
+    mode: str | None = None,
+    *,
+    idempotency: tuple[str, int] | None = None,
 ) -> Snapshot | None:
     """`table.update(set, where)` on Spark's executors: `set` maps columns to literals or
     `pyarrow.compute` expressions of the old row. Returns the new snapshot, or None if no live
@@ -165,7 +176,10 @@ def update(
     mode = table._mode(mode, UPDATE_MODE_PROPERTY)
     row_filter = _bound_filter(table, where)
     columns = updated_columns(table, set)  # checked here, before any task runs
-    return table._run_dml("update", lambda: _run(spark, table, RowsJob(DmlTarget.of(table, mode), row_filter, columns)))
+    def plan() -> tuple[Changes, Validator] | None:
+        return _run(spark, table, RowsJob(DmlTarget.of(table, mode), row_filter, columns))
+
+    return table._run_dml("update", plan, idempotency=idempotency)
 
 
 def _bound_filter(table: Table, where: FilterLike) -> BooleanExpression:

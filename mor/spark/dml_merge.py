@@ -88,6 +88,7 @@ from mor.planning.task import FileScanTask
 from mor.read.position_deletes import DeleteFileCache
 from mor.read.task_reader import POSITION_COLUMN
 from mor.spark.columns import to_column
+from mor.commit.idempotency import Idempotency
 from mor.commit.snapshot_producer import Changes, Validator
 from mor.spark.dml import TaskResult, found_changes, job_description, run_task
 from mor.spark.errors import spark_errors
@@ -137,11 +138,15 @@ def merge(
     when_not_matched_insert_if: pc.Expression | None = None,
     mode: str | None = None,
     path: str = "auto",
+    *,
+    idempotency: tuple[str, int] | None = None,
 ) -> Snapshot | None:
     """`table.merge(...)` with a DataFrame source (see the module docstring). `path`: "auto"
     (a small source on the driver, else distributed), "driver" or "distributed". Returns the
-    new snapshot, or None when no clause changed anything."""
+    new snapshot, or None when no clause changed anything. `idempotency` as the local verbs'."""
     table._writable()
+    if (earlier := table._committed_before(Idempotency.of(idempotency))) is not None:
+        return earlier  # before any Spark job: the version is in the table already
     check_metadata_columns_free(table.schema())
     clauses = MergeClauses(
         when_matched_delete, when_matched_update, when_matched_update_if, when_not_matched_insert, when_not_matched_insert_if
@@ -156,7 +161,7 @@ def merge(
     local = _on_driver(spark, table, source, path, "merge")
     if local is not None:
         return table.merge(local, on, when_matched_update, when_matched_delete, when_not_matched_insert,
-                           when_matched_update_if, when_not_matched_insert_if, mode)  # fmt: skip
+                           when_matched_update_if, when_not_matched_insert_if, mode, idempotency=idempotency)  # fmt: skip
     renamed = _renamed_source(source, job)
     with job_description(spark, f"mor merge into {table.identifier}: source keys and key range"):
         found = _key_filter(table, renamed, job)
@@ -173,16 +178,26 @@ def merge(
         with job_description(spark, what):
             return found_changes(table, _collect(results), "merge", key_filter)
 
-    return table._run_dml("merge", plan)
+    return table._run_dml("merge", plan, idempotency=idempotency)
 
 
 @spark_errors()
 def upsert(
-    spark: SparkSession, table: Table, source: DataFrame, on: Sequence[str], mode: str | None = None, path: str = "auto"
+    spark: SparkSession,
+    table: Table,
+    source: DataFrame,
+    on: Sequence[str],
+    mode: str | None = None,
+    path: str = "auto",
+    *,
+    idempotency: tuple[str, int] | None = None,
 ) -> Snapshot | None:
     """`table.upsert(rows, on)` (its position strategy) with a DataFrame source: every live row
-    holding a source key goes, every source row is added once. `path` as for `merge`."""
+    holding a source key goes, every source row is added once. `path` and `idempotency` as for
+    `merge`."""
     table._writable()
+    if (earlier := table._committed_before(Idempotency.of(idempotency))) is not None:
+        return earlier
     check_metadata_columns_free(table.schema())
     mode = table._mode(mode, MERGE_MODE_PROPERTY)
     schema = table.schema()
@@ -192,7 +207,7 @@ def upsert(
                    tuple(on), fitted.schema, {}, table.metadata.format_version >= 3)  # fmt: skip
     local = _on_driver(spark, table, source, path, "upsert")
     if local is not None:
-        return table.upsert(local, on, mode)
+        return table.upsert(local, on, mode, idempotency=idempotency)
     renamed = _renamed_source(source, job)
     with job_description(spark, f"mor upsert into {table.identifier}: source keys and key range"):
         found = _key_filter(table, renamed, job)
@@ -214,7 +229,7 @@ def upsert(
             results = _collect(removals.mapInArrow(partial(_merge_task, planned), RESULT_SCHEMA).union(inserts))
         return found_changes(table, results, "merge", key_filter)
 
-    return table._run_dml("merge", plan)
+    return table._run_dml("merge", plan, idempotency=idempotency)
 
 
 # -- driver ----------------------------------------------------------------------------------

@@ -396,3 +396,17 @@ def test_spark_dml_and_writes_check_the_tables_constraints(spark: Any, catalog: 
     assert files_under(table) == files
     update(spark, table, {"n": pc.field("n") + 1}, "id = 5")  # within the constraint: commits
     assert catalog.load_table("db.checked").metadata_location != location
+
+
+def test_spark_dml_is_idempotent_per_app_id_and_version(spark: Any, catalog: mor.Catalog) -> None:
+    table = make_table(catalog, "db.idem", None, equality_deletes=False)
+    first = update(spark, table, {"n": pc.field("n") + 1}, "id < 10", idempotency=("job", 1))
+    location, before = table.metadata_location, live_rows(table)
+    assert update(spark, table, {"n": pc.field("n") + 1}, "id < 10", idempotency=("job", 1)) == first
+    assert delete(spark, table, "id < 5", idempotency=("job", 1)) == first
+    source = spark.createDataFrame(source_rows([1, 2, 900], n=7))
+    assert upsert(spark, table, source, on=["id"], idempotency=("job", 0)) == first
+    assert merge(spark, table, source, on=["id"], when_matched_delete=True, idempotency=("job", 1)) == first
+    assert catalog.load_table("db.idem").metadata_location == location and live_rows(table) == before
+    upserted = upsert(spark, table, source, on=["id"], idempotency=("job", 2))
+    assert upserted is not None and upserted.summary["mor.txn-version"] == "2"
