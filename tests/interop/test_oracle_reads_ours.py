@@ -74,10 +74,24 @@ def bucketed_dml(table: mor.Table) -> None:
     table.delete_rows(keys(id=[50, 51]))
 
 
+def constrained_and_idempotent(table: mor.Table) -> None:
+    """Table features other engines only carry: CHECK constraints (properties), NOT NULL made
+    later (the schema), idempotent writes (snapshot summaries), an overwrite."""
+    table.append(rows(range(0, 60)))
+    table.add_constraint("non_negative", "value is null or value >= 0")
+    table.delete("name is null")
+    table.set_not_null("name")
+    table.overwrite(rows([1, 2, 700], tag="ow-"), where="id < 3")
+    table.append(rows([800, 801]), idempotency=("job", 1))
+    table.append(rows([800, 801]), idempotency=("job", 1))  # a repeat: commits nothing
+    table.update({"value": pc.field("value") + 1}, where="id between 10 and 20", idempotency=("job", 2))
+
+
 SCENARIOS: dict[str, tuple[list[str] | None, Callable[[mor.Table], None]]] = {
     "unpartitioned": (None, unpartitioned_global_deletes),
     "by_category": (["category"], partitioned_scoped_and_global),
     "by_bucket": (["bucket(4, id)"], bucketed_dml),
+    "constrained": (["category"], constrained_and_idempotent),
 }
 
 
@@ -128,4 +142,5 @@ def test_scenarios_exercise_what_they_claim(java_reads: dict) -> None:
         "unpartitioned": {"equality-global", "position"},
         "by_category": {"equality-scoped", "equality-global"},
         "by_bucket": {"equality-scoped", "position"},
+        "constrained": {"position"},
     }

@@ -12,8 +12,7 @@ from pyiceberg.expressions import GreaterThan, In
 from pyiceberg.expressions import parser as pyiceberg_parser
 
 import mor
-from mor.api.row_changes import _null_free
-from mor.planning.filters import parse_filter
+from mor.planning.filters import FileFilter, parse_filter
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("i", pa.int64()), ("f", pa.float64()), ("s", pa.string())])
 NAMES = pa.schema([pa.field("id", pa.int64(), nullable=False), ("name", pa.string())])
@@ -143,14 +142,14 @@ def test_the_metrics_shortcut_needs_known_null_and_nan_counts(catalog: mor.Catal
     table = catalog.create_table("db.t", schema=SCHEMA)
     table.append(pa.table({"id": [0, 1], "i": [1, 2], "f": [1.0, 2.0], "s": ["a", "b"]}, schema=SCHEMA))
     (task,) = table.scan().plan_files()
-    schema = table.schema()
-    ids = {schema.find_field("f").field_id, schema.find_field("i").field_id}
-    assert _null_free(task, ids, schema)
-    no_nan_counts = dataclasses.replace(task, data_file=dataclasses.replace(task.data_file, nan_value_counts=None))
-    assert not _null_free(no_nan_counts, ids, schema)
-    assert _null_free(no_nan_counts, {schema.find_field("i").field_id}, schema)  # not floating point
-    no_null_counts = dataclasses.replace(task, data_file=dataclasses.replace(task.data_file, null_value_counts=None))
-    assert not _null_free(no_null_counts, ids, schema)
+    schema, specs = table.schema(), table.metadata.specs()
+    both, ints = FileFilter(schema, specs, parse_filter("f < 10 and i < 10")), FileFilter(schema, specs, parse_filter("i < 10"))
+    assert both.every_row_matches(task.data_file)
+    no_nan_counts = dataclasses.replace(task.data_file, nan_value_counts=None)
+    assert not both.every_row_matches(no_nan_counts)
+    assert ints.every_row_matches(no_nan_counts)  # not floating point
+    no_null_counts = dataclasses.replace(task.data_file, null_value_counts=None)
+    assert not both.every_row_matches(no_null_counts)
 
 
 def test_a_whole_file_delete_by_metrics_agrees_with_the_rows(catalog: mor.Catalog) -> None:
