@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 from pyiceberg.expressions import AlwaysTrue
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
+from pyiceberg.table.sorting import SortOrder
 from pyiceberg.types import IcebergType
 
 from mor.api.conflict_rules import isolation_level
@@ -30,7 +31,7 @@ from mor.api.update import UPDATE_MODE_PROPERTY, update_where
 from mor.commit.idempotency import AlreadyCommitted, Idempotency, check_not_committed
 from mor.commit.retry import RetryPolicy
 from mor.commit.snapshot_producer import Changes, TableOperations, Validator, commit_changes
-from mor.commit.table_commits import properties_commit
+from mor.commit.table_commits import properties_commit, sort_order_commit
 from mor.commit.table_ops import CommitFailedError, metadata_version, read_metadata, refresh_same_table
 from mor.commit.updates import TableCommit
 from mor.errors import MetadataFileNotFoundError, CommitConflictError, CommitStateUnknownError, InvalidArgumentError, MorError
@@ -56,6 +57,7 @@ from mor.planning.filters import FilterLike, bind_filter, parse_filter
 from mor.write.arrow_schema import to_arrow_schema
 from mor.write.parquet_files import WriteOptions
 from mor.write.rolling import RollingDataWriter, write_rows
+from mor.write.sort_order import parse_sort_order
 
 
 @dataclass(frozen=True)
@@ -181,7 +183,9 @@ class Table:
         if (earlier := self._committed_before(idem)) is not None:
             return earlier
         schema, rows, new_schema = prepare_append(self.metadata, as_tables(data, "the data to append"), schema_mode)
-        writer = RollingDataWriter(self.io, self.location, schema, self.spec(), WriteOptions(self.metadata.properties))
+        writer = RollingDataWriter(
+            self.io, self.location, schema, self.spec(), WriteOptions(self.metadata.properties), sort_order=self.metadata.sort_order
+        )
         with reporter.stage("write rows", known_row_count(data), "rows", with_bytes=True) as step:
             files = write_rows(writer, rows, step)
         return self._commit(Changes(Operation.APPEND, added_data=files, schema=new_schema, idempotency=idem))
@@ -231,7 +235,9 @@ class Table:
         row_filter = AlwaysTrue() if where is True else parse_filter(where)
         bind_filter(self.schema(), row_filter)
         schema, rows, _ = prepare_append(self.metadata, as_tables(data, "the data to overwrite with"), None)
-        writer = RollingDataWriter(self.io, self.location, schema, self.spec(), WriteOptions(self.metadata.properties))
+        writer = RollingDataWriter(
+            self.io, self.location, schema, self.spec(), WriteOptions(self.metadata.properties), sort_order=self.metadata.sort_order
+        )
         with reporter.stage("write rows", known_row_count(data), "rows", with_bytes=True) as step:
             files = write_rows(writer, rows, step)
         try:
@@ -362,6 +368,20 @@ class Table:
         spec, new writes use the new default spec."""
         return UpdateSpec(self, self._writable())
 
+    def replace_sort_order(self, *terms: str) -> SortOrder:
+        """Make the table sorted by `terms` ("ts", "id desc", "name asc nulls last", "day(ts)",
+        "bucket(16, id)"); no terms: unsorted. Appends and compaction then sort each file they
+        write by it. Metadata only: an identical order already known keeps its id, another is
+        added with the next one. See mor/write/sort_order.py."""
+        self._writable()
+        parse_sort_order(self.schema(), terms)  # bad terms raise before any commit
+        self._commit_metadata(lambda base: sort_order_commit(base, parse_sort_order(base.schema(), terms)), "replace the sort order")
+        return self.metadata.sort_order
+
+    def sort_order(self) -> SortOrder:
+        """The table's default sort order (order id 0 and no fields: unsorted)."""
+        return self.metadata.sort_order
+
     def set_properties(self, **updates: str) -> None:
         """Set table properties, e.g. `set_properties(**{"write.delete.mode": "copy-on-write"})`.
         `format-version` is no property but the table's format: "3" upgrades it, as Iceberg's
@@ -458,6 +478,8 @@ class Table:
         min_input_files: int = 5,
         min_delete_files: int | None = None,
         *,
+        sort_by: list[str] | None = None,
+        zorder_by: list[str] | None = None,
         dry_run: bool = False,
         progress: ProgressArg = None,
     ) -> CompactionResult:
@@ -465,10 +487,13 @@ class Table:
         at least `min_delete_files` delete files), and small files, with their deletes applied,
         into files of up to `target_file_size` bytes (default `write.target-file-size-bytes`);
         delete files that then apply to nothing leave in the same `replace` commit. `where`
-        limits it to files that may hold matching rows. See mor/maintenance/compact.py."""
+        limits it to files that may hold matching rows. See mor/maintenance/compact.py.
+        `sort_by=["a", "b desc"]` or `zorder_by=["a", "b"]` (2 to 4 columns) rewrite every
+        file in scope with each partition's rows in that order (mor/maintenance/clustering.py)."""
         return self._compact(
             where, target_file_size, min_delete_ratio, min_input_files, min_delete_files, dry_run, progress,
             lambda plan, options, reporter: write_compaction(self.io, self.metadata, plan, options, reporter),
+            sort_by=sort_by, zorder_by=zorder_by,
         )  # fmt: skip
 
     def _compact(
@@ -481,11 +506,15 @@ class Table:
         dry_run: bool,
         progress: ProgressArg,
         write_bins: Callable[[CompactionPlan, CompactionOptions, Progress], Validator],
+        sort_by: list[str] | None = None,
+        zorder_by: list[str] | None = None,
     ) -> CompactionResult:
         """`compact`, with `write_bins` rewriting the planned bins: here, or on Spark's executors
         (mor/spark/maintenance.py). Planning, conflict checks and the commit are shared."""
         self._writable()
-        options = CompactionOptions.of(self.metadata, target_file_size, min_delete_ratio, min_input_files, min_delete_files)
+        options = CompactionOptions.of(
+            self.metadata, target_file_size, min_delete_ratio, min_input_files, min_delete_files, sort_by, zorder_by
+        )  # fmt: skip
         row_filter = parse_filter(where)
         bind_filter(self.schema(), row_filter)
         self.refresh()
