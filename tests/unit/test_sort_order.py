@@ -141,3 +141,19 @@ def test_sort_columns_cannot_be_dropped(catalog: mor.Catalog) -> None:
     with pytest.raises(InvalidArgumentError):
         table.drop_column("name")
     assert table.metadata_location == location
+
+
+@pytest.mark.parametrize("mode", ["merge-on-read", "copy-on-write"])
+def test_dml_writes_sorted_files(catalog: mor.Catalog, mode: str) -> None:
+    table = catalog.create_table("db.t", schema=make_rows([]).schema)
+    table.append(make_rows(np.random.default_rng(3).permutation(np.arange(200))))
+    order = table.replace_sort_order("id desc")
+    table.update({"value": -1.0}, where="id % 3 = 0", mode=mode)
+    table.upsert(make_rows([5, 1000, 999, 7]), on=["id"])
+    new_files = [t.data_file for t in table.scan().plan_files() if t.data_file.sort_order_id == order.order_id]
+    assert len(new_files) >= 2
+    for f in new_files:
+        ids = pq.read_table(f.file_path.removeprefix("file://"))["id"].to_pylist()
+        assert ids == sorted(ids, reverse=True)
+    assert scan_ids(table) == sorted([*range(200), 999, 1000])
+    assert table.scan(filter="value = -1.0").to_arrow().num_rows == len([i for i in range(200) if i % 3 == 0 and i not in (5, 7)])
