@@ -157,3 +157,17 @@ def test_dml_writes_sorted_files(catalog: mor.Catalog, mode: str) -> None:
         assert ids == sorted(ids, reverse=True)
     assert scan_ids(table) == sorted([*range(200), 999, 1000])
     assert table.scan(filter="value = -1.0").to_arrow().num_rows == len([i for i in range(200) if i % 3 == 0 and i not in (5, 7)])
+
+
+def test_transform_orders_sort_by_the_transformed_value(catalog: mor.Catalog) -> None:
+    schema = pa.schema([("id", pa.int64()), ("ts", pa.timestamp("us", tz="UTC"))])
+    table = catalog.create_table("db.t", schema=schema)
+    table.replace_sort_order("day(ts) desc", "bucket(4, id)", "id")
+    start = np.datetime64("2024-01-01T00:00:00", "us")
+    ts = start + np.random.default_rng(5).integers(0, 5 * 86_400_000_000, 400).astype("timedelta64[us]")
+    table.append(pa.table({"id": np.arange(400), "ts": pa.array(ts, pa.timestamp("us", tz="UTC"))}, schema=schema))
+    [written] = file_rows(table)
+    days = written["ts"].cast(pa.timestamp("us")).to_numpy().astype("datetime64[D]").astype(np.int64)
+    assert (np.diff(days) <= 0).all()  # day descending; within a day, by bucket then id
+    assert sorted(written["id"].to_pylist()) == list(range(400))
+    assert table.scan().plan_files()[0].data_file.sort_order_id == table.sort_order().order_id == 1
