@@ -36,6 +36,8 @@ def parse_sort_order(schema: Schema, terms: tuple[Any, ...] | list[Any]) -> Sort
     column's type does not take, or a field given twice."""
     if isinstance(terms, str):
         terms = [terms]
+    if len(terms) == 1 and isinstance(terms[0], (list, tuple)):
+        terms = list(terms[0])  # replace_sort_order(["a", "b desc"]) as well as ("a", "b desc")
     fields: list[SortField] = []
     for text in terms:
         field = parse_sort_field(schema, text)

@@ -55,6 +55,7 @@ def test_transforms_and_reuse_of_identical_orders(catalog: mor.Catalog) -> None:
     location = table.metadata_location
     assert table.replace_sort_order("id").order_id == 2 and table.metadata_location == location  # nothing to commit
     assert table.replace_sort_order("bucket(16, id)", "truncate(2, name) DESC").order_id == 1  # the same order: its id
+    assert table.replace_sort_order(["id"]).order_id == 2  # a list works too
     assert table.replace_sort_order().order_id == 0 and table.sort_order().fields == []
     assert [o["order-id"] for o in metadata_json(table)["sort-orders"]] == [0, 1, 2]
     assert catalog.load_table("db.t").sort_order().order_id == 0
