@@ -211,7 +211,9 @@ def upsert_rows(
         with written.deleted_on_error(table.io):
             check_rows(rows, metadata.properties, metadata.schema())
             options = WriteOptions(metadata.properties)
-            data = write_data_files(table.io, metadata.location, metadata.schema(), metadata.spec(), rows, options)
+            data = write_data_files(
+                table.io, metadata.location, metadata.schema(), metadata.spec(), rows, options, sort_order=metadata.sort_order
+            )
         step.advance(rows.num_rows, bytes=sum(f.file_size_in_bytes for f in [*deletes, *data]))
     # Blind: no rows were read, so there is nothing a concurrent commit could invalidate.
     return Changes(Operation.OVERWRITE, added_data=data, added_deletes=deletes, added_spec=added_spec), None

@@ -20,6 +20,7 @@ import pyarrow as pa
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
+from pyiceberg.table.sorting import UNSORTED_SORT_ORDER, SortOrder
 
 from mor.api.constraints import Constraint, ConstraintCheck, table_constraints
 from mor.api.conflict_rules import ReadScope, TouchedRows, dml_validator, isolation_level
@@ -241,13 +242,14 @@ class DmlTarget:
     format_version: int = 2  # v3 removes rows with deletion vectors
     io: FileIO = field(default_factory=FileIO, compare=False)  # the table's: pickles as its properties
     constraints: tuple[Constraint, ...] = ()  # checked on new rows (mor/api/constraints.py)
+    sort_order: SortOrder = UNSORTED_SORT_ORDER  # the table's default: each file written sorted by it
 
     @classmethod
     def of(cls, table: Table, mode: str) -> DmlTarget:
         metadata = table.metadata
         return cls(
             metadata.location, metadata.schema(), metadata.specs(), metadata.spec(), WriteOptions(metadata.properties), mode,
-            metadata.format_version, table.io, table_constraints(metadata.properties),
+            metadata.format_version, table.io, table_constraints(metadata.properties), metadata.sort_order,
         )  # fmt: skip
 
     def write_rows(self, io: FileIO, rows: pa.Table) -> list[DataFile]:
@@ -257,7 +259,7 @@ class DmlTarget:
             return []
         if self.constraints:
             ConstraintCheck(self.constraints, self.schema).check(rows)
-        return write_data_files(io, self.location, self.write_schema(rows), self.spec, rows, self.options)
+        return write_data_files(io, self.location, self.write_schema(rows), self.spec, rows, self.options, sort_order=self.sort_order)
 
     def write_schema(self, rows: pa.Table) -> Schema:
         lineage = [n for n in LINEAGE_FIELDS if n in rows.column_names] if self.format_version >= 3 else []
@@ -330,7 +332,9 @@ class RowRemover:
         keep = ~np.isin(live.column(position).to_numpy(), match.positions, assume_unique=True)
         survivors = live.drop_columns([position]).filter(pa.array(keep))
         # Rewritten rows are new rows: they go into the default spec, as Iceberg's writers do.
-        rewritten = write_data_files(self.io, t.location, t.write_schema(survivors), t.spec, survivors, t.options)
+        rewritten = write_data_files(
+            self.io, t.location, t.write_schema(survivors), t.spec, survivors, t.options, sort_order=t.sort_order
+        )
         return Removal(match.task, None, tuple(rewritten))
 
     def _vector(self, match: FileMatch) -> Removal:

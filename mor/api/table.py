@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 from pyiceberg.expressions import AlwaysTrue, IsNull
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
+from pyiceberg.table.sorting import SortOrder
 from pyiceberg.types import IcebergType
 
 from mor.api.constraints import ConstraintCheck, check_live_rows, new_constraint, table_constraints
@@ -192,7 +193,9 @@ class Table:
             return earlier
         schema, rows, new_schema = prepare_append(self.metadata, as_tables(data, "the data to append"), schema_mode)
         rows = ConstraintCheck(table_constraints(self.metadata.properties), schema).checked(rows)
-        writer = RollingDataWriter(self.io, self.location, schema, self.spec(), WriteOptions(self.metadata.properties))
+        writer = RollingDataWriter(
+            self.io, self.location, schema, self.spec(), WriteOptions(self.metadata.properties), sort_order=self.metadata.sort_order
+        )
         with reporter.stage("write rows", known_row_count(data), "rows", with_bytes=True) as step:
             files = write_rows(writer, rows, step)
         return self._commit(Changes(Operation.APPEND, added_data=files, schema=new_schema, idempotency=idem))
@@ -248,7 +251,9 @@ class Table:
         bind_filter(self.schema(), row_filter)
         schema, rows, _ = prepare_append(self.metadata, as_tables(data, "the data to overwrite with"), None)
         rows = ConstraintCheck(table_constraints(self.metadata.properties), schema).checked(rows)
-        writer = RollingDataWriter(self.io, self.location, schema, self.spec(), WriteOptions(self.metadata.properties))
+        writer = RollingDataWriter(
+            self.io, self.location, schema, self.spec(), WriteOptions(self.metadata.properties), sort_order=self.metadata.sort_order
+        )
         with reporter.stage("write rows", known_row_count(data), "rows", with_bytes=True) as step:
             files = write_rows(writer, rows, step)
         try:
@@ -384,6 +389,23 @@ class Table:
         spec, new writes use the new default spec."""
         from mor.api.spec_update import UpdateSpec  # imported on first use: a read changes no partition spec
         return UpdateSpec(self, self._writable())
+
+    def replace_sort_order(self, *terms: str) -> SortOrder:
+        """Make the table sorted by `terms` ("ts", "id desc", "name asc nulls last", "day(ts)",
+        "bucket(16, id)"); no terms: unsorted. Appends and compaction then sort each file they
+        write by it. Metadata only: an identical order already known keeps its id, another is
+        added with the next one. See mor/write/sort_order.py."""
+        from mor.commit.table_commits import sort_order_commit  # imported on first use: a read commits nothing
+        from mor.write.sort_order import parse_sort_order
+
+        self._writable()
+        parse_sort_order(self.schema(), terms)  # bad terms raise before any commit
+        self._commit_metadata(lambda base: sort_order_commit(base, parse_sort_order(base.schema(), terms)), "replace the sort order")
+        return self.metadata.sort_order
+
+    def sort_order(self) -> SortOrder:
+        """The table's default sort order (order id 0 and no fields: unsorted)."""
+        return self.metadata.sort_order
 
     def set_properties(self, **updates: str) -> None:
         """Set table properties, e.g. `set_properties(**{"write.delete.mode": "copy-on-write"})`.
@@ -537,6 +559,8 @@ class Table:
         min_input_files: int = 5,
         min_delete_files: int | None = None,
         *,
+        sort_by: list[str] | None = None,
+        zorder_by: list[str] | None = None,
         dry_run: bool = False,
         progress: ProgressArg = None,
     ) -> CompactionResult:
@@ -544,11 +568,14 @@ class Table:
         at least `min_delete_files` delete files), and small files, with their deletes applied,
         into files of up to `target_file_size` bytes (default `write.target-file-size-bytes`);
         delete files that then apply to nothing leave in the same `replace` commit. `where`
-        limits it to files that may hold matching rows. See mor/maintenance/compact.py."""
+        limits it to files that may hold matching rows. See mor/maintenance/compact.py.
+        `sort_by=["a", "b desc"]` or `zorder_by=["a", "b"]` (2 to 4 columns) rewrite every
+        file in scope with each partition's rows in that order (mor/maintenance/clustering.py)."""
         from mor.maintenance.compact import write_compaction  # imported on first use: a read needs no maintenance
         return self._compact(
             where, target_file_size, min_delete_ratio, min_input_files, min_delete_files, dry_run, progress,
             lambda plan, options, reporter: write_compaction(self.io, self.metadata, plan, options, reporter),
+            sort_by=sort_by, zorder_by=zorder_by,
         )  # fmt: skip
 
     def _compact(
@@ -561,12 +588,16 @@ class Table:
         dry_run: bool,
         progress: ProgressArg,
         write_bins: Callable[[CompactionPlan, CompactionOptions, Progress], Validator],
+        sort_by: list[str] | None = None,
+        zorder_by: list[str] | None = None,
     ) -> CompactionResult:
         """`compact`, with `write_bins` rewriting the planned bins: here, or on Spark's executors
         (mor/spark/maintenance.py). Planning, conflict checks and the commit are shared."""
         from mor.maintenance.compact import CompactionOptions, plan_compaction  # imported on first use: a read needs no maintenance
         self._writable()
-        options = CompactionOptions.of(self.metadata, target_file_size, min_delete_ratio, min_input_files, min_delete_files)
+        options = CompactionOptions.of(
+            self.metadata, target_file_size, min_delete_ratio, min_input_files, min_delete_files, sort_by, zorder_by
+        )  # fmt: skip
         row_filter = parse_filter(where)
         bind_filter(self.schema(), row_filter)
         self.refresh()

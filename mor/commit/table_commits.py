@@ -8,6 +8,7 @@ The rest follows what the change depends on, as Iceberg's clients require it:
   columns or a partition spec, the schema and spec state it assigned ids from);
 - a schema change: the current schema and last assigned column id;
 - a partition spec change: the default spec and last assigned partition field id;
+- a sort order change: the default sort order;
 - expiry: every ref where it was, as it chose what to keep from them.
 """
 
@@ -15,9 +16,11 @@ from __future__ import annotations
 
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
+from pyiceberg.table.sorting import SortOrder
 
 from mor.commit.requirements import (
     AssertCurrentSchemaId,
+    AssertDefaultSortOrderId,
     AssertDefaultSpecId,
     AssertLastAssignedFieldId,
     AssertLastAssignedPartitionId,
@@ -28,11 +31,13 @@ from mor.commit.requirements import (
 from mor.commit.updates import (
     AddSchema,
     AddSnapshot,
+    AddSortOrder,
     AddSpec,
     RemoveProperties,
     RemoveSnapshotRef,
     RemoveSnapshots,
     SetCurrentSchema,
+    SetDefaultSortOrder,
     SetDefaultSpec,
     SetProperties,
     SetSnapshotRef,
@@ -97,6 +102,18 @@ def spec_commit(base: TableMetadata, spec: PartitionSpec) -> TableCommit:
     return TableCommit(
         [AssertTableUuid(base.table_uuid), AssertDefaultSpecId(base.default_spec_id), AssertLastAssignedPartitionId(base.last_partition_id)],
         [AddSpec(spec), SetDefaultSpec()],
+    )
+
+
+def sort_order_commit(base: TableMetadata, order: SortOrder) -> TableCommit:
+    """Make `order` the default sort order: an existing order with the same fields keeps its
+    id, another is added with the next id (an unsorted order is order 0). Nothing to do when
+    it is the default already."""
+    if base.sort_order.fields == order.fields:
+        return TableCommit([AssertTableUuid(base.table_uuid)], [])
+    return TableCommit(
+        [AssertTableUuid(base.table_uuid), AssertDefaultSortOrderId(base.default_sort_order_id)],
+        [AddSortOrder(order), SetDefaultSortOrder()],
     )
 
 

@@ -13,6 +13,11 @@ streamed through its own rolling writer (bins in parallel). The plan (`plan_comp
 rewrite of one bin (`BinRewriter`) and the commit's changes and validator (`finish_compaction`)
 are separate steps, so Spark can run the middle one on its executors (mor/spark/maintenance.py).
 
+Clustering (mor/maintenance/clustering.py): with `sort_by` or `zorder_by`, every file in scope
+is rewritten (as Iceberg's rewrite_data_files with strategy sort or zorder), one bin per output
+partition, its live rows ordered as a whole and cut into files of the target size. Otherwise
+each output file is sorted by the table's default sort order, when it has one.
+
 The commit (operation `replace`) swaps the files and drops every delete file that then applies
 to no live data file. The new files keep the data sequence number of the snapshot read, so a
 delete committed meanwhile still applies to their rows. In a v3 table the rows keep their
@@ -38,6 +43,7 @@ import pyarrow as pa
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
+from pyiceberg.table.sorting import SortOrder
 
 from mor.commit.snapshot_producer import Changes, Validator
 from mor.errors import InvalidArgumentError
@@ -51,6 +57,7 @@ from mor.planning.delete_index import applies_to, partition_key
 from mor.planning.planner import live_entries, plan_files, unpartitioned_spec_ids
 from mor.planning.task import FileScanTask
 from mor.format.lineage import with_lineage
+from mor.maintenance.clustering import Clustering
 from mor.progress import Progress
 from mor.read.position_deletes import DeleteFileCache, deleted_positions
 from mor.read.scan_reader import parallel_map, prepared_reader
@@ -68,10 +75,18 @@ class CompactionOptions:
     min_delete_ratio: float = 0.0
     min_input_files: int = 5
     min_delete_files: int | None = None
+    clustering: Clustering | None = None  # sort_by / zorder_by: rewrite every file in scope, ordered
 
     @classmethod
     def of(
-        cls, metadata: TableMetadata, target_file_size: int | None, min_delete_ratio: float, min_input_files: int, min_delete_files: int | None
+        cls,
+        metadata: TableMetadata,
+        target_file_size: int | None,
+        min_delete_ratio: float,
+        min_input_files: int,
+        min_delete_files: int | None,
+        sort_by: list[str] | None = None,
+        zorder_by: list[str] | None = None,
     ) -> CompactionOptions:
         target = target_file_size if target_file_size is not None else WriteOptions(metadata.properties).target_file_bytes
         if isinstance(target, bool) or not isinstance(target, int) or target <= 0:
@@ -82,7 +97,8 @@ class CompactionOptions:
             raise InvalidArgumentError(f"min_input_files must be a positive integer, got {min_input_files!r}")
         if min_delete_files is not None and (isinstance(min_delete_files, bool) or not isinstance(min_delete_files, int) or min_delete_files < 1):
             raise InvalidArgumentError(f"min_delete_files must be a positive integer or None, got {min_delete_files!r}")
-        return cls(target, float(min_delete_ratio), min_input_files, min_delete_files)
+        clustering = Clustering.of(metadata, sort_by, zorder_by)
+        return cls(target, float(min_delete_ratio), min_input_files, min_delete_files, clustering)
 
 
 @dataclass(frozen=True)
@@ -156,8 +172,12 @@ def plan_compaction(io: FileIO, metadata: TableMetadata, where: BooleanExpressio
     every_task = plan_files(io, metadata, snapshot, AlwaysTrue())
     in_scope = every_task if isinstance(where, AlwaysTrue) else plan_files(io, metadata, snapshot, where)
     group_of = _OutputPartition(metadata)
-    chosen = _choose(io, in_scope, options, group_of)
-    groups = _bins(chosen, options.target_file_size, group_of)
+    if options.clustering is not None:
+        chosen = in_scope  # every file: the rows are ordered across them
+        groups = _partition_groups(chosen, group_of)
+    else:
+        chosen = _choose(io, in_scope, options, group_of)
+        groups = _bins(chosen, options.target_file_size, group_of)
     rewritten = {t.data_file.file_path for t in chosen}
     # By entry, not path: one Puffin file holds the deletion vectors of several data files, and
     # the vector of a rewritten file goes though its neighbours' stay.
@@ -253,6 +273,14 @@ def _bins(tasks: list[FileScanTask], target: int, group_of: Callable[[DataFile],
     return bins
 
 
+def _partition_groups(tasks: list[FileScanTask], group_of: Callable[[DataFile], tuple]) -> list[list[FileScanTask]]:
+    """One bin per output partition, files in path order."""
+    groups: dict[tuple, list[FileScanTask]] = defaultdict(list)
+    for task in sorted(tasks, key=lambda t: t.data_file.file_path):
+        groups[group_of(task.data_file)].append(task)
+    return list(groups.values())
+
+
 @dataclass(frozen=True)
 class BinRewriter:
     """What rewriting one bin needs, apart from the files: picklable, so Spark can ship it
@@ -263,13 +291,17 @@ class BinRewriter:
     write_schema: Schema  # v3: with the row lineage columns, so rows keep their lineage
     spec: PartitionSpec
     write_options: WriteOptions
+    sort_order: SortOrder  # the table's default: each output file sorted by it
+    clustering: Clustering | None = None  # or: each bin's rows ordered as a whole
 
     @classmethod
     def of(cls, metadata: TableMetadata, plan: CompactionPlan, options: CompactionOptions) -> BinRewriter:
         schema = metadata.schema()
         write_options = WriteOptions({**metadata.properties, TARGET_FILE_SIZE: str(options.target_file_size)})
         write_schema = with_lineage(schema) if metadata.format_version >= 3 else schema
-        return cls(metadata.location, schema, write_schema, metadata.specs()[plan.spec_id], write_options)
+        return cls(
+            metadata.location, schema, write_schema, metadata.specs()[plan.spec_id], write_options, metadata.sort_order, options.clustering
+        )  # fmt: skip
 
     def reader(self, io: FileIO, tasks: list[FileScanTask]) -> TaskReader:
         """One reader for every task it will rewrite (delete files shared by tasks read once)."""
@@ -282,7 +314,6 @@ class BinRewriter:
         Every file started is added to `written`, for the caller's cleanup should another bin fail.
         `advance(n)`: n more bytes of input files rewritten (each file's size in all, spread
         over its batches by rows as they are written)."""
-        writer = RollingDataWriter(io, self.table_location, self.write_schema, self.spec, self.write_options)
 
         def rows() -> Iterator[pa.RecordBatch]:
             for task in group:
@@ -298,10 +329,35 @@ class BinRewriter:
                 reader.cache.done(task)
                 advance(size - reported)
 
+        if self.clustering is not None:
+            return self._rewrite_ordered(io, group, rows(), written)
+        writer = RollingDataWriter(io, self.table_location, self.write_schema, self.spec, self.write_options, sort_order=self.sort_order)
         try:
             return write_rows(writer, rows())
         finally:
             written += writer.started
+
+    def _rewrite_ordered(self, io: FileIO, group: list[FileScanTask], rows: Iterator[pa.RecordBatch], written: list[str]) -> list[DataFile]:
+        """The bin's rows ordered as a whole (all held, as a Spark shuffle would hold them),
+        then cut into files of about the target size: as many rows per file as the input files
+        held per target size (a writer only rolls a file at a row group's end)."""
+        batches = list(rows)
+        if not batches or self.clustering is None:
+            return []
+        ordered = self.clustering.order(pa.Table.from_batches(batches), self.write_schema)
+        input_bytes = sum(t.data_file.file_size_in_bytes for t in group)
+        input_rows = max(sum(t.data_file.record_count for t in group), 1)
+        per_file = max(int(self.write_options.target_file_bytes * input_rows / max(input_bytes, 1)), 1)
+        files: list[DataFile] = []
+        for start in range(0, ordered.num_rows, per_file):
+            writer = RollingDataWriter(
+                io, self.table_location, self.write_schema, self.spec, self.write_options, sort_order_id=self.clustering.recorded_order_id
+            )  # fmt: skip
+            try:
+                files += write_rows(writer, ordered.slice(start, per_file).to_batches(max_chunksize=self.write_options.row_group_rows))
+            finally:
+                written += writer.started
+        return files
 
 
 def write_compaction(io: FileIO, metadata: TableMetadata, plan: CompactionPlan, options: CompactionOptions, progress: Progress) -> Validator:

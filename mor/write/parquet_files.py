@@ -9,6 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
+from pyiceberg.table.sorting import SortOrder
 from pyiceberg.types import LongType, NestedField, StringType
 
 from mor.format.content_file import ContentFile, DataFile, DeleteFile, make_content_file
@@ -54,11 +55,13 @@ def write_data_files(
     data: pa.Table,
     options: WriteOptions,
     file_prefix: str = "",
+    *,
+    sort_order: SortOrder | None = None,
 ) -> list[DataFile]:
     """Data files for `data` (conformed to `schema`): per partition value, one file, or several
     when it passes the target file size. `file_prefix` starts every file name (a distributed job
-    names its files to find them again)."""
-    writer = RollingDataWriter(io, table_location, schema, spec, options, file_prefix)
+    names its files to find them again). `sort_order`: each file sorted by it (the table's default)."""
+    writer = RollingDataWriter(io, table_location, schema, spec, options, file_prefix, sort_order=sort_order)
     return write_rows(writer, data.to_batches(max_chunksize=options.row_group_rows))
 
 

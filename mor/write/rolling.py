@@ -6,6 +6,13 @@ file is closed and a new one started once it reaches `write.target-file-size-byt
 (both Iceberg's property names and defaults). When all buffers together pass a memory budget,
 the largest one is written early, so many open partitions cannot hold the input in memory.
 A writer that fails or is abandoned deletes every file it started.
+
+With a sort order (the table's default one, when it has fields), every file is sorted by it
+whole, as Iceberg's Spark writer sorts each task's rows: a partition's rows are buffered until
+they reach the target file size (in Arrow bytes, so files come out smaller on disk than the
+target) or the memory budget, then sorted and written as one file, and the file records the
+order's id as its `sort_order_id`. Files are sorted each on its own, not across files; for
+files with disjoint ranges, compact with `sort_by` (mor/maintenance/clustering.py).
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
+from pyiceberg.table.sorting import SortOrder
 
 from mor.format.content_file import DataFile, PartitionValues, make_content_file
 from mor.format.lineage import LINEAGE_FIELDS
@@ -29,6 +37,7 @@ from mor.write.arrow_schema import to_arrow_schema, to_parquet_rows
 from mor.write.metrics import collect_metrics, count_nans
 from mor.write.options import WriteOptions
 from mor.write.partitioning import partition_key, split_by_partition
+from mor.write.sort_order import sort_rows
 
 if TYPE_CHECKING:
     from mor.progress import Step
@@ -54,9 +63,22 @@ class _Partition:
 
 class RollingDataWriter:
     """`write(rows)` any number of times (rows conformed to `schema`), then `close()` for the
-    data files; on an error, `abort()` deletes what was written."""
+    data files; on an error, `abort()` deletes what was written. `sort_order`: sort each file
+    by it and record its id (see the module docstring); `sort_order_id`: the id to record when
+    the rows come in order already (0: unsorted)."""
 
-    def __init__(self, io: FileIO, table_location: str, schema: Schema, spec: PartitionSpec, options: WriteOptions, file_prefix: str = ""):
+    def __init__(
+        self,
+        io: FileIO,
+        table_location: str,
+        schema: Schema,
+        spec: PartitionSpec,
+        options: WriteOptions,
+        file_prefix: str = "",
+        *,
+        sort_order: SortOrder | None = None,
+        sort_order_id: int = 0,
+    ):
         self.io = io
         self.table_location = table_location
         self.schema = schema
@@ -70,6 +92,10 @@ class RollingDataWriter:
         self.started: list[str] = []
         self.buffered_bytes = 0
         self.peak_buffered_bytes = 0
+        self.sort_order = sort_order if sort_order is not None and sort_order.fields else None
+        self.sort_order_id = self.sort_order.order_id if self.sort_order is not None else sort_order_id
+        # Sorted: one buffer is one whole file.
+        self.file_buffer_bytes = min(options.target_file_bytes, options.buffer_budget_bytes)
 
     def write(self, rows: pa.Table | pa.RecordBatch) -> None:
         if isinstance(rows, pa.RecordBatch):
@@ -84,11 +110,14 @@ class RollingDataWriter:
             p.pending_rows += part_rows.num_rows
             self.buffered_bytes += part_rows.nbytes
             self.peak_buffered_bytes = max(self.peak_buffered_bytes, self.buffered_bytes)
-            if p.pending_bytes >= self.options.row_group_bytes or p.pending_rows >= self.options.row_group_rows:
+            if self.sort_order is not None:
+                if p.pending_bytes >= self.file_buffer_bytes:
+                    self._flush(partition, p, final=True)
+            elif p.pending_bytes >= self.options.row_group_bytes or p.pending_rows >= self.options.row_group_rows:
                 self._flush(partition, p)
         while self.buffered_bytes > self.options.buffer_budget_bytes:
             p = max(self.partitions.values(), key=lambda p: p.pending_bytes)
-            self._flush(p.values, p)
+            self._flush(p.values, p, final=self.sort_order is not None)
 
     @property
     def bytes_written(self) -> int:
@@ -130,6 +159,8 @@ class RollingDataWriter:
             rows = rows.slice(0, whole)
             p.pending, p.pending_bytes, p.pending_rows = [tail], tail.nbytes, tail.num_rows
             self.buffered_bytes += tail.nbytes
+        if self.sort_order is not None:
+            rows = sort_rows(rows, self.sort_order, self.schema)
         if p.file is None:
             p.file = self._open(partition)
         f = p.file
@@ -138,7 +169,7 @@ class RollingDataWriter:
         f.rows += rows.num_rows
         for fid, nans in count_nans(rows, self.schema).items():  # float/double fields in structs too
             f.nan_counts[fid] = f.nan_counts.get(fid, 0) + nans
-        if f.sink.tell() >= self.options.target_file_bytes:
+        if f.sink.tell() >= self.options.target_file_bytes or self.sort_order is not None:
             self._finish(partition, p)
 
     def _open(self, partition: PartitionValues) -> _OpenFile:
@@ -164,7 +195,7 @@ class RollingDataWriter:
         self.done.append(
             make_content_file(
                 FileContent.DATA, file_path=f.location, file_format="PARQUET", spec_id=self.spec.spec_id,
-                partition=partition, record_count=f.rows, file_size_in_bytes=size, sort_order_id=0,
+                partition=partition, record_count=f.rows, file_size_in_bytes=size, sort_order_id=self.sort_order_id,
                 **metrics.as_fields(),
             )  # fmt: skip
         )

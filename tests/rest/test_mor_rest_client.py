@@ -192,3 +192,18 @@ def test_register_a_dropped_tables_metadata_through_the_rest_catalog(rest_server
     assert back.metadata_location == metadata_location and ids(back) == [1, 2, 3, 4]
     with pytest.raises(mor.TableAlreadyExistsError):
         catalog.register_table("db.back", metadata_location)
+
+
+def test_sort_order_and_clustering_through_the_rest_catalog(rest_server: RestServer) -> None:
+    catalog = rest_server.client()
+    table = catalog.create_table("db.sorted", schema=SCHEMA)
+    table.append(rows(30))
+    order = table.replace_sort_order("v desc", "id")
+    assert order.order_id == 1 and catalog.load_table("db.sorted").sort_order().order_id == 1
+    table.append(rows(20, start=30))
+    assert table.replace_sort_order().order_id == 0
+    assert table.replace_sort_order("v desc", "id").order_id == 1  # the known order's id again
+    table.compact(zorder_by=["id", "v"])
+    loaded = pyiceberg_client(rest_server).load_table("db.sorted")
+    assert loaded.sort_order().order_id == 1 and [o.order_id for o in loaded.metadata.sort_orders] == [0, 1]
+    assert sorted(loaded.scan().to_arrow()["id"].to_pylist()) == ids(table) == list(range(50))

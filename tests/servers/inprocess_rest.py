@@ -73,7 +73,7 @@ class _Server(uvicorn.Server):
 
 @contextmanager
 def serving_in_process(warehouse: Path) -> Iterator[RestServer]:
-    catalog = mor.load_catalog(warehouse)
+    catalog = mor.load_catalog(warehouse, create=True)
     faults: list[Fault] = []
     app = _Faulty(create_app(catalog, token=TOKEN), faults)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
