@@ -15,6 +15,7 @@ from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.types import IcebergType
 
+from mor.api.add_files import PathsArg, adoption_paths, plan_adoption, read_footer
 from mor.api.conflict_rules import isolation_level
 from mor.api.delete import DELETE_MODE_PROPERTY, delete_where, overwrite_where
 from mor.api.row_changes import COPY_ON_WRITE, MERGE_ON_READ, MODES
@@ -53,6 +54,7 @@ from mor.maintenance.policy import MaintainResult, MaintenancePolicy
 from mor.progress import Progress, ProgressArg
 from mor.maintenance.rewrite_deletes import RewritePlan, RewriteResult, plan_rewrite
 from mor.planning.filters import FilterLike, bind_filter, parse_filter
+from mor.read.field_resolution import NAME_MAPPING_PROPERTY
 from mor.write.arrow_schema import to_arrow_schema
 from mor.write.parquet_files import WriteOptions
 from mor.write.rolling import RollingDataWriter, write_rows
@@ -185,6 +187,26 @@ class Table:
         with reporter.stage("write rows", known_row_count(data), "rows", with_bytes=True) as step:
             files = write_rows(writer, rows, step)
         return self._commit(Changes(Operation.APPEND, added_data=files, schema=new_schema, idempotency=idem))
+
+    def add_files(self, paths: PathsArg, *, check_partitions: bool = True) -> Snapshot:
+        """Adopt existing Parquet files without rewriting them, in one `append` snapshot: a
+        file path or URI, a list of them, or a folder (its `.parquet` files). Only footers are
+        read (and a partitioned table's source columns): each file must fit the schema, by
+        field ids or, for files without, by name through the table's name mapping (written
+        first when the table has none), and all its rows must fall in one partition
+        (`check_partitions=False`: proved from the footer's bounds instead of the rows). A file
+        already in the table, a path given twice, a file that does not fit or spans partitions
+        is refused with nothing committed. The files stay where they are and are never deleted
+        by a failed commit; see mor/api/add_files.py."""
+        self._writable()
+        adoption = plan_adoption(self.io, self.metadata, [read_footer(self.io, p) for p in adoption_paths(self.io, paths)], check_partitions)
+        if adoption.name_mapping is not None:
+            mapping = adoption.name_mapping
+            self._commit_metadata(
+                lambda base: properties_commit(base, {} if NAME_MAPPING_PROPERTY in base.properties else {NAME_MAPPING_PROPERTY: mapping}),
+                "write the name mapping",
+            )
+        return self._commit(Changes(Operation.APPEND, added_data=adoption.files), adoption.validate(self.io), kept=adoption.files)
 
     def delete(
         self, where: FilterLike, mode: str | None = None, *, progress: ProgressArg = None, idempotency: tuple[str, int] | None = None
