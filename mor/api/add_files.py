@@ -6,10 +6,10 @@ partitioned. A file fits when the reader (mor/read/field_resolution.py) can read
 table's schema: columns matched by Parquet field id, or, for files written without ids, by name
 through the table's name mapping (`schema.name-mapping.default`, written from the current schema
 when the table has none). Every column of the file must map to a table column, every required
-table column must be there without nulls, and timestamps and times must be in micro- or
-milliseconds (Iceberg v2 has no nanoseconds; an INT96 timestamp reads as nanoseconds). Metrics
-come from the footer statistics, keyed by field id; millisecond bounds are scaled to Iceberg's
-microseconds. Partition values are computed from the rows (all rows of a file must give one
+table column must be there without nulls, and timestamps and times must be in microseconds
+(Iceberg Java 1.10 reads a millisecond column as if it held microseconds; v2 has no
+nanoseconds; an INT96 timestamp is nanoseconds). Metrics come from the footer statistics, keyed
+by field id. Partition values are computed from the rows (all rows of a file must give one
 value), or with `check_partitions=False` from the footer bounds (order-preserving transforms
 whose lower and upper bound give the same value).
 
@@ -30,11 +30,11 @@ from typing import Any, Callable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyiceberg.conversions import from_bytes, to_bytes
+from pyiceberg.conversions import from_bytes
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table.name_mapping import NameMapping, create_mapping_from_schema
-from pyiceberg.types import NestedField, StructType, TimestampType, TimestamptzType, TimeType
+from pyiceberg.types import NestedField, StructType
 
 from mor.commit.apply import apply_updates
 from mor.commit.table_ops import create_in_catalog
@@ -47,11 +47,10 @@ from mor.io.fileio import FileIO, is_object_store, to_uri, unreadable
 from mor.planning.planner import live_entries
 from mor.read.field_resolution import NAME_MAPPING_PROPERTY, FileProjection, _field_ids, parse_name_mapping
 from mor.write.arrow_schema import FIELD_ID_KEY
-from mor.write.metrics import collect_metrics, parquet_leaves
+from mor.write.metrics import collect_metrics
 from mor.write.partitioning import partition_key, split_by_partition
 
 PathsArg = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
-_US_PER = {"milliseconds": 1000, "microseconds": 1}
 
 
 @dataclass(frozen=True)
@@ -199,7 +198,6 @@ def _data_file(io: FileIO, footer: Footer, schema: Schema, spec: PartitionSpec, 
         raise SchemaMismatchError(f"file {where} lacks the required columns {missing}")
     named = Schema(*_named_as_in_file(list(schema.fields), list(file_schema), ids, ()), schema_id=schema.schema_id)
     metrics = collect_metrics(footer.metadata, named)
-    _scale_time_bounds(footer.metadata, named, metrics.lower_bounds, metrics.upper_bounds)
     for c in projection.columns:
         if c.field.required and c.column is not None and not isinstance(c.field.field_type, StructType):
             nulls = metrics.null_value_counts.get(c.field.field_id)
@@ -226,16 +224,19 @@ def _data_file(io: FileIO, footer: Footer, schema: Schema, spec: PartitionSpec, 
 
 def _check_types(footer: Footer) -> None:
     """Refuse what Iceberg readers would read wrongly: unsigned 32/64-bit integers (read as
-    signed) and timestamps or times in nanoseconds (v2 has microseconds)."""
+    signed), and timestamps or times in another unit than microseconds (Iceberg Java 1.10
+    read a millisecond column as microseconds; v2 has no nanoseconds)."""
     meta_schema = footer.metadata.schema
     for i in range(len(meta_schema)):
         column = meta_schema.column(i)
         logical = json.loads(column.logical_type.to_json() or "{}") if column.logical_type is not None else {}
         kind = logical.get("Type")
-        if column.physical_type == "INT96" or (kind in ("Timestamp", "Time") and logical.get("timeUnit") not in _US_PER):
+        if column.physical_type == "INT96" or (kind in ("Timestamp", "Time") and logical.get("timeUnit") != "microseconds"):
+            unit = "INT96" if column.physical_type == "INT96" else logical.get("timeUnit")
             raise SchemaMismatchError(
-                f"file {footer.location}: column {column.path!r} holds nanosecond (or INT96) timestamps or times; Iceberg v2 "
-                "keeps microseconds: rewrite the file with e.g. pq.write_table(..., coerce_timestamps='us')"
+                f"file {footer.location}: column {column.path!r} holds timestamps or times in {unit}; Iceberg keeps "
+                "microseconds (Iceberg Java reads other units wrongly): rewrite the file with "
+                "pq.write_table(..., coerce_timestamps='us')"
             )
         if kind == "Int" and not logical.get("isSigned", True) and int(logical.get("bitWidth", 0)) >= 32:
             raise SchemaMismatchError(
@@ -260,24 +261,6 @@ def _named_as_in_file(fields: list[NestedField], file_fields: list[pa.Field], id
             field_type = StructType(*_named_as_in_file(list(field_type.fields), list(file_field.type), ids, (*place, index)))
         out.append(NestedField(f.field_id, file_field.name, field_type, required=f.required))
     return out
-
-
-def _scale_time_bounds(meta: pq.FileMetaData, named: Schema, lowers: dict[int, bytes], uppers: dict[int, bytes]) -> None:
-    """Bounds of millisecond timestamp and time columns, read as microseconds, times 1000."""
-    leaves = parquet_leaves(named)
-    for i in range(len(meta.schema)):
-        column = meta.schema.column(i)
-        leaf = leaves.get(column.path)
-        if leaf is None or not isinstance(leaf.field.field_type, (TimestampType, TimestamptzType, TimeType)):
-            continue
-        unit = json.loads(column.logical_type.to_json()).get("timeUnit") if column.logical_type is not None else None
-        factor = _US_PER.get(unit or "microseconds", 1)
-        if factor == 1:
-            continue
-        t = leaf.field.field_type
-        for bounds in (lowers, uppers):
-            if leaf.field.field_id in bounds:
-                bounds[leaf.field.field_id] = to_bytes(t, from_bytes(t, bounds[leaf.field.field_id]) * factor)
 
 
 def _source_fields(schema: Schema, spec: PartitionSpec) -> list[NestedField]:
