@@ -176,7 +176,9 @@ def name_mapping_json(schema: Schema) -> str:
     return create_mapping_from_schema(schema).model_dump_json()
 
 
-def _data_file(io: FileIO, footer: Footer, schema: Schema, spec: PartitionSpec, mapping: NameMapping | None, check_partitions: bool) -> DataFile:
+def _data_file(
+    io: FileIO, footer: Footer, schema: Schema, spec: PartitionSpec, mapping: NameMapping | None, check_partitions: bool
+) -> DataFile:
     where = footer.location
     file_schema = footer.arrow_schema
     ids_present = [(f.metadata or {}).get(FIELD_ID_KEY) is not None for f in file_schema]
@@ -209,7 +211,9 @@ def _data_file(io: FileIO, footer: Footer, schema: Schema, spec: PartitionSpec, 
     elif check_partitions:
         partition = _partition_from_rows(io, footer, schema, spec, mapping)
     else:
-        partition = _partition_from_bounds(footer, schema, spec, metrics.lower_bounds, metrics.upper_bounds, metrics.null_value_counts, metrics.value_counts)
+        partition = _partition_from_bounds(
+            footer, schema, spec, metrics.lower_bounds, metrics.upper_bounds, metrics.null_value_counts, metrics.value_counts
+        )
     return DataFile(
         content=FileContent.DATA,
         file_path=footer.location,
@@ -245,7 +249,9 @@ def _check_types(footer: Footer) -> None:
             )
 
 
-def _named_as_in_file(fields: list[NestedField], file_fields: list[pa.Field], ids: dict[tuple[int, ...], int], place: tuple[int, ...]) -> list[NestedField]:
+def _named_as_in_file(
+    fields: list[NestedField], file_fields: list[pa.Field], ids: dict[tuple[int, ...], int], place: tuple[int, ...]
+) -> list[NestedField]:
     """The table's fields present in the file, under the file's names (the footer's column
     paths), with the table's ids and types: metrics are read by the file's names and kept by
     the table's ids and types."""

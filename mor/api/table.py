@@ -199,13 +199,16 @@ class Table:
         is refused with nothing committed. The files stay where they are and are never deleted
         by a failed commit; see mor/api/add_files.py."""
         self._writable()
-        adoption = plan_adoption(self.io, self.metadata, [read_footer(self.io, p) for p in adoption_paths(self.io, paths)], check_partitions)
+        planned = self.metadata
+        adoption = plan_adoption(self.io, planned, [read_footer(self.io, p) for p in adoption_paths(self.io, paths)], check_partitions)
         if adoption.name_mapping is not None:
             mapping = adoption.name_mapping
             self._commit_metadata(
                 lambda base: properties_commit(base, {} if NAME_MAPPING_PROPERTY in base.properties else {NAME_MAPPING_PROPERTY: mapping}),
                 "write the name mapping",
             )
+            if self.metadata.current_snapshot_id != planned.current_snapshot_id:  # it refreshed past other commits
+                adoption.validate(self.io)(planned, self.metadata)
         return self._commit(Changes(Operation.APPEND, added_data=adoption.files), adoption.validate(self.io), kept=adoption.files)
 
     def delete(

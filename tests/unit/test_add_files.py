@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import mor
-from mor.errors import CorruptMetadataError, InvalidArgumentError, SchemaMismatchError, TableAlreadyExistsError
+from mor.errors import CommitConflictError, CorruptMetadataError, InvalidArgumentError, SchemaMismatchError, TableAlreadyExistsError
 from mor.io.fileio import to_local_path
 
 ROWS_SCHEMA = pa.schema([("id", pa.int64()), ("cat", pa.string()), ("ts", pa.timestamp("us"))])
@@ -317,3 +317,21 @@ def test_dictionary_columns_from_pandas_categoricals(catalog: mor.Catalog, src: 
     assert str(table.schema().find_field("cat").field_type) == "string"
     assert table.scan().to_arrow().sort_by("id").to_pylist() == [{"id": 1, "cat": "a"}, {"id": 2, "cat": "b"}, {"id": 3, "cat": "a"}]
     assert [t.data_file.file_path.rsplit("/", 1)[1] for t in table.scan(filter="cat = 'b'").plan_files()] == ["d.parquet"]
+
+
+def test_a_concurrent_add_of_the_same_file_is_refused(catalog: mor.Catalog, src: Path) -> None:
+    first, stale = catalog.create_table("db.t", schema=ROWS_SCHEMA), catalog.load_table("db.t")
+    path = write(src / "a.parquet", rows(range(0, 5)))
+    first.add_files(path)
+    with pytest.raises(CommitConflictError, match="concurrent commit"):
+        stale.add_files(path)  # planned on the old state, where the file is not yet in the table
+    assert catalog.load_table("db.t").metadata_location == first.metadata_location
+    assert scanned(catalog.load_table("db.t")) == expected(rows(range(0, 5)))
+    assert os.path.exists(path)
+    # the table has its name mapping now: the conflict is found by the commit's retry
+    stale = catalog.load_table("db.t")
+    second = write(src / "b.parquet", rows(range(5, 10)))
+    first.refresh().add_files(second)
+    with pytest.raises(CommitConflictError, match="concurrent commit"):
+        stale.add_files(second)
+    assert scanned(catalog.load_table("db.t")) == expected(rows(range(0, 10)))
