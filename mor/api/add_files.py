@@ -34,9 +34,10 @@ from pyiceberg.conversions import from_bytes
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table.name_mapping import NameMapping, create_mapping_from_schema
-from pyiceberg.types import NestedField, StructType
+from pyiceberg.types import ListType, MapType, NestedField, StructType
 
 from mor.commit.apply import apply_updates
+from mor.commit.table_commits import properties_commit
 from mor.commit.table_ops import create_in_catalog
 from mor.commit.updates import TableCommit
 from mor.errors import CommitConflictError, InvalidArgumentError, MorError, SchemaMismatchError
@@ -69,11 +70,22 @@ class Footer:
 
 @dataclass(frozen=True)
 class Adoption:
-    """The data files to add, and the name mapping to write first (None: the table has one,
-    or every file carries field ids)."""
+    """The data files to add, and the name mapping to write first (None: the table's serves,
+    or every file carries field ids) in place of `replaces` (the table's when planned)."""
 
     files: list[DataFile]
     name_mapping: str | None
+    replaces: str | None = None
+
+    def mapping_commit(self, base: TableMetadata) -> TableCommit:
+        """Sets the planned name mapping on `base` (nothing when it has it already); a base
+        whose mapping another commit changed meanwhile is a conflict."""
+        current = base.properties.get(NAME_MAPPING_PROPERTY)
+        if self.name_mapping is None or current == self.name_mapping:
+            return properties_commit(base, {})
+        if current != self.replaces:
+            raise CommitConflictError(f"the table's name mapping ({NAME_MAPPING_PROPERTY}) changed meanwhile; nothing was added")
+        return properties_commit(base, {NAME_MAPPING_PROPERTY: self.name_mapping})
 
     def validate(self, io: FileIO) -> Callable[[TableMetadata, TableMetadata], None]:
         """Refuses a commit base that meanwhile references one of the files."""
@@ -162,18 +174,69 @@ def plan_adoption(io: FileIO, metadata: TableMetadata, footers: list[Footer], ch
         if io.path(footer.location) in taken:
             raise InvalidArgumentError(f"file {footer.location} is already in the table; nothing was added")
     schema, spec = metadata.schema(), metadata.spec()
-    mapping_text = metadata.properties.get(NAME_MAPPING_PROPERTY)
+    old_mapping = metadata.properties.get(NAME_MAPPING_PROPERTY)
     new_mapping = None
-    if mapping_text is None and not all(f.has_field_ids for f in footers):
-        new_mapping = mapping_text = name_mapping_json(schema)
-    mapping = parse_name_mapping(mapping_text)
+    if not all(f.has_field_ids for f in footers):
+        new_mapping = name_mapping_json(schema) if old_mapping is None else extended_mapping(old_mapping, schema)
+    mapping = parse_name_mapping(new_mapping or old_mapping)
     files = [_data_file(io, footer, schema, spec, mapping, check_partitions) for footer in footers]
-    return Adoption(files, new_mapping)
+    return Adoption(files, new_mapping, old_mapping)
 
 
 def name_mapping_json(schema: Schema) -> str:
     """Iceberg's name mapping of `schema`: each field by its current name."""
     return create_mapping_from_schema(schema).model_dump_json()
+
+
+def extended_mapping(text: str, schema: Schema) -> str | None:
+    """The name mapping `text` with the schema's current names added (None: nothing to add),
+    as Iceberg Java updates it on schema changes: a field the mapping lacks (added since) gets
+    its name, a renamed field gets its new name next to the old ones (files written before the
+    rename keep theirs). A name another field of the mapping holds stays that field's."""
+    try:
+        entries = json.loads(text)
+    except ValueError:
+        parse_name_mapping(text)  # raises CorruptMetadataError naming the property
+        raise
+    return json.dumps(entries, separators=(",", ":")) if _extend(entries, list(schema.fields)) else None
+
+
+def _extend(entries: list[dict[str, Any]], fields: list[NestedField]) -> bool:
+    changed = False
+    by_id = {e.get("field-id"): e for e in entries}
+    claimed = {n for e in entries for n in e.get("names", [])}
+    for f in fields:
+        entry = by_id.get(f.field_id)
+        if entry is None:
+            if f.name in claimed:
+                continue
+            entry = {"field-id": f.field_id, "names": [f.name]}
+            entries.append(entry)
+            changed = True
+        elif f.name not in entry.setdefault("names", []):
+            if f.name in claimed:
+                continue
+            entry["names"].append(f.name)
+            changed = True
+        claimed.add(f.name)
+        children = _child_fields(f)
+        if children:
+            below = entry.get("fields") or []
+            if _extend(below, children):
+                entry["fields"] = below
+                changed = True
+    return changed
+
+
+def _child_fields(f: NestedField) -> list[NestedField]:
+    t = f.field_type
+    if isinstance(t, StructType):
+        return list(t.fields)
+    if isinstance(t, ListType):
+        return [t.element_field]
+    if isinstance(t, MapType):
+        return [t.key_field, t.value_field]
+    return []
 
 
 def _data_file(

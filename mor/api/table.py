@@ -54,7 +54,6 @@ from mor.maintenance.policy import MaintainResult, MaintenancePolicy
 from mor.progress import Progress, ProgressArg
 from mor.maintenance.rewrite_deletes import RewritePlan, RewriteResult, plan_rewrite
 from mor.planning.filters import FilterLike, bind_filter, parse_filter
-from mor.read.field_resolution import NAME_MAPPING_PROPERTY
 from mor.write.arrow_schema import to_arrow_schema
 from mor.write.parquet_files import WriteOptions
 from mor.write.rolling import RollingDataWriter, write_rows
@@ -192,8 +191,8 @@ class Table:
         """Adopt existing Parquet files without rewriting them, in one `append` snapshot: a
         file path or URI, a list of them, or a folder (its `.parquet` files). Only footers are
         read (and a partitioned table's source columns): each file must fit the schema, by
-        field ids or, for files without, by name through the table's name mapping (written
-        first when the table has none), and all its rows must fall in one partition
+        field ids or, for files without, by name through the table's name mapping (written,
+        or extended with names added or renamed since, first), and all its rows must fall in one partition
         (`check_partitions=False`: proved from the footer's bounds instead of the rows). A file
         already in the table, a path given twice, a file that does not fit or spans partitions
         is refused with nothing committed. The files stay where they are and are never deleted
@@ -202,11 +201,7 @@ class Table:
         planned = self.metadata
         adoption = plan_adoption(self.io, planned, [read_footer(self.io, p) for p in adoption_paths(self.io, paths)], check_partitions)
         if adoption.name_mapping is not None:
-            mapping = adoption.name_mapping
-            self._commit_metadata(
-                lambda base: properties_commit(base, {} if NAME_MAPPING_PROPERTY in base.properties else {NAME_MAPPING_PROPERTY: mapping}),
-                "write the name mapping",
-            )
+            self._commit_metadata(adoption.mapping_commit, "write the name mapping")
             if self.metadata.current_snapshot_id != planned.current_snapshot_id:  # it refreshed past other commits
                 adoption.validate(self.io)(planned, self.metadata)
         return self._commit(Changes(Operation.APPEND, added_data=adoption.files), adoption.validate(self.io), kept=adoption.files)

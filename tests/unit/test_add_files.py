@@ -8,6 +8,7 @@ must leave the table as it was (same metadata location, no new files under its f
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 from pathlib import Path
 
@@ -335,3 +336,29 @@ def test_a_concurrent_add_of_the_same_file_is_refused(catalog: mor.Catalog, src:
     with pytest.raises(CommitConflictError, match="concurrent commit"):
         stale.add_files(second)
     assert scanned(catalog.load_table("db.t")) == expected(rows(range(0, 10)))
+
+
+def test_the_name_mapping_follows_added_and_renamed_columns(catalog: mor.Catalog, src: Path) -> None:
+    table = catalog.create_table("db.t", schema=ROWS_SCHEMA)
+    old = rows(range(0, 3))
+    table.add_files(write(src / "old.parquet", old))
+    table.rename_column("cat", "category")
+    table.add_column("extra", pa.int32())
+    new = pa.table({"id": pa.array([10], pa.int64()), "category": ["n"], "extra": pa.array([7], pa.int32())})
+    before = table.properties["schema.name-mapping.default"]
+    table.add_files(write(src / "new.parquet", new))
+    mapping = json.loads(table.properties["schema.name-mapping.default"])
+    assert mapping != json.loads(before)
+    assert {e["field-id"]: e["names"] for e in mapping} == {1: ["id"], 2: ["cat", "category"], 3: ["ts"], 4: ["extra"]}
+    got = sorted(table.scan(columns=["id", "category", "extra"]).to_arrow().to_pylist(), key=lambda r: r["id"])
+    assert got == [{"id": i, "category": "a", "extra": None} for i in range(3)] + [{"id": 10, "category": "n", "extra": 7}]
+
+
+def test_a_reused_name_keeps_mapping_to_the_old_field(catalog: mor.Catalog, src: Path) -> None:
+    table = catalog.create_table("db.t", schema=ROWS_SCHEMA)
+    table.add_files(write(src / "old.parquet", rows(range(0, 3))))
+    table.drop_column("cat")
+    table.add_column("cat", pa.string())  # a new field under the old name: old files must not fill it
+    assert [r["cat"] for r in table.scan().to_arrow().to_pylist()] == [None, None, None]
+    with pytest.raises(SchemaMismatchError, match="match no table column"):
+        table.add_files(write(src / "new.parquet", rows(range(5, 7))))  # its 'cat' maps to the dropped field
