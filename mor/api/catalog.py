@@ -335,10 +335,7 @@ class Catalog:
         iceberg_schema, spec, properties, version = new_table_parts(schema, partition_by, properties, format_version)
         if not with_ids:
             properties.setdefault(NAME_MAPPING_PROPERTY, name_mapping_json(iceberg_schema))
-        table_location = table_location_of(location) if location is not None else self.default_location(identifier)
-        metadata = new_table_metadata(iceberg_schema, spec, UNSORTED_SORT_ORDER, table_location, properties, version)
-        adoption = plan_adoption(self.io, metadata, footers, check_partitions)
-        if not self.creates_tables_with_first_commit:  # a REST server creates tables itself
+        if not self.creates_tables_with_first_commit:  # a REST server creates tables (and chooses where)
             table = self.create_table(identifier, iceberg_schema, partition_by, properties, location, version)
             try:
                 table.add_files([f.location for f in footers], check_partitions=check_partitions)
@@ -346,6 +343,9 @@ class Catalog:
                 self.drop_table(identifier)
                 raise
             return table
+        table_location = table_location_of(location) if location is not None else self.default_location(identifier)
+        metadata = new_table_metadata(iceberg_schema, spec, UNSORTED_SORT_ORDER, table_location, properties, version)
+        adoption = plan_adoption(self.io, metadata, footers, check_partitions)
         ops = NewTableOperations(
             self.io, create_row_function(self.store, namespace, name, lambda: self.create_namespace_if_not_exists(namespace)), identifier
         )
