@@ -103,8 +103,9 @@ class Adoption:
 
 
 def adoption_paths(io: FileIO, paths: PathsArg) -> list[str]:
-    """The files to adopt, as locations: a file path or URI, a list of them, or a folder (its
-    `.parquet` files, recursively, in name order). A local path becomes `file:///abs`."""
+    """The files to adopt, as locations: a file path or URI or a folder (its `.parquet` files,
+    recursively, in name order; on S3 a prefix ending in '/'), or a list of them. A local path
+    becomes `file:///abs`."""
     if isinstance(paths, (str, os.PathLike)):
         given = [paths]
     elif isinstance(paths, Sequence) and paths:
@@ -116,7 +117,7 @@ def adoption_paths(io: FileIO, paths: PathsArg) -> list[str]:
         if not isinstance(p, (str, os.PathLike)) or not str(p).strip():
             raise InvalidArgumentError(f"a file to add is a path or URI, got {p!r}")
         location = _location(str(p))
-        if len(given) == 1 and _is_folder(io, location):
+        if _is_folder(io, location):
             found = sorted(i.path for i in io.list_files(location) if i.path.endswith(".parquet"))
             if not found:
                 raise InvalidArgumentError(f"no .parquet files under {location}")
