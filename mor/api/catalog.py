@@ -14,21 +14,11 @@ from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError
 
-from mor.api.add_files import (
-    NewTableOperations,
-    PathsArg,
-    adoption_paths,
-    create_row_function,
-    infer_schema,
-    name_mapping_json,
-    plan_adoption,
-    read_footer,
-)
 from mor.api.delete import DELETE_MODE_PROPERTY
 from mor.api.row_changes import MERGE_ON_READ
 from mor.api.table import Table
 from mor.catalog.sql import SqlCatalogStore
-from mor.commit.snapshot_producer import Changes, TableOperations, commit_changes
+from mor.commit.snapshot_producer import TableOperations
 from mor.commit.table_ops import CatalogTableOperations, create_in_catalog, read_metadata
 from mor.errors import (
     CorruptMetadataError,
@@ -43,12 +33,11 @@ from mor.errors import (
     UnsupportedFeatureError,
 )
 from mor.format.metadata import FORMAT_VERSION_PROPERTY, new_table_metadata, parse_format_version
-from mor.format.spec import FORMAT_VERSION, Operation
+from mor.format.spec import FORMAT_VERSION
 from mor.format.properties import check_properties
 from mor.io.fileio import FileIO, is_object_store, to_local_path, to_uri
 from mor.maintenance.ownership import CatalogView, OtherTable, keys, overlaps
 from mor.maintenance.purge import PurgeResult, delete_purged, plan_purge
-from mor.read.field_resolution import NAME_MAPPING_PROPERTY
 from mor.write.arrow_schema import RESERVED_COLUMNS, from_arrow_schema, reserved_message
 from mor.write.partitioning import parse_partition_by
 
@@ -314,7 +303,7 @@ class Catalog:
     def create_table_from_files(
         self,
         identifier: str,
-        paths: PathsArg,
+        paths: str | os.PathLike[str] | list[str | os.PathLike[str]],
         partition_by: list[str] | None = None,
         properties: dict[str, str] | None = None,
         location: str | None = None,
@@ -327,6 +316,12 @@ class Catalog:
         ids and a name mapping), and the files are checked and added as `Table.add_files` does.
         The table appears with its first snapshot in one catalog operation, or not at all (in
         a REST catalog, whose server creates tables: created, then dropped if adding fails)."""
+        from mor.api.add_files import NewTableOperations, adoption_paths, create_row_function, infer_schema  # only when used
+        from mor.api.add_files import name_mapping_json, plan_adoption, read_footer
+        from mor.commit.snapshot_producer import Changes, commit_changes
+        from mor.format.spec import Operation
+        from mor.read.field_resolution import NAME_MAPPING_PROPERTY
+
         namespace, name = new_identifier(identifier)
         if self.table_exists(identifier):
             raise TableAlreadyExistsError(f"table {identifier} already exists")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+import os
 import time
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
@@ -15,7 +16,6 @@ from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.types import IcebergType
 
-from mor.api.add_files import PathsArg, adoption_paths, plan_adoption, read_footer
 from mor.api.conflict_rules import isolation_level
 from mor.api.delete import DELETE_MODE_PROPERTY, delete_where, overwrite_where
 from mor.api.row_changes import COPY_ON_WRITE, MERGE_ON_READ, MODES
@@ -187,7 +187,7 @@ class Table:
             files = write_rows(writer, rows, step)
         return self._commit(Changes(Operation.APPEND, added_data=files, schema=new_schema, idempotency=idem))
 
-    def add_files(self, paths: PathsArg, *, check_partitions: bool = True) -> Snapshot:
+    def add_files(self, paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], *, check_partitions: bool = True) -> Snapshot:
         """Adopt existing Parquet files without rewriting them, in one `append` snapshot: a
         file path or URI, a list of them, or a folder (its `.parquet` files). Only footers are
         read (and a partitioned table's source columns): each file must fit the schema, by
@@ -197,6 +197,8 @@ class Table:
         already in the table, a path given twice, a file that does not fit or spans partitions
         is refused with nothing committed. The files stay where they are and are never deleted
         by a failed commit; see mor/api/add_files.py."""
+        from mor.api.add_files import adoption_paths, plan_adoption, read_footer  # only when used
+
         self._writable()
         planned = self.metadata
         adoption = plan_adoption(self.io, planned, [read_footer(self.io, p) for p in adoption_paths(self.io, paths)], check_partitions)
