@@ -198,6 +198,8 @@ class Table:
         is refused with nothing committed. The files stay where they are and are never deleted
         by a failed commit; see mor/api/add_files.py."""
         from mor.api.add_files import adoption_paths, plan_adoption, read_footer  # only when used
+        from mor.commit.snapshot_producer import Changes
+        from mor.format.spec import Operation
 
         self._writable()
         planned = self.metadata
