@@ -189,14 +189,15 @@ class Table:
 
     def add_files(self, paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], *, check_partitions: bool = True) -> Snapshot:
         """Adopt existing Parquet files without rewriting them, in one `append` snapshot: a
-        file path or URI, a list of them, or a folder (its `.parquet` files). Only footers are
+        file path or URI, a folder (its `.parquet` files), or a list of them. Only footers are
         read (and a partitioned table's source columns): each file must fit the schema, by
-        field ids or, for files without, by name through the table's name mapping (written,
-        or extended with names added or renamed since, first), and all its rows must fall in one partition
-        (`check_partitions=False`: proved from the footer's bounds instead of the rows). A file
-        already in the table, a path given twice, a file that does not fit or spans partitions
-        is refused with nothing committed. The files stay where they are and are never deleted
-        by a failed commit; see mor/api/add_files.py."""
+        field ids or, for files without, by name through the table's name mapping (written
+        first when missing, or extended with columns added or renamed since), and all its
+        rows must fall in one partition (`check_partitions=False`: proved from the footer's
+        bounds instead). A file already in the table, a path given twice, a file that does not
+        fit or spans partitions is refused with nothing committed. The files stay where they
+        are; no failed commit deletes them, and maintenance deletes only files under the
+        table's location. See mor/api/add_files.py."""
         from mor.api.add_files import adoption_paths, plan_adoption, read_footer  # only when used
         from mor.commit.snapshot_producer import Changes
         from mor.format.spec import Operation
