@@ -125,3 +125,23 @@ def test_iceberg_java_reads_added_files(tmp_path: Path) -> None:
         mine = by_id(table.scan().to_arrow())
         assert len(mine) == 20 + 40 - 6
         assert by_id(java) == mine, table.identifier
+
+
+def test_pyiceberg_reads_nested_columns_through_the_name_mapping(tmp_path: Path) -> None:
+    data = pa.table(
+        {
+            "id": pa.array([1, 2, 3], pa.int64()),
+            "info": pa.array([{"a": i, "b": f"b{i}"} for i in range(3)], pa.struct([("a", pa.int32()), ("b", pa.string())])),
+            "tags": pa.array([["p"], [], None], pa.list_(pa.string())),
+            "attrs": pa.array([[("k", 1)], None, []], pa.map_(pa.string(), pa.int64())),
+        }
+    )
+    path = tmp_path / "nested.parquet"
+    pq.write_table(data, path)
+    catalog = mor.load_catalog(tmp_path / "warehouse", create=True)
+    table = catalog.create_table_from_files("db.nested", str(path))
+    table.delete("id = 2")
+    mine = table.scan().to_arrow().sort_by("id")
+    theirs = PyIcebergStaticTable.from_metadata(table.metadata_location).scan().to_arrow().sort_by("id")
+    assert theirs.cast(mine.schema).to_pylist() == mine.to_pylist()
+    assert mine["id"].to_pylist() == [1, 3]

@@ -374,3 +374,28 @@ def test_a_list_may_mix_folders_and_files(catalog: mor.Catalog, src: Path) -> No
     (src / "empty").mkdir()
     with pytest.raises(InvalidArgumentError, match="no .parquet files"):
         table.add_files(str(src / "empty"))
+
+
+def test_nested_columns_through_the_name_mapping(catalog: mor.Catalog, src: Path) -> None:
+    def nested(ids: list[int], a: list[int]) -> pa.Table:
+        return pa.table(
+            {
+                "id": pa.array(ids, pa.int64()),
+                "info": pa.array([{"a": v, "b": f"b{v}"} for v in a], pa.struct([("a", pa.int32()), ("b", pa.string())])),
+                "tags": pa.array([["p", "q"] if i % 2 else [] for i in ids], pa.list_(pa.string())),
+                "attrs": pa.array([[("k", i)] if i % 2 else None for i in ids], pa.map_(pa.string(), pa.int64())),
+            }
+        )
+
+    one, two = nested([1, 2], [5, 5]), nested([3, 4], [7, 7])
+    table = catalog.create_table_from_files("db.t", write(src / "one.parquet", one), partition_by=["info.a"])
+    table.add_files(write(src / "two.parquet", two))
+    assert sorted(t.data_file.partition for t in table.scan().plan_files()) == [(5,), (7,)]
+    assert table.scan().to_arrow().sort_by("id").to_pylist() == pa.concat_tables([one, two]).to_pylist()
+    mixed = nested([5, 6], [5, 7])
+    with pytest.raises(InvalidArgumentError, match="more than one partition"):
+        table.add_files(write(src / "mixed.parquet", mixed))
+    plain = catalog.create_table_from_files("db.plain", [str(src / "one.parquet"), str(src / "two.parquet")])
+    b_id = plain.schema().find_field("info.b").field_id
+    assert all(b_id in (t.data_file.lower_bounds or {}) for t in plain.scan().plan_files())
+    assert [t.data_file.file_path.rsplit("/", 1)[1] for t in plain.scan(filter="info.b = 'b7'").plan_files()] == ["two.parquet"]
