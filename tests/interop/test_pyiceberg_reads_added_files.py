@@ -120,11 +120,24 @@ def test_iceberg_java_reads_added_files(tmp_path: Path) -> None:
         table.add_files(paths)
         table.delete("id >= 105 and id < 110 or id = 201")
         tables.append(table)
-    read = read_with_iceberg_java([(t.metadata_location, t.metadata.current_snapshot_id) for t in tables], tmp_path)  # type: ignore[misc]
+    nested = pa.table(
+        {
+            "id": pa.array([1, 2, 3], pa.int64()),
+            "info": pa.array([{"a": i, "b": f"b{i}"} for i in range(3)], pa.struct([("a", pa.int32()), ("b", pa.string())])),
+            "tags": pa.array([["p"], [], None], pa.list_(pa.string())),
+        }
+    )
+    pq.write_table(nested, src / "nested.parquet")
+    nested_table = catalog.create_table_from_files("db.nested", str(src / "nested.parquet"))
+    nested_table.delete("id = 2")
+    everything = [*tables, nested_table]
+    read = read_with_iceberg_java([(t.metadata_location, t.metadata.current_snapshot_id) for t in everything], tmp_path)  # type: ignore[misc]
     for table, java in zip(tables, read):
         mine = by_id(table.scan().to_arrow())
         assert len(mine) == 20 + 40 - 6
         assert by_id(java) == mine, table.identifier
+    mine_nested = nested_table.scan().to_arrow().sort_by("id")
+    assert read[-1].sort_by("id").cast(mine_nested.schema).to_pylist() == mine_nested.to_pylist()
 
 
 def test_pyiceberg_reads_nested_columns_through_the_name_mapping(tmp_path: Path) -> None:
