@@ -301,6 +301,53 @@ class Catalog:
         create_in_catalog(self.io, self.store, namespace, name, metadata, lambda: self.create_namespace_if_not_exists(namespace))
         return self._table(identifier, namespace, name)
 
+    def create_table_from_files(
+        self,
+        identifier: str,
+        paths: str | os.PathLike[str] | list[str | os.PathLike[str]],
+        partition_by: list[str] | None = None,
+        properties: dict[str, str] | None = None,
+        location: str | None = None,
+        format_version: int | None = None,
+        *,
+        check_partitions: bool = True,
+    ) -> Table:
+        """A new table holding existing Parquet files as they are (Delta's CONVERT TO DELTA):
+        its schema is the files' (unified; with their field ids when they carry them, else new
+        ids and a name mapping), and the files are checked and added as `Table.add_files` does.
+        The table appears with its first snapshot in one catalog operation, or not at all (in
+        a REST catalog, whose server creates tables: created, then dropped if adding fails)."""
+        from mor.api.add_files import NewTableOperations, adoption_paths, create_row_function, infer_schema  # only when used
+        from mor.api.add_files import name_mapping_json, plan_adoption, read_footer
+        from mor.commit.snapshot_producer import Changes, commit_changes
+        from mor.format.spec import Operation
+        from mor.read.field_resolution import NAME_MAPPING_PROPERTY
+
+        namespace, name = new_identifier(identifier)
+        if self.table_exists(identifier):
+            raise TableAlreadyExistsError(f"table {identifier} already exists")
+        footers = [read_footer(self.io, p) for p in adoption_paths(self.io, paths)]
+        schema, with_ids = infer_schema(footers)
+        iceberg_schema, spec, properties, version = new_table_parts(schema, partition_by, properties, format_version)
+        if not with_ids:
+            properties.setdefault(NAME_MAPPING_PROPERTY, name_mapping_json(iceberg_schema))
+        if not self.creates_tables_with_first_commit:  # a REST server creates tables (and chooses where)
+            table = self.create_table(identifier, iceberg_schema, partition_by, properties, location, version)
+            try:
+                table.add_files([f.location for f in footers], check_partitions=check_partitions)
+            except BaseException:
+                self.drop_table(identifier)
+                raise
+            return table
+        table_location = table_location_of(location) if location is not None else self.default_location(identifier)
+        metadata = new_table_metadata(iceberg_schema, spec, UNSORTED_SORT_ORDER, table_location, properties, version)
+        adoption = plan_adoption(self.io, metadata, footers, check_partitions)
+        ops = NewTableOperations(
+            self.io, create_row_function(self.store, namespace, name, lambda: self.create_namespace_if_not_exists(namespace)), identifier
+        )
+        commit_changes(self.io, ops, metadata, "", Changes(Operation.APPEND, added_data=adoption.files))
+        return self._table(identifier, namespace, name)
+
     def default_location(self, identifier: str) -> str:
         """Where `create_table` puts a table when no location is given."""
         namespace, name = split_identifier(identifier)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+import os
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
@@ -199,6 +200,30 @@ class Table:
         with reporter.stage("write rows", known_row_count(data), "rows", with_bytes=True) as step:
             files = write_rows(writer, rows, step)
         return self._commit(Changes(Operation.APPEND, added_data=files, schema=new_schema, idempotency=idem))
+
+    def add_files(self, paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], *, check_partitions: bool = True) -> Snapshot:
+        """Adopt existing Parquet files without rewriting them, in one `append` snapshot: a
+        file path or URI, a folder (its `.parquet` files), or a list of them. Only footers are
+        read (and a partitioned table's source columns): each file must fit the schema, by
+        field ids or, for files without, by name through the table's name mapping (written
+        first when missing, or extended with columns added or renamed since), and all its
+        rows must fall in one partition (`check_partitions=False`: proved from the footer's
+        bounds instead). A file already in the table, a path given twice, a file that does not
+        fit or spans partitions is refused with nothing committed. The files stay where they
+        are; no failed commit deletes them, and maintenance deletes only files under the
+        table's location. See mor/api/add_files.py."""
+        from mor.api.add_files import adoption_paths, plan_adoption, read_footer  # only when used
+        from mor.commit.snapshot_producer import Changes
+        from mor.format.spec import Operation
+
+        self._writable()
+        planned = self.metadata
+        adoption = plan_adoption(self.io, planned, [read_footer(self.io, p) for p in adoption_paths(self.io, paths)], check_partitions)
+        if adoption.name_mapping is not None:
+            self._commit_metadata(adoption.mapping_commit, "write the name mapping")
+            if self.metadata.current_snapshot_id != planned.current_snapshot_id:  # it refreshed past other commits
+                adoption.validate(self.io)(planned, self.metadata)
+        return self._commit(Changes(Operation.APPEND, added_data=adoption.files), adoption.validate(self.io), kept=adoption.files)
 
     def delete(
         self, where: FilterLike, mode: str | None = None, *, progress: ProgressArg = None, idempotency: tuple[str, int] | None = None

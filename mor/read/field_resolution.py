@@ -261,9 +261,13 @@ def _primitive_converter(file_type: pa.DataType, target: IcebergType, where: str
 def _readable_as(file_type: pa.DataType, wanted: pa.DataType) -> bool:
     """The promotions Iceberg allows, plus the Arrow spellings of one Iceberg type that
     writers differ in (timestamp time zone names and units, string and binary sizes, uuid as
-    Arrow's extension type or as 16 bytes)."""
+    Arrow's extension type or as 16 bytes, dictionary-encoded values, a null-typed column)."""
     if isinstance(file_type, pa.BaseExtensionType):  # e.g. arrow.uuid: read as its storage
         return _readable_as(file_type.storage_type, wanted)
+    if pa.types.is_null(file_type):  # a column of nulls only (pyarrow writes one for all-None data)
+        return True
+    if pa.types.is_dictionary(file_type):  # a stored Arrow schema can ask for dictionary arrays (pandas categoricals)
+        return _readable_as(file_type.value_type, wanted)
     if pa.types.is_integer(file_type) and pa.types.is_integer(wanted):
         return file_type.bit_width <= wanted.bit_width
     if pa.types.is_floating(file_type) and pa.types.is_floating(wanted):
