@@ -55,6 +55,7 @@ def run_eight(pg_uri: str, warehouse: str, mode: str, properties: dict[str, str]
 @pytest.fixture(params=["local", "s3"])
 def storage(request, tmp_path: Path) -> tuple[str, dict[str, str] | None]:
     if request.param == "local":
+        (tmp_path / "warehouse").mkdir()
         return str(tmp_path / "warehouse"), None
     s3 = request.getfixturevalue("s3_server")
     return s3.fresh_prefix(), s3.properties
