@@ -33,7 +33,7 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def _new_table(warehouse: Path) -> mor.Table:
-    table = mor.load_catalog(warehouse).create_table("db.t", schema=SCHEMA)
+    table = mor.load_catalog(warehouse, create=True).create_table("db.t", schema=SCHEMA)
     table.append(initial_rows())
     return table
 
