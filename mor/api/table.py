@@ -234,15 +234,12 @@ class Table:
         from mor.api.delete import delete_where  # imported on first use: a read needs no DML
         self._writable()
         reporter = Progress.delayed("delete", progress)
-        idem = Idempotency.of(idempotency)
-        if (earlier := self._committed_before(idem)) is not None:
-            return earlier
         if where is None:
             raise InvalidArgumentError("delete needs a predicate; to delete every row, pass 'true' or call truncate()")
         mode = self._mode(mode, DELETE_MODE_PROPERTY)
         row_filter = parse_filter(where)
         bind_filter(self.schema(), row_filter)
-        return self._run_dml("delete", lambda: delete_where(self, row_filter, mode, reporter), idempotency=idem)
+        return self._run_dml("delete", lambda: delete_where(self, row_filter, mode, reporter), idempotency=idempotency)
 
     def overwrite(
         self,
@@ -303,11 +300,8 @@ class Table:
         from mor.api.delete_rows import delete_rows_changes  # imported on first use: a read needs no DML
         self._writable()
         reporter = Progress.delayed("delete_rows", progress)
-        idem = Idempotency.of(idempotency)
-        if (earlier := self._committed_before(idem)) is not None:
-            return earlier
         key_rows = as_table(keys, "the keys to delete")
-        return self._run_dml("delete", lambda: delete_rows_changes(self, key_rows, reporter), idempotency=idem)
+        return self._run_dml("delete", lambda: delete_rows_changes(self, key_rows, reporter), idempotency=idempotency)
 
     def update(
         self,
@@ -324,15 +318,12 @@ class Table:
         from mor.api.update import update_where  # imported on first use: a read needs no DML
         self._writable()
         reporter = Progress.delayed("update", progress)
-        idem = Idempotency.of(idempotency)
-        if (earlier := self._committed_before(idem)) is not None:
-            return earlier
         if where is None:
             raise InvalidArgumentError("update needs where=...; to update every row, pass where='true'")
         mode = self._mode(mode, UPDATE_MODE_PROPERTY)  # fixed for every re-plan
         row_filter = AlwaysTrue() if where is True else parse_filter(where)
         bind_filter(self.schema(), row_filter)
-        return self._run_dml("update", lambda: update_where(self, set, row_filter, mode, reporter), idempotency=idem)
+        return self._run_dml("update", lambda: update_where(self, set, row_filter, mode, reporter), idempotency=idempotency)
 
     def upsert(
         self,
@@ -351,12 +342,9 @@ class Table:
         from mor.api.merge import upsert_rows  # imported on first use: a read needs no DML
         self._writable()
         reporter = Progress.delayed("upsert", progress)
-        idem = Idempotency.of(idempotency)
-        if (earlier := self._committed_before(idem)) is not None:
-            return earlier
         mode = self._mode(mode, MERGE_MODE_PROPERTY)  # fixed for every re-plan
         table = as_table(rows, "UPSERT rows")
-        return self._run_dml("merge", lambda: upsert_rows(self, table, on, mode, strategy, reporter), idempotency=idem)
+        return self._run_dml("merge", lambda: upsert_rows(self, table, on, mode, strategy, reporter), idempotency=idempotency)
 
     def merge(
         self,
@@ -378,15 +366,12 @@ class Table:
         from mor.api.merge import MergeClauses, merge_rows  # imported on first use: a read needs no DML
         self._writable()
         reporter = Progress.delayed("merge", progress)
-        idem = Idempotency.of(idempotency)
-        if (earlier := self._committed_before(idem)) is not None:
-            return earlier
         source_rows = as_table(source, "the MERGE source")
         clauses = MergeClauses(
             when_matched_delete, when_matched_update, when_matched_update_if, when_not_matched_insert, when_not_matched_insert_if
         )
         mode = self._mode(mode, MERGE_MODE_PROPERTY)  # fixed for every re-plan
-        return self._run_dml("merge", lambda: merge_rows(self, source_rows, on, clauses, mode, reporter), idempotency=idem)
+        return self._run_dml("merge", lambda: merge_rows(self, source_rows, on, clauses, mode, reporter), idempotency=idempotency)
 
     # -- schema evolution (mor/api/schema_update.py) ----------------------------------------
     def update_schema(self) -> UpdateSchema:
