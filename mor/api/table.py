@@ -21,6 +21,7 @@ from mor.api.constraints import ConstraintCheck, check_live_rows, new_constraint
 from mor.api.expressions import Assignments
 from mor.api.inputs import Rows, as_table, as_tables, known_row_count
 from mor.api.scan import Scan
+from mor.api.table_maintenance import TableMaintenance
 from mor.commit.idempotency import AlreadyCommitted, Idempotency, check_not_committed
 from mor.commit.retry import RetryPolicy
 from mor.commit.table_ops import CommitFailedError, metadata_version, read_metadata, refresh_same_table
@@ -44,13 +45,12 @@ from mor.format.properties import (
 )
 from mor.format.spec import Operation
 from mor.io.fileio import FileIO
-from mor.maintenance.orphans import DEFAULT_MIN_AGE, OrphanResult, remove_orphans
-from mor.maintenance.ownership import REFUSE_SAME, REFUSE_SAME_OR_INNER, CatalogView, Ownership
+from mor.maintenance.ownership import CatalogView
 from mor.progress import Progress, ProgressArg
 from mor.planning.filters import FilterLike, bind_filter, parse_filter
 from mor.write.arrow_schema import to_arrow_schema
 
-# The DML verbs, writers, commits and maintenance are imported by the methods that use them
+# The DML verbs, writers and commits are imported by the methods that use them
 # ("on first use"): reading a table needs none of them, and importing them all added about
 # 0.3 s to the start of every `mor scan` (issue 26).
 if TYPE_CHECKING:
@@ -59,10 +59,6 @@ if TYPE_CHECKING:
     from mor.api.spec_update import UpdateSpec
     from mor.commit.snapshot_producer import Changes, TableOperations, Validator
     from mor.commit.updates import TableCommit
-    from mor.maintenance.compact import CompactionOptions, CompactionPlan, CompactionResult
-    from mor.maintenance.expire import ExpireResult
-    from mor.maintenance.policy import MaintainResult
-    from mor.maintenance.rewrite_deletes import RewritePlan, RewriteResult
 
 
 @dataclass(frozen=True)
@@ -73,7 +69,7 @@ class HistoryEntry:
     is_current_ancestor: bool
 
 
-class Table:
+class Table(TableMaintenance):
     # The rest of the catalog, for maintenance that deletes files (set by the catalog that
     # opens the table): the files other tables own must stay.
     catalog_view: CatalogView | None = None
@@ -507,160 +503,6 @@ class Table:
                 if not attempts.retry():
                     raise CommitConflictError(f"could not {what}: the table kept changing") from None
                 self.refresh()
-
-    def remove_orphan_files(
-        self, older_than: dt.timedelta | dt.datetime = DEFAULT_MIN_AGE, dry_run: bool = False, progress: ProgressArg = None
-    ) -> OrphanResult:
-        """Delete files under the table location that no metadata references and that were
-        last modified before `older_than` (an age, default 3 days, or a time); `dry_run` only
-        lists them. The result iterates over their paths. Files of commits in flight are
-        young: keep the threshold well above the longest write. Only the table's own files go
-        (mor/maintenance/ownership.py); a table whose location is another's or holds it raises
-        MaintenanceRefusedError, as does a file the metadata spells with another
-        scheme or authority than the listing found."""
-        self._writable()
-        self.refresh()
-        ownership = self._ownership("remove_orphan_files", REFUSE_SAME_OR_INNER)
-        progress_ = Progress("remove_orphan_files", progress)
-        return remove_orphans(self.io, self.metadata, self.metadata_location, older_than, dry_run, progress_, ownership)
-
-    def _ownership(self, what: str, refuse: str = REFUSE_SAME) -> Ownership:
-        return Ownership(self.io, self.identifier, self.metadata.location, self.catalog_view, what, refuse)
-
-    def expire_snapshots(
-        self,
-        older_than: dt.timedelta | dt.datetime | None = None,
-        retain_last: int | None = None,
-        *,
-        allow_short_retention: bool = False,
-        dry_run: bool = False,
-        progress: ProgressArg = None,
-    ) -> ExpireResult:
-        """Remove snapshots older than `older_than` (an age or a time; default the table's
-        `history.expire.max-snapshot-age-ms`, 5 days) beyond the newest `retain_last` of each
-        branch (default `history.expire.min-snapshots-to-keep`, 1), and delete the files only
-        they could read. A retention shorter than `history.expire.max-snapshot-age-ms` raises
-        RetentionTooShortError unless `allow_short_retention=True`. `dry_run` changes nothing
-        and says what would go. Only the table's own files are deleted (a file outside its
-        location is left, in `skipped_paths`); a table sharing its location with another
-        raises MaintenanceRefusedError before anything changes."""
-        from mor.maintenance.expire import expire_snapshots  # imported on first use: a read needs no maintenance
-        ops = self._writable()
-        self.refresh()
-        result, self.metadata, self.metadata_location = expire_snapshots(
-            self.io,
-            ops,
-            self.metadata,
-            self.metadata_location,
-            older_than=older_than,
-            retain_last=retain_last,
-            allow_short_retention=allow_short_retention,
-            dry_run=dry_run,
-            progress=Progress("expire_snapshots", progress),
-            ownership=self._ownership("expire_snapshots"),
-        )
-        return result
-
-    def compact(
-        self,
-        where: FilterLike = None,
-        target_file_size: int | None = None,
-        min_delete_ratio: float = 0.0,
-        min_input_files: int = 5,
-        min_delete_files: int | None = None,
-        *,
-        sort_by: list[str] | None = None,
-        zorder_by: list[str] | None = None,
-        dry_run: bool = False,
-        progress: ProgressArg = None,
-    ) -> CompactionResult:
-        """Rewrite the data files that carry deletes (deleted share >= `min_delete_ratio`, or
-        at least `min_delete_files` delete files), and small files, with their deletes applied,
-        into files of up to `target_file_size` bytes (default `write.target-file-size-bytes`);
-        delete files that then apply to nothing leave in the same `replace` commit. `where`
-        limits it to files that may hold matching rows. See mor/maintenance/compact.py.
-        `sort_by=["a", "b desc"]` or `zorder_by=["a", "b"]` (2 to 4 columns) rewrite every
-        file in scope with each partition's rows in that order (mor/maintenance/clustering.py)."""
-        from mor.maintenance.compact import write_compaction  # imported on first use: a read needs no maintenance
-        return self._compact(
-            where, target_file_size, min_delete_ratio, min_input_files, min_delete_files, dry_run, progress,
-            lambda plan, options, reporter: write_compaction(self.io, self.metadata, plan, options, reporter),
-            sort_by=sort_by, zorder_by=zorder_by,
-        )  # fmt: skip
-
-    def _compact(
-        self,
-        where: FilterLike,
-        target_file_size: int | None,
-        min_delete_ratio: float,
-        min_input_files: int,
-        min_delete_files: int | None,
-        dry_run: bool,
-        progress: ProgressArg,
-        write_bins: Callable[[CompactionPlan, CompactionOptions, Progress], Validator],
-        sort_by: list[str] | None = None,
-        zorder_by: list[str] | None = None,
-    ) -> CompactionResult:
-        """`compact`, with `write_bins` rewriting the planned bins: here, or on Spark's executors
-        (mor/spark/maintenance.py). Planning, conflict checks and the commit are shared."""
-        from mor.maintenance.compact import CompactionOptions, plan_compaction  # imported on first use: a read needs no maintenance
-        self._writable()
-        options = CompactionOptions.of(
-            self.metadata, target_file_size, min_delete_ratio, min_input_files, min_delete_files, sort_by, zorder_by
-        )  # fmt: skip
-        row_filter = parse_filter(where)
-        bind_filter(self.schema(), row_filter)
-        self.refresh()
-        reporter = Progress("compact", progress)
-        done: list[CompactionPlan] = []
-
-        def plan() -> tuple[Changes, Validator] | None:
-            done[:] = [plan_compaction(self.io, self.metadata, row_filter, options)]
-            if done[0].empty or dry_run:
-                return None
-            validate = write_bins(done[0], options, reporter)
-            return done[0].changes, validate
-
-        snapshot = self._run_dml("delete", plan)
-        return done[0].result(snapshot.snapshot_id if snapshot is not None else None, dry_run)
-
-    def maintain(self, *, dry_run: bool = False, progress: ProgressArg = None) -> MaintainResult:
-        """The scheduled upkeep the table's properties ask for: compact files with many
-        deletes, expire old snapshots, remove old orphan files (mor/maintenance/policy.py)."""
-        from mor.maintenance.policy import MaintainResult, MaintenancePolicy  # imported on first use: a read needs no maintenance
-        self._writable()
-        policy = MaintenancePolicy.of(self.metadata.properties)
-        compaction = expiry = orphans = None
-        if policy.compact:
-            compaction = self.compact(
-                min_delete_ratio=policy.min_delete_ratio,
-                min_delete_files=policy.min_delete_files,
-                min_input_files=policy.min_input_files,
-                dry_run=dry_run,
-                progress=progress,
-            )
-        if policy.expire:
-            expiry = self.expire_snapshots(dry_run=dry_run, progress=progress)
-        if policy.remove_orphans:
-            orphans = self.remove_orphan_files(older_than=policy.orphan_min_age, dry_run=dry_run, progress=progress)
-        return MaintainResult(compaction, expiry, orphans)
-
-    def rewrite_position_deletes(self) -> RewriteResult:
-        """Merge the position delete files of each data file into one sorted file, and drop
-        position delete files that apply to no live data file (operation `replace`; rows do
-        not change). A commit that removed one of those data files meanwhile makes it plan
-        again on the new state."""
-        from mor.maintenance.rewrite_deletes import plan_rewrite  # imported on first use: a read needs no maintenance
-        self._writable()
-        self.refresh()
-        done: list[RewritePlan] = []
-
-        def plan() -> tuple[Changes, Validator] | None:
-            done[:] = [plan_rewrite(self.io, self.metadata)]
-            return None if done[0].empty else (done[0].changes, done[0].validate)
-
-        snapshot = self._run_dml("delete", plan)
-        return done[0].result(snapshot.snapshot_id if snapshot is not None else None)
 
     def _mode(self, mode: str | None, property_name: str) -> str:
         mode = mode or self.metadata.properties.get(property_name, MERGE_ON_READ)
