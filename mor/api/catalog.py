@@ -11,12 +11,9 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
-from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
-from sqlalchemy.engine import URL
-from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError
 
 from mor.api.table import Table
-from mor.catalog.sql import SqlCatalogStore
+from mor.catalog.sqlite_reads import SqliteCatalogReader
 from mor.commit.table_ops import CatalogTableOperations, create_in_catalog, read_metadata
 from mor.errors import (
     CorruptMetadataError,
@@ -40,6 +37,7 @@ from mor.write.arrow_schema import RESERVED_COLUMNS, from_arrow_schema, reserved
 from mor.write.partitioning import parse_partition_by
 
 if TYPE_CHECKING:
+    from mor.catalog.sql import SqlCatalogStore
     from mor.commit.snapshot_producer import TableOperations
 
 DEFAULT_PROPERTIES = {
@@ -136,7 +134,14 @@ def load_catalog(
             root.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise StorageError(f"cannot create warehouse {root}: {e.strerror or e}") from e
-    return Catalog(_open_store(uri or sqlite_url(root / "catalog.db"), name), to_uri(root), io)
+    if uri is not None:
+        return Catalog(_open_store(uri, name), to_uri(root), io)
+    database = root / "catalog.db"
+
+    def open_full() -> SqlCatalogStore:
+        return _open_store(sqlite_url(database), name)
+
+    return Catalog(SqliteCatalogReader.open(database, name, open_full) or open_full(), to_uri(root), io)
 
 
 def is_rest_catalog(uri: object, properties: Mapping[str, str] | None) -> bool:
@@ -150,10 +155,16 @@ def is_rest_catalog(uri: object, properties: Mapping[str, str] | None) -> bool:
 def sqlite_url(path: Path) -> str:
     """The SQLAlchemy URL of a SQLite file, any folder name escaped (`?`, `%`, `#` in a path
     would otherwise start a query or an escape and name another file)."""
+    from sqlalchemy.engine import URL
+
     return URL.create("sqlite", database=str(path)).render_as_string(hide_password=False)
 
 
 def _open_store(uri: str, name: str) -> SqlCatalogStore:
+    from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError  # SQLAlchemy only when used
+
+    from mor.catalog.sql import SqlCatalogStore
+
     try:
         return SqlCatalogStore(uri, name)
     except ArgumentError as e:  # also an unknown dialect
@@ -214,7 +225,7 @@ def existing_identifier(identifier: str) -> tuple[str, str]:
 
 
 class Catalog:
-    def __init__(self, store: SqlCatalogStore, warehouse_uri: str, io: FileIO | None = None):
+    def __init__(self, store: SqlCatalogStore | SqliteCatalogReader, warehouse_uri: str, io: FileIO | None = None):
         self.store = store
         self.warehouse = warehouse_uri
         self.io = io if io is not None else FileIO()  # its properties configure object storage
@@ -295,9 +306,7 @@ class Catalog:
                 f"table location {table_location} is in object storage, but this catalog has no S3 configuration: "
                 "load_catalog(..., properties={'s3.endpoint': ..., 's3.access-key-id': ..., ...}) or AWS_* environment variables"
             )
-        metadata = new_table_metadata(
-            iceberg_schema, spec, UNSORTED_SORT_ORDER, table_location, properties, version
-        )
+        metadata = new_table_metadata(iceberg_schema, spec, None, table_location, properties, version)
         create_in_catalog(self.io, self.store, namespace, name, metadata, lambda: self.create_namespace_if_not_exists(namespace))
         return self._table(identifier, namespace, name)
 
@@ -340,7 +349,7 @@ class Catalog:
                 raise
             return table
         table_location = table_location_of(location) if location is not None else self.default_location(identifier)
-        metadata = new_table_metadata(iceberg_schema, spec, UNSORTED_SORT_ORDER, table_location, properties, version)
+        metadata = new_table_metadata(iceberg_schema, spec, None, table_location, properties, version)
         adoption = plan_adoption(self.io, metadata, footers, check_partitions)
         ops = NewTableOperations(
             self.io, create_row_function(self.store, namespace, name, lambda: self.create_namespace_if_not_exists(namespace)), identifier
@@ -433,8 +442,7 @@ class Catalog:
                 if (catalog, (ns, t)) != (self.name, table)
             ]
 
-        url = self.store.engine.url
-        database = url.database if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:") else None
+        database = self.store.database_file
         return CatalogView(others, os.path.abspath(database) if database else None)
 
 

@@ -14,7 +14,6 @@ import pyarrow.compute as pc
 from pyiceberg.expressions import AlwaysTrue, IsNull
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
-from pyiceberg.table.sorting import SortOrder
 from pyiceberg.types import IcebergType
 
 from mor.api.constraints import ConstraintCheck, check_live_rows, new_constraint, table_constraints
@@ -54,6 +53,8 @@ from mor.write.arrow_schema import to_arrow_schema
 # ("on first use"): reading a table needs none of them, and importing them all added about
 # 0.3 s to the start of every `mor scan` (issue 26).
 if TYPE_CHECKING:
+    from pyiceberg.table.sorting import SortOrder
+
     from mor.api.changes import ChangeScan
     from mor.api.schema_update import UpdateSchema
     from mor.api.spec_update import UpdateSpec

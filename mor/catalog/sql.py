@@ -176,6 +176,13 @@ class SqlCatalogStore:
         """Close the pooled connections."""
         self.engine.dispose()
 
+    @property
+    def database_file(self) -> str | None:
+        """The SQLite file holding the catalog; None for a server or an in-memory database."""
+        url = self.engine.url
+        in_file = url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:")
+        return url.database if in_file else None
+
     # -- namespaces ----------------------------------------------------------------------
     @_guarded("create a namespace")
     def create_namespace(self, namespace: str, properties: dict[str, str] | None = None) -> None:

@@ -8,10 +8,10 @@ another engine wrote) is carried over as it is.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
-from pyiceberg.table.sorting import SortOrder
 
 from mor.commit.requirements import CommitFailedError
 from mor.commit.updates import (
@@ -38,8 +38,11 @@ from mor.commit.updates import (
     UpgradeFormatVersion,
 )
 from mor.errors import InvalidArgumentError, UnsupportedFeatureError
-from mor.format.metadata import Snapshot, TableMetadata, now_ms, same_schema, upgraded
+from mor.format.metadata import Snapshot, TableMetadata, now_ms, same_schema, sort_order_json, upgraded
 from mor.format.spec import MAIN_BRANCH, STATISTICS_KEYS
+
+if TYPE_CHECKING:
+    from pyiceberg.table.sorting import SortOrder
 
 
 def apply_updates(base: TableMetadata, updates: list[Update]) -> TableMetadata:
@@ -94,7 +97,7 @@ class _Builder:
             self._add_sort_order(u.sort_order)
         elif isinstance(u, SetDefaultSortOrder):
             order_id = self._resolve("sort-order", u.sort_order_id)
-            if order_id not in {o.order_id for o in m.sort_orders}:
+            if order_id not in m.sort_order_ids():
                 self._missing("sort order", order_id)
             self.m = replace(m, default_sort_order_id=order_id)
         elif isinstance(u, AddSnapshot):
@@ -170,12 +173,14 @@ class _Builder:
         self.last_added["spec"] = existing.spec_id
 
     def _add_sort_order(self, order: SortOrder) -> None:
+        from pyiceberg.table.sorting import SortOrder  # only here: reads need no sort order
+
         m = self.m
         existing = next((o for o in m.sort_orders if o.fields == order.fields), None)
         if existing is None:
             order_id = 0 if not order.fields else max([o.order_id for o in m.sort_orders] + [0]) + 1
             existing = SortOrder(*order.fields, order_id=order_id)
-            self.m = replace(m, sort_orders=m.sort_orders + (existing,))
+            self.m = replace(m, sort_orders_json=m.sort_orders_json + (sort_order_json(existing),))
         self.last_added["sort-order"] = existing.order_id
 
     def _add_snapshot(self, snapshot: Snapshot) -> None:

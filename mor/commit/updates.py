@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
-from pyiceberg.table.sorting import SortOrder
 
 from mor.commit.requirements import Requirement, requirement_from_dict
 from mor.errors import InvalidArgumentError, UnsupportedFeatureError
 from mor.format.metadata import Snapshot
-from mor.format.spec import STATISTICS_KEYS
+
+if TYPE_CHECKING:  # pyiceberg.table is imported only when a sort order is used: reads need none
+    from pyiceberg.table.sorting import SortOrder
 
 LAST_ADDED = -1  # set-current-schema / set-default-spec / set-default-sort-order: the one this commit added
 
@@ -275,6 +276,8 @@ def _parse(action: str, d: dict[str, Any]) -> Update:
     if action == SetDefaultSpec.ACTION:
         return SetDefaultSpec(_int(d["spec-id"]))
     if action == AddSortOrder.ACTION:
+        from pyiceberg.table.sorting import SortOrder
+
         return AddSortOrder(SortOrder.model_validate(d["sort-order"]))
     if action == SetDefaultSortOrder.ACTION:
         return SetDefaultSortOrder(_int(d["sort-order-id"]))

@@ -14,11 +14,11 @@ import json
 import time
 import uuid
 from dataclasses import dataclass, field, replace
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
-from pyiceberg.table.sorting import SortOrder
 
 from mor.errors import CorruptMetadataError, InvalidArgumentError, UnsupportedFeatureError
 from mor.format.metadata_checks import check_metadata
@@ -30,6 +30,9 @@ from mor.format.spec import (
     SUPPORTED_FORMAT_VERSIONS,
     UNPARTITIONED_LAST_PARTITION_ID,
 )
+
+if TYPE_CHECKING:
+    from pyiceberg.table.sorting import SortOrder
 
 
 @dataclass(frozen=True)
@@ -117,7 +120,9 @@ class TableMetadata:
     partition_specs: tuple[PartitionSpec, ...]
     default_spec_id: int
     last_partition_id: int
-    sort_orders: tuple[SortOrder, ...]
+    # Sort orders stay JSON until a writer asks for them: pyiceberg's SortOrder lives in
+    # pyiceberg.table, whose import would cost every read ~0.2 s (`sort_orders` parses them).
+    sort_orders_json: tuple[dict[str, Any], ...]
     default_sort_order_id: int
     properties: dict[str, str] = field(default_factory=dict)
     current_snapshot_id: int | None = None
@@ -171,6 +176,19 @@ class TableMetadata:
             snapshot_id = by_id[snapshot_id].parent_snapshot_id
         return out
 
+    @cached_property
+    def sort_orders(self) -> tuple[SortOrder, ...]:
+        from pyiceberg.table.sorting import SortOrder
+
+        try:
+            return tuple(SortOrder.model_validate(o) for o in self.sort_orders_json)
+        except ValueError as e:  # pydantic's ValidationError is one
+            detail = " ".join(line.strip() for line in str(e).strip().splitlines()[:3])
+            raise CorruptMetadataError(f"invalid sort order: {detail}") from e
+
+    def sort_order_ids(self) -> list[int]:
+        return [o["order-id"] for o in self.sort_orders_json]
+
     @property
     def sort_order(self) -> SortOrder:
         return next(o for o in self.sort_orders if o.order_id == self.default_sort_order_id)
@@ -190,7 +208,7 @@ class TableMetadata:
             "partition-specs": [json.loads(s.model_dump_json()) for s in self.partition_specs],
             "last-partition-id": self.last_partition_id,
             "default-sort-order-id": self.default_sort_order_id,
-            "sort-orders": [json.loads(o.model_dump_json()) for o in self.sort_orders],
+            "sort-orders": list(self.sort_orders_json),
             "properties": self.properties,
         }
         if self.current_snapshot_id is not None:
@@ -261,7 +279,7 @@ class TableMetadata:
             partition_specs=tuple(PartitionSpec.model_validate(s) for s in d["partition-specs"]),
             default_spec_id=d["default-spec-id"],
             last_partition_id=d["last-partition-id"],
-            sort_orders=tuple(SortOrder.model_validate(o) for o in d["sort-orders"]),
+            sort_orders_json=tuple(d["sort-orders"]),
             default_sort_order_id=d["default-sort-order-id"],
             properties=dict(d.get("properties") or {}),
             current_snapshot_id=current,
@@ -280,11 +298,12 @@ class TableMetadata:
 def new_table_metadata(
     schema: Schema,
     spec: PartitionSpec,
-    sort_order: SortOrder,
+    sort_order: SortOrder | None,
     location: str,
     properties: dict[str, str],
     format_version: int = FORMAT_VERSION,
 ) -> TableMetadata:
+    """The metadata of a new table (`sort_order` None: unsorted)."""
     check_properties(properties)
     check_format_version(format_version)
     return TableMetadata(
@@ -300,10 +319,15 @@ def new_table_metadata(
         partition_specs=(spec,),
         default_spec_id=spec.spec_id,
         last_partition_id=max((f.field_id for f in spec.fields), default=UNPARTITIONED_LAST_PARTITION_ID),
-        sort_orders=(sort_order,),
-        default_sort_order_id=sort_order.order_id,
+        sort_orders_json=({"order-id": 0, "fields": []} if sort_order is None else sort_order_json(sort_order),),
+        default_sort_order_id=0 if sort_order is None else sort_order.order_id,
         properties=dict(properties),
     )
+
+
+def sort_order_json(order: SortOrder) -> dict[str, Any]:
+    """A sort order as metadata JSON holds it."""
+    return json.loads(order.model_dump_json())
 
 
 FORMAT_VERSION_PROPERTY = "format-version"  # accepted in table properties, as Iceberg does; never stored

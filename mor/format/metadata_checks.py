@@ -29,10 +29,11 @@ INT32_MAX = 2**31 - 1
 
 def check_metadata(m: TableMetadata) -> TableMetadata:
     """`m`, or CorruptMetadataError naming the first invariant it breaks."""
+    _check_sort_orders(m)
     _check_pointers(m)
     _check_unique("schema id", (s.schema_id for s in m.schemas))
     _check_unique("partition spec id", (s.spec_id for s in m.partition_specs))
-    _check_unique("sort order id", (o.order_id for o in m.sort_orders))
+    _check_unique("sort order id", m.sort_order_ids())
     _check_unique("snapshot id", (s.snapshot_id for s in m.snapshots))
     _check_refs(m)
     _check_sequence_numbers(m)
@@ -47,10 +48,38 @@ def _check_pointers(m: TableMetadata) -> None:
         raise CorruptMetadataError(f"current-schema-id {m.current_schema_id} names no schema")
     if m.default_spec_id not in {s.spec_id for s in m.partition_specs}:
         raise CorruptMetadataError(f"default-spec-id {m.default_spec_id} names no partition spec")
-    if m.default_sort_order_id not in {o.order_id for o in m.sort_orders}:
+    if m.default_sort_order_id not in m.sort_order_ids():
         raise CorruptMetadataError(f"default-sort-order-id {m.default_sort_order_id} names no sort order")
     if m.current_snapshot_id is not None and m.current_snapshot_id not in {s.snapshot_id for s in m.snapshots}:
         raise CorruptMetadataError(f"current-snapshot-id {m.current_snapshot_id} names no snapshot")
+
+
+_SORT_DIRECTIONS = ("asc", "desc")
+_NULL_ORDERS = ("nulls-first", "nulls-last")
+
+
+def _check_sort_orders(m: TableMetadata) -> None:
+    """Sort orders are kept as JSON until a writer parses them (mor/format/metadata.py):
+    their shape is checked here so that bad ones are refused when the file is read."""
+    for order in m.sort_orders_json:
+        if not isinstance(order, dict) or not _is_int(order.get("order-id")) or not isinstance(order.get("fields"), list):
+            raise CorruptMetadataError(f"sort order {order!r} is not an object with an integer order-id and a fields list")
+        for f in order["fields"]:
+            if not (
+                isinstance(f, dict)
+                and _is_int(f.get("source-id"))
+                and isinstance(f.get("transform"), str)
+                and f.get("direction") in _SORT_DIRECTIONS
+                and f.get("null-order") in _NULL_ORDERS
+            ):
+                raise CorruptMetadataError(
+                    f"sort order {order['order-id']} has field {f!r}: it needs an integer source-id, a transform, "
+                    f"a direction {_SORT_DIRECTIONS} and a null-order {_NULL_ORDERS}"
+                )
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _check_unique(what: str, ids: Iterable[int]) -> None:

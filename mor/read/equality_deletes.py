@@ -14,14 +14,13 @@ import threading
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyiceberg.schema import Schema
-from pyiceberg.table.name_mapping import NameMapping
 
 from mor.errors import CorruptMetadataError, UnsupportedFeatureError
 from mor.format.content_file import DeleteFile
@@ -31,6 +30,9 @@ from mor.planning.delete_index import partition_key
 from mor.read.decoded_cache import SHARED
 from mor.read.field_resolution import FileProjection, parse_name_mapping
 from mor.write.arrow_schema import to_arrow_type
+
+if TYPE_CHECKING:
+    from pyiceberg.table.name_mapping import NameMapping
 
 
 class EqualityKeySet:

@@ -18,15 +18,17 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import pyarrow as pa
 from pyiceberg.schema import Schema
-from pyiceberg.table.name_mapping import MappedField, NameMapping, parse_mapping_from_json
 from pyiceberg.types import IcebergType, ListType, MapType, NestedField, StructType
 
 from mor.errors import CorruptMetadataError
 from mor.write.arrow_schema import FIELD_ID_KEY, to_arrow_field, to_arrow_type
+
+if TYPE_CHECKING:  # importing pyiceberg.table costs a read ~0.2 s: only tables with a mapping pay it
+    from pyiceberg.table.name_mapping import MappedField, NameMapping
 
 NAME_MAPPING_PROPERTY = "schema.name-mapping.default"
 
@@ -43,6 +45,8 @@ def parse_name_mapping(text: str | None) -> NameMapping | None:
     text is not one. Cached: every task of a scan carries the same text."""
     if text is None:
         return None
+    from pyiceberg.table.name_mapping import parse_mapping_from_json
+
     try:
         return parse_mapping_from_json(text)
     except (ValueError, TypeError) as e:

@@ -27,6 +27,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mor.api.catalog import Catalog
 from mor.catalog.sql import SqlCatalogStore
+from mor.catalog.sqlite_reads import SqliteCatalogReader
 from mor.errors import InvalidArgumentError
 from mor.server.auth import OAuthError, Tokens, token_response
 from mor.server.errors import (
@@ -50,7 +51,7 @@ def create_app(
     """The REST catalog application over `catalog`. `token`: the bearer token (or Tokens) every
     request must carry; None serves without authentication (run.py binds loopback only then).
     `prefix`: also serve every catalog route under `/v1/<prefix>/`, and tell clients so."""
-    if not isinstance(getattr(catalog, "store", None), SqlCatalogStore):
+    if not isinstance(getattr(catalog, "store", None), (SqlCatalogStore, SqliteCatalogReader)):
         raise InvalidArgumentError("mor serve serves a SQL catalog (a warehouse and its database), not a REST catalog")
     tokens = Tokens((token,)) if isinstance(token, str) else token
     if prefix is not None and not _PREFIX.match(prefix):

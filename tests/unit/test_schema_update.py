@@ -270,7 +270,7 @@ def test_with_schema_is_pure() -> None:
     base = TableMetadata(
         table_uuid="u", location="/t", last_sequence_number=0, last_updated_ms=1, last_column_id=1,
         schemas=(schema,), current_schema_id=0, partition_specs=(), default_spec_id=0, last_partition_id=999,
-        sort_orders=(), default_sort_order_id=0,
+        sort_orders_json=(), default_sort_order_id=0,
     )  # fmt: skip
     bigger = Schema(NestedField(1, "a", LongType()), NestedField(3, "b", LongType()), schema_id=77)
     new = with_schema(base, bigger)
