@@ -166,13 +166,21 @@ def open_with_pyiceberg(root: Path) -> Any:
 
 
 def mor_plan(table: Any, row_filter: str | None) -> dict[str, frozenset[str]]:
-    return {t.data_file.file_path: frozenset(f.file_path for f in t.delete_files)
-            for t in table.scan(filter=row_filter).plan_files()}
+    return mor_plan_of(table.scan(filter=row_filter).plan_files())
 
 
 def pyiceberg_plan(table: Any, row_filter: str | None) -> dict[str, frozenset[str]]:
     scan = table.scan() if row_filter is None else table.scan(row_filter=row_filter)
-    return {t.file.file_path: frozenset(f.file_path for f in t.delete_files) for t in scan.plan_files()}
+    return pyiceberg_plan_of(scan.plan_files())
+
+
+def mor_plan_of(tasks: Any) -> dict[str, frozenset[str]]:
+    """data file -> its delete files, from mor's planned tasks (to compare with pyiceberg's)."""
+    return {t.data_file.file_path: frozenset(f.file_path for f in t.delete_files) for t in tasks}
+
+
+def pyiceberg_plan_of(tasks: Any) -> dict[str, frozenset[str]]:
+    return {t.file.file_path: frozenset(f.file_path for f in t.delete_files) for t in tasks}
 
 
 def clear_mor_cache() -> None:

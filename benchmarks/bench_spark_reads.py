@@ -94,10 +94,13 @@ def time_readers(readers: dict[str, Callable[[], Any]], repeat: int, expected: d
             raise BenchmarkError(f"{name}: {row['rows']} rows / id sum {row['id']}, expected {expected[name]}")
     wall: dict[str, list[float]] = {name: [] for name in readers}
     cpu: dict[str, list[float]] = {name: [] for name in readers}
-    for _ in range(repeat):
-        for name, build in readers.items():
+    names = list(readers)
+    for round_ in range(repeat):
+        # Rotated each round, so that no reader always runs first or right after the same one.
+        shift = round_ % len(names)
+        for name in names[shift:] + names[:shift]:
             c0, t0 = tree_cpu_seconds(), time.perf_counter()
-            sum_every_column(build()).collect()
+            sum_every_column(readers[name]()).collect()
             wall[name].append(time.perf_counter() - t0)
             cpu[name].append(tree_cpu_seconds() - c0)
     return {

@@ -90,7 +90,9 @@ class Context:
         """The generated rows as table bench.events of warehouse data_dir/<name>, exactly as
         first built (the same files) however earlier runs changed it."""
         root = self.data_dir / name
-        template = self.data_dir / f"{name}.template"
+        # A template per scale, seed and version: a data folder reused across them must not hand
+        # one run another's rows.
+        template = self.data_dir / f"{name}.template-{self.scale.rows}x{self.scale.files}-{self.seed}-v{format_version or 2}"
         if not template.exists():
             build_warehouse(root, file_slices(self.data, self.scale.files), format_version=format_version)
             shutil.copytree(root, template)

@@ -78,7 +78,7 @@ def _upsert_source(ctx: Context, fraction: float) -> tuple[Path, int, int]:
     old = ctx.data.take(pa.array(ids))
     old = old.set_column(old.schema.get_field_index("value"), "value", pc.add(old["value"], 1.0))
     fresh = ctx.data.slice(0, new).set_column(0, "id", pa.arange(ctx.rows, ctx.rows + new))
-    path = ctx.data_dir / f"upsert-source-{fraction:g}.parquet"
+    path = ctx.data_dir / f"upsert-source-{fraction:g}-{ctx.rows}-{ctx.seed}.parquet"
     if not path.exists():
         pq.write_table(pa.concat_tables([old, fresh]).combine_chunks(), path)
     return path, existing, new
