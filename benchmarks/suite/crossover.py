@@ -62,7 +62,19 @@ def render(analysis: dict[str, Any]) -> list[str]:
             f"| {r['fraction']:.2%} | {r['write_mor']:.2f} s | {r['write_cow']:.2f} s | {r['read_mor']:.2f} s | "
             f"{r['read_cow']:.2f} s | {_reads(r['reads_per_write'])} |"
         )
-    lines += ["", recommendation(analysis), ""]
+    cheaper = [r["fraction"] for r in rows if r["reads_per_write"] == 0]
+    lines += [
+        "",
+        f"Copy-on-write's write is already the cheaper one from {min(cheaper):.2%} of the rows on."
+        if cheaper else
+        f"Merge-on-read's write is the cheaper one at every measured fraction (up to {max(r['fraction'] for r in rows):.0%}): "
+        "the crossover is in reads per write, not in the fraction deleted.",
+        "The break-even divides a write's saving by a read's extra cost, a difference of tens of milliseconds between "
+        "two measured reads at this scale: read it as an order of magnitude.",
+        "",
+        recommendation(analysis),
+        "",
+    ]  # fmt: skip
     return lines
 
 

@@ -20,7 +20,7 @@ from suite.context import Context
 
 TITLE = "Scan planning at 1k / 10k / 100k files"
 COMMITS = 100  # bench_planning's default: half appends, half deletes
-REPEAT = 5
+REPEAT = 3  # 5 cost the report 12 s at 10k files, with no steadier medians
 LARGE = 50_000  # from here on one call each (see _once)
 TARGET_FILES, TARGET_SECONDS = 10_000, 2.0
 LABELS = {"mor": "mor (warm)", "mor_cold": "mor (cold cache)", "pyiceberg": "pyiceberg 0.12"}

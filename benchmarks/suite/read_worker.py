@@ -1,8 +1,8 @@
-"""One reader, one form, one table state, in a fresh process (so no reader inherits another's
-caches, threads or memory): a checked warm-up call, then `repeat` timed calls; prints one JSON
-line. Run by suite/reads.py as
+"""One reader on one table state, in a fresh process (so no reader inherits another's caches,
+threads or memory), for each form: a checked warm-up call, then `repeat` timed calls; prints
+one JSON line per form. Run by suite/reads.py as
 
-    python read_worker.py '{"reader": ..., "form": "arrow"|"aggregate", "warehouse": ...,
+    python read_worker.py '{"reader": ..., "forms": ["arrow", "aggregate"], "warehouse": ...,
                             "metadata": ..., "data_files": [...], "expected": {...}, "repeat": 3}'
 
 Every call returns (rows, id sum): of the Arrow table for form `arrow`, the aggregate's count(*)
@@ -179,4 +179,8 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(measure(json.loads(sys.argv[1]))), flush=True)
+    # One process per reader and table, its forms in turn: one JSON line each, printed as soon as
+    # it is measured (a form the time limit cuts off leaves the earlier ones' lines).
+    request = json.loads(sys.argv[1])
+    for form in request.pop("forms"):
+        print(json.dumps({"form": form, **measure({**request, "form": form})}), flush=True)

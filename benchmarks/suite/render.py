@@ -27,11 +27,10 @@ def write_report(result: dict[str, Any], out_dir: Path) -> Path:
         body += [module.render(section, out_dir).rstrip(), ""]
         targets += module.targets(section)
     analysis = crossover.analyze(sections)
-    headline = _targets_table(targets)
-    if analysis["deletes"]:
-        headline += [crossover.recommendation(analysis), ""]
-    (out_dir / "headline.md").write_text("\n".join(headline).rstrip() + "\n")
-    lines = [f"# mor benchmark report ({result['scale']['name']} scale)", "", *_run_facts(result), *headline]
+    table = _targets_table(targets)
+    advice = [crossover.recommendation(analysis), ""] if analysis["deletes"] else []
+    (out_dir / "headline.md").write_text("\n".join(table + advice).rstrip() + "\n")
+    lines = [f"# mor benchmark report ({result['scale']['name']} scale)", "", *_run_facts(result), *table]
     lines += crossover.render(analysis) + body
     path = out_dir / "report.md"
     path.write_text("\n".join(lines).rstrip() + "\n")
