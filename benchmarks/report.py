@@ -15,6 +15,7 @@ benchmarks/results/report). Each section is a module of benchmarks/suite with
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import json
 import os
@@ -38,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--scale", choices=sorted(SCALES), default="default")
     p.add_argument("--only", default=",".join(SECTIONS), help=f"sections to run, of {','.join(SECTIONS)}")
+    p.add_argument("--planning-sizes", help="data files (and as many delete files) to plan, e.g. 1000,10000,100000")
     p.add_argument("--seed", type=int, default=20240101)
     p.add_argument("--data-dir", type=Path, default=REPO_ROOT / "benchmarks" / "data" / "report")
     p.add_argument("--out-dir", type=Path, default=REPO_ROOT / "benchmarks" / "results" / "report")
@@ -49,7 +51,10 @@ def main(argv: list[str] | None = None) -> int:
 
     args.data_dir.mkdir(parents=True, exist_ok=True)
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    ctx = Context(SCALES[args.scale], args.data_dir, args.seed)
+    scale = SCALES[args.scale]
+    if args.planning_sizes:
+        scale = dataclasses.replace(scale, planning_sizes=tuple(int(n) for n in args.planning_sizes.split(",")))
+    ctx = Context(scale, args.data_dir, args.seed)
     result = start_result("report", args)
     result["scale"] = vars(ctx.scale)
     result["versions"] = library_versions()

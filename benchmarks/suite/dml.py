@@ -183,9 +183,9 @@ def _pyiceberg_run(ctx: Context, case: Case, root: Path) -> dict[str, Any]:
     before = list_files(root)
     command = [sys.executable, str(Path(__file__).with_name("pyiceberg_dml.py")), str(root), case.verb, case.predicate, case.source]
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=ctx.scale.reader_timeout_seconds)
+        done = subprocess.run(command, capture_output=True, text=True, timeout=ctx.scale.dml_timeout_seconds)
     except subprocess.TimeoutExpired:
-        return {"status": "timeout", "detail": f"did not finish in {ctx.scale.reader_timeout_seconds:.0f} s"}
+        return {"status": "timeout", "detail": f"did not finish in {ctx.scale.dml_timeout_seconds:.0f} s"}
     if done.returncode != 0:
         return {"status": "error", "detail": done.stderr.strip().splitlines()[-1][:300] if done.stderr.strip() else "?"}
     timing = json.loads(done.stdout.strip().splitlines()[-1])

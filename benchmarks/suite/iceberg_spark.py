@@ -1,5 +1,5 @@
-"""Iceberg-Spark, the reference implementation, on the same tables: the DML section's cases at
-the scale's `iceberg_spark_fractions` as Spark SQL (`DELETE FROM`, `UPDATE`, `MERGE INTO`) in
+"""Iceberg-Spark, the reference implementation, on the same tables: the DML section's scattered
+cases at the scale's `iceberg_spark_fractions` as Spark SQL (`DELETE FROM`, `UPDATE`, `MERGE INTO`) in
 merge-on-read and copy-on-write mode, and reads of the read section's tables, in one Spark 3.5
 session of the oracle's environment (suite/iceberg_spark_worker.py; local[2], as the machine
 has). mor's numbers for the same cases are copied next to Spark's."""
@@ -32,7 +32,7 @@ def run(ctx: Context, earlier: dict[str, Any]) -> dict[str, Any]:
         return {"skipped": "this scale runs no Spark"}
     dml_jobs = [
         {"id": c.id, "verb": c.verb, "predicate": c.predicate, "source": c.source, "expected": expected_after(ctx, c), "modes": list(MODES)}
-        for c in cases(ctx) if c.fraction in ctx.scale.iceberg_spark_fractions
+        for c in cases(ctx) if c.fraction in ctx.scale.iceberg_spark_fractions and c.layout == "scattered"
     ]  # fmt: skip
     states = earlier.get("reads", {}).get("states", {})
     read_jobs = [{"state": name, **{k: s[k] for k in ("metadata", "data_files", "expected")}}

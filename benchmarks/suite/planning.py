@@ -18,7 +18,7 @@ from bench_planning import (build_table, cache_settings, check_same_plan, clear_
 from common import remove_warehouse
 from suite.context import Context
 
-TITLE = "Scan planning at 1k / 10k / 100k files"
+TITLE = "Scan planning: as many delete files as data files, mor vs pyiceberg"
 COMMITS = 100  # bench_planning's default: half appends, half deletes
 REPEAT = 3  # 5 cost the report 12 s at 10k files, with no steadier medians
 LARGE = 50_000  # from here on one call each (see _once)

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 Call = Callable[[], tuple[int, int]]
-SLOW_SECONDS = 10.0
+SLOW_SECONDS = 5.0
 AGG_SQL = ("count(*), sum(id), sum(value), min(ts), max(ts), min(category), sum(length(payload))")
 
 

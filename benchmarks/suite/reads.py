@@ -186,7 +186,7 @@ def render(result: dict[str, Any], out_dir: Path) -> str:
              f"id sum, then the median of {result['repeat']} timed calls (seconds; in parentheses the ratio to the "
              f"floor of the same state). A status word instead: *timeout* (over {result['timeout_seconds']:.0f} s), "
              "*wrong* (rows or id sum differ), *error*, *unsupported*, or *skipped* (the aggregate of a reader whose full "
-             "read timed out), with the detail below. A reader whose warm-up took over 10 s gets one timed call.", "",
+             "read timed out), with the detail below. A reader whose warm-up took over 5 s gets one timed call.", "",
              "The reader calls:", ""]  # fmt: skip
     lines += [f"- **{r}**: {CALLS[r]}." for r in READERS] + ["", "The table states:", ""]
     lines += [f"- **{s}**: {i['description']} ({i['expected']['rows']:,} rows left, format v{i['format_version']})."
