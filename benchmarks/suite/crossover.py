@@ -83,7 +83,12 @@ def _reads(k: float) -> str:
         return "never (the merged read is as fast)"
     if k == 0:
         return "the first read (its write is cheaper)"
-    return f"{math.ceil(k):,} reads per write"
+    return f"{_whole(k):,} reads per write"
+
+
+def _whole(k: float) -> int:
+    """The reads needed to break even, a whole number (10.000000000000002 is 10 reads)."""
+    return math.ceil(round(k, 9))
 
 
 def recommendation(analysis: dict[str, Any]) -> str:
@@ -93,7 +98,7 @@ def recommendation(analysis: dict[str, Any]) -> str:
         return ("Recommendation: merge-on-read (`write.delete.mode`, `write.update.mode`, `write.merge.mode` = "
                 "`merge-on-read`, mor's default) at every measured fraction; compact when reads slow down.")  # fmt: skip
     lowest = min(finite, key=lambda r: r["reads_per_write"])
-    k = math.ceil(lowest["reads_per_write"])
+    k = _whole(lowest["reads_per_write"])
     return (
         f"Recommendation: merge-on-read (mor's default) when a table is read fewer than about {k:,} times between "
         "writes (or between compactions); copy-on-write (`write.delete.mode` = `copy-on-write`, likewise "

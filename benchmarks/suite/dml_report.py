@@ -65,8 +65,9 @@ def _plots(result: dict[str, Any], out_dir: Path) -> list[str]:
             if not points:
                 continue
             xs = [f * 100 for f, _ in points]
-            axes[0][col].plot(xs, [r["median_seconds"] for _, r in points], marker="o", label=engine)
-            axes[1][col].plot(xs, [r["bytes_written"] / 2**20 for _, r in points], marker="o", label=engine)
+            style = {"marker": "o", "label": engine, "color": _color(engine)}  # one colour per engine in every panel
+            axes[0][col].plot(xs, [r["median_seconds"] for _, r in points], **style)
+            axes[1][col].plot(xs, [r["bytes_written"] / 2**20 for _, r in points], **style)
         axes[0][col].set_title(f"{verb.upper()}, {layout}")
         for row, label in ((0, "seconds"), (1, "MB written")):
             ax = axes[row][col]
@@ -75,12 +76,18 @@ def _plots(result: dict[str, Any], out_dir: Path) -> list[str]:
             ax.set_xlabel("% of rows")
             ax.set_ylabel(label)
             ax.grid(True, which="both", alpha=0.3)
-    axes[0][0].legend(fontsize=7)
-    axes[1][0].legend(fontsize=7)
+    for ax in axes[0]:
+        ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(out_dir / "dml.png", dpi=110)
     plt.close(fig)
     return ["![DML time and bytes written by fraction of rows](dml.png)", ""]
+
+
+def _color(engine: str) -> str:
+    palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    order = [MOR_MOR, MOR_COW, "pyiceberg (copy-on-write)", "mor merge-on-read, equality deletes", "pyiceberg upsert"]
+    return palette[order.index(engine) % len(palette)] if engine in order else "black"
 
 
 def dml_targets(result: dict[str, Any]) -> list[dict[str, Any]]:
