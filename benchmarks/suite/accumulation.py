@@ -21,6 +21,7 @@ import pyarrow.dataset as ds
 
 from common import BenchmarkError, local_path, median_timing, timed_dml
 from suite.context import Context, expected
+from suite.render import save_figure
 from suite.dml_report import format_bytes
 
 TITLE = "Accumulation: reads over successive small deletes, then compaction"
@@ -187,10 +188,7 @@ def _plot(result: dict[str, Any], out_dir: Path) -> str:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out_dir / "accumulation-reads.png", dpi=110)
-    plt.close(fig)
-    return "![Read time over successive deletes, and cumulative delete time](accumulation-reads.png)"
+    return save_figure(fig, out_dir, "accumulation-reads.png", "Read time over successive deletes, and cumulative delete time")
 
 
 def targets(result: dict[str, Any]) -> list[dict[str, Any]]:

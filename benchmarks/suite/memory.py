@@ -19,6 +19,7 @@ from bench_delete_stack import streaming_peak
 from common import BenchmarkError, local_path
 from suite.accumulation import band
 from suite.context import Context, expected
+from suite.render import save_figure
 
 TITLE = "Memory: peak RSS"
 WAREHOUSE = "memory"
@@ -116,10 +117,7 @@ def _plot(result: dict[str, Any], out_dir: Path) -> str:
     ax.set(xlabel="peak RSS (MB)", title="Peak memory, fresh process each")
     ax.grid(True, axis="x", alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out_dir / "memory-peak-rss.png", dpi=110)
-    plt.close(fig)
-    return "![Peak RSS of streaming reads and appends](memory-peak-rss.png)"
+    return save_figure(fig, out_dir, "memory-peak-rss.png", "Peak RSS of streaming reads and appends")
 
 
 def targets(result: dict[str, Any]) -> list[dict[str, Any]]:

@@ -17,6 +17,7 @@ from bench_planning import (build_table, cache_settings, check_same_plan, clear_
                             pyiceberg_plan_of, time_calls)
 from common import remove_warehouse
 from suite.context import Context
+from suite.render import save_figure
 
 TITLE = "Scan planning: as many delete files as data files, mor vs pyiceberg"
 COMMITS = 100  # bench_planning's default: half appends, half deletes
@@ -114,10 +115,7 @@ def _plot(result: dict[str, Any], out_dir: Path) -> str:
            title="Full-scan planning")  # fmt: skip
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out_dir / "planning-files.png", dpi=110)
-    plt.close(fig)
-    return "![Planning seconds by number of files](planning-files.png)"
+    return save_figure(fig, out_dir, "planning-files.png", "Planning seconds by number of files")
 
 
 def targets(result: dict[str, Any]) -> list[dict[str, Any]]:

@@ -13,6 +13,16 @@ matplotlib.use("Agg")  # files only, no display
 from suite import crossover  # noqa: E402
 
 
+def save_figure(fig: Any, out_dir: Path, name: str, alt: str) -> str:
+    """Write a section's plot beside the report; the Markdown that shows it."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(out_dir / name, dpi=110)
+    plt.close(fig)
+    return f"![{alt}]({name})"
+
+
 def write_report(result: dict[str, Any], out_dir: Path) -> Path:
     """report.md (the facts of the run, the targets, which mode when, then every section) and
     headline.md (the targets table and the recommendation, as the README shows them)."""
