@@ -1,4 +1,6 @@
-"""Table: the user's handle on one Iceberg table (reads, appends, row-level DML)."""
+"""Table: the user's handle on one Iceberg table (reads, appends, row-level DML); its definition
+verbs (schema, spec, sort order, properties, constraints) are in table_definition.py, its
+maintenance verbs in table_maintenance.py."""
 
 from __future__ import annotations
 
@@ -11,28 +13,22 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyiceberg.expressions import AlwaysTrue, IsNull
+from pyiceberg.expressions import AlwaysTrue
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
-from pyiceberg.types import IcebergType
 
-from mor.api.constraints import ConstraintCheck, check_live_rows, new_constraint, table_constraints
+from mor.api.constraints import ConstraintCheck, table_constraints
 from mor.api.expressions import Assignments
 from mor.api.inputs import Rows, as_table, as_tables, known_row_count
 from mor.api.scan import Scan
+from mor.api.table_definition import TableDefinition
 from mor.api.table_maintenance import TableMaintenance
 from mor.commit.idempotency import AlreadyCommitted, Idempotency, check_not_committed
 from mor.commit.retry import RetryPolicy
-from mor.commit.table_ops import CommitFailedError, metadata_version, read_metadata, refresh_same_table
-from mor.errors import MetadataFileNotFoundError, CommitConflictError, CommitStateUnknownError, ConstraintViolationError, InvalidArgumentError, MorError
+from mor.commit.table_ops import metadata_version, read_metadata, refresh_same_table
+from mor.errors import MetadataFileNotFoundError, CommitConflictError, CommitStateUnknownError, InvalidArgumentError, MorError
 from mor.format.content_file import DataFile
-from mor.format.metadata import (
-    FORMAT_VERSION_PROPERTY,
-    Snapshot,
-    TableMetadata,
-    parse_format_version,
-    upgraded,
-)
+from mor.format.metadata import Snapshot, TableMetadata
 from mor.format.properties import (
     COPY_ON_WRITE,
     DELETE_MODE_PROPERTY,
@@ -40,7 +36,6 @@ from mor.format.properties import (
     MERGE_ON_READ,
     MODES,
     UPDATE_MODE_PROPERTY,
-    check_properties,
 )
 from mor.format.spec import Operation
 from mor.io.fileio import FileIO
@@ -53,13 +48,8 @@ from mor.write.arrow_schema import to_arrow_schema
 # ("on first use"): reading a table needs none of them, and importing them all added about
 # 0.3 s to the start of every `mor scan` (issue 26).
 if TYPE_CHECKING:
-    from pyiceberg.table.sorting import SortOrder
-
     from mor.api.changes import ChangeScan
-    from mor.api.schema_update import UpdateSchema
-    from mor.api.spec_update import UpdateSpec
     from mor.commit.snapshot_producer import Changes, TableOperations, Validator
-    from mor.commit.updates import TableCommit
 
 
 @dataclass(frozen=True)
@@ -70,7 +60,7 @@ class HistoryEntry:
     is_current_ancestor: bool
 
 
-class Table(TableMaintenance):
+class Table(TableMaintenance, TableDefinition):
     # The rest of the catalog, for maintenance that deletes files (set by the catalog that
     # opens the table): the files other tables own must stay.
     catalog_view: CatalogView | None = None
@@ -370,141 +360,6 @@ class Table(TableMaintenance):
         mode = self._mode(mode, MERGE_MODE_PROPERTY)  # fixed for every re-plan
         return self._run_dml("merge", lambda: merge_rows(self, source_rows, on, clauses, mode, reporter), idempotency=idempotency)
 
-    # -- schema evolution (mor/api/schema_update.py) ----------------------------------------
-    def update_schema(self) -> UpdateSchema:
-        """A builder of schema changes, committed together by `.commit()` or on leaving a
-        `with` block without an error: add_column, rename_column, drop_column, make_optional,
-        widen, set_doc, move_first, move_before, move_after (dotted paths, "info.c")."""
-        from mor.api.schema_update import UpdateSchema  # imported on first use: a read changes no schema
-        return UpdateSchema(self, self._writable())
-
-    def add_column(self, path: str, type: pa.DataType | IcebergType, doc: str | None = None, required: bool = False) -> Schema:
-        """Add one optional column (a commit of its own); returns the new schema."""
-        return self.update_schema().add_column(path, type, doc, required).commit()
-
-    def rename_column(self, path: str, new_name: str) -> Schema:
-        return self.update_schema().rename_column(path, new_name).commit()
-
-    def drop_column(self, path: str) -> Schema:
-        return self.update_schema().drop_column(path).commit()
-
-    # -- partition spec evolution (mor/api/spec_update.py) ----------------------------------
-    def update_spec(self) -> UpdateSpec:
-        """A builder of partition spec changes, committed together by `.commit()` or on
-        leaving a `with` block without an error: add_field("ts", "day") (or "day(ts)"),
-        remove_field(name), rename_field(name, new_name). Metadata only: files keep their
-        spec, new writes use the new default spec."""
-        from mor.api.spec_update import UpdateSpec  # imported on first use: a read changes no partition spec
-        return UpdateSpec(self, self._writable())
-
-    def replace_sort_order(self, *terms: str) -> SortOrder:
-        """Make the table sorted by `terms` ("ts", "id desc", "name asc nulls last", "day(ts)",
-        "bucket(16, id)"); no terms: unsorted. Appends and compaction then sort each file they
-        write by it. Metadata only: an identical order already known keeps its id, another is
-        added with the next one. See mor/write/sort_order.py."""
-        from mor.commit.table_commits import sort_order_commit  # imported on first use: a read commits nothing
-        from mor.write.sort_order import parse_sort_order
-
-        self._writable()
-        parse_sort_order(self.schema(), terms)  # bad terms raise before any commit
-        self._commit_metadata(lambda base: sort_order_commit(base, parse_sort_order(base.schema(), terms)), "replace the sort order")
-        return self.metadata.sort_order
-
-    def sort_order(self) -> SortOrder:
-        """The table's default sort order (order id 0 and no fields: unsorted)."""
-        return self.metadata.sort_order
-
-    def set_properties(self, **updates: str) -> None:
-        """Set table properties, e.g. `set_properties(**{"write.delete.mode": "copy-on-write"})`.
-        `format-version` is no property but the table's format: "3" upgrades it, as Iceberg's
-        `ALTER TABLE ... SET TBLPROPERTIES` does."""
-        from mor.commit.table_commits import properties_commit  # imported on first use: a read commits nothing
-        self._writable()
-        bad = {k: v for k, v in updates.items() if not isinstance(v, str)}
-        if bad:
-            raise InvalidArgumentError(f"property values must be strings: {bad}")
-        version = updates.pop(FORMAT_VERSION_PROPERTY, None)
-        target = None if version is None else parse_format_version(version)
-        check_properties(updates)
-        self._commit_metadata(lambda base: properties_commit(base, updates, format_version=_upgrade_to(base, target)), "set properties")
-
-    def add_constraint(self, name: str, expression: str) -> None:
-        """A CHECK constraint every row mor writes must satisfy (`expression` TRUE for it),
-        stored as the property `mor.constraint.<name>` (mor/api/constraints.py). Refused with
-        ConstraintViolationError, naming a row, when a live row breaks it."""
-        from mor.commit.table_commits import constraint_commit  # imported on first use: a read commits nothing
-
-        self._writable()
-        constraint = new_constraint(name, expression, self.schema(), self.metadata.properties)
-
-        def change(base: TableMetadata) -> TableCommit:
-            check_live_rows(self, constraint)  # on `base`: the handle was refreshed to it
-            return constraint_commit(base, {constraint.property: constraint.expression})
-
-        self._commit_metadata(change, f"add constraint {name!r}")
-
-    def drop_constraint(self, name: str) -> None:
-        """Remove a CHECK constraint; InvalidArgumentError if the table has none of that name."""
-        from mor.commit.table_commits import properties_commit  # imported on first use: a read commits nothing
-
-        self._writable()
-        names = {c.name: c for c in table_constraints(self.metadata.properties)}
-        if name not in names:
-            raise InvalidArgumentError(f"the table has no constraint {name!r}; it has {sorted(names)}")
-        self._commit_metadata(lambda base: properties_commit(base, {}, (names[name].property,)), f"drop constraint {name!r}")
-
-    def set_not_null(self, column: str) -> Schema:
-        """NOT NULL: make `column` (a dotted path for a struct field) required in the schema,
-        which every write then enforces. Refused with ConstraintViolationError while a live row
-        holds a null there; the commit asserts the snapshot it checked, so rows committed
-        meanwhile are checked again. Returns the new schema."""
-        from mor.api.schema_rules import SchemaEditor  # imported on first use: a read changes no schema
-        from mor.commit.table_commits import schema_commit
-        from mor.commit.updates import TableCommit
-
-        self._writable()
-
-        def change(base: TableMetadata) -> TableCommit:
-            editor = SchemaEditor(base.schema(), base.last_column_id)
-            editor.make_required(column)  # SchemaEvolutionError for an unknown column
-            if editor.schema().find_field(column).required == base.schema().find_field(column).required:
-                return TableCommit([], [])  # required already
-            nulls = self.scan(filter=IsNull(column)).count()
-            if nulls:
-                raise ConstraintViolationError(f"cannot make {column!r} NOT NULL: {nulls} live rows hold a null there")
-            return schema_commit(base, editor.schema(), snapshot_id=base.current_snapshot_id)
-
-        self._commit_metadata(change, f"make {column!r} NOT NULL")
-        return self.schema()
-
-    def constraints(self) -> dict[str, str]:
-        """The CHECK constraints, name -> predicate."""
-        return {c.name: c.expression for c in table_constraints(self.metadata.properties)}
-
-    def upgrade(self, format_version: int = 3) -> None:
-        """Raise the table's format version (2 -> 3): later writes use deletion vectors and
-        track row lineage. Metadata only: files already written stay as they are, and their
-        position delete files still apply until a deletion vector replaces them."""
-        from mor.commit.table_commits import properties_commit  # imported on first use: a read commits nothing
-        self._writable()
-        self._commit_metadata(lambda base: properties_commit(base, {}, format_version=_upgrade_to(base, format_version)), "upgrade the table")
-
-    def _commit_metadata(self, change: Callable[[TableMetadata], TableCommit], what: str) -> None:
-        """A commit without a snapshot, made again on the fresh table after a lost race."""
-        ops = self._writable()
-        attempts = RetryPolicy.of(self.metadata.properties).start()
-        while True:
-            commit = change(self.metadata)
-            if not commit.updates:
-                return
-            try:
-                self.metadata, self.metadata_location = ops.commit(self.metadata, self.metadata_location, commit)
-                return
-            except CommitFailedError:
-                if not attempts.retry():
-                    raise CommitConflictError(f"could not {what}: the table kept changing") from None
-                self.refresh()
-
     def _mode(self, mode: str | None, property_name: str) -> str:
         mode = mode or self.metadata.properties.get(property_name, MERGE_ON_READ)
         if mode not in MODES:
@@ -612,11 +467,3 @@ def _resolve_metadata_file(io: FileIO, location: str) -> str:
     if not files:
         raise MetadataFileNotFoundError(f"no table metadata file under {location}")
     return max(files, key=metadata_version)
-
-
-def _upgrade_to(base: TableMetadata, format_version: int | None) -> int | None:
-    """The format version to upgrade `base` to, None when it has it already;
-    InvalidArgumentError for a downgrade or an unknown version."""
-    if format_version is None:
-        return None
-    return None if upgraded(base, format_version) is base else format_version

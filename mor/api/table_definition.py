@@ -1,0 +1,179 @@
+"""The definition verbs of a Table: schema and partition spec evolution, the sort order,
+properties, CHECK and NOT NULL constraints, and format upgrades. Each is a metadata-only commit
+(`_commit_metadata`), made again on the fresh table after a lost race.
+
+`TableDefinition` is mixed into `Table` (mor/api/table.py), which supplies the state these
+methods work on (`metadata`, `metadata_location`) and `_writable` / `refresh`. The builders and
+commits are imported on first use: a read changes no definition.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+import pyarrow as pa
+from pyiceberg.expressions import IsNull
+from pyiceberg.schema import Schema
+from pyiceberg.types import IcebergType
+
+from mor.api.constraints import check_live_rows, new_constraint, table_constraints
+from mor.commit.retry import RetryPolicy
+from mor.commit.table_ops import CommitFailedError
+from mor.errors import CommitConflictError, ConstraintViolationError, InvalidArgumentError
+from mor.format.metadata import FORMAT_VERSION_PROPERTY, TableMetadata, parse_format_version, upgraded
+from mor.format.properties import check_properties
+
+if TYPE_CHECKING:
+    from pyiceberg.table.sorting import SortOrder
+
+    from mor.api.schema_update import UpdateSchema
+    from mor.api.spec_update import UpdateSpec
+    from mor.api.table import Table
+    from mor.commit.updates import TableCommit
+
+
+class TableDefinition:
+    """Mixed into Table: every method here runs on a Table."""
+
+    # -- schema evolution (mor/api/schema_update.py) ----------------------------------------
+    def update_schema(self: Table) -> UpdateSchema:
+        """A builder of schema changes, committed together by `.commit()` or on leaving a
+        `with` block without an error: add_column, rename_column, drop_column, make_optional,
+        widen, set_doc, move_first, move_before, move_after (dotted paths, "info.c")."""
+        from mor.api.schema_update import UpdateSchema  # imported on first use: a read changes no schema
+        return UpdateSchema(self, self._writable())
+
+    def add_column(self: Table, path: str, type: pa.DataType | IcebergType, doc: str | None = None, required: bool = False) -> Schema:
+        """Add one optional column (a commit of its own); returns the new schema."""
+        return self.update_schema().add_column(path, type, doc, required).commit()
+
+    def rename_column(self: Table, path: str, new_name: str) -> Schema:
+        return self.update_schema().rename_column(path, new_name).commit()
+
+    def drop_column(self: Table, path: str) -> Schema:
+        return self.update_schema().drop_column(path).commit()
+
+    # -- partition spec evolution (mor/api/spec_update.py) ----------------------------------
+    def update_spec(self: Table) -> UpdateSpec:
+        """A builder of partition spec changes, committed together by `.commit()` or on
+        leaving a `with` block without an error: add_field("ts", "day") (or "day(ts)"),
+        remove_field(name), rename_field(name, new_name). Metadata only: files keep their
+        spec, new writes use the new default spec."""
+        from mor.api.spec_update import UpdateSpec  # imported on first use: a read changes no partition spec
+        return UpdateSpec(self, self._writable())
+
+    def replace_sort_order(self: Table, *terms: str) -> SortOrder:
+        """Make the table sorted by `terms` ("ts", "id desc", "name asc nulls last", "day(ts)",
+        "bucket(16, id)"); no terms: unsorted. Appends and compaction then sort each file they
+        write by it. Metadata only: an identical order already known keeps its id, another is
+        added with the next one. See mor/write/sort_order.py."""
+        from mor.commit.table_commits import sort_order_commit  # imported on first use: a read commits nothing
+        from mor.write.sort_order import parse_sort_order
+
+        self._writable()
+        parse_sort_order(self.schema(), terms)  # bad terms raise before any commit
+        self._commit_metadata(lambda base: sort_order_commit(base, parse_sort_order(base.schema(), terms)), "replace the sort order")
+        return self.metadata.sort_order
+
+    def sort_order(self: Table) -> SortOrder:
+        """The table's default sort order (order id 0 and no fields: unsorted)."""
+        return self.metadata.sort_order
+
+    def set_properties(self: Table, **updates: str) -> None:
+        """Set table properties, e.g. `set_properties(**{"write.delete.mode": "copy-on-write"})`.
+        `format-version` is no property but the table's format: "3" upgrades it, as Iceberg's
+        `ALTER TABLE ... SET TBLPROPERTIES` does."""
+        from mor.commit.table_commits import properties_commit  # imported on first use: a read commits nothing
+        self._writable()
+        bad = {k: v for k, v in updates.items() if not isinstance(v, str)}
+        if bad:
+            raise InvalidArgumentError(f"property values must be strings: {bad}")
+        version = updates.pop(FORMAT_VERSION_PROPERTY, None)
+        target = None if version is None else parse_format_version(version)
+        check_properties(updates)
+        self._commit_metadata(lambda base: properties_commit(base, updates, format_version=_upgrade_to(base, target)), "set properties")
+
+    def add_constraint(self: Table, name: str, expression: str) -> None:
+        """A CHECK constraint every row mor writes must satisfy (`expression` TRUE for it),
+        stored as the property `mor.constraint.<name>` (mor/api/constraints.py). Refused with
+        ConstraintViolationError, naming a row, when a live row breaks it."""
+        from mor.commit.table_commits import constraint_commit  # imported on first use: a read commits nothing
+
+        self._writable()
+        constraint = new_constraint(name, expression, self.schema(), self.metadata.properties)
+
+        def change(base: TableMetadata) -> TableCommit:
+            check_live_rows(self, constraint)  # on `base`: the handle was refreshed to it
+            return constraint_commit(base, {constraint.property: constraint.expression})
+
+        self._commit_metadata(change, f"add constraint {name!r}")
+
+    def drop_constraint(self: Table, name: str) -> None:
+        """Remove a CHECK constraint; InvalidArgumentError if the table has none of that name."""
+        from mor.commit.table_commits import properties_commit  # imported on first use: a read commits nothing
+
+        self._writable()
+        names = {c.name: c for c in table_constraints(self.metadata.properties)}
+        if name not in names:
+            raise InvalidArgumentError(f"the table has no constraint {name!r}; it has {sorted(names)}")
+        self._commit_metadata(lambda base: properties_commit(base, {}, (names[name].property,)), f"drop constraint {name!r}")
+
+    def set_not_null(self: Table, column: str) -> Schema:
+        """NOT NULL: make `column` (a dotted path for a struct field) required in the schema,
+        which every write then enforces. Refused with ConstraintViolationError while a live row
+        holds a null there; the commit asserts the snapshot it checked, so rows committed
+        meanwhile are checked again. Returns the new schema."""
+        from mor.api.schema_rules import SchemaEditor  # imported on first use: a read changes no schema
+        from mor.commit.table_commits import schema_commit
+        from mor.commit.updates import TableCommit
+
+        self._writable()
+
+        def change(base: TableMetadata) -> TableCommit:
+            editor = SchemaEditor(base.schema(), base.last_column_id)
+            editor.make_required(column)  # SchemaEvolutionError for an unknown column
+            if editor.schema().find_field(column).required == base.schema().find_field(column).required:
+                return TableCommit([], [])  # required already
+            nulls = self.scan(filter=IsNull(column)).count()
+            if nulls:
+                raise ConstraintViolationError(f"cannot make {column!r} NOT NULL: {nulls} live rows hold a null there")
+            return schema_commit(base, editor.schema(), snapshot_id=base.current_snapshot_id)
+
+        self._commit_metadata(change, f"make {column!r} NOT NULL")
+        return self.schema()
+
+    def constraints(self: Table) -> dict[str, str]:
+        """The CHECK constraints, name -> predicate."""
+        return {c.name: c.expression for c in table_constraints(self.metadata.properties)}
+
+    def upgrade(self: Table, format_version: int = 3) -> None:
+        """Raise the table's format version (2 -> 3): later writes use deletion vectors and
+        track row lineage. Metadata only: files already written stay as they are, and their
+        position delete files still apply until a deletion vector replaces them."""
+        from mor.commit.table_commits import properties_commit  # imported on first use: a read commits nothing
+        self._writable()
+        self._commit_metadata(lambda base: properties_commit(base, {}, format_version=_upgrade_to(base, format_version)), "upgrade the table")
+
+    def _commit_metadata(self: Table, change: Callable[[TableMetadata], TableCommit], what: str) -> None:
+        """A commit without a snapshot, made again on the fresh table after a lost race."""
+        ops = self._writable()
+        attempts = RetryPolicy.of(self.metadata.properties).start()
+        while True:
+            commit = change(self.metadata)
+            if not commit.updates:
+                return
+            try:
+                self.metadata, self.metadata_location = ops.commit(self.metadata, self.metadata_location, commit)
+                return
+            except CommitFailedError:
+                if not attempts.retry():
+                    raise CommitConflictError(f"could not {what}: the table kept changing") from None
+                self.refresh()
+
+
+def _upgrade_to(base: TableMetadata, format_version: int | None) -> int | None:
+    """The format version to upgrade `base` to, None when it has it already;
+    InvalidArgumentError for a downgrade or an unknown version."""
+    if format_version is None:
+        return None
+    return None if upgraded(base, format_version) is base else format_version
