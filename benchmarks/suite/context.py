@@ -50,7 +50,7 @@ class Scale:
 SCALES = {
     "smoke": Scale("smoke", rows=100_000, files=2, read_repeat=1, planning_sizes=(100, 1_000), accumulation_steps=3,
                    memory_delete_files=5, append_rows=200_000, reader_timeout_seconds=120.0),
-    "default": Scale("default", rows=2_000_000, files=8, reader_timeout_seconds=30.0, dml_timeout_seconds=30.0),
+    "default": Scale("default", rows=2_000_000, files=8, reader_timeout_seconds=20.0, dml_timeout_seconds=30.0),
     "large": Scale("large", rows=100_000_000, files=100, planning_sizes=(1_000, 10_000, 100_000),
                    accumulation_fraction=0.0001, append_rows=100_000_000,
                    reader_timeout_seconds=1800.0, dml_timeout_seconds=3600.0),

@@ -1,8 +1,8 @@
-"""One reader on one table state, in a fresh process (so no reader inherits another's caches,
-threads or memory), for each form: a checked warm-up call, then `repeat` timed calls; prints
-one JSON line per form. Run by suite/reads.py as
+"""One reader (or mor with its floor) on one table state, in a fresh process (so no reader
+inherits another's caches, threads or memory), for each form: a checked warm-up call each, then
+`repeat` timed rounds; prints one JSON line per reader and form. Run by suite/reads.py as
 
-    python read_worker.py '{"reader": ..., "forms": ["arrow", "aggregate"], "warehouse": ...,
+    python read_worker.py '{"readers": ["mor", "floor"], "forms": ["arrow", "aggregate"], "warehouse": ...,
                             "metadata": ..., "data_files": [...], "expected": {...}, "repeat": 3}'
 
 Every call returns (rows, id sum): of the Arrow table for form `arrow`, the aggregate's count(*)
@@ -154,33 +154,50 @@ def _failure(e: Exception) -> str:
     return "unsupported" if isinstance(e, NotImplementedError) or "not yet support" in said or "not supported" in said else "error"
 
 
-def measure(spec: dict[str, Any]) -> dict[str, Any]:
-    # The floor ignores deletes by design: it must return every row of its data files instead.
-    want = spec["floor_expected"] if spec["reader"] == "floor" else spec["expected"]
-    try:
-        call = READERS[spec["reader"]](spec)
-        t0 = time.perf_counter()
-        rows, id_sum = call()
-        warm_up = time.perf_counter() - t0
-    except Exception as e:  # a reader that fails is a result, not a crash
-        return {"status": _failure(e), "detail": " ".join(f"{type(e).__name__}: {e}".split())[:300]}
-    if rows != want["rows"] or want["id_sum"] not in (None, id_sum):  # the floor's is row count only
-        return {"status": "wrong", "detail": f"got {rows} rows, id sum {id_sum}; expected {want['rows']} rows, id sum {want['id_sum']}"}
-    walls, cpus = [], []
+def measure(spec: dict[str, Any], readers: list[str]) -> dict[str, dict[str, Any]]:
+    """reader -> its cell for one form: each reader's checked warm-up call, then `repeat` rounds
+    calling the readers in turn, so readers measured together (mor and the floor) see the
+    machine in the same state and their ratio does not drift with it."""
+    cells: dict[str, dict[str, Any]] = {}
+    calls: dict[str, Call] = {}
+    slow = False
+    for reader in readers:
+        # The floor ignores deletes by design: it must return every row of its data files instead.
+        want = spec["floor_expected"] if reader == "floor" else spec["expected"]
+        try:
+            call = READERS[reader]({**spec, "reader": reader})
+            t0 = time.perf_counter()
+            rows, id_sum = call()
+            warm_up = time.perf_counter() - t0
+        except Exception as e:  # a reader that fails is a result, not a crash
+            cells[reader] = {"status": _failure(e), "detail": " ".join(f"{type(e).__name__}: {e}".split())[:300]}
+            continue
+        if rows != want["rows"] or want["id_sum"] not in (None, id_sum):  # the floor's is row count only
+            cells[reader] = {"status": "wrong", "detail": f"got {rows} rows, id sum {id_sum}; expected {want['rows']} rows, id sum {want['id_sum']}"}
+            continue
+        calls[reader], slow = call, slow or warm_up > SLOW_SECONDS
+        cells[reader] = {"status": "ok", "samples_seconds": [], "cpu": [], "detail": f"{rows} rows checked"}
     # A reader that takes minutes gets one timed call: more would only repeat its verdict and
     # push the section past its time limit.
-    for _ in range(1 if warm_up > SLOW_SECONDS else spec["repeat"]):
-        c0, t0 = time.process_time(), time.perf_counter()
-        call()
-        walls.append(time.perf_counter() - t0)
-        cpus.append(time.process_time() - c0)
-    return {"status": "ok", "median_seconds": statistics.median(walls), "samples_seconds": walls,
-            "median_cpu_seconds": statistics.median(cpus), "detail": f"{rows} rows checked"}  # fmt: skip
+    for _ in range(1 if slow else spec["repeat"]):
+        for reader, call in calls.items():
+            c0, t0 = time.process_time(), time.perf_counter()
+            call()
+            cells[reader]["samples_seconds"].append(time.perf_counter() - t0)
+            cells[reader]["cpu"].append(time.process_time() - c0)
+    for reader in calls:
+        cell = cells[reader]
+        cell["median_seconds"] = statistics.median(cell["samples_seconds"])
+        cell["median_cpu_seconds"] = statistics.median(cell.pop("cpu"))
+    return cells
 
 
 if __name__ == "__main__":
-    # One process per reader and table, its forms in turn: one JSON line each, printed as soon as
-    # it is measured (a form the time limit cuts off leaves the earlier ones' lines).
+    # One process per reader group and table, its forms in turn: one JSON line per reader and
+    # form, printed as soon as the form is measured (a form the time limit cuts off leaves the
+    # earlier ones' lines).
     request = json.loads(sys.argv[1])
+    readers = request.pop("readers")
     for form in request.pop("forms"):
-        print(json.dumps({"form": form, **measure({**request, "form": form})}), flush=True)
+        for reader, cell in measure({**request, "form": form}, readers).items():
+            print(json.dumps({"form": form, "reader": reader, **cell}), flush=True)

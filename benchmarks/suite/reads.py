@@ -2,8 +2,9 @@
 daft and the plain-scan floor, as a full read into Arrow and as an aggregate over every column.
 
 Each table state is its own warehouse (the generated table, then one mor DML call); each
-(state, reader, form) runs in a fresh process (suite/read_worker.py) with a time limit, so a
-reader that hangs or crashes costs only its own cell. The states' metadata paths stay in the
+(state, reader) runs in a fresh process (suite/read_worker.py) with a time limit, so a reader
+that hangs or crashes costs only its own cells. mor and the floor share their process, with
+their timed calls interleaved. The states' metadata paths stay in the
 result: the Iceberg-Spark section reads the same tables afterwards.
 """
 
@@ -25,6 +26,9 @@ from suite.context import Context, expected
 
 TITLE = "Reads after deletes: mor against DuckDB, pyiceberg, polars, daft and the floor"
 READERS = ("mor", "floor", "duckdb", "pyiceberg", "polars", "daft")
+# One worker process each; mor and the floor share one, their rounds interleaved, so that
+# their ratio (the targets') does not drift with the machine's load between two processes.
+GROUPS = (("mor", "floor"), ("duckdb",), ("pyiceberg",), ("polars",), ("daft",))
 FORMS = ("arrow", "aggregate")
 WORKER = Path(__file__).resolve().parent / "read_worker.py"
 CALLS = {
@@ -84,24 +88,24 @@ def run(ctx: Context, earlier: dict[str, Any]) -> dict[str, Any]:
     specs = _states(ctx)
     result: dict[str, Any] = {"states": {}, "readers": {}, "repeat": ctx.scale.read_repeat,
                               "timeout_seconds": ctx.scale.reader_timeout_seconds}  # fmt: skip
-    with ctx.section(TITLE, len(specs) * (1 + len(READERS))) as step:
+    with ctx.section(TITLE, len(specs) * (1 + len(GROUPS))) as step:
         for state, (description, version, apply) in specs.items():
             step(f"{state}: building")
             result["states"][state] = info = _build(ctx, state, description, version, apply)
-            for reader in READERS:
-                step(f"{state}: {reader}")
-                for form, cell in _measure(ctx, info, reader).items():
+            for group in GROUPS:
+                step(f"{state}: {' and '.join(group)}")
+                for (form, reader), cell in _measure(ctx, info, group).items():
                     result["readers"].setdefault(state, {}).setdefault(form, {})[reader] = cell
                     if cell["status"] != "ok":
                         ctx.log(f"reads {state} {form} {reader}: {cell['status']} {cell['detail']}")
     return result
 
 
-def _measure(ctx: Context, info: dict[str, Any], reader: str) -> dict[str, dict[str, Any]]:
-    """Every form of one reader on one state, in one worker process (its start-up, imports
-    included, is paid once): form -> cell."""
+def _measure(ctx: Context, info: dict[str, Any], readers: tuple[str, ...]) -> dict[tuple[str, str], dict[str, Any]]:
+    """Every form of a reader group on one state, in one worker process (its start-up, imports
+    included, is paid once): (form, reader) -> cell."""
     empty = {"median_seconds": None, "samples_seconds": [], "median_cpu_seconds": None}
-    spec = {"reader": reader, "forms": list(FORMS), "warehouse": info["warehouse"], "metadata": info["metadata"],
+    spec = {"readers": list(readers), "forms": list(FORMS), "warehouse": info["warehouse"], "metadata": info["metadata"],
             "data_files": info["data_files"], "expected": info["expected"], "repeat": ctx.scale.read_repeat,
             "floor_expected": {"rows": info["data_file_rows"], "id_sum": None}}  # fmt: skip
     limit = ctx.scale.reader_timeout_seconds
@@ -110,18 +114,20 @@ def _measure(ctx: Context, info: dict[str, Any], reader: str) -> dict[str, dict[
         stdout, failed = done.stdout, None if done.returncode == 0 else done
     except subprocess.TimeoutExpired as e:
         stdout, failed = (e.stdout.decode() if isinstance(e.stdout, bytes) else e.stdout or ""), None
-    cells = {line["form"]: {**empty, **line} for line in map(json.loads, stdout.strip().splitlines()) if line.get("form")}
+    cells = {(line["form"], line["reader"]): {**empty, **line}
+             for line in map(json.loads, stdout.strip().splitlines()) if line.get("form")}  # fmt: skip
     for form in FORMS:  # the forms the worker did not finish: the first was cut off, the rest not run
-        if form in cells:
+        if any((form, r) in cells for r in readers):
             continue
-        if failed is not None:  # the reader crashed the process (e.g. a segfault)
+        if failed is not None:  # a reader crashed the process (e.g. a segfault)
             how = f"killed by signal {-failed.returncode}" if failed.returncode < 0 else f"exit {failed.returncode}"
             tail = (failed.stderr.strip().splitlines() or ["no output"])[-1]
-            cells[form] = {**empty, "status": "error", "detail": f"worker {how}: {tail}"[:300]}
+            cell = {**empty, "status": "error", "detail": f"worker {how}: {tail}"[:300]}
         elif not any(c.get("status") == "timeout" for c in cells.values()):
-            cells[form] = {**empty, "status": "timeout", "detail": f"did not finish in {limit:.0f} s"}
+            cell = {**empty, "status": "timeout", "detail": f"did not finish in {limit:.0f} s"}
         else:
-            cells[form] = {**empty, "status": "skipped", "detail": "not run: an earlier form used up the time limit"}
+            cell = {**empty, "status": "skipped", "detail": "not run: an earlier form used up the time limit"}
+        cells.update({(form, r): cell for r in readers})
     return cells
 
 
@@ -182,7 +188,8 @@ def _plot(result: dict[str, Any], out_dir: Path) -> str:
 
 def render(result: dict[str, Any], out_dir: Path) -> str:
     lines = [f"## {TITLE}", "",
-             f"Every cell is one reader in a fresh process: a warm-up call checked against the expected row count and "
+             f"Every reader runs in a fresh process per state (mor and the floor share one, their timed calls "
+             f"interleaved): a warm-up call checked against the expected row count and "
              f"id sum, then the median of {result['repeat']} timed calls (seconds; in parentheses the ratio to the "
              f"floor of the same state). A status word instead: *timeout* (over {result['timeout_seconds']:.0f} s), "
              "*wrong* (rows or id sum differ), *error*, *unsupported*, or *skipped* (the aggregate of a reader whose full "
