@@ -142,7 +142,7 @@ def _one_run(ctx: Context, case: Case, engine: str) -> dict[str, Any]:
     if engine.startswith("pyiceberg"):
         run = _pyiceberg_run(ctx, case, root)
     else:
-        run = timed_dml(table, root, _mor_call(table, case, engine), DATA_COLUMNS)
+        run = timed_dml(table, root, mor_call(table, case, engine), DATA_COLUMNS)
         run = {"status": "ok", "seconds": run["wall_seconds"], "cpu_seconds": run["cpu_seconds"],
                "bytes_written": run["bytes_written"], "files_written": run["files"]["new_files"],
                "by_kind": run["files"]["new_by_kind"]}  # fmt: skip
@@ -153,7 +153,7 @@ def _one_run(ctx: Context, case: Case, engine: str) -> dict[str, Any]:
     return run
 
 
-def _mor_call(table: Any, case: Case, engine: str) -> Callable[[], Any]:
+def mor_call(table: Any, case: Case, engine: str) -> Callable[[], Any]:
     mode = "copy-on-write" if engine == MOR_COW else "merge-on-read"
     if case.verb == "delete":
         return lambda: table.delete(case.predicate, mode=mode)

@@ -23,6 +23,8 @@ import pyarrow.parquet as pq
 
 from common import local_path
 from suite.context import Context, expected
+from suite.dml import MOR_EQ, MOR_MOR, expected_after, mor_call
+from suite.dml import cases as dml_cases
 
 TITLE = "Reads after deletes: mor against DuckDB, pyiceberg, polars, daft and the floor"
 READERS = ("mor", "floor", "duckdb", "pyiceberg", "polars", "daft")
@@ -45,38 +47,50 @@ CALLS = {
 
 
 def _states(ctx: Context) -> dict[str, tuple[str, int, Any]]:
-    """state -> (description, format version, (table) -> deleted ids after the DML call)."""
+    """state -> (description, format version, (table) -> the rows left after its DML call)."""
     rows, data = ctx.rows, ctx.data
 
     def by_value(f: float, mode: str) -> Any:
-        def apply(t: Any) -> pa.Array:
+        def apply(t: Any) -> dict[str, int]:
             t.delete(f"value < {f!r}", mode=mode)
-            return ctx.selected_ids(pc.field("value") < f)
+            return expected(ctx, ctx.selected_ids(pc.field("value") < f))
         return apply
 
     def equality(f: float) -> Any:
-        def apply(t: Any) -> pa.Array:
+        def apply(t: Any) -> dict[str, int]:
             ids = pa.array(np.random.default_rng(ctx.seed).choice(rows, size=round(rows * f), replace=False), pa.int64())
             t.delete_rows(pa.table({"id": ids}))
-            return ids
+            return expected(ctx, ids)
         return apply
 
-    states: dict[str, tuple[str, int, Any]] = {"no_deletes": ("no delete at all", 2, lambda t: None)}
+    def dml_case(verb: str, f: float, engine: str) -> Any:  # the DML section's own case and call
+        case = next(c for c in dml_cases(ctx) if c.verb == verb and c.layout == "scattered" and c.fraction == f)
+
+        def apply(t: Any) -> dict[str, int]:
+            mor_call(t, case, engine)()
+            return expected_after(ctx, case)
+        return apply
+
+    states: dict[str, tuple[str, int, Any]] = {"no_deletes": ("no delete at all", 2, lambda t: expected(ctx))}
     for f in ctx.scale.fractions:
         states[f"position_{f}"] = (f"merge-on-read `value < {f}`: {f:.2%} of rows, scattered", 2, by_value(f, "merge-on-read"))
     states["copy_on_write_0.1"] = ("copy-on-write `value < 0.1`: rewritten data files, no delete file", 2, by_value(0.1, "copy-on-write"))
     for f in (0.001, 0.01):
         states[f"equality_{f}"] = (f"`delete_rows` of {f:.1%} of ids (one equality delete file)", 2, equality(f))
     states["deletion_vector_0.1"] = ("format v3 `value < 0.1`: deletion vectors", 3, by_value(0.1, "merge-on-read"))
+    states["update_0.1"] = ("merge-on-read UPDATE of `value < 0.1` (10% of rows): position deletes, the rows rewritten "
+                            "into new data files", 2, dml_case("update", 0.1, MOR_MOR))
+    states["upsert_0.01"] = ("merge-on-read UPSERT of 1% of ids plus a tenth as many new ones, `strategy=\"equality\"`: "
+                             "an equality delete file and the rows in new data files", 2, dml_case("upsert", 0.01, MOR_EQ))
     assert len(data) == rows
     return states  # fmt: skip
 
 
 def _build(ctx: Context, state: str, description: str, version: int, apply: Any) -> dict[str, Any]:
     table = ctx.fresh_table(f"reads-{state}", format_version=version)
-    deleted = apply(table)
+    want = apply(table)
     files = [local_path(t.data_file.file_path) for t in table.scan().plan_files()]
-    return {"metadata": local_path(table.metadata_location), "data_files": files, "expected": expected(ctx, deleted),
+    return {"metadata": local_path(table.metadata_location), "data_files": files, "expected": want,
             "description": description, "format_version": version, "warehouse": str(ctx.warehouse(f"reads-{state}")),
             "data_file_rows": sum(pq.ParquetFile(f).metadata.num_rows for f in files)}  # fmt: skip
 
@@ -87,6 +101,7 @@ def _build(ctx: Context, state: str, description: str, version: int, apply: Any)
 def run(ctx: Context, earlier: dict[str, Any]) -> dict[str, Any]:
     specs = _states(ctx)
     result: dict[str, Any] = {"states": {}, "readers": {}, "repeat": ctx.scale.read_repeat,
+                              "paired_repeat": ctx.scale.paired_read_repeat,
                               "timeout_seconds": ctx.scale.reader_timeout_seconds}  # fmt: skip
     with ctx.section(TITLE, len(specs) * (1 + len(GROUPS))) as step:
         for state, (description, version, apply) in specs.items():
@@ -106,7 +121,8 @@ def _measure(ctx: Context, info: dict[str, Any], readers: tuple[str, ...]) -> di
     included, is paid once): (form, reader) -> cell."""
     empty = {"median_seconds": None, "samples_seconds": [], "median_cpu_seconds": None}
     spec = {"readers": list(readers), "forms": list(FORMS), "warehouse": info["warehouse"], "metadata": info["metadata"],
-            "data_files": info["data_files"], "expected": info["expected"], "repeat": ctx.scale.read_repeat,
+            "data_files": info["data_files"], "expected": info["expected"],
+            "repeat": ctx.scale.paired_read_repeat if "floor" in readers else ctx.scale.read_repeat,
             "floor_expected": {"rows": info["data_file_rows"], "id_sum": None}}  # fmt: skip
     limit = ctx.scale.reader_timeout_seconds
     try:  # subprocess.run kills the worker when the limit passes
@@ -190,8 +206,9 @@ def render(result: dict[str, Any], out_dir: Path) -> str:
     lines = [f"## {TITLE}", "",
              f"Every reader runs in a fresh process per state (mor and the floor share one, their timed calls "
              f"interleaved): a warm-up call checked against the expected row count and "
-             f"id sum, then the median of {result['repeat']} timed calls (seconds; in parentheses the ratio to the "
-             f"floor of the same state). A status word instead: *timeout* (over {result['timeout_seconds']:.0f} s), "
+             f"id sum, then the median of {result['repeat']} timed calls ({result.get('paired_repeat', result['repeat'])} "
+             "for mor and the floor, whose ratio the targets use), in seconds; in parentheses the ratio to the "
+             f"floor of the same state. A status word instead: *timeout* (over {result['timeout_seconds']:.0f} s), "
              "*wrong* (rows or id sum differ), *error*, *unsupported*, or *skipped* (the aggregate of a reader whose full "
              "read timed out), with the detail below. A reader whose warm-up took over 5 s gets one timed call.", "",
              "The reader calls:", ""]  # fmt: skip
