@@ -273,7 +273,10 @@ _gc_lock = threading.Lock()
 @contextmanager
 def gc_paused() -> Iterator[None]:
     """The cyclic garbage collector off for the block; nested and concurrent blocks turn it
-    back on (if it was on) when the last one ends."""
+    back on (if it was on) when the last one ends. Turned back on as is, its next young
+    collection would traverse every object the block allocated (0.15 s after a cold plan of
+    20,000 entries): they are moved to the oldest generation first (freeze + unfreeze), which
+    the collector traverses only in its full collections."""
     global _gc_pauses, _gc_was_enabled
     with _gc_lock:
         if _gc_pauses == 0:
@@ -286,6 +289,9 @@ def gc_paused() -> Iterator[None]:
         with _gc_lock:
             _gc_pauses -= 1
             if _gc_pauses == 0 and _gc_was_enabled:
+                if gc.get_freeze_count() == 0:  # never unfreeze what the application froze
+                    gc.freeze()
+                    gc.unfreeze()
                 gc.enable()
 
 
