@@ -50,7 +50,7 @@ def run(ctx: Context, earlier: dict[str, Any]) -> dict[str, Any]:
         step("starting Spark 4")
         started = time.perf_counter()
         spark = _start_spark()
-        result: dict[str, Any] = {"spark_version": spark.version, "cores": CORES, "repeat": ctx.scale.read_repeat,
+        result: dict[str, Any] = {"spark_version": spark.version, "cores": CORES, "repeat": ctx.scale.paired_read_repeat,
                                   "startup_seconds": time.perf_counter() - started, "cases": {}}  # fmt: skip
         try:
             for name in CASES:
@@ -107,7 +107,7 @@ def _measure(ctx: Context, spark: Any, name: str, table: Any, paths: list[str], 
     readers = mor_readers(spark, ctx.warehouse(f"spark-{name}"), table, paths)
     merged = {"rows": case["expected"]["rows"], "id": case["expected"]["id_sum"]}
     want = {r: {"rows": ctx.rows, "id": ctx.id_sum} if r == FLOOR else merged for r in readers}
-    timings = time_readers(readers, ctx.scale.read_repeat, want)
+    timings = time_readers(readers, ctx.scale.paired_read_repeat, want)
     return {"timings": timings, "ratios": ratios(timings)}
 
 
