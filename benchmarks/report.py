@@ -4,6 +4,7 @@ engines a data engineer would use instead, measured in one run on generated data
     bash scripts/bench.sh                      # default scale: 2M rows, under 15 minutes on 2 cores
     bash scripts/bench.sh --scale large        # 100M rows, for bigger machines
     .venv/bin/python benchmarks/report.py --scale smoke --out-dir /tmp/report   # a quick look
+    .venv/bin/python benchmarks/report.py --render-only   # the report again from samples.json
 
 Writes `report.md` with its PNG plots and `samples.json` (every sample, the machine, the git
 commit, the version of every library compared) to `--out-dir` (default
@@ -43,7 +44,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=20240101)
     p.add_argument("--data-dir", type=Path, default=REPO_ROOT / "benchmarks" / "data" / "report")
     p.add_argument("--out-dir", type=Path, default=REPO_ROOT / "benchmarks" / "results" / "report")
+    p.add_argument("--render-only", action="store_true", help="measure nothing: write the report again from --out-dir's samples.json")
     args = p.parse_args(argv)
+    if args.render_only:
+        from suite.render import write_report
+
+        print(write_report(json.loads((args.out_dir / "samples.json").read_text()), args.out_dir))
+        return 0
     chosen = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = sorted(set(chosen) - set(SECTIONS))
     if unknown:

@@ -55,7 +55,13 @@ def _targets_table(targets: list[dict[str, Any]]) -> list[str]:
         verdict = {True: "met", False: "**missed**", None: "stated"}[t["met"]]
         note = f" {t['note']}" if t.get("note") else ""
         lines.append(f"| {t['target']} | {t['measured']}{note} | {verdict} |")
-    return lines + [""]
+    lines.append("")
+    missed = [t for t in targets if t["met"] is False]
+    if missed:
+        lines += ["Missed in this run, why, and what would close it:", ""]
+        lines += [f"- {t['target']}: {t.get('why') or 'no cause is known: an unexpected result, see its section.'}" for t in missed]
+        lines.append("")
+    return lines
 
 
 def _run_facts(result: dict[str, Any]) -> list[str]:
