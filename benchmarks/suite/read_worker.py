@@ -156,8 +156,8 @@ def _failure(e: Exception) -> str:
 
 def measure(spec: dict[str, Any], readers: list[str]) -> dict[str, dict[str, Any]]:
     """reader -> its cell for one form: each reader's checked warm-up call, then `repeat` rounds
-    calling the readers in turn, so readers measured together (mor and the floor) see the
-    machine in the same state and their ratio does not drift with it."""
+    calling the readers in turn (first one, then the other, first), so readers measured together
+    (mor and the floor) see the machine in the same state and their ratio does not drift with it."""
     cells: dict[str, dict[str, Any]] = {}
     calls: dict[str, Call] = {}
     slow = False
@@ -179,12 +179,14 @@ def measure(spec: dict[str, Any], readers: list[str]) -> dict[str, dict[str, Any
         cells[reader] = {"status": "ok", "samples_seconds": [], "cpu": [], "detail": f"{rows} rows checked"}
     # A reader that takes minutes gets one timed call: more would only repeat its verdict and
     # push the section past its time limit.
+    order = list(calls.items())
     for _ in range(1 if slow else spec["repeat"]):
-        for reader, call in calls.items():
+        for reader, call in order:
             c0, t0 = time.process_time(), time.perf_counter()
             call()
             cells[reader]["samples_seconds"].append(time.perf_counter() - t0)
             cells[reader]["cpu"].append(time.process_time() - c0)
+        order = order[1:] + order[:1]  # who goes first changes every round: neither gets the warmer machine
     for reader in calls:
         cell = cells[reader]
         cell["median_seconds"] = statistics.median(cell["samples_seconds"])
