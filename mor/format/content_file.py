@@ -48,26 +48,6 @@ class ContentFile:
     def __hash__(self) -> int:
         return hash(self.file_path)
 
-    def __getattr__(self, name: str) -> Any:
-        """Called only for a missing attribute: a file decoded from a manifest keeps its column
-        metrics as Avro decoded them (lists of key/value records) until one is asked for. A plan
-        reads no metric of most files, and building the dicts cost a tenth of a cold plan."""
-        pending = self.__dict__.get(_PENDING)
-        if pending is None or name not in _METRIC_INDEX:
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        value = metric_from_avro(pending[_METRIC_INDEX[name]])
-        self.__dict__[name] = value
-        return value
-
-    def __getstate__(self) -> dict[str, Any]:
-        """Every field, metrics as dicts: what is pickled (Spark ships files to executors) and copied."""
-        if _PENDING not in self.__dict__:
-            return self.__dict__
-        state = {k: v for k, v in self.__dict__.items() if k != _PENDING}
-        for name in METRIC_FIELDS:
-            state[name] = getattr(self, name)
-        return state
-
     @property
     def is_delete(self) -> bool:
         return self.content != FileContent.DATA
@@ -81,20 +61,6 @@ class ContentFile:
         """What names this file's manifest entry: its path, and for a deletion vector the
         blob's offset too (one Puffin file may hold the vectors of several data files)."""
         return (self.file_path, self.content_offset)
-
-
-METRIC_FIELDS = ("column_sizes", "value_counts", "null_value_counts", "nan_value_counts", "lower_bounds", "upper_bounds")
-_METRIC_INDEX = {name: i for i, name in enumerate(METRIC_FIELDS)}
-_PENDING = "_avro_metrics"  # the metrics not yet asked for, in METRIC_FIELDS order
-for _name in METRIC_FIELDS:
-    delattr(ContentFile, _name)  # the dataclass default (None) would hide a pending metric from __getattr__
-
-
-def metric_from_avro(items: list[dict[str, Any]] | None) -> dict[int, Any] | None:
-    """An Iceberg int-keyed map as Avro holds it (a list of key/value records) -> a dict."""
-    if items is None:
-        return None
-    return {item["key"]: item["value"] for item in items}
 
 
 class DataFile(ContentFile):
@@ -113,15 +79,11 @@ def make_content_file(content: FileContent, **fields: Any) -> ContentFile:
 CONTENT_FILE_FIELDS = frozenset(f.name for f in fields(ContentFile))
 
 
-def content_file_from_fields(
-    content: FileContent, values: dict[str, Any], avro_metrics: tuple[list[dict[str, Any]] | None, ...]
-) -> ContentFile:
-    """A content file from a dict holding every field (CONTENT_FILE_FIELDS) but the metrics,
-    already of the right types, and the metrics as Avro decoded them (METRIC_FIELDS order,
-    turned into dicts when asked for): what the frozen dataclass __init__ does, 8x faster
-    (manifest reading builds one per entry). The caller hands `values` over and must not keep it."""
+def content_file_from_fields(content: FileContent, values: dict[str, Any]) -> ContentFile:
+    """A content file from a dict holding every field (CONTENT_FILE_FIELDS), already of the
+    right types: what the frozen dataclass __init__ does, 8x faster (manifest reading builds
+    one per entry). The caller hands `values` over and must not keep it."""
     file = object.__new__(DataFile if content is FileContent.DATA else DeleteFile)
-    values[_PENDING] = avro_metrics
     file.__dict__.update(values)
     return file
 

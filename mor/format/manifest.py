@@ -288,6 +288,12 @@ class _EntryDecoder:
                 "partition": tuple([to_internal(partition.get(name)) for name in self.names]),
                 "record_count": d["record_count"],
                 "file_size_in_bytes": d["file_size_in_bytes"],
+                "column_sizes": _map_from_avro(d.get("column_sizes")),
+                "value_counts": _map_from_avro(d.get("value_counts")),
+                "null_value_counts": _map_from_avro(d.get("null_value_counts")),
+                "nan_value_counts": _map_from_avro(d.get("nan_value_counts")),
+                "lower_bounds": _map_from_avro(d.get("lower_bounds")),
+                "upper_bounds": _map_from_avro(d.get("upper_bounds")),
                 "key_metadata": d.get("key_metadata"),
                 "split_offsets": tuple(split_offsets) if split_offsets is not None else None,
                 "equality_ids": tuple(equality_ids) if equality_ids is not None else None,
@@ -299,8 +305,6 @@ class _EntryDecoder:
                 "data_sequence_number": data_seq,
                 "file_sequence_number": file_seq,
             },
-            (d.get("column_sizes"), d.get("value_counts"), d.get("null_value_counts"), d.get("nan_value_counts"),
-             d.get("lower_bounds"), d.get("upper_bounds")),
         )
         return manifest_entry(status, snapshot_id, data_seq, file_seq, file)
 
@@ -309,6 +313,12 @@ def _map_to_avro(values: dict[int, Any] | None) -> list[dict[str, Any]] | None:
     if values is None:
         return None
     return [{"key": k, "value": v} for k, v in sorted(values.items())]
+
+
+def _map_from_avro(items: list[dict[str, Any]] | None) -> dict[int, Any] | None:
+    if items is None:
+        return None
+    return {item["key"]: item["value"] for item in items}
 
 
 def _partition_summaries(
