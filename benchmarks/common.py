@@ -304,6 +304,15 @@ def median_timing(fns: dict[str, Callable[[], pa.Table]], repeat: int) -> dict[s
 
 
 
+def round_ratios(numerators: list[float], denominators: list[float]) -> tuple[float, float] | None:
+    """The lowest and highest ratio of two readers' times round by round (interleaved rounds,
+    so each pair saw the machine in the same state); None without two paired rounds."""
+    if len(numerators) != len(denominators) or len(numerators) < 2:
+        return None
+    ratios = [n / d for n, d in zip(numerators, denominators)]
+    return min(ratios), max(ratios)
+
+
 def timed_dml(table: Any, root: Path, call: Callable[[], Any], data_columns: set[str],
               **labels: Any) -> dict[str, Any]:
     """Run `call()` once (a DML call on `table`), timed: wall (`perf_counter`) and CPU of all

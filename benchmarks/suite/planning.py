@@ -51,8 +51,11 @@ def _measure(table: Any, root: Path, files: int) -> dict[str, Any]:
     def keep(name: str, plan: Callable[[], Any]) -> Callable[[], None]:
         return lambda: last.__setitem__(name, plan())
 
-    def forget(name: str, *then: Callable[[], None]) -> Callable[[], None]:
-        return lambda: (last.pop(name, None), *(f() for f in then))
+    def forget(name: str, also: Callable[[], None] = lambda: None) -> Callable[[], None]:
+        def setup() -> None:
+            last.pop(name, None)
+            also()
+        return setup
 
     fns = {"mor_cold": keep("mor_cold", lambda: table.scan().plan_files()),
            "mor": keep("mor", lambda: table.scan().plan_files()),

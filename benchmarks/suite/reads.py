@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from common import local_path
+from common import local_path, round_ratios
 from suite.context import Context, expected
 from suite.dml import MOR_EQ, MOR_MOR, expected_after, mor_call
 from suite.dml import cases as dml_cases
@@ -240,12 +240,10 @@ WHY_OVER_FLOOR = {
 
 
 def _paired_spread(result: dict[str, Any], state: str, reader: str, base: str) -> str:
-    """The per-round ratios of two readers timed in interleaved rounds (mor and the floor)."""
-    a, b = (_cell(result, state, "arrow", r).get("samples_seconds") or [] for r in (reader, base))
-    if len(a) != len(b) or len(a) < 2:
+    low_high = round_ratios(*(_cell(result, state, "arrow", r).get("samples_seconds") or [] for r in (reader, base)))
+    if low_high is None:
         return ""
-    ratios = sorted(x / y for x, y in zip(a, b))
-    return f"Its {len(ratios)} interleaved rounds in this run gave ratios from {ratios[0]:.2f}x to {ratios[-1]:.2f}x."
+    return f"Its interleaved rounds in this run gave ratios from {low_high[0]:.2f}x to {low_high[1]:.2f}x."
 
 
 def _versus(result: dict[str, Any], state: str, reader: str, base: str, limit: float | None, target: str) -> dict[str, Any]:

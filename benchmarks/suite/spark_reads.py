@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 
 from bench_spark import start_spark  # the session every Spark benchmark here uses
 from bench_spark_reads import mor_readers, ratios, time_readers
-from common import BenchmarkError, file_slices
+from common import BenchmarkError, file_slices, round_ratios
 from suite.context import Context, expected
 
 TITLE = "Spark: merged views through mor vs native Parquet"
@@ -180,10 +180,9 @@ def _best(case: dict[str, Any]) -> tuple[str, float]:
 
 
 def _round_speeds(case: dict[str, Any], reader: str) -> str:
-    """native / reader time per interleaved round."""
-    ours, native = (case["timings"][r]["samples_seconds"] for r in (reader, FLOOR))
-    speeds = sorted(n / o for n, o in zip(native, ours))
-    return f"{speeds[0]:.2f}x-{speeds[-1]:.2f}x"
+    """native / reader time, lowest and highest of the interleaved rounds."""
+    low, high = round_ratios(*(case["timings"][r]["samples_seconds"] for r in (FLOOR, reader))) or (float("nan"),) * 2
+    return f"{low:.2f}x-{high:.2f}x"
 
 
 def targets(result: dict[str, Any]) -> list[dict[str, Any]]:
