@@ -9,6 +9,8 @@
     │                             path) or that the catalog points at; also a StorageError
     ├── NoSuchNamespaceError
     ├── NoSuchSnapshotError       time travel to a snapshot id or time the table does not have
+    │   └── ExpiredHistoryError   a change feed asked to start where the table's history was
+    │                             expired; names the oldest snapshot it can start from
     ├── TableAlreadyExistsError
     │   └── SharedTableError      register_table of a metadata file or location another table of
     │                             the catalog already has (allow_shared=True registers it anyway)
@@ -17,6 +19,8 @@
     ├── InvalidFilterError        bad predicate text, or a column the schema does not have
     ├── InvalidArgumentError      an argument that makes no sense (also a ValueError)
     │   ├── DuplicateKeyError     UPSERT/MERGE source rows that repeat a key
+    │   ├── RowsOutsideWhereError  overwrite(data, where=...) data holding rows `where` does not
+    │   │                         select (a rerun would keep them twice)
     │   ├── RetentionTooShortError  expiring or vacuuming closer to now than the table allows
     │   ├── PartitionEvolutionError  a partition spec change the table cannot take (a field added
     │   │                         twice, removing one it lacks, a duplicate name, a bad transform)
@@ -68,6 +72,17 @@ class NoSuchSnapshotError(MorError):
     pass
 
 
+class ExpiredHistoryError(NoSuchSnapshotError):
+    """The change feed cannot start there: the snapshots it would diff against were expired.
+    `oldest_snapshot_id` and `oldest_timestamp_ms`: the earliest start the table still has
+    (start after that snapshot: `from_snapshot_id=oldest_snapshot_id`)."""
+
+    def __init__(self, message: str, oldest_snapshot_id: int | None = None, oldest_timestamp_ms: int | None = None):
+        super().__init__(message)
+        self.oldest_snapshot_id = oldest_snapshot_id
+        self.oldest_timestamp_ms = oldest_timestamp_ms
+
+
 class TableAlreadyExistsError(MorError):
     pass
 
@@ -95,6 +110,11 @@ class InvalidArgumentError(MorError, ValueError):
 
 class DuplicateKeyError(InvalidArgumentError):
     pass
+
+
+class RowsOutsideWhereError(InvalidArgumentError):
+    """`overwrite(data, where=...)` with rows for which `where` is not TRUE: they would survive
+    the next overwrite of the same `where`. Nothing was written."""
 
 
 class RetentionTooShortError(InvalidArgumentError):

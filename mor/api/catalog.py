@@ -377,27 +377,30 @@ class Catalog:
             raise InvalidArgumentError(f"metadata_location is the location of a metadata file, got {metadata_location!r}")
         metadata = read_metadata(self.io, metadata_location)  # refuse what we cannot read
         if not allow_shared:
-            self._refuse_shared(identifier, metadata_location, metadata.location)
+            self.check_unshared(identifier, metadata.location, metadata_location)
         self.create_namespace_if_not_exists(namespace)
         self.store.create_table_row(namespace, name, metadata_location)
         return self._table(identifier, namespace, name)
 
-    def _refuse_shared(self, identifier: str, metadata_location: str, location: str) -> None:
-        for other in self._view(None).others():
-            if keys(other.metadata_location) & keys(metadata_location):
-                raise SharedTableError(
-                    f"cannot register {identifier}: metadata file {metadata_location} is already table {other.name}'s; "
-                    "pass allow_shared=True to register it anyway (then neither table can expire snapshots or remove orphan files)"
-                )
+    def check_unshared(self, identifier: str, location: str, metadata_location: str | None = None, verb: str = "register") -> None:
+        """SharedTableError when `location` is another table's location, holds it or lies in
+        it, or `metadata_location` is another table's metadata file: two tables over one set
+        of files, whose maintenance would delete each other's files. `identifier`: the table
+        that would get them (itself excluded); `verb`: what is refused, for the message."""
+        anyway = " (pass allow_shared=True to register it anyway: then neither table can expire snapshots or remove orphan files)"
+        hint = anyway if verb == "register" else ""
+        namespace, name = split_identifier(identifier)
+        for other in self._view((namespace, name)).others():
+            if metadata_location is not None and keys(other.metadata_location) & keys(metadata_location):
+                raise SharedTableError(f"cannot {verb} {identifier}: metadata file {metadata_location} is already table {other.name}'s{hint}")
             try:
                 theirs = read_metadata(self.io, other.metadata_location).location
             except (MorError, OSError):
                 continue  # not ours to judge here; maintenance refuses while it cannot be read
             if overlaps(location, theirs):
                 raise SharedTableError(
-                    f"cannot register {identifier}: its location {location} and table {other.name}'s location {theirs} "
-                    "are the same folder or one holds the other; pass allow_shared=True to register it anyway (then "
-                    "neither table can expire snapshots or remove orphan files)"
+                    f"cannot {verb} {identifier}: its location {location} and table {other.name}'s location {theirs} "
+                    f"are the same folder or one holds the other{hint}"
                 )
 
     def rename_table(self, identifier: str, new_identifier_: str) -> Table:

@@ -23,6 +23,11 @@ the difference between the two ends, held in memory at once.
 Cost: metadata planning of each snapshot in the range, then only what changed: the rows at the
 positions a new position delete or deletion vector names (row groups without one are skipped),
 the files a snapshot added or removed, and for a new equality delete the files it reaches.
+
+A start the table's history no longer holds is refused, never guessed: a `from` snapshot or a
+`from_timestamp` whose snapshot was expired, or `from=None` once the first snapshots were
+expired, raise ExpiredHistoryError naming the oldest snapshot the feed can start from (diffing
+against a state that cannot be read would report every live row as inserted, and lose deletes).
 """
 
 from __future__ import annotations
@@ -35,8 +40,8 @@ import pyarrow as pa
 from pyiceberg.schema import Schema
 
 from mor.api.change_rows import cancel_equal_rows, group_ids, has_no_null, pair_by_key
-from mor.api.scan import _as_of_ms, _choose_snapshot, _project, snapshot_schema
-from mor.errors import InvalidArgumentError, InvalidFilterError, NoSuchSnapshotError
+from mor.api.scan import _as_of_ms, _choose_snapshot, _project, _utc, snapshot_schema
+from mor.errors import ExpiredHistoryError, InvalidArgumentError, InvalidFilterError, NoSuchSnapshotError
 from mor.format.lineage import LINEAGE_FIELD_IDS
 from mor.format.metadata import Snapshot
 from mor.format.spec import ROW_ID_NAME
@@ -76,9 +81,13 @@ class ChangeScan:
         *,
         schema: Schema | None = None,
         first_ordinal: int = 0,
+        start_as_inserts: bool = False,
     ):
         """`schema` (default: the schema of `to`) and `first_ordinal` let a caller split one
-        range into parts that read alike (Spark reads a range one snapshot per task)."""
+        range into parts that read alike (Spark reads a range one snapshot per task).
+        `start_as_inserts`: with no start, diff the oldest snapshot left against the empty
+        table even when older ones were expired (its live rows come out as INSERTs), as a new
+        stream of changes starts from the table's state; otherwise that is ExpiredHistoryError."""
         self.table = table
         self.first_ordinal = first_ordinal
         self.case_sensitive = case_sensitive
@@ -92,7 +101,7 @@ class ChangeScan:
             self.schema = metadata.schema()
         if schema is not None:
             self.schema = schema
-        self.from_snapshot = _from_snapshot(table, from_snapshot_id, from_timestamp)
+        self.from_snapshot = _from_snapshot(table, from_snapshot_id, from_timestamp, self.to_snapshot, start_as_inserts)
         self.snapshots = _range(table, self.from_snapshot, self.to_snapshot)
         self.row_filter = parse_filter(filter)
         bind_filter(self.schema, self.row_filter, case_sensitive)
@@ -212,16 +221,46 @@ def _arrow_fields(projection: Schema) -> list[pa.Field]:
     return [f.with_nullable(True) for f in to_arrow_schema(projection)]
 
 
-def _from_snapshot(table: Table, snapshot_id: int | None, timestamp: dt.datetime | int | None) -> Snapshot | None:
-    """The snapshot the changes start after; None: the empty table before the first one."""
+def _from_snapshot(
+    table: Table, snapshot_id: int | None, timestamp: dt.datetime | int | None, last: Snapshot | None, start_as_inserts: bool = False
+) -> Snapshot | None:
+    """The snapshot the changes start after; None: the empty table before the first one.
+    ExpiredHistoryError, naming the oldest start there is, when that start was expired: the
+    feed would otherwise diff against a state it cannot read and report rows wrongly."""
     if snapshot_id is not None and timestamp is not None:
         raise InvalidArgumentError("give from_snapshot_id or from_timestamp, not both")
+    chain = table.metadata.ancestors(last.snapshot_id) if last is not None else []
+    oldest = chain[-1] if chain and chain[-1].parent_snapshot_id is not None else None  # None: no history expired
     if snapshot_id is not None:
-        return _choose_snapshot(table, snapshot_id, None)
+        try:
+            return _choose_snapshot(table, snapshot_id, None)
+        except NoSuchSnapshotError as e:
+            if oldest is None:
+                raise
+            raise _expired(table, f"{table.identifier} has no snapshot {snapshot_id}", oldest) from e
     if timestamp is not None:
-        snapshot = table.metadata.snapshot_as_of(_as_of_ms(timestamp))
-        return snapshot  # None: no snapshot yet at that time, every change is after it
+        try:
+            snapshot = table.metadata.snapshot_as_of(_as_of_ms(timestamp))
+        except KeyError:  # the snapshot current then has expired
+            snapshot = None
+        else:
+            if snapshot is not None or oldest is None:
+                return snapshot  # None: no snapshot yet at that time, every change is after it
+        when = _utc(_as_of_ms(timestamp))
+        raise _expired(table, f"the snapshot of {table.identifier} current at {when} has expired", oldest or chain[-1])
+    if oldest is not None and not start_as_inserts:
+        raise _expired(table, f"the changes of {table.identifier} from its first snapshot are gone", oldest)
     return None
+
+
+def _expired(table: Table, what: str, oldest: Snapshot) -> ExpiredHistoryError:
+    when = _utc(oldest.timestamp_ms)
+    return ExpiredHistoryError(
+        f"{what}: its history before snapshot {oldest.snapshot_id} (committed {when}) was expired. The change feed can start "
+        f"from there: from_snapshot_id={oldest.snapshot_id}, or a from_timestamp at or after {when}",
+        oldest.snapshot_id,
+        oldest.timestamp_ms,
+    )
 
 
 def _range(table: Table, first: Snapshot | None, last: Snapshot | None) -> list[Snapshot]:

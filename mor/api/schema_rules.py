@@ -42,6 +42,7 @@ from pyiceberg.types import (
     StructType,
 )
 
+from mor.api.constraints import table_constraints
 from mor.errors import SchemaEvolutionError, SchemaMismatchError
 from mor.format.metadata import TableMetadata
 from mor.format.spec import FileContent, ManifestContent
@@ -180,8 +181,8 @@ def is_promotion(old: IcebergType, new: IcebergType) -> bool:
 
 def protected_fields(io: FileIO, metadata: TableMetadata) -> dict[int, str]:
     """Field ids the table itself needs, each with the reason: sources of partition specs and
-    sort orders (every one in the metadata: engines bind them all to the current schema), and
-    equality fields of the live equality delete files of the current snapshot."""
+    sort orders (every one in the metadata: engines bind them all to the current schema), the
+    columns of CHECK constraints, and equality fields of the live equality delete files of the current snapshot."""
     out: dict[int, str] = {}
     for spec in metadata.partition_specs:
         for pf in spec.fields:
@@ -189,6 +190,10 @@ def protected_fields(io: FileIO, metadata: TableMetadata) -> dict[int, str]:
     for order in metadata.sort_orders:
         for sf in order.fields:
             out.setdefault(sf.source_id, f"a sort key of sort order {order.order_id}")
+    schema = metadata.schema()
+    for constraint in table_constraints(metadata.properties):
+        for field_id in constraint.field_ids(schema):
+            out.setdefault(field_id, f"used by constraint {constraint.name!r} ({constraint.expression}); drop the constraint first")
     snapshot = metadata.current_snapshot()
     if snapshot is not None:
         for entry in live_entries(io, metadata, snapshot, ManifestContent.DELETES):

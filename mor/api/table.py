@@ -195,22 +195,27 @@ class Table(TableMaintenance, TableDefinition):
         field ids or, for files without, by name through the table's name mapping (written
         first when missing, or extended with columns added or renamed since), and all its
         rows must fall in one partition (`check_partitions=False`: proved from the footer's
-        bounds instead). A file already in the table, a path given twice, a file that does not
-        fit or spans partitions is refused with nothing committed. The files stay where they
+        bounds instead), and its rows must keep the table's CHECK constraints (proved from
+        its statistics where they can, else read: ConstraintViolationError). A file already in
+        the table, a path given twice, a file that does not fit or spans partitions is refused
+        with nothing committed. The files stay where they
         are; no failed commit deletes them, and maintenance deletes only files under the
         table's location. See mor/api/add_files.py."""
         from mor.api.add_files import adoption_paths, plan_adoption, read_footer  # only when used
+        from mor.api.constraints import check_files
         from mor.commit.snapshot_producer import Changes
         from mor.format.spec import Operation
 
         self._writable()
         planned = self.metadata
         adoption = plan_adoption(self.io, planned, [read_footer(self.io, p) for p in adoption_paths(self.io, paths)], check_partitions)
+        check_files(self.io, planned, adoption.files, "adopted file", adoption.name_mapping)  # CHECK constraints and NOT NULL
         if adoption.name_mapping is not None:
             self._commit_metadata(adoption.mapping_commit, "write the name mapping")
             if self.metadata.current_snapshot_id != planned.current_snapshot_id:  # it refreshed past other commits
                 adoption.validate(self.io)(planned, self.metadata)
-        return self._commit(Changes(Operation.APPEND, added_data=adoption.files), adoption.validate(self.io), kept=adoption.files)
+        changes = Changes(Operation.APPEND, added_data=adoption.files)
+        return self._commit(changes, adoption.validate(self.io), kept=adoption.files, rows_checked_on=planned)
 
     def delete(
         self, where: FilterLike, mode: str | None = None, *, progress: ProgressArg = None, idempotency: tuple[str, int] | None = None
@@ -236,15 +241,19 @@ class Table(TableMaintenance, TableDefinition):
         *,
         progress: ProgressArg = None,
         idempotency: tuple[str, int] | None = None,
+        allow_rows_outside_where: bool = False,
     ) -> Snapshot | None:
         """Replace the rows matching `where` (every row by default) with `data`, in one
         `overwrite` snapshot. `data` is any input `append` takes, written (streamed) and fitted
-        to the schema as `append` does; it need not match `where`. The old rows go as `delete`
+        to the schema as `append` does. Every row of `data` must match `where` (TRUE for it):
+        otherwise RowsOutsideWhereError and nothing is written, since a rerun of the same
+        overwrite would keep such rows twice; `allow_rows_outside_where=True` writes them
+        anyway. The old rows go as `delete`
         removes them: whole files dropped by their metadata, the rest by position deletes or
         rewrites (`mode`, default `write.delete.mode`). None when nothing matched and `data` is
         empty. `progress`: "write rows" as `append`'s, then "scan files" and "write files" as
         `delete`'s."""
-        from mor.api.delete import overwrite_where  # imported on first use: a read needs no DML
+        from mor.api.delete import overwrite_where, rows_within  # imported on first use: a read needs no DML
         from mor.api.schema_update import prepare_append
         from mor.write.parquet_files import WriteOptions
         from mor.write.rolling import RollingDataWriter, write_rows
@@ -258,15 +267,23 @@ class Table(TableMaintenance, TableDefinition):
         mode = self._mode(mode, DELETE_MODE_PROPERTY)
         row_filter = AlwaysTrue() if where is True else parse_filter(where)
         bind_filter(self.schema(), row_filter)
-        schema, rows, _ = prepare_append(self.metadata, as_tables(data, "the data to overwrite with"), None)
-        rows = ConstraintCheck(table_constraints(self.metadata.properties), schema).checked(rows)
+        if not isinstance(allow_rows_outside_where, bool):
+            raise InvalidArgumentError(f"allow_rows_outside_where is True or False, got {allow_rows_outside_where!r}")
+        checked_on = self.metadata
+        schema, rows, _ = prepare_append(checked_on, as_tables(data, "the data to overwrite with"), None)
+        if not allow_rows_outside_where:
+            rows = rows_within(rows, row_filter, schema, where)
+        rows = ConstraintCheck(table_constraints(checked_on.properties), schema).checked(rows)
         writer = RollingDataWriter(
             self.io, self.location, schema, self.spec(), WriteOptions(self.metadata.properties), sort_order=self.metadata.sort_order
         )
         with reporter.stage("write rows", known_row_count(data), "rows", with_bytes=True) as step:
             files = write_rows(writer, rows, step)
         try:
-            return self._run_dml("delete", lambda: overwrite_where(self, row_filter, mode, files, reporter), kept=files, idempotency=idem)
+            return self._run_dml(
+                "delete", lambda: overwrite_where(self, row_filter, mode, files, reporter), kept=files, idempotency=idem,
+                rows_checked_on=checked_on,
+            )  # fmt: skip
         except CommitStateUnknownError:
             raise  # the files may be referenced by a commit that landed: leave them
         except BaseException:
@@ -372,13 +389,16 @@ class Table(TableMaintenance, TableDefinition):
         plan: Callable[[], tuple[Changes, Validator | None] | None],
         kept: Sequence[DataFile] = (),
         idempotency: Idempotency | tuple[str, int] | None = None,
+        rows_checked_on: TableMetadata | None = None,
     ) -> Snapshot | None:
         """Plan (find rows, write files) and commit; when the commit truly conflicts with one
         that landed meanwhile, plan again on the new state (mor.dml.replan.num-retries times):
         re-running a predicate on fresh data is always correct. None: nothing to change.
         `kept`: files written before planning, which every plan adds; a failed commit leaves
         them for the next plan (the caller deletes them if none lands). `idempotency`: an
-        (app id, version) already committed returns its snapshot without planning."""
+        (app id, version) already committed returns its snapshot without planning.
+        `rows_checked_on`: the metadata `kept`'s rows were checked against (default: the
+        handle's at each commit, which is what a plan checks its rows against)."""
         from mor.api.conflict_rules import isolation_level  # imported on first use: a read needs no DML
 
         isolation_level(self.metadata.properties, kind)  # a bad level fails before any file is written
@@ -394,7 +414,7 @@ class Table(TableMaintenance, TableDefinition):
             changes, validate = found
             changes.idempotency = idempotency
             try:
-                return self._commit(changes, validate, kept=kept)
+                return self._commit(changes, validate, kept=kept, rows_checked_on=rows_checked_on)
             except CommitConflictError:
                 out_of_time = (time.monotonic() - started) * 1000 > policy.total_timeout_ms
                 if replan >= policy.replan_retries or out_of_time:
@@ -402,9 +422,22 @@ class Table(TableMaintenance, TableDefinition):
             self.refresh()
         raise AssertionError("unreachable")
 
-    def _commit(self, changes: Changes, validate: Validator | None = None, kept: Sequence[DataFile] = ()) -> Snapshot:
-        from mor.commit.snapshot_producer import commit_changes  # imported on first use: a read commits nothing
+    def _commit(
+        self,
+        changes: Changes,
+        validate: Validator | None = None,
+        kept: Sequence[DataFile] = (),
+        rows_checked_on: TableMetadata | None = None,
+    ) -> Snapshot | None:
+        """Commit `changes`; the rows they add were checked against `rows_checked_on` (default:
+        this handle's metadata), and are checked again on a base whose rules differ."""
+        from mor.api.constraints import added_rows_rules  # imported on first use: a read commits nothing
+        from mor.commit.snapshot_producer import commit_changes
+
         ops = self._writable()
+        if changes.row_rules is None and changes.added_data and changes.operation != Operation.REPLACE:
+            checked = rows_checked_on or self.metadata
+            changes.row_rules = added_rows_rules(self.io, checked.current_schema_id, checked.properties, changes.added_data)
         try:
             self.metadata, self.metadata_location = commit_changes(
                 self.io, ops, self.metadata, self.metadata_location, changes, validate
@@ -422,9 +455,7 @@ class Table(TableMaintenance, TableDefinition):
                 if f.file_path not in kept_paths:
                     self.io.delete_quietly(f.file_path)
             raise
-        snapshot = self.metadata.current_snapshot()
-        assert snapshot is not None
-        return snapshot
+        return self.metadata.current_snapshot()
 
     def _committed_before(self, idempotency: Idempotency | None) -> Snapshot | None:
         """The snapshot in which `idempotency`'s app id committed its version or a later one, as

@@ -104,7 +104,7 @@ class TableDefinition:
 
         def change(base: TableMetadata) -> TableCommit:
             check_live_rows(self, constraint)  # on `base`: the handle was refreshed to it
-            return constraint_commit(base, {constraint.property: constraint.expression})
+            return constraint_commit(base, constraint.properties())
 
         self._commit_metadata(change, f"add constraint {name!r}")
 
@@ -116,7 +116,8 @@ class TableDefinition:
         names = {c.name: c for c in table_constraints(self.metadata.properties)}
         if name not in names:
             raise InvalidArgumentError(f"the table has no constraint {name!r}; it has {sorted(names)}")
-        self._commit_metadata(lambda base: properties_commit(base, {}, (names[name].property,)), f"drop constraint {name!r}")
+        removed = tuple(k for k in names[name].properties() if k in self.metadata.properties)
+        self._commit_metadata(lambda base: properties_commit(base, {}, removed), f"drop constraint {name!r}")
 
     def set_not_null(self: Table, column: str) -> Schema:
         """NOT NULL: make `column` (a dotted path for a struct field) required in the schema,

@@ -35,6 +35,7 @@ from mor.commit.updates import TableCommit
 from mor.errors import (
     CatalogUnavailableError,
     CommitStateUnknownError,
+    ConstraintViolationError,
     CorruptMetadataError,
     InvalidArgumentError,
     MorError,
@@ -259,6 +260,8 @@ class RestCatalogClient:
             raise missing(f"{what}: {message}")
         if code == 409 and conflict is not None:
             raise conflict(f"{what}: {message}")
+        if code == 400 and message.startswith("ConstraintViolationException:"):  # mor serve checked the rows
+            raise ConstraintViolationError(f"{what}: {message}")
         if code in (400, 406, 422):
             raise InvalidArgumentError(f"{what}: {message}")
         raise CatalogUnavailableError(f"{what}: the REST catalog answered {code}: {message}")

@@ -3,10 +3,15 @@
 A writer that may repeat itself (a streaming micro-batch replayed after a crash, a job retried
 after `CommitStateUnknownError`) tags each write with `(app_id, version)`, versions increasing
 per app id, as Delta Lake's `txnAppId` / `txnVersion` do. The tag is recorded in the snapshot
-summary (`mor.txn-app-id`, `mor.txn-version`). A write whose app id has already committed that
-version or a later one, in the ancestry of the current snapshot, commits nothing: the check runs
-inside the commit, on every base the commit is attempted on, so a retry racing its own earlier
-attempt still lands once. Other engines keep the summary entries and ignore them.
+summary (`mor.txn-app-id`, `mor.txn-version`) and, in the same commit, as the table property
+`mor.txn-version.<app id>` = the version: snapshots expire, properties do not, so a replay after
+any expiry or compaction still finds its version (as Delta keeps `txn` records in its log state).
+A write whose app id has already committed that version or a later one (by the property, or in
+the ancestry of the current snapshot for tables written before the property) commits nothing:
+the check runs inside the commit, on every base the commit is attempted on, so a retry racing
+its own earlier attempt still lands once. The property is the table's, not a branch's: a
+rollback does not make a committed version committable again. Other engines keep the summary
+entries and the property and ignore them.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from dataclasses import dataclass
 
 from mor.errors import InvalidArgumentError, MorError
 from mor.format.metadata import Snapshot, TableMetadata
+from mor.format.properties import TXN_VERSION_PREFIX
 
 APP_ID_KEY = "mor.txn-app-id"
 VERSION_KEY = "mor.txn-version"
@@ -43,33 +49,50 @@ class Idempotency:
     def summary(self) -> dict[str, str]:
         return {APP_ID_KEY: self.app_id, VERSION_KEY: str(self.version)}
 
+    def properties(self) -> dict[str, str]:
+        """The table property that carries the version past every expiry."""
+        return {TXN_VERSION_PREFIX + self.app_id: str(self.version)}
+
 
 class AlreadyCommitted(MorError):
-    """Raised inside a commit whose (app id, version) an ancestor of the base already holds; the
-    table verbs catch it, remove the files they wrote and return `snapshot`."""
+    """Raised inside a commit whose (app id, version) the table already holds (version
+    `committed`); the table verbs catch it, remove the files they wrote and return `snapshot`:
+    the one that committed it, or the current one when that has expired."""
 
-    def __init__(self, snapshot: Snapshot, idempotency: Idempotency):
-        super().__init__(
-            f"{idempotency.app_id!r} already committed version {snapshot.summary.get(VERSION_KEY)} "
-            f"(asked: {idempotency.version}) in snapshot {snapshot.snapshot_id}"
-        )
-        self.snapshot = snapshot
-
-
-def committed_version(metadata: TableMetadata, app_id: str) -> int | None:
-    """The latest version `app_id` committed in the current snapshot's ancestry, or None."""
-    found = _latest(metadata, app_id)
-    return None if found is None else found[1]
+    def __init__(self, snapshot: Snapshot | None, idempotency: Idempotency, committed: int, current: Snapshot | None = None):
+        where = f"in snapshot {snapshot.snapshot_id}" if snapshot is not None else "(its snapshot has expired)"
+        super().__init__(f"{idempotency.app_id!r} already committed version {committed} (asked: {idempotency.version}) {where}")
+        self.snapshot = snapshot if snapshot is not None else current
 
 
 def check_not_committed(metadata: TableMetadata, idempotency: Idempotency | None) -> None:
-    """AlreadyCommitted when the current snapshot's ancestry holds `idempotency`'s app id at its
-    version or a later one."""
+    """AlreadyCommitted when the table holds `idempotency`'s app id at its version or a later
+    one: by the table property, or in the current snapshot's ancestry."""
     if idempotency is None:
         return
     found = _latest(metadata, idempotency.app_id)
     if found is not None and found[1] >= idempotency.version:
-        raise AlreadyCommitted(found[0], idempotency)
+        raise AlreadyCommitted(found[0], idempotency, found[1])
+    recorded = _recorded(metadata, idempotency.app_id)
+    if recorded is not None and recorded >= idempotency.version:
+        snapshot = _committed_in(metadata, idempotency.app_id, recorded)
+        raise AlreadyCommitted(snapshot, idempotency, recorded, metadata.current_snapshot())
+
+
+def _recorded(metadata: TableMetadata, app_id: str) -> int | None:
+    try:
+        return int(metadata.properties.get(TXN_VERSION_PREFIX + app_id, ""))
+    except ValueError:
+        return None  # absent, or not ours to judge: another writer's malformed value
+
+
+def _committed_in(metadata: TableMetadata, app_id: str, version: int) -> Snapshot | None:
+    """The snapshot that committed `version`, while the table still has it."""
+    for snapshot in metadata.snapshots:
+        summary = snapshot.summary or {}
+        if summary.get(APP_ID_KEY) == app_id and summary.get(VERSION_KEY) == str(version):
+            return snapshot
+    return None
 
 
 def _latest(metadata: TableMetadata, app_id: str) -> tuple[Snapshot, int] | None:

@@ -22,6 +22,7 @@ from mor.commit import faults
 from mor.commit.idempotency import Idempotency, check_not_committed
 from mor.commit.manifest_merge import merge_carried
 from mor.commit.retry import NUM_RETRIES, TOTAL_TIMEOUT_MS, RetryPolicy
+from mor.commit.row_rules import RowRules
 from mor.commit.summary import build_summary
 from mor.commit.table_commits import snapshot_commit
 from mor.commit.table_ops import CommitFailedError, refresh_same_table
@@ -60,6 +61,9 @@ class Changes:
     # An idempotent write (mor/commit/idempotency.py): recorded in the summary, and checked
     # against every base the commit is attempted on.
     idempotency: Idempotency | None = None
+    # The rules (required columns, CHECK constraints) the added rows were checked against
+    # (mor/commit/row_rules.py): checked again on a base where they changed.
+    row_rules: RowRules | None = None
 
 
 # validate(base the operation read, current base) raises CommitConflictError when our changes
@@ -101,6 +105,8 @@ def commit_changes(
                 base = _with_new_schema(_with_added_spec(catalog_base, changes), planned_on, changes)
                 _check_format_version(base, planned_on, changes)
             check_not_committed(base, changes.idempotency)
+            if changes.row_rules is not None:
+                changes.row_rules.hold_on(catalog_base, base)
             if validate is not None and base.current_snapshot_id != validated.current_snapshot_id:
                 validate(validated, base)
                 validated = base
@@ -141,7 +147,10 @@ def commit_changes(
                 first_row_id=base.next_row_id if base.format_version >= 3 else None,
                 added_rows=added_rows if base.format_version >= 3 else None,
             )
-            change = snapshot_commit(catalog_base, snapshot, spec=changes.added_spec, schema=changes.schema)
+            change = snapshot_commit(
+                catalog_base, snapshot, spec=changes.added_spec, schema=changes.schema, idempotency=changes.idempotency,
+                assert_schema=changes.row_rules is not None,
+            )  # fmt: skip
             try:
                 committed = ops.commit(catalog_base, base_location, change)
                 faults.reached("committed")

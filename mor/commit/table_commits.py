@@ -18,6 +18,7 @@ from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table.sorting import SortOrder
 
+from mor.commit.idempotency import Idempotency
 from mor.commit.requirements import (
     AssertCurrentSchemaId,
     AssertDefaultSortOrderId,
@@ -50,10 +51,18 @@ from mor.format.spec import MAIN_BRANCH
 
 
 def snapshot_commit(
-    base: TableMetadata, snapshot: Snapshot, *, spec: PartitionSpec | None = None, schema: Schema | None = None
+    base: TableMetadata,
+    snapshot: Snapshot,
+    *,
+    spec: PartitionSpec | None = None,
+    schema: Schema | None = None,
+    idempotency: Idempotency | None = None,
+    assert_schema: bool = False,
 ) -> TableCommit:
     """Add `snapshot` (built on `base`'s main branch) and move main to it; first add the
-    partition spec its files use and make the schema it wrote with current, when given."""
+    partition spec its files use and make the schema it wrote with current, when given.
+    `idempotency`: the app's version is also recorded as a table property, which no expiry
+    removes. `assert_schema`: the rows added were checked against `base`'s current schema."""
     requirements: list[Requirement] = [
         AssertTableUuid(base.table_uuid),
         AssertRefSnapshotId(MAIN_BRANCH, base.current_snapshot_id),
@@ -62,13 +71,17 @@ def snapshot_commit(
     if spec is not None and spec.spec_id not in base.specs():
         requirements += [AssertLastAssignedPartitionId(base.last_partition_id), AssertDefaultSpecId(base.default_spec_id)]
         updates.append(AddSpec(spec))
+    if schema is not None or assert_schema:
+        requirements.append(AssertCurrentSchemaId(base.current_schema_id))
     if schema is not None:
-        requirements += [AssertCurrentSchemaId(base.current_schema_id), AssertLastAssignedFieldId(base.last_column_id)]
+        requirements.append(AssertLastAssignedFieldId(base.last_column_id))
         updates += [AddSchema(numbered(base, schema), max(base.last_column_id, schema.highest_field_id)), SetCurrentSchema()]
     updates += [
         AddSnapshot(snapshot),
         SetSnapshotRef(MAIN_BRANCH, moved_ref(base.refs.get(MAIN_BRANCH), snapshot.snapshot_id)),
     ]
+    if idempotency is not None:
+        updates.append(SetProperties(idempotency.properties()))
     return TableCommit(requirements, updates)
 
 

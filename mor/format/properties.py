@@ -29,6 +29,14 @@ PARQUET_CODECS = ("uncompressed", "none", "snappy", "gzip", "brotli", "lz4", "lz
 # and write position deletes instead), for readers that cannot apply equality deletes
 # (pyiceberg 0.12, and polars and daft, which plan through it).
 EQUALITY_DELETES_ENABLED = "mor.write.equality-deletes.enabled"
+# CHECK constraints (mor/api/constraints.py): `mor.constraint.<name>` = the predicate's text,
+# `mor.constraint-columns.<name>` = JSON {column path as the text names it: [field id of each
+# part of the path]}, so a renamed column keeps its constraint.
+CONSTRAINT_PREFIX = "mor.constraint."
+CONSTRAINT_COLUMNS_PREFIX = "mor.constraint-columns."
+# Exactly-once writes (mor/commit/idempotency.py): `mor.txn-version.<app id>` = the last version
+# the app committed, set in the same commit as its snapshot so that no expiry forgets it.
+TXN_VERSION_PREFIX = "mor.txn-version."
 
 
 def _one_of(choices: tuple[str, ...], case_sensitive: bool = True) -> Callable[[str], str | None]:

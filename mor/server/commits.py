@@ -15,6 +15,11 @@ pointers are swapped in one database transaction (SqlCatalogStore.swap_many). A 
 changes nothing still takes part in the swap, so its requirements hold at the moment of the
 swap too.
 
+A location a commit gives (a create, a `set-location`) must lie inside the warehouse and must not
+be another table's folder, hold one or lie in one (400), as `register_table` refuses. The rows
+the commit's snapshots add are checked against the NOT NULL and CHECK constraints of the table
+it produces (row_checks.py).
+
 A commit carrying `assert-create` on a table that does not exist creates it: the initial
 metadata is rebuilt from its updates (uuid, format version, schema, spec, sort order,
 location), then all its updates are applied to that, as Iceberg's staged creates expect.
@@ -50,13 +55,21 @@ from mor.commit.updates import (
     Update,
     UpgradeFormatVersion,
 )
-from mor.errors import CommitStateUnknownError, CorruptMetadataError, InvalidArgumentError, NoSuchNamespaceError, NoSuchTableError
+from mor.errors import (
+    CommitStateUnknownError,
+    CorruptMetadataError,
+    InvalidArgumentError,
+    NoSuchNamespaceError,
+    NoSuchTableError,
+    SharedTableError,
+)
 from mor.format.metadata import TableMetadata, new_table_metadata, with_previous_file
 from mor.format.metadata_checks import check_metadata
 from mor.format.properties import check_properties
 from mor.format.spec import FORMAT_VERSION
 from mor.io.fileio import FileIO
 from mor.server.locations import check_inside
+from mor.server.row_checks import check_added_rows
 from mor.server.names import check_new_names
 
 MAX_ATTEMPTS = 10  # lost swaps in a row before the client is told to retry (409)
@@ -88,11 +101,21 @@ class _Planned:
 
 
 class Committer:
-    def __init__(self, store: SqlCatalogStore, io: FileIO, warehouse: str, default_location: Callable[[str, str], str]):
+    def __init__(
+        self,
+        store: SqlCatalogStore,
+        io: FileIO,
+        warehouse: str,
+        default_location: Callable[[str, str], str],
+        check_unshared: Callable[[str, str, str | None, str], None] | None = None,
+    ):
         self.store = store
         self.io = io
         self.warehouse = warehouse
         self.default_location = default_location
+        # (identifier, location, metadata location, verb): SharedTableError when another table
+        # of the catalog has that folder, holds it or lies in it (Catalog.check_unshared).
+        self.check_unshared = check_unshared
 
     def commit(self, changes: list[TableChange]) -> list[Committed]:
         """Apply every change, all or none; retried on a lost swap."""
@@ -132,6 +155,13 @@ class Committer:
             new = with_previous_file(new, base_location, base)
         if base is None or new.location != base.location:
             check_inside(self.warehouse, new.location, "table location")
+            if self.check_unshared is not None:
+                verb = "create" if base is None else "move"
+                try:
+                    self.check_unshared(f"{change.namespace}.{change.name}", new.location, None, verb)
+                except SharedTableError as e:
+                    raise InvalidArgumentError(str(e)) from None  # 400: no retry makes it fit
+        check_added_rows(self.io, new, updates)  # NOT NULL and CHECK constraints of the rows it adds
         try:
             check_metadata(new)  # the spec's invariants, before anyone reads it
         except CorruptMetadataError as e:

@@ -18,6 +18,7 @@ from mor.errors import (
     CatalogUnavailableError,
     CommitConflictError,
     CommitStateUnknownError,
+    ConstraintViolationError,
     CorruptMetadataError,
     InvalidArgumentError,
     InvalidFilterError,
@@ -84,6 +85,7 @@ _MOR_ERRORS: list[tuple[type[BaseException], int, str]] = [
     # The spec's answer for a commit whose outcome is unknown: the client must not clean up.
     (CommitStateUnknownError, 500, "CommitStateUnknownException"),
     (CatalogUnavailableError, 503, "ServiceUnavailableException"),
+    (ConstraintViolationError, 400, "ConstraintViolationException"),
     (InvalidArgumentError, 400, "BadRequestException"),
     (InvalidFilterError, 400, "BadRequestException"),
     (SchemaMismatchError, 400, "BadRequestException"),

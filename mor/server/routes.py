@@ -66,7 +66,9 @@ class Service:
     def __post_init__(self) -> None:
         self.namespaces = Namespaces(self.catalog)
         self.tables = Tables(self.catalog)
-        self.committer = Committer(self.catalog.store, self.catalog.io, self.catalog.warehouse, self.tables.default_location)
+        self.committer = Committer(
+            self.catalog.store, self.catalog.io, self.catalog.warehouse, self.tables.default_location, self.catalog.check_unshared
+        )
 
     def routes(self) -> dict[str, dict[str, Op]]:
         """Paths under `/v1/` (or `/v1/<prefix>/`) -> method -> operation."""

@@ -106,6 +106,7 @@ class Tables:
         given = body.get("location")
         location = self.default_location(namespace, name) if given is None else normal_location(given, "table location")
         check_inside(self.catalog.warehouse, location, "table location")
+        self.catalog.check_unshared(f"{namespace}.{name}", location, None, "create")  # SharedTableError (409)
         schema, spec, order = _fresh_ids(body)
         metadata = new_table_metadata(schema, spec, order, location, {**DEFAULT_PROPERTIES, **properties}, version)
         # A client may write manifests there before its first commit (DuckDB's CREATE TABLE AS

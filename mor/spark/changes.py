@@ -57,17 +57,18 @@ class ChangesPlan:
     net_changes: bool
     schema: Schema
     output: StructType
+    start_as_inserts: bool = False  # a stream's first part: see ChangeScan
 
     def scan(self, first: int | None, last: int, ordinal: int) -> ChangeScan:
         table = StaticTable.from_metadata(self.metadata_location, dict(self.ref.properties))
         return ChangeScan(
             table, first, last, list(self.columns) if self.columns else None, self.filter,
             on=list(self.on) if self.on else None, net_changes=self.net_changes,
-            case_sensitive=CASE_SENSITIVE, schema=self.schema, first_ordinal=ordinal,
+            case_sensitive=CASE_SENSITIVE, schema=self.schema, first_ordinal=ordinal, start_as_inserts=self.start_as_inserts,
         )  # fmt: skip
 
 
-def plan_changes(ref: TableRef, options: Mapping[str, str]) -> ChangesPlan:
+def plan_changes(ref: TableRef, options: Mapping[str, str], start_as_inserts: bool = False) -> ChangesPlan:
     if options.get("snapshot-id") or options.get("as-of-timestamp"):
         raise InvalidArgumentError("a changes read takes start-/end-snapshot-id (or -timestamp), not snapshot-id / as-of-timestamp")
     table = ref.open()
@@ -85,6 +86,7 @@ def plan_changes(ref: TableRef, options: Mapping[str, str]) -> ChangesPlan:
         on=list(split(on)) if on else None,
         net_changes=bool_option(options, "net-changes"),
         case_sensitive=CASE_SENSITIVE,
+        start_as_inserts=start_as_inserts,
     )
     first = scan.from_snapshot.snapshot_id if scan.from_snapshot else None
     if scan.net_changes:
@@ -103,6 +105,7 @@ def plan_changes(ref: TableRef, options: Mapping[str, str]) -> ChangesPlan:
         net_changes=scan.net_changes,
         schema=scan.schema,
         output=StructType([*spark_schema(scan.projection).fields, *CHANGE_SPARK_FIELDS]),
+        start_as_inserts=start_as_inserts,
     )
 
 

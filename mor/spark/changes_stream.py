@@ -16,9 +16,10 @@ type): a micro-batch emits the changes of the snapshots after its start offset u
 offset, so a query restarted from its checkpoint neither repeats nor skips a snapshot. Each
 snapshot is diffed against its parent by one Spark task, from the metadata file pinned when the
 micro-batch was planned. `replace` snapshots emit nothing. A rollback, or snapshots expired
-before the stream read them, stop it with StreamingChangeError (as the stream of appends). When
-the stream starts on a table whose oldest snapshots were expired, the oldest one left is read
-as INSERTs of its live rows.
+before the stream read them, stop it with StreamingChangeError naming the oldest snapshot left
+(as the stream of appends); so does a `stream-from-timestamp` whose changes need an expired
+snapshot. A new stream without a start on a table whose oldest snapshots were expired reads the
+oldest one left as INSERTs of its live rows: the table's state when the stream began.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 from pyspark.sql.types import StructType
 
 from mor.api.table import Table
-from mor.errors import InvalidArgumentError
+from mor.errors import InvalidArgumentError, StreamingChangeError
 from mor.spark.changes import ChangesPart, ChangesPlan, plan_changes
 from mor.spark.options import TableRef, int_option, positive_option
 from mor.spark.stream import FROM_TIMESTAMP, NO_SNAPSHOT, TIME_TRAVEL_OPTIONS, StreamOffset, pending_steps
@@ -51,7 +52,7 @@ class MorChangesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         self.from_timestamp_ms = int_option(options, FROM_TIMESTAMP)
         self.max_snapshots = positive_option(options, MAX_SNAPSHOTS)
         # The columns, filter, keys and schema every micro-batch reads with (the range is set per batch).
-        self.plan: ChangesPlan = plan_changes(ref, {**options, "end-snapshot-id": "", "start-snapshot-id": ""})
+        self.plan: ChangesPlan = plan_changes(ref, {**options, "end-snapshot-id": "", "start-snapshot-id": ""}, start_as_inserts=True)
         self._handle: Table | None = None
         self._target: int | None = None
 
@@ -67,6 +68,12 @@ class MorChangesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         index = next((i for i, s in enumerate(steps) if s.snapshot.timestamp_ms >= since), None)
         if index is None:
             return StreamOffset.done(steps[-1].snapshot).to_dict()
+        if index == 0 and steps[0].scan_all_files:  # the changes from `since` on need a parent that was expired
+            oldest = steps[0].snapshot
+            raise StreamingChangeError(
+                f"the snapshots of {self.ref.name} before {oldest.snapshot_id} (timestamp-ms {oldest.timestamp_ms}) were expired, so "
+                f"its changes since {FROM_TIMESTAMP}={since} cannot be read: start from a time after {oldest.timestamp_ms}"
+            )
         return StreamOffset.before_history().to_dict() if index == 0 else StreamOffset.done(steps[index - 1].snapshot).to_dict()
 
     def getDefaultReadLimit(self) -> ReadLimit:

@@ -42,7 +42,10 @@ class MorDataSource(DataSource):
 
     def schema(self) -> StructType:
         if wants_changes(self.options) or wants_change_stream(self.options):
-            return plan_changes(table_ref(self.options), self.options).output
+            # A stream's range is set per micro-batch (mor/spark/changes_stream.py): its columns
+            # are all this plan gives, whatever history is left.
+            stream = wants_change_stream(self.options) and not wants_changes(self.options)
+            return plan_changes(table_ref(self.options), self.options, start_as_inserts=stream).output
         plan = plan_scan(table_ref(self.options), read_options(self.options), requested=None)
         return plan.output
 

@@ -187,10 +187,11 @@ def _resume(metadata: TableMetadata, chain: list[Snapshot], offset: StreamOffset
     parents = [s.parent_snapshot_id for s in chain]
     if offset.position == SNAPSHOT_DONE and offset.snapshot_id in parents:
         return parents.index(offset.snapshot_id), 0, False  # the snapshot we finished was expired since
+    oldest = f"; the oldest snapshot the table still has is {chain[0].snapshot_id} (timestamp-ms {chain[0].timestamp_ms})" if chain else ""
     raise StreamingChangeError(
         f"snapshot {offset.snapshot_id} (sequence number {offset.sequence_number}) and maybe others were "
-        "expired before the stream read them: start a new stream (new checkpoint, e.g. with "
-        f"{FROM_TIMESTAMP!r})"
+        f"expired before the stream read them{oldest}: start a new stream (new checkpoint, e.g. with "
+        f"{FROM_TIMESTAMP!r} after that)"
     )
 
 

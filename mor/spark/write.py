@@ -67,7 +67,7 @@ from pyspark.sql.pandas.types import to_arrow_schema as spark_to_arrow_schema
 from pyspark.sql.types import StructType
 
 from mor.api.catalog import DEFAULT_PROPERTIES, Catalog, split_identifier
-from mor.api.constraints import ConstraintCheck, table_constraints
+from mor.api.constraints import ConstraintCheck, added_rows_rules, table_constraints
 from mor.commit.idempotency import AlreadyCommitted, Idempotency
 from mor.commit.snapshot_producer import Changes, TableOperations, Validator, commit_changes
 from mor.commit.apply import apply_updates
@@ -182,6 +182,8 @@ class MorWriter(DataSourceArrowWriter):
             ops, base, base_location = self._base()
             changes = self._changes(io, base, files)
             changes.idempotency = self.idempotency
+            if files:  # checked on executors against the target's rules: again if they changed since
+                changes.row_rules = added_rows_rules(io, self.target.schema.schema_id, self.target.properties, files)
             commit_changes(io, ops, base, base_location, changes, self._validator(io, changes))
         except CommitStateUnknownError:
             raise  # the commit may have landed and made the files live: never delete them

@@ -81,7 +81,7 @@ def constrained_and_idempotent(table: mor.Table) -> None:
     table.add_constraint("non_negative", "value is null or value >= 0")
     table.delete("name is null")
     table.set_not_null("name")
-    table.overwrite(rows([1, 2, 700], tag="ow-"), where="id < 3")
+    table.overwrite(rows([1, 2, 700], tag="ow-"), where="id < 3 or id = 700")
     table.append(rows([800, 801]), idempotency=("job", 1))
     table.append(rows([800, 801]), idempotency=("job", 1))  # a repeat: commits nothing
     table.update({"value": pc.field("value") + 1}, where="id between 10 and 20", idempotency=("job", 2))

@@ -131,3 +131,46 @@ def test_a_change_stream_keeps_a_copy_equal_across_restarts(
     run_query()  # nothing new: nothing emitted twice
     assert copy.batches == before
     assert live(copy.table) == live(source)
+
+
+def test_a_change_stream_never_guesses_across_expired_history(spark: Any, catalog: mor.Catalog, warehouse: Path, tmp_path: Path) -> None:
+    """A checkpoint behind an expiry stops the stream naming the oldest snapshot left; so does
+    a start time whose changes need an expired snapshot. A new stream with no start reads the
+    oldest snapshot left as the table's state (INSERTs)."""
+    import datetime as dt
+
+    source = catalog.create_table(NAME, schema=SCHEMA)
+    source.append(rows(range(0, 10)))
+    started = source.current_snapshot()
+    assert started is not None
+    copy = Copy(catalog)
+    checkpoint = str(tmp_path / "checkpoint")
+
+    def query(checkpoint: str, **options: str) -> Any:
+        reader = spark.readStream.format("mor").option("warehouse", str(warehouse)).option("read-changes", "true")
+        for key, value in options.items():
+            reader = reader.option(key, value)
+        started_query = reader.load(NAME).writeStream.foreachBatch(copy.apply).option("checkpointLocation", checkpoint)
+        running = started_query.trigger(availableNow=True).start()
+        try:
+            running.awaitTermination()
+        except Exception as e:  # pyspark raises the query's exception from awaitTermination
+            return e
+        return running.exception()
+
+    assert query(checkpoint) is None
+    source.delete("id < 3")
+    source.append(rows(range(20, 25)))
+    source.delete("id = 20")
+    source.expire_snapshots(older_than=dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=1), allow_short_retention=True)
+    oldest = source.current_snapshot()
+    assert oldest is not None and len(source.snapshots()) == 1
+    failure = query(checkpoint)
+    assert failure is not None and "expired before the stream read them" in str(failure) and str(oldest.snapshot_id) in str(failure)
+    failure = query(str(tmp_path / "from-time"), **{"stream-from-timestamp": str(started.timestamp_ms)})
+    assert failure is not None and "were expired" in str(failure)
+    fresh = Copy.__new__(Copy)
+    fresh.table, fresh.batches = catalog.create_table("db.fresh_copy", schema=SCHEMA), 0
+    copy = fresh
+    assert query(str(tmp_path / "new")) is None
+    assert live(fresh.table) == live(source)

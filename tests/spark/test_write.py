@@ -392,6 +392,24 @@ def test_overwrite_conflicts_with_concurrent_changes(catalog: mor.Catalog, wareh
     assert _exists(message) == [False]
 
 
+def test_a_job_planned_before_a_constraint_cannot_commit_rows_that_break_it(catalog: mor.Catalog, warehouse: Path) -> None:
+    """The executors checked the rows against the table the job was planned on; the driver's
+    commit checks them again against a constraint added meanwhile (issue 38)."""
+    table, _, _ = _table_with_rows(catalog)
+    writer = _writer(warehouse)
+    breaking, keeping = _write(writer, range(100, 110)), _write(_writer(warehouse), range(200, 210))
+    table.add_constraint("small_ids", "id < 50")
+    moved = table.metadata_location
+    with pytest.raises(mor.ConstraintViolationError, match="small_ids"):
+        writer.commit([breaking])
+    assert catalog.load_table("db.t").metadata_location == moved
+    assert _exists(breaking) == [False]
+    table.drop_constraint("small_ids")
+    table.add_constraint("big_ids", "id >= 0")
+    _writer(warehouse).commit([keeping])  # planned after: checked on the executors; and again
+    assert catalog.load_table("db.t").scan(filter="id >= 200").count() == 10
+
+
 def test_no_cleanup_after_an_unknown_commit_state(catalog: mor.Catalog, warehouse: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _table_with_rows(catalog)
     writer = _writer(warehouse)

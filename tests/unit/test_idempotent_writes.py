@@ -23,7 +23,7 @@ Verb = Callable[..., Any]
 # Each verb changes something on the table of ids 0..29 (so a repeat would show).
 VERBS: dict[str, Verb] = {
     "append": lambda t, **k: t.append(make_rows([100, 101]), **k),
-    "overwrite": lambda t, **k: t.overwrite(make_rows([5, 102]), where="id < 3", **k),
+    "overwrite": lambda t, **k: t.overwrite(make_rows([0, 2]), where="id < 3", **k),
     "delete": lambda t, **k: t.delete("id < 3", **k),
     "delete-cow": lambda t, **k: t.delete("id < 3", mode="copy-on-write", **k),
     "truncate": lambda t, **k: t.truncate(**k),

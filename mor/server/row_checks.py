@@ -1,0 +1,48 @@
+"""The rows a REST commit adds, checked against the table's rules where the server can.
+
+Other engines (pyiceberg, DuckDB, Iceberg Java) know nothing of mor's CHECK constraints, and a
+client whose loaded metadata predates a `set_not_null` writes against a schema where the column
+was still optional: its `add-snapshot` passes every requirement it sends (nothing asserts the
+schema or the properties), and would put rows in the table that its current rules forbid. So
+before a commit is swapped in, the data files each added snapshot adds are checked against the
+metadata it produces (mor/api/constraints.py's `check_files`: file metrics settle what they
+prove, the rest is read), when that can differ from what the writer checked: the table has
+constraints, or the snapshot was written against another schema than the current one (or does
+not say which). `replace` snapshots move rows and are not checked. A violation refuses the
+commit with ConstraintViolationError (400): nothing is applied.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from mor.api.constraints import check_files, table_constraints
+from mor.commit.updates import AddSnapshot, Update
+from mor.format.content_file import DataFile
+from mor.format.metadata import Snapshot, TableMetadata
+from mor.format.spec import ManifestContent, ManifestEntryStatus, Operation
+from mor.io.fileio import FileIO
+from mor.planning.manifest_cache import read_entries
+from mor.planning.planner import manifests_of
+
+
+def check_added_rows(io: FileIO, new: TableMetadata, updates: Sequence[Update]) -> None:
+    """ConstraintViolationError when a snapshot the updates add holds rows `new`'s rules forbid."""
+    constrained = bool(table_constraints(new.properties))
+    for update in updates:
+        if not isinstance(update, AddSnapshot) or update.snapshot.operation == Operation.REPLACE:
+            continue
+        snapshot = update.snapshot
+        if constrained or snapshot.schema_id != new.current_schema_id:
+            check_files(io, new, added_data_files(io, new, snapshot), f"a data file snapshot {snapshot.snapshot_id} adds")
+
+
+def added_data_files(io: FileIO, metadata: TableMetadata, snapshot: Snapshot) -> list[DataFile]:
+    """The data files `snapshot` adds: ADDED entries of the data manifests it wrote."""
+    manifests = [m for m in manifests_of(io, snapshot) if m.content == ManifestContent.DATA and m.added_snapshot_id == snapshot.snapshot_id]
+    out = []
+    for entries in read_entries(io, manifests, metadata.specs(), metadata.schema()):
+        for entry in entries:
+            if entry.status == ManifestEntryStatus.ADDED and entry.snapshot_id == snapshot.snapshot_id and isinstance(entry.file, DataFile):
+                out.append(entry.file)
+    return out
