@@ -69,7 +69,7 @@ from mor.format.properties import check_properties
 from mor.format.spec import FORMAT_VERSION
 from mor.io.fileio import FileIO
 from mor.server.locations import check_inside
-from mor.server.row_checks import check_added_rows
+from mor.server.row_checks import check_added_rows, check_constraint_columns
 from mor.server.names import check_new_names
 
 MAX_ATTEMPTS = 10  # lost swaps in a row before the client is told to retry (409)
@@ -161,6 +161,7 @@ class Committer:
                     self.check_unshared(f"{change.namespace}.{change.name}", new.location, None, verb)
                 except SharedTableError as e:
                     raise InvalidArgumentError(str(e)) from None  # 400: no retry makes it fit
+        check_constraint_columns(base, new)  # no client drops a column a constraint uses
         check_added_rows(self.io, new, updates)  # NOT NULL and CHECK constraints of the rows it adds
         try:
             check_metadata(new)  # the spec's invariants, before anyone reads it

@@ -1,4 +1,5 @@
-"""The rows a REST commit adds, checked against the table's rules where the server can.
+"""The rows a REST commit adds, checked against the table's rules where the server can; and
+the columns the table's CHECK constraints use, kept from being dropped by any client.
 
 Other engines (pyiceberg, DuckDB, Iceberg Java) know nothing of mor's CHECK constraints, and a
 client whose loaded metadata predates a `set_not_null` writes against a schema where the column
@@ -10,13 +11,19 @@ prove, the rest is read), when that can differ from what the writer checked: the
 constraints, or the snapshot was written against another schema than the current one (or does
 not say which). `replace` snapshots move rows and are not checked. A violation refuses the
 commit with ConstraintViolationError (400): nothing is applied.
+
+A schema change that drops a column a CHECK constraint uses (by field id) is refused with
+SchemaEvolutionError (400) naming the constraint, as `update_schema().drop_column` refuses it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from pyiceberg.schema import Schema
+
 from mor.api.constraints import check_files, table_constraints
+from mor.errors import SchemaEvolutionError
 from mor.commit.updates import AddSnapshot, Update
 from mor.format.content_file import DataFile
 from mor.format.metadata import Snapshot, TableMetadata
@@ -46,3 +53,26 @@ def added_data_files(io: FileIO, metadata: TableMetadata, snapshot: Snapshot) ->
             if entry.status == ManifestEntryStatus.ADDED and entry.snapshot_id == snapshot.snapshot_id and isinstance(entry.file, DataFile):
                 out.append(entry.file)
     return out
+
+
+def check_constraint_columns(base: TableMetadata | None, new: TableMetadata) -> None:
+    """SchemaEvolutionError when `new`'s current schema lacks a column that a CHECK constraint
+    uses and `base`'s current schema has (a drop this commit makes)."""
+    if base is None or base.current_schema_id == new.current_schema_id:
+        return
+    before, after = base.schema(), new.schema()
+    for constraint in table_constraints(new.properties):
+        for field_id in sorted(constraint.field_ids(before)):
+            if _has(before, field_id) and not _has(after, field_id):
+                raise SchemaEvolutionError(
+                    f"cannot drop {before.find_column_name(field_id)!r}: field {field_id} is used by constraint "
+                    f"{constraint.name!r} ({constraint.expression}); drop the constraint first"
+                )
+
+
+def _has(schema: Schema, field_id: int) -> bool:
+    try:
+        schema.find_field(field_id)
+    except ValueError:
+        return False
+    return True

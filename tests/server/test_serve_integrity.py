@@ -103,3 +103,18 @@ def test_a_stale_mor_rest_client_gets_a_constraint_violation(served_sqlite: Serv
     with pytest.raises(mor.ConstraintViolationError, match="positive"):
         stale.append(pa.table({"id": [1], "v": [-1]}, schema=SCHEMA))
     assert catalog.load_table(f"{ns}.t").scan().count() == 0
+
+
+def test_no_client_drops_a_column_a_constraint_uses(served_sqlite: Served) -> None:
+    ns = unique("ck")
+    catalog = served_sqlite.mor()
+    table = catalog.create_table(f"{ns}.t", schema=SCHEMA)
+    table.add_constraint("positive", "v > 0")
+    pyiceberg = served_sqlite.rest().load_table(f"{ns}.t")
+    with pytest.raises(Exception, match="positive"):
+        with pyiceberg.update_schema() as update:
+            update.delete_column("v")
+    with pyiceberg.update_schema() as update:  # a rename keeps the constraint: it binds to the field id
+        update.rename_column("v", "value")
+    with pytest.raises(mor.ConstraintViolationError, match="positive"):
+        catalog.load_table(f"{ns}.t").append(pa.table({"id": [1], "value": [-1]}))
