@@ -44,12 +44,13 @@ from mor.errors import (
     TableReplacedError,
     UnsupportedFeatureError,
 )
-
 from mor.lazy_names import load_lazily
 
 # name -> module that defines it, imported when the name is first used
 _LAZY = {
     "Catalog": "mor.api.catalog",
+    "SqlCatalog": "mor.api.sql_catalog",
+    "RestCatalog": "mor.api.rest_catalog",
     "load_catalog": "mor.api.catalog",
     "isin": "mor.api.predicates",
     "Scan": "mor.api.scan",
@@ -65,7 +66,9 @@ _LAZY = {
 if TYPE_CHECKING:
     from mor.api.catalog import Catalog, load_catalog
     from mor.api.predicates import isin
+    from mor.api.rest_catalog import RestCatalog
     from mor.api.scan import Scan
+    from mor.api.sql_catalog import SqlCatalog
     from mor.api.table import StaticTable, Table
     from mor.format.content_file import DataFile, DeleteFile
     from mor.format.spec import FileContent
@@ -87,9 +90,12 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "__version__",
+    "ProgressEvent",
     "isin",
     "Catalog",
     "CatalogUnavailableError",
+    "RestCatalog",
+    "SqlCatalog",
     "CommitConflictError",
     "CommitStateUnknownError",
     "ConstraintViolationError",

@@ -22,9 +22,10 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Union
+from typing import Any
 
 from mor.errors import InvalidArgumentError
 
@@ -45,7 +46,7 @@ class ProgressEvent:
 
 
 ProgressCallback = Callable[[ProgressEvent], None]
-ProgressArg = Union[ProgressCallback, bool, None]
+ProgressArg = ProgressCallback | bool | None
 
 
 class Step:
@@ -199,7 +200,8 @@ def _start_rich() -> Any:
     try:
         from rich.console import Console
         from rich.errors import LiveError
-        from rich.progress import BarColumn, Progress as RichProgress, ProgressColumn, Task, TextColumn
+        from rich.progress import BarColumn, ProgressColumn, Task, TextColumn
+        from rich.progress import Progress as RichProgress
         from rich.text import Text
     except ImportError:
         return None

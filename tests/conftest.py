@@ -1,4 +1,10 @@
-"""Fixtures shared by the interop and Spark tests.
+"""Test tiers by folder, and fixtures shared by the interop and Spark tests.
+
+Every test is marked by the folder it lives in, so a tier is a marker expression:
+- `fast`: tests/unit, tests/property, tests/stateful, except those marked `subprocess`: no
+  JVM, no server, no other process (`scripts/test.sh fast`, before every commit);
+- `slow`: everything else (Spark, Iceberg Java, PostgreSQL, the REST and S3 servers, the
+  cluster, concurrency between processes, interop with other engines).
 
 The Iceberg Java fixtures hold absolute paths under ``file:///tmp/mor-fixtures/iceberg-java``
 (see ``shared/fixtures/iceberg-java/README.md``), so they are copied back there once per session
@@ -11,6 +17,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+
+FAST_FOLDERS = ("unit", "property", "stateful")
 
 SHARED_DIR = Path(__file__).resolve().parents[1].parent / "shared"
 JAVA_FIXTURES_SOURCE = SHARED_DIR / "fixtures" / "iceberg-java"
@@ -38,3 +46,15 @@ def java_fixtures() -> Path:
     # Ours (tests/fixtures/iceberg-java: evolution) live in the same warehouse path.
     shutil.copytree(OWN_FIXTURES_SOURCE, JAVA_FIXTURES_ROOT, dirs_exist_ok=True)
     return JAVA_FIXTURES_ROOT
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark each test `fast` or `slow` by its folder under tests/ (see the module docstring)."""
+    tests = Path(__file__).resolve().parent
+    for item in items:
+        try:
+            folder = item.path.resolve().relative_to(tests).parts[0]
+        except ValueError:
+            continue
+        fast = folder in FAST_FOLDERS and item.get_closest_marker("subprocess") is None
+        item.add_marker(pytest.mark.fast if fast else pytest.mark.slow)

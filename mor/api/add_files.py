@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -38,18 +38,19 @@ from pyiceberg.schema import Schema
 from pyiceberg.table.name_mapping import NameMapping, create_mapping_from_schema
 from pyiceberg.types import ListType, MapType, NestedField, StructType
 
-from mor.commit.apply import apply_updates
 from mor.commit.table_commits import properties_commit
 from mor.commit.table_ops import create_in_catalog
-from mor.commit.updates import TableCommit
 from mor.errors import CommitConflictError, InvalidArgumentError, MorError, SchemaMismatchError
+from mor.format.apply import apply_updates
+from mor.format.arrow_types import FIELD_ID_KEY
 from mor.format.content_file import DataFile, PartitionValues
 from mor.format.metadata import TableMetadata
+from mor.format.properties import NAME_MAPPING_PROPERTY
 from mor.format.spec import FileContent, ManifestContent
+from mor.format.updates import TableCommit
 from mor.io.fileio import FileIO, is_object_store, to_uri, unreadable
 from mor.planning.planner import live_entries
-from mor.read.field_resolution import NAME_MAPPING_PROPERTY, FileProjection, _field_ids, parse_name_mapping
-from mor.write.arrow_schema import FIELD_ID_KEY
+from mor.read.field_resolution import FileProjection, _field_ids, parse_name_mapping
 from mor.write.metrics import collect_metrics
 from mor.write.partitioning import partition_key, split_by_partition
 

@@ -1,12 +1,15 @@
-"""Catalog: namespaces and tables in a warehouse folder, with a SQL catalog (SQLite default)."""
+"""Catalogs: `load_catalog`, the `Catalog` base every catalog implements, and the names and
+parts of new tables. The SQL catalog (SQLite by default) is mor/api/sql_catalog.py, the REST
+catalog mor/api/rest_catalog.py."""
 
 from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from pyiceberg.partitioning import PartitionSpec
@@ -14,12 +17,11 @@ from pyiceberg.schema import Schema
 
 from mor.api.table import Table
 from mor.catalog.sqlite_reads import SqliteCatalogReader
-from mor.commit.table_ops import CatalogTableOperations, create_in_catalog, read_metadata
+from mor.commit.table_ops import read_metadata
 from mor.errors import (
     CorruptMetadataError,
     InvalidArgumentError,
     MorError,
-    NoSuchNamespaceError,
     NoSuchTableError,
     SchemaMismatchError,
     SharedTableError,
@@ -27,13 +29,13 @@ from mor.errors import (
     TableAlreadyExistsError,
     UnsupportedFeatureError,
 )
-from mor.format.metadata import FORMAT_VERSION_PROPERTY, new_table_metadata, parse_format_version
+from mor.format.arrow_types import RESERVED_COLUMNS, from_arrow_schema, reserved_message
+from mor.format.metadata import new_table_metadata, parse_format_version
+from mor.format.properties import DELETE_MODE_PROPERTY, FORMAT_VERSION_PROPERTY, MERGE_ON_READ, check_properties
 from mor.format.spec import FORMAT_VERSION
-from mor.format.properties import DELETE_MODE_PROPERTY, MERGE_ON_READ, check_properties
 from mor.io.fileio import FileIO, is_object_store, to_local_path, to_uri
-from mor.maintenance.ownership import CatalogView, OtherTable, keys, overlaps
-from mor.maintenance.purge import PurgeResult, delete_purged, plan_purge
-from mor.write.arrow_schema import RESERVED_COLUMNS, from_arrow_schema, reserved_message
+from mor.maintenance.ownership import CatalogView, keys, overlaps
+from mor.maintenance.purge import PurgeResult
 from mor.write.partitioning import parse_partition_by
 
 if TYPE_CHECKING:
@@ -100,6 +102,8 @@ def load_catalog(
         if properties is not None and not isinstance(properties, Mapping):
             raise InvalidArgumentError(f"properties is a dict of strings, got {properties!r}")
         properties = {**(properties or {}), **{k: v for k, v in given.items() if v is not None}}
+    from mor.api.sql_catalog import SqlCatalog  # a subclass of Catalog, so imported here
+
     if is_rest_catalog(uri, properties):
         from mor.api.rest_catalog import load_rest_catalog  # the REST client is imported only when used
 
@@ -116,32 +120,28 @@ def load_catalog(
                 f"warehouse {warehouse} is object storage: give uri= for the catalog database (a SQLite file cannot live there)"
             )
         io.path(warehouse)  # InvalidArgumentError unless s3://bucket/...
-        return Catalog(_open_store(uri, name), warehouse.rstrip("/"), io)
+        return SqlCatalog(_open_store(uri, name), warehouse.rstrip("/"), io)
     root = Path(warehouse).resolve()
     if root.exists() and not root.is_dir():
         raise InvalidArgumentError(f"warehouse {root} is a file, not a folder")
     if create is None and not root.exists():
-        raise InvalidArgumentError(
-            f"no warehouse at {root} (no such folder); mor.load_catalog({str(root)!r}, create=True) makes a new one"
-        )
+        raise InvalidArgumentError(f"no warehouse at {root} (no such folder); mor.load_catalog({str(root)!r}, create=True) makes a new one")
     if create is False and uri is None and not (root / "catalog.db").is_file():
         what = "no such folder" if not root.exists() else "no catalog.db in it"
-        raise InvalidArgumentError(
-            f"no warehouse at {root} ({what}); mor.load_catalog({str(root)!r}, create=True) makes a new one"
-        )
+        raise InvalidArgumentError(f"no warehouse at {root} ({what}); mor.load_catalog({str(root)!r}, create=True) makes a new one")
     if create:
         try:
             root.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise StorageError(f"cannot create warehouse {root}: {e.strerror or e}") from e
     if uri is not None:
-        return Catalog(_open_store(uri, name), to_uri(root), io)
+        return SqlCatalog(_open_store(uri, name), to_uri(root), io)
     database = root / "catalog.db"
 
     def open_full() -> SqlCatalogStore:
         return _open_store(sqlite_url(database), name)
 
-    return Catalog(SqliteCatalogReader.open(database, name, open_full) or open_full(), to_uri(root), io)
+    return SqlCatalog(SqliteCatalogReader.open(database, name, open_full) or open_full(), to_uri(root), io)
 
 
 def is_rest_catalog(uri: object, properties: Mapping[str, str] | None) -> bool:
@@ -224,67 +224,68 @@ def existing_identifier(identifier: str) -> tuple[str, str]:
         raise NoSuchTableError(f"no table {identifier!r}: {e}") from None
 
 
-class Catalog:
-    def __init__(self, store: SqlCatalogStore | SqliteCatalogReader, warehouse_uri: str, io: FileIO | None = None):
-        self.store = store
-        self.warehouse = warehouse_uri
-        self.io = io if io is not None else FileIO()  # its properties configure object storage
+class Catalog(ABC):
+    """What every catalog offers: namespaces, tables, and the Table handles that read and write
+    them. Two implementations stand side by side: `SqlCatalog` (mor/api/sql_catalog.py: a SQL
+    database holds each table's pointer, mor commits by compare-and-swap) and `RestCatalog`
+    (mor/api/rest_catalog.py: an Iceberg REST server holds it and applies commits)."""
+
+    io: FileIO  # file access; its properties configure object storage
+    warehouse: str
+    # A new table can be created by the commit of its first snapshot (Spark's create-on-write,
+    # create_table_from_files); a REST catalog's server creates tables itself.
+    creates_tables_with_first_commit = True
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Catalog:
+        # `mor.Catalog(store, warehouse_uri, io)`, the SQL catalog's constructor before the
+        # REST catalog stood beside it, still makes one: `load_catalog` is the usual way.
+        if cls is Catalog:
+            from mor.api.sql_catalog import SqlCatalog
+
+            return object.__new__(SqlCatalog)
+        return object.__new__(cls)
 
     def __repr__(self) -> str:
-        return f"Catalog({self.name!r}, warehouse={self.warehouse!r})"
+        return f"{type(self).__name__}({self.name!r}, warehouse={self.warehouse!r})"
 
     @property
     def properties(self) -> dict[str, str]:
         """The file access properties this catalog was loaded with (`load_catalog(properties=)`)."""
         return dict(self.io.properties)
 
-    # A new table can be created by the commit of its first snapshot (Spark's create-on-write);
-    # a REST catalog's server creates tables itself.
-    creates_tables_with_first_commit = True
-
     @property
-    def name(self) -> str:
-        return self.store.catalog_name
+    @abstractmethod
+    def name(self) -> str: ...
 
+    @abstractmethod
     def table_operations(self, identifier: str) -> TableOperations:
-        """How commits to the table are made (mor/commit/table_ops.py)."""
-        return CatalogTableOperations(self.store, *existing_identifier(identifier), self.io)
+        """How commits to the table are made (mor/commit/table_ops.py, mor/catalog/rest.py)."""
 
     # -- namespaces ------------------------------------------------------------------------
-    def create_namespace(self, namespace: str, properties: dict[str, str] | None = None) -> None:
-        check_new_name("namespace", namespace)
-        if properties is not None and (
-            not isinstance(properties, Mapping) or not all(isinstance(v, str) and isinstance(k, str) for k, v in properties.items())
-        ):
-            raise InvalidArgumentError(f"namespace properties are a dict of strings, got {properties!r}")
-        self.store.create_namespace(namespace, properties)
+    @abstractmethod
+    def create_namespace(self, namespace: str, properties: dict[str, str] | None = None) -> None: ...
 
+    @abstractmethod
     def create_namespace_if_not_exists(self, namespace: str) -> None:
         """Idempotent, also against another process creating the same namespace meanwhile."""
-        check_new_name("namespace", namespace)
-        self.store.create_namespace_if_absent(namespace)
 
-    def list_namespaces(self) -> list[str]:
-        return self.store.list_namespaces()
+    @abstractmethod
+    def list_namespaces(self) -> list[str]: ...
 
-    def drop_namespace(self, namespace: str) -> None:
-        self.store.drop_namespace(namespace)
+    @abstractmethod
+    def namespace_properties(self, namespace: str) -> dict[str, str]: ...
+
+    @abstractmethod
+    def drop_namespace(self, namespace: str) -> None: ...
 
     # -- tables ----------------------------------------------------------------------------
-    def list_tables(self, namespace: str) -> list[str]:
-        if not isinstance(namespace, str):
-            raise InvalidArgumentError(f"a namespace name is a string, got {type(namespace).__name__} {namespace!r}")
-        if not self.store.namespace_exists(namespace):
-            raise NoSuchNamespaceError(f"namespace {namespace!r} does not exist")
-        return [f"{namespace}.{t}" for t in self.store.list_tables(namespace)]
+    @abstractmethod
+    def list_tables(self, namespace: str) -> list[str]: ...
 
-    def table_exists(self, identifier: str) -> bool:
-        try:
-            self.store.metadata_location(*existing_identifier(identifier))
-            return True
-        except NoSuchTableError:
-            return False
+    @abstractmethod
+    def table_exists(self, identifier: str) -> bool: ...
 
+    @abstractmethod
     def create_table(
         self,
         identifier: str,
@@ -296,18 +297,23 @@ class Catalog:
     ) -> Table:
         """A new empty table. `format_version` 2 (the default) or 3: v3 tables delete with
         deletion vectors and track row lineage (also given as the `format-version` property)."""
-        namespace, name = new_identifier(identifier)
-        if self.table_exists(identifier):
-            raise TableAlreadyExistsError(f"table {identifier} already exists")
-        iceberg_schema, spec, properties, version = new_table_parts(schema, partition_by, properties, format_version)
-        table_location = table_location_of(location) if location is not None else self.default_location(identifier)
-        if is_object_store(table_location) and not (is_object_store(self.warehouse) or self.io.s3_configured):
-            raise UnsupportedFeatureError(
-                f"table location {table_location} is in object storage, but this catalog has no S3 configuration: "
-                "load_catalog(..., properties={'s3.endpoint': ..., 's3.access-key-id': ..., ...}) or AWS_* environment variables"
-            )
-        metadata = new_table_metadata(iceberg_schema, spec, None, table_location, properties, version)
-        create_in_catalog(self.io, self.store, namespace, name, metadata, lambda: self.create_namespace_if_not_exists(namespace))
+
+    @abstractmethod
+    def default_location(self, identifier: str) -> str:
+        """Where `create_table` puts a table when no location is given."""
+
+    @abstractmethod
+    def register_table(self, identifier: str, metadata_location: str, allow_shared: bool = False) -> Table:
+        """Adopt a table another engine wrote, by its current metadata file."""
+
+    @abstractmethod
+    def rename_table(self, identifier: str, new_identifier_: str) -> Table: ...
+
+    @abstractmethod
+    def drop_table(self, identifier: str, purge: bool = False) -> PurgeResult | None: ...
+
+    def load_table(self, identifier: str) -> Table:
+        namespace, name = existing_identifier(identifier)
         return self._table(identifier, namespace, name)
 
     def create_table_from_files(
@@ -326,11 +332,10 @@ class Catalog:
         ids and a name mapping), and the files are checked and added as `Table.add_files` does.
         The table appears with its first snapshot in one catalog operation, or not at all (in
         a REST catalog, whose server creates tables: created, then dropped if adding fails)."""
-        from mor.api.add_files import NewTableOperations, adoption_paths, create_row_function, infer_schema  # only when used
-        from mor.api.add_files import name_mapping_json, plan_adoption, read_footer
+        from mor.api.add_files import adoption_paths, infer_schema, name_mapping_json, plan_adoption, read_footer  # only when used
         from mor.commit.snapshot_producer import Changes, commit_changes
+        from mor.format.properties import NAME_MAPPING_PROPERTY
         from mor.format.spec import Operation
-        from mor.read.field_resolution import NAME_MAPPING_PROPERTY
 
         namespace, name = new_identifier(identifier)
         if self.table_exists(identifier):
@@ -351,36 +356,13 @@ class Catalog:
         table_location = table_location_of(location) if location is not None else self.default_location(identifier)
         metadata = new_table_metadata(iceberg_schema, spec, None, table_location, properties, version)
         adoption = plan_adoption(self.io, metadata, footers, check_partitions)
-        ops = NewTableOperations(
-            self.io, create_row_function(self.store, namespace, name, lambda: self.create_namespace_if_not_exists(namespace)), identifier
-        )
-        commit_changes(self.io, ops, metadata, "", Changes(Operation.APPEND, added_data=adoption.files))
+        changes = Changes(Operation.APPEND, added_data=adoption.files)
+        commit_changes(self.io, self._new_table_operations(namespace, name), metadata, "", changes)
         return self._table(identifier, namespace, name)
 
-    def default_location(self, identifier: str) -> str:
-        """Where `create_table` puts a table when no location is given."""
-        namespace, name = split_identifier(identifier)
-        return f"{self.warehouse}/{namespace}.db/{name}"
-
-    def load_table(self, identifier: str) -> Table:
-        namespace, name = existing_identifier(identifier)
-        return self._table(identifier, namespace, name)
-
-    def register_table(self, identifier: str, metadata_location: str, allow_shared: bool = False) -> Table:
-        """Adopt a table another engine wrote, by its current metadata file. A metadata file or
-        table location another table of this catalog already has (the same folder, or one
-        inside the other) is SharedTableError unless `allow_shared=True`: two names for one set
-        of files, whose maintenance would delete each other's files. Registered shared, both
-        tables refuse expiry and orphan removal (MaintenanceRefusedError)."""
-        namespace, name = new_identifier(identifier)
-        if not isinstance(metadata_location, str) or not metadata_location:
-            raise InvalidArgumentError(f"metadata_location is the location of a metadata file, got {metadata_location!r}")
-        metadata = read_metadata(self.io, metadata_location)  # refuse what we cannot read
-        if not allow_shared:
-            self.check_unshared(identifier, metadata.location, metadata_location)
-        self.create_namespace_if_not_exists(namespace)
-        self.store.create_table_row(namespace, name, metadata_location)
-        return self._table(identifier, namespace, name)
+    def _new_table_operations(self, namespace: str, name: str) -> TableOperations:
+        """Operations whose first commit creates the table (`creates_tables_with_first_commit`)."""
+        raise UnsupportedFeatureError(f"{type(self).__name__} does not create a table by its first commit")
 
     def check_unshared(self, identifier: str, location: str, metadata_location: str | None = None, verb: str = "register") -> None:
         """SharedTableError when `location` is another table's location, holds it or lies in
@@ -392,7 +374,9 @@ class Catalog:
         namespace, name = split_identifier(identifier)
         for other in self._view((namespace, name)).others():
             if metadata_location is not None and keys(other.metadata_location) & keys(metadata_location):
-                raise SharedTableError(f"cannot {verb} {identifier}: metadata file {metadata_location} is already table {other.name}'s{hint}")
+                raise SharedTableError(
+                    f"cannot {verb} {identifier}: metadata file {metadata_location} is already table {other.name}'s{hint}"
+                )
             try:
                 theirs = read_metadata(self.io, other.metadata_location).location
             except (MorError, OSError):
@@ -403,50 +387,14 @@ class Catalog:
                     f"are the same folder or one holds the other{hint}"
                 )
 
-    def rename_table(self, identifier: str, new_identifier_: str) -> Table:
-        """Give the table another name (also in another namespace, created when missing); its
-        files stay where they are."""
-        namespace, name = existing_identifier(identifier)
-        new_namespace, new_name = new_identifier(new_identifier_)
-        if new_namespace != namespace:
-            self.create_namespace_if_not_exists(new_namespace)
-        self.store.rename_table_row(namespace, name, new_namespace, new_name)
-        return self._table(new_identifier_, new_namespace, new_name)
-
-    def drop_table(self, identifier: str, purge: bool = False) -> PurgeResult | None:
-        """Remove the table from the catalog; its files stay where they are. `purge=True` then
-        deletes the files that are its own (mor/maintenance/purge.py): every file its metadata
-        names under its location that no other table references, and returns what it deleted
-        and left. The files are read before the table is removed: metadata that cannot be read
-        drops nothing."""
-        namespace, name = existing_identifier(identifier)
-        if not purge:
-            self.store.drop_table_row(namespace, name)
-            return None
-        table = self._table(identifier, namespace, name)
-        plan = plan_purge(self.io, identifier, table.metadata, table.metadata_location, table.catalog_view)
-        self.store.drop_table_row(namespace, name)
-        return delete_purged(self.io, plan)
-
+    @abstractmethod
     def _table(self, identifier: str, namespace: str, name: str) -> Table:
-        ops = CatalogTableOperations(self.store, namespace, name, self.io)
-        metadata, location = ops.refresh()
-        table = Table(identifier, metadata, location, self.io, ops)
-        table.catalog_view = self._view((namespace, name))
-        return table
+        """The table's handle, loaded."""
 
+    @abstractmethod
     def _view(self, table: tuple[str, str] | None) -> CatalogView:
-        """The catalog as maintenance of `table` sees it: every other table, and the database file."""
-
-        def others() -> list[OtherTable]:
-            return [
-                OtherTable(f"{ns}.{t}" if catalog == self.name else f"{catalog}:{ns}.{t}", location)
-                for catalog, ns, t, location in self.store.table_rows()
-                if (catalog, (ns, t)) != (self.name, table)
-            ]
-
-        database = self.store.database_file
-        return CatalogView(others, os.path.abspath(database) if database else None)
+        """The catalog as maintenance of `table` sees it: every other table (and a database file
+        to keep)."""
 
 
 def new_table_parts(

@@ -11,7 +11,7 @@ of a code matrix (which numpy compares as byte strings, ten times slower).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa

@@ -33,7 +33,8 @@ against a state that cannot be read would report every live row as inserted, and
 from __future__ import annotations
 
 import datetime as dt
-from typing import TYPE_CHECKING, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -216,7 +217,7 @@ def _keys(schema: Schema, on: Sequence[str] | None, format_version: int, case_se
 
 
 def _arrow_fields(projection: Schema) -> list[pa.Field]:
-    from mor.write.arrow_schema import to_arrow_schema
+    from mor.format.arrow_types import to_arrow_schema
 
     return [f.with_nullable(True) for f in to_arrow_schema(projection)]
 

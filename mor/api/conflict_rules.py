@@ -17,8 +17,8 @@ after the other commit. `Table` then re-plans the operation on the new state.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 import numpy as np
 from pyiceberg.expressions import BooleanExpression
@@ -28,7 +28,7 @@ from mor.commit.snapshot_producer import Validator
 from mor.errors import InvalidArgumentError
 from mor.format.content_file import DataFile
 from mor.format.metadata import TableMetadata
-from mor.format.properties import ISOLATION_LEVELS
+from mor.format.properties import DELETE_ISOLATION_LEVEL, ISOLATION_LEVELS, MERGE_ISOLATION_LEVEL, UPDATE_ISOLATION_LEVEL
 from mor.io.fileio import FileIO
 from mor.planning.conflicts import commits_since, validate_files_still_live, validate_no_new_vectors
 from mor.planning.delete_index import applies_to
@@ -38,11 +38,7 @@ from mor.read.conflict_rows import DeleteReader, has_matching_rows, removes_rows
 from mor.read.equality_deletes import EqualityKeySet
 
 SERIALIZABLE, SNAPSHOT = LEVELS = ISOLATION_LEVELS
-ISOLATION_PROPERTIES = {
-    "delete": "write.delete.isolation-level",
-    "update": "write.update.isolation-level",
-    "merge": "write.merge.isolation-level",  # MERGE and UPSERT
-}
+ISOLATION_PROPERTIES = {"delete": DELETE_ISOLATION_LEVEL, "update": UPDATE_ISOLATION_LEVEL, "merge": MERGE_ISOLATION_LEVEL}
 
 
 def isolation_level(properties: Mapping[str, str], kind: str) -> str:

@@ -49,11 +49,10 @@ from mor.commit.row_rules import RowRules, rules_of
 from mor.errors import ConstraintViolationError, InvalidArgumentError, InvalidFilterError
 from mor.format.content_file import DataFile
 from mor.format.metadata import TableMetadata
-from mor.format.properties import CONSTRAINT_COLUMNS_PREFIX, CONSTRAINT_PREFIX
+from mor.format.properties import CONSTRAINT_COLUMNS_PREFIX, CONSTRAINT_PREFIX, NAME_MAPPING_PROPERTY
 from mor.io.fileio import FileIO
 from mor.planning.filters import FileFilter, bind_filter, filter_field_ids, parse_filter
 from mor.planning.task import FileScanTask
-from mor.read.field_resolution import NAME_MAPPING_PROPERTY
 from mor.read.row_filter import to_arrow_filter
 from mor.read.scan_reader import read_batches
 
@@ -210,9 +209,7 @@ def check_live_rows(table: Table, constraint: Constraint) -> None:
         raise ConstraintViolationError(f"cannot add it: existing rows break it. {e}") from None
 
 
-def check_files(
-    io: FileIO, metadata: TableMetadata, files: Sequence[DataFile], what: str = "", name_mapping: str | None = None
-) -> None:
+def check_files(io: FileIO, metadata: TableMetadata, files: Sequence[DataFile], what: str = "", name_mapping: str | None = None) -> None:
     """ConstraintViolationError when a row of the data files `files` (about to be added to the
     table) holds a null in a column `metadata`'s schema makes required, or breaks one of its
     constraints. A file's metrics settle what they prove (no nulls; every row in bounds); the

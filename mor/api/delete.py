@@ -7,7 +7,8 @@ such a delete that also adds the data files written for it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression

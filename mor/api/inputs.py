@@ -17,7 +17,7 @@ The values are then fitted to the table's types by `conform`
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any, Protocol, Union
+from typing import Any, Protocol
 
 import pyarrow as pa
 
@@ -31,7 +31,7 @@ class ArrowStream(Protocol):
 
 
 # What the write verbs take. pandas DataFrames too, which are typed as Any: no pandas stubs needed.
-Rows = Union[pa.Table, pa.RecordBatch, pa.RecordBatchReader, Iterable[pa.RecordBatch], ArrowStream, Any]
+Rows = pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch] | ArrowStream | Any
 
 # Rows per table handed to the writer from one large input: about a row group.
 CHUNK_ROWS = 1 << 20

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -42,9 +42,7 @@ def unique_key_set(rows: pa.Table, names: Sequence[str]) -> EqualityKeySet:
     """The key set of DML source rows; each key may appear once."""
     keys = EqualityKeySet(list(names), rows.select(list(names)))
     if keys.distinct_keys != rows.num_rows:
-        raise DuplicateKeyError(
-            f"{rows.num_rows - keys.distinct_keys} source rows repeat a key on {list(names)}: each key may appear once"
-        )
+        raise DuplicateKeyError(f"{rows.num_rows - keys.distinct_keys} source rows repeat a key on {list(names)}: each key may appear once")
     return keys
 
 

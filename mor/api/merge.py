@@ -13,9 +13,9 @@ deletes on the keys plus an append: no scan of the table at all). Both leave the
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -23,8 +23,8 @@ import pyarrow.compute as pc
 from pyiceberg.schema import Schema
 from pyiceberg.types import NestedField
 
-from mor.api.delete_rows import write_key_deletes
 from mor.api.constraints import check_rows
+from mor.api.delete_rows import write_key_deletes
 from mor.api.expressions import Assignments, as_expression, evaluate_condition, project
 from mor.api.keys import key_fields, key_range, unique_key_set
 from mor.api.row_changes import (
@@ -37,11 +37,12 @@ from mor.api.row_changes import (
 )
 from mor.commit.snapshot_producer import Changes, Validator
 from mor.errors import InvalidArgumentError, SchemaMismatchError
+from mor.format.arrow_types import to_arrow_schema
 from mor.format.properties import MERGE_ON_READ, equality_deletes_enabled
 from mor.format.spec import ROW_ID_NAME, Operation
 from mor.progress import Progress
 from mor.read.equality_deletes import EqualityKeySet
-from mor.write.arrow_schema import check_unique_names, conform, to_arrow_schema
+from mor.write.arrow_schema import check_unique_names, conform
 from mor.write.parquet_files import WriteOptions, write_data_files
 
 if TYPE_CHECKING:
@@ -72,10 +73,11 @@ class MergeClauses:
 
     def check(self) -> None:
         if not isinstance(self.matched_delete, (bool, pc.Expression)):
-            raise InvalidArgumentError(
-                f"when_matched_delete is True, False or a pyarrow.compute expression, got {self.matched_delete!r}"
-            )
-        for name, condition in (("when_matched_update_if", self.matched_update_if), ("when_not_matched_insert_if", self.not_matched_insert_if)):
+            raise InvalidArgumentError(f"when_matched_delete is True, False or a pyarrow.compute expression, got {self.matched_delete!r}")
+        for name, condition in (
+            ("when_matched_update_if", self.matched_update_if),
+            ("when_not_matched_insert_if", self.not_matched_insert_if),
+        ):
             if condition is not None and not isinstance(condition, pc.Expression):
                 raise InvalidArgumentError(f"{name} is a pyarrow.compute expression, got {condition!r}")
         for name, clause in (("when_matched_update", self.matched_update), ("when_not_matched_insert", self.not_matched_insert)):

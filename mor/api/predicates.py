@@ -9,7 +9,8 @@ in one pass; other values go through pyiceberg's constructor unchanged.
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 import pyarrow as pa

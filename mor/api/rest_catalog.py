@@ -1,4 +1,4 @@
-"""The catalog API over an Iceberg REST catalog: the same verbs as the SQL catalog's (`Catalog`),
+"""The catalog API over an Iceberg REST catalog: the verbs of every `Catalog`, as the SQL catalog has them,
 the same Table, reads, DML and maintenance; every commit goes to the server as requirements +
 updates (mor/catalog/rest.py), which applies it atomically on the table as it is then.
 
@@ -19,7 +19,7 @@ from mor.api.table import Table
 from mor.catalog.rest import LoadedTable, RestCatalogClient, RestTableOperations
 from mor.commit.snapshot_producer import TableOperations
 from mor.errors import InvalidArgumentError, NamespaceAlreadyExistsError, NoSuchTableError
-from mor.format.metadata import FORMAT_VERSION_PROPERTY
+from mor.format.properties import FORMAT_VERSION_PROPERTY
 from mor.io.fileio import FileIO
 from mor.maintenance.ownership import CatalogView, OtherTable
 from mor.maintenance.purge import PurgeResult
@@ -45,7 +45,7 @@ def load_rest_catalog(uri: str | None, warehouse: str | None, name: str, propert
 class RestCatalog(Catalog):
     """A catalog whose tables live in an Iceberg REST catalog server."""
 
-    def __init__(self, client: RestCatalogClient, name: str, io: FileIO):  # noqa: D107 (no SQL store here)
+    def __init__(self, client: RestCatalogClient, name: str, io: FileIO):
         self.client = client
         self._name = name
         self.io = io
@@ -62,10 +62,6 @@ class RestCatalog(Catalog):
 
     def table_operations(self, identifier: str) -> TableOperations:
         return RestTableOperations(self.client, *existing_identifier(identifier))
-
-    @property
-    def store(self):  # type: ignore[override]
-        raise InvalidArgumentError("a REST catalog has no SQL store: its server owns the catalog's state")
 
     # -- namespaces ------------------------------------------------------------------------
     def create_namespace(self, namespace: str, properties: dict[str, str] | None = None) -> None:

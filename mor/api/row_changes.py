@@ -10,10 +10,11 @@ file without them. Either way it is one snapshot.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -22,16 +23,15 @@ from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER, SortOrder
 
-from mor.api.constraints import Constraint, ConstraintCheck, table_constraints
 from mor.api.conflict_rules import ReadScope, TouchedRows, dml_validator, isolation_level
+from mor.api.constraints import Constraint, ConstraintCheck, table_constraints
 from mor.commit.snapshot_producer import Changes, Validator
 from mor.errors import UnsupportedFeatureError
-from mor.format.content_file import ContentFile, DataFile, DeleteFile
+from mor.format.content_file import ContentFile, DataFile, DeleteFile, referenced_path
 from mor.format.lineage import LINEAGE_FIELDS, with_lineage
 from mor.format.properties import MERGE_ON_READ
 from mor.format.spec import ROW_ID_NAME, Operation
 from mor.io.fileio import WHOLE_OBJECT_BYTES, FileIO, is_object_store
-from mor.planning.delete_index import referenced_path
 from mor.planning.filters import FileFilter, filter_field_ids
 from mor.planning.task import FileScanTask
 from mor.progress import Progress
@@ -170,9 +170,7 @@ def find_matches(table: Table, row_filter: BooleanExpression, progress: Progress
     return scan_files(tasks, matcher.match, progress)
 
 
-def scan_files(
-    tasks: Sequence[FileScanTask], match: Callable[[FileScanTask], FileMatch | None], progress: Progress
-) -> list[FileMatch]:
+def scan_files(tasks: Sequence[FileScanTask], match: Callable[[FileScanTask], FileMatch | None], progress: Progress) -> list[FileMatch]:
     """`match` on every task, in threads: the matches found, in task order. Progress: stage
     "scan files", each file counted (with its size) once it is scanned."""
     with progress.stage("scan files", len(tasks), with_bytes=True) as step:
@@ -203,9 +201,7 @@ def find_key_matches(
     if lineage:
         check_lineage_names(schema)
     first = with_lineage(key_columns, ROW_ID_NAME) if lineage and not all_columns else key_columns
-    reader = TaskReader(
-        table.io, schema, first, key_range, cache, with_positions=True, filter_rows=False, equality_cache=equality_cache
-    )
+    reader = TaskReader(table.io, schema, first, key_range, cache, with_positions=True, filter_rows=False, equality_cache=equality_cache)
     rows_reader = None
     if all_columns:
         full = lineage_projection(schema, ROW_ID_NAME) if lineage else schema
@@ -332,9 +328,7 @@ class RowRemover:
         keep = ~np.isin(live.column(position).to_numpy(), match.positions, assume_unique=True)
         survivors = live.drop_columns([position]).filter(pa.array(keep))
         # Rewritten rows are new rows: they go into the default spec, as Iceberg's writers do.
-        rewritten = write_data_files(
-            self.io, t.location, t.write_schema(survivors), t.spec, survivors, t.options, sort_order=t.sort_order
-        )
+        rewritten = write_data_files(self.io, t.location, t.write_schema(survivors), t.spec, survivors, t.options, sort_order=t.sort_order)
         return Removal(match.task, None, tuple(rewritten))
 
     def _vector(self, match: FileMatch) -> Removal:
@@ -367,8 +361,9 @@ def build_changes(
     added: Sequence[DataFile] = (),
 ) -> tuple[Changes, list[Removal]]:
     """Write the files that remove the matched rows and add `new_rows`; describe the commit,
-    which also adds the data files `added` (written before, by the caller). When a write fails, the files already written are deleted (the commit deletes them when
-    it fails, table._commit). Progress: stage "write files" counts the matched data files as
+    which also adds the data files `added` (written before, by the caller). When a write
+    fails, the files already written are deleted (the commit deletes them when it fails,
+    table._commit). Progress: stage "write files" counts the matched data files as
     their removal is written (a delete file, deletion vector or rewrite; a whole file dropped
     writes nothing), "write rows" the new rows; both with the bytes written."""
     target = DmlTarget.of(table, mode)
@@ -465,9 +460,7 @@ def rows_validator(
     and made `removals` (see api/conflict_rules.py)."""
     isolation = isolation_level(table.metadata.properties, kind)
     touched = [TouchedRows(r.task.data_file, r.positions) for r in removals]
-    vectors = frozenset(
-        r.task.data_file.file_path for r in removals if r.delete_file is not None and r.delete_file.is_deletion_vector
-    )
+    vectors = frozenset(r.task.data_file.file_path for r in removals if r.delete_file is not None and r.delete_file.is_deletion_vector)
     return dml_validator(table.io, table.metadata.schema(), ReadScope(row_filter, touched, keys, vectors), isolation)
 
 
@@ -478,4 +471,3 @@ def with_row_ids(new_rows: pa.Table, old_rows: pa.Table) -> pa.Table:
     if ROW_ID_NAME not in old_rows.column_names or ROW_ID_NAME in new_rows.column_names:
         return new_rows  # no lineage, or `_row_id` is a column of the (v2) table itself
     return new_rows.append_column(old_rows.schema.field(ROW_ID_NAME), old_rows.column(ROW_ID_NAME))
-

@@ -8,20 +8,21 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import numbers
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from pyiceberg.schema import Schema
 
 from mor.errors import InvalidArgumentError, InvalidFilterError, NoSuchSnapshotError
+from mor.format.arrow_types import to_arrow_schema
+from mor.format.lineage import LINEAGE_FIELDS
 from mor.format.metadata import Snapshot, TableMetadata
 from mor.planning.filters import FileFilter, FilterLike, bind_filter, parse_filter
 from mor.planning.planner import plan_files
 from mor.planning.task import FileScanTask
-from mor.format.lineage import LINEAGE_FIELDS
 from mor.progress import Progress, ProgressArg, Step
 from mor.read.scan_reader import TaskDone, read_batches, read_table
-from mor.write.arrow_schema import to_arrow_schema
 
 if TYPE_CHECKING:
     from mor.api.table import Table
@@ -55,10 +56,7 @@ class Scan:
     def __repr__(self) -> str:
         snapshot_id = self.snapshot.snapshot_id if self.snapshot is not None else None
         limit = "" if self.row_limit is None else f", limit={self.row_limit}"
-        return (
-            f"Scan({self.table.identifier!r}, filter={self.filter_text!r}, columns={self.columns!r}, "
-            f"snapshot_id={snapshot_id}{limit})"
-        )
+        return f"Scan({self.table.identifier!r}, filter={self.filter_text!r}, columns={self.columns!r}, snapshot_id={snapshot_id}{limit})"
 
     def limit(self, n: int) -> Scan:
         """This scan, reading at most `n` rows (the first in task order): files stop being
@@ -68,9 +66,7 @@ class Scan:
         return limited
 
     def plan_files(self) -> list[FileScanTask]:
-        return plan_files(
-            self.table.io, self.table.metadata, self.snapshot, self.row_filter, self.case_sensitive, self.schema
-        )
+        return plan_files(self.table.io, self.table.metadata, self.snapshot, self.row_filter, self.case_sensitive, self.schema)
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         return self._batches(self.plan_files(), self.projection)
@@ -118,9 +114,7 @@ class Scan:
 
     def _table(self, tasks: Sequence[FileScanTask], projection: Schema) -> pa.Table:
         with self.progress.stage("read files", len(tasks), with_bytes=True) as step:
-            return read_table(
-                self.table.io, tasks, self.schema, projection, self.row_filter, self.case_sensitive, task_done=_counted(step)
-            )
+            return read_table(self.table.io, tasks, self.schema, projection, self.row_filter, self.case_sensitive, task_done=_counted(step))
 
     def _batches(self, tasks: Sequence[FileScanTask], projection: Schema, limit: int | None = None) -> Iterator[pa.RecordBatch]:
         """The rows, streamed (at most `limit`, default the scan's); the progress stage lasts
@@ -255,9 +249,7 @@ def _as_of_ms(as_of: object) -> int:
         return int(_aware(as_of).timestamp() * 1000)
     if isinstance(as_of, numbers.Integral) and not isinstance(as_of, bool):
         return int(as_of)
-    raise InvalidArgumentError(
-        f"as_of is a datetime or an int of milliseconds since the epoch, got {type(as_of).__name__} {as_of!r}"
-    )
+    raise InvalidArgumentError(f"as_of is a datetime or an int of milliseconds since the epoch, got {type(as_of).__name__} {as_of!r}")
 
 
 def _utc(ms: int) -> str:
@@ -268,4 +260,4 @@ def _utc(ms: int) -> str:
 
 
 def _aware(t: dt.datetime) -> dt.datetime:
-    return t if t.tzinfo is not None else t.replace(tzinfo=dt.timezone.utc)
+    return t if t.tzinfo is not None else t.replace(tzinfo=dt.UTC)

@@ -22,9 +22,9 @@ The rules (Iceberg's schema evolution; ids, never names, tie data to columns):
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import count
-from typing import Callable, Iterator
 
 import pyarrow as pa
 from pyiceberg.schema import Schema
@@ -44,11 +44,11 @@ from pyiceberg.types import (
 
 from mor.api.constraints import table_constraints
 from mor.errors import SchemaEvolutionError, SchemaMismatchError
+from mor.format.arrow_types import RESERVED_COLUMNS, from_arrow_schema, reserved_message
 from mor.format.metadata import TableMetadata
 from mor.format.spec import FileContent, ManifestContent
 from mor.io.fileio import FileIO
 from mor.planning.planner import live_entries
-from mor.write.arrow_schema import RESERVED_COLUMNS, from_arrow_schema, reserved_message
 
 ROOT = -1  # the holder id of the top-level fields
 
@@ -91,7 +91,9 @@ def locate_fields(fields: tuple[NestedField, ...]) -> dict[str, Located]:
     return out
 
 
-def edit_fields(fields: tuple[NestedField, ...], on_struct: StructEdit | None = None, on_field: FieldEdit | None = None) -> tuple[NestedField, ...]:
+def edit_fields(
+    fields: tuple[NestedField, ...], on_struct: StructEdit | None = None, on_field: FieldEdit | None = None
+) -> tuple[NestedField, ...]:
     """The fields rebuilt bottom-up: `on_struct(holder id, fields)` may change the fields of
     each struct, `on_field` each field (struct fields and the inner fields of lists and maps)."""
 

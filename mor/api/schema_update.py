@@ -15,9 +15,10 @@ raises CommitConflictError.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from itertools import chain
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -30,8 +31,9 @@ from mor.commit.snapshot_producer import TableOperations
 from mor.commit.table_commits import schema_commit
 from mor.commit.table_ops import CommitFailedError, refresh_same_table
 from mor.errors import CommitConflictError, InvalidArgumentError, SchemaEvolutionError, SchemaMismatchError
+from mor.format.arrow_types import to_arrow_type
 from mor.format.metadata import TableMetadata, same_schema
-from mor.write.arrow_schema import check_unique_names, conform, to_arrow_type
+from mor.write.arrow_schema import check_unique_names, conform
 
 if TYPE_CHECKING:
     from mor.api.table import Table
@@ -147,6 +149,7 @@ class UpdateSchema:
 
 
 # -- append(schema_mode="merge") ----------------------------------------------------------
+
 
 def check_schema_mode(schema_mode: str | None) -> str:
     mode = schema_mode or STRICT

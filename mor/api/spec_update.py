@@ -29,10 +29,11 @@ A lost race is retried on the new table state unless the default spec changed me
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Iterator, Union
+from typing import TYPE_CHECKING, Any
 
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
@@ -72,7 +73,7 @@ class _Rename:
     new_name: str
 
 
-_Change = Union[_Add, _Remove, _Rename]
+_Change = _Add | _Remove | _Rename
 
 
 class UpdateSpec:

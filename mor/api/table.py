@@ -8,8 +8,9 @@ import datetime as dt
 import itertools
 import os
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -26,7 +27,8 @@ from mor.api.table_maintenance import TableMaintenance
 from mor.commit.idempotency import AlreadyCommitted, Idempotency, check_not_committed
 from mor.commit.retry import RetryPolicy
 from mor.commit.table_ops import metadata_version, read_metadata, refresh_same_table
-from mor.errors import MetadataFileNotFoundError, CommitConflictError, CommitStateUnknownError, InvalidArgumentError, MorError
+from mor.errors import CommitConflictError, CommitStateUnknownError, InvalidArgumentError, MetadataFileNotFoundError, MorError
+from mor.format.arrow_types import to_arrow_schema
 from mor.format.content_file import DataFile
 from mor.format.metadata import Snapshot, TableMetadata
 from mor.format.properties import (
@@ -40,9 +42,8 @@ from mor.format.properties import (
 from mor.format.spec import Operation
 from mor.io.fileio import FileIO
 from mor.maintenance.ownership import CatalogView
-from mor.progress import Progress, ProgressArg
 from mor.planning.filters import FilterLike, bind_filter, parse_filter
-from mor.write.arrow_schema import to_arrow_schema
+from mor.progress import Progress, ProgressArg
 
 # The DML verbs, writers and commits are imported by the methods that use them
 # ("on first use"): reading a table needs none of them, and importing them all added about
@@ -75,8 +76,7 @@ class Table(TableMaintenance, TableDefinition):
     def __repr__(self) -> str:
         snapshot_id = self.metadata.current_snapshot_id
         return (
-            f"{type(self).__name__}({self.identifier!r}, format_version={self.metadata.format_version}, "
-            f"current_snapshot_id={snapshot_id})"
+            f"{type(self).__name__}({self.identifier!r}, format_version={self.metadata.format_version}, current_snapshot_id={snapshot_id})"
         )
 
     # -- reading ---------------------------------------------------------------------------
@@ -144,6 +144,7 @@ class Table(TableMaintenance, TableDefinition):
         datetime: the snapshot current then); `on`: the key that pairs a delete and an insert
         into an update (default: the identifier fields, or `_row_id` on format v3)."""
         from mor.api.changes import ChangeScan  # imported on first use: a plain read needs no change scan
+
         return ChangeScan(
             self, from_snapshot_id, to_snapshot_id, columns, filter, from_timestamp, to_timestamp, on, net_changes, case_sensitive
         )
@@ -174,6 +175,7 @@ class Table(TableMaintenance, TableDefinition):
         from mor.commit.snapshot_producer import Changes
         from mor.write.parquet_files import WriteOptions
         from mor.write.rolling import RollingDataWriter, write_rows
+
         self._writable()
         reporter = Progress.delayed("append", progress)
         idem = Idempotency.of(idempotency)
@@ -224,6 +226,7 @@ class Table(TableMaintenance, TableDefinition):
         new snapshot, or None if none matched. `progress`: stages "scan files" and "write
         files" (mor/progress.py), as for update, upsert, merge and delete_rows."""
         from mor.api.delete import delete_where  # imported on first use: a read needs no DML
+
         self._writable()
         reporter = Progress.delayed("delete", progress)
         if where is None:
@@ -257,6 +260,7 @@ class Table(TableMaintenance, TableDefinition):
         from mor.api.schema_update import prepare_append
         from mor.write.parquet_files import WriteOptions
         from mor.write.rolling import RollingDataWriter, write_rows
+
         self._writable()
         reporter = Progress.delayed("overwrite", progress)
         idem = Idempotency.of(idempotency)
@@ -302,6 +306,7 @@ class Table(TableMaintenance, TableDefinition):
         With `mor.write.equality-deletes.enabled=false`: the rows holding the keys are found
         and removed as `delete` removes them (position deletes). None if nothing went."""
         from mor.api.delete_rows import delete_rows_changes  # imported on first use: a read needs no DML
+
         self._writable()
         reporter = Progress.delayed("delete_rows", progress)
         key_rows = as_table(keys, "the keys to delete")
@@ -320,6 +325,7 @@ class Table(TableMaintenance, TableDefinition):
         `where` matches; `where` is required (every row: `"true"` or `True`), as `delete`'s
         predicate is. Returns the new snapshot, or None if no row matched."""
         from mor.api.update import update_where  # imported on first use: a read needs no DML
+
         self._writable()
         reporter = Progress.delayed("update", progress)
         if where is None:
@@ -344,6 +350,7 @@ class Table(TableMaintenance, TableDefinition):
         Merge-on-read strategies: "position" (join, position deletes) or "equality"
         (equality deletes on the keys, no scan)."""
         from mor.api.merge import upsert_rows  # imported on first use: a read needs no DML
+
         self._writable()
         reporter = Progress.delayed("upsert", progress)
         mode = self._mode(mode, MERGE_MODE_PROPERTY)  # fixed for every re-plan
@@ -368,6 +375,7 @@ class Table(TableMaintenance, TableDefinition):
         from the source; source columns are `pc.field("source.<name>")` in expressions. `source`:
         any input `append` takes."""
         from mor.api.merge import MergeClauses, merge_rows  # imported on first use: a read needs no DML
+
         self._writable()
         reporter = Progress.delayed("merge", progress)
         source_rows = as_table(source, "the MERGE source")
@@ -439,9 +447,7 @@ class Table(TableMaintenance, TableDefinition):
             checked = rows_checked_on or self.metadata
             changes.row_rules = added_rows_rules(self.io, checked.current_schema_id, checked.properties, changes.added_data)
         try:
-            self.metadata, self.metadata_location = commit_changes(
-                self.io, ops, self.metadata, self.metadata_location, changes, validate
-            )
+            self.metadata, self.metadata_location = commit_changes(self.io, ops, self.metadata, self.metadata_location, changes, validate)
         except CommitStateUnknownError:
             raise  # the files may be referenced by a commit that landed: leave them
         except AlreadyCommitted as done:

@@ -9,7 +9,8 @@ commits are imported on first use: a read changes no definition.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 from pyiceberg.expressions import IsNull
@@ -20,8 +21,8 @@ from mor.api.constraints import check_live_rows, new_constraint, table_constrain
 from mor.commit.retry import RetryPolicy
 from mor.commit.table_ops import CommitFailedError
 from mor.errors import CommitConflictError, ConstraintViolationError, InvalidArgumentError
-from mor.format.metadata import FORMAT_VERSION_PROPERTY, TableMetadata, parse_format_version, upgraded
-from mor.format.properties import check_properties
+from mor.format.metadata import TableMetadata, parse_format_version, upgraded
+from mor.format.properties import FORMAT_VERSION_PROPERTY, check_properties
 
 if TYPE_CHECKING:
     from pyiceberg.table.sorting import SortOrder
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from mor.api.schema_update import UpdateSchema
     from mor.api.spec_update import UpdateSpec
     from mor.api.table import Table
-    from mor.commit.updates import TableCommit
+    from mor.format.updates import TableCommit
 
 
 class TableDefinition:
@@ -41,6 +42,7 @@ class TableDefinition:
         `with` block without an error: add_column, rename_column, drop_column, make_optional,
         widen, set_doc, move_first, move_before, move_after (dotted paths, "info.c")."""
         from mor.api.schema_update import UpdateSchema  # imported on first use: a read changes no schema
+
         return UpdateSchema(self, self._writable())
 
     def add_column(self: Table, path: str, type: pa.DataType | IcebergType, doc: str | None = None, required: bool = False) -> Schema:
@@ -60,6 +62,7 @@ class TableDefinition:
         remove_field(name), rename_field(name, new_name). Metadata only: files keep their
         spec, new writes use the new default spec."""
         from mor.api.spec_update import UpdateSpec  # imported on first use: a read changes no partition spec
+
         return UpdateSpec(self, self._writable())
 
     def replace_sort_order(self: Table, *terms: str) -> SortOrder:
@@ -84,6 +87,7 @@ class TableDefinition:
         `format-version` is no property but the table's format: "3" upgrades it, as Iceberg's
         `ALTER TABLE ... SET TBLPROPERTIES` does."""
         from mor.commit.table_commits import properties_commit  # imported on first use: a read commits nothing
+
         self._writable()
         bad = {k: v for k, v in updates.items() if not isinstance(v, str)}
         if bad:
@@ -126,7 +130,7 @@ class TableDefinition:
         meanwhile are checked again. Returns the new schema."""
         from mor.api.schema_rules import SchemaEditor  # imported on first use: a read changes no schema
         from mor.commit.table_commits import schema_commit
-        from mor.commit.updates import TableCommit
+        from mor.format.updates import TableCommit
 
         self._writable()
 
@@ -152,8 +156,11 @@ class TableDefinition:
         track row lineage. Metadata only: files already written stay as they are, and their
         position delete files still apply until a deletion vector replaces them."""
         from mor.commit.table_commits import properties_commit  # imported on first use: a read commits nothing
+
         self._writable()
-        self._commit_metadata(lambda base: properties_commit(base, {}, format_version=_upgrade_to(base, format_version)), "upgrade the table")
+        self._commit_metadata(
+            lambda base: properties_commit(base, {}, format_version=_upgrade_to(base, format_version)), "upgrade the table"
+        )
 
     def _commit_metadata(self: Table, change: Callable[[TableMetadata], TableCommit], what: str) -> None:
         """A commit without a snapshot, made again on the fresh table after a lost race."""

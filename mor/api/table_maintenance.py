@@ -10,7 +10,8 @@ modules are imported on first use, as a read needs none of them.
 from __future__ import annotations
 
 import datetime as dt
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from mor.maintenance.orphans import DEFAULT_MIN_AGE, OrphanResult, remove_orphans
 from mor.maintenance.ownership import REFUSE_SAME, REFUSE_SAME_OR_INNER, Ownership
@@ -66,6 +67,7 @@ class TableMaintenance:
         location is left, in `skipped_paths`); a table sharing its location with another
         raises MaintenanceRefusedError before anything changes."""
         from mor.maintenance.expire import expire_snapshots  # imported on first use: a read needs no maintenance
+
         ops = self._writable()
         self.refresh()
         result, self.metadata, self.metadata_location = expire_snapshots(
@@ -103,6 +105,7 @@ class TableMaintenance:
         `sort_by=["a", "b desc"]` or `zorder_by=["a", "b"]` (2 to 4 columns) rewrite every
         file in scope with each partition's rows in that order (mor/maintenance/clustering.py)."""
         from mor.maintenance.compact import write_compaction  # imported on first use: a read needs no maintenance
+
         return self._compact(
             where, target_file_size, min_delete_ratio, min_input_files, min_delete_files, dry_run, progress,
             lambda plan, options, reporter: write_compaction(self.io, self.metadata, plan, options, reporter),
@@ -125,6 +128,7 @@ class TableMaintenance:
         """`compact`, with `write_bins` rewriting the planned bins: here, or on Spark's executors
         (mor/spark/maintenance.py). Planning, conflict checks and the commit are shared."""
         from mor.maintenance.compact import CompactionOptions, plan_compaction  # imported on first use: a read needs no maintenance
+
         self._writable()
         options = CompactionOptions.of(
             self.metadata, target_file_size, min_delete_ratio, min_input_files, min_delete_files, sort_by, zorder_by
@@ -149,6 +153,7 @@ class TableMaintenance:
         """The scheduled upkeep the table's properties ask for: compact files with many
         deletes, expire old snapshots, remove old orphan files (mor/maintenance/policy.py)."""
         from mor.maintenance.policy import MaintainResult, MaintenancePolicy  # imported on first use: a read needs no maintenance
+
         self._writable()
         policy = MaintenancePolicy.of(self.metadata.properties)
         compaction = expiry = orphans = None
@@ -172,6 +177,7 @@ class TableMaintenance:
         not change). A commit that removed one of those data files meanwhile makes it plan
         again on the new state."""
         from mor.maintenance.rewrite_deletes import plan_rewrite  # imported on first use: a read needs no maintenance
+
         self._writable()
         self.refresh()
         done: list[RewritePlan] = []

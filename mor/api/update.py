@@ -19,8 +19,9 @@ from mor.api.expressions import Assignments, as_expression, project
 from mor.api.row_changes import build_changes, find_matches, rows_validator, with_row_ids
 from mor.commit.snapshot_producer import Changes, Validator
 from mor.errors import InvalidArgumentError, SchemaMismatchError
+from mor.format.arrow_types import to_arrow_schema
 from mor.progress import Progress
-from mor.write.arrow_schema import conform, to_arrow_schema
+from mor.write.arrow_schema import conform
 
 if TYPE_CHECKING:
     from mor.api.table import Table
@@ -45,10 +46,7 @@ def updated_columns(table: Table, assignments: Assignments) -> dict[str, pc.Expr
     nulled = [f.name for f in arrow_schema if not f.nullable and f.name in assignments and assignments[f.name] is None]
     if nulled:
         raise SchemaMismatchError(f"UPDATE sets required columns to null: {nulled}")
-    columns = {
-        f.name: as_expression(assignments[f.name], f.type) if f.name in assignments else pc.field(f.name)
-        for f in arrow_schema
-    }
+    columns = {f.name: as_expression(assignments[f.name], f.type) if f.name in assignments else pc.field(f.name) for f in arrow_schema}
     conform(project(arrow_schema.empty_table(), columns), table.schema())
     return columns
 

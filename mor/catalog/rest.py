@@ -5,7 +5,7 @@ pyiceberg's `RestCatalog` does the HTTP: configuration, OAuth2 and bearer tokens
 namespace and identifier encoding. Table metadata is taken from the responses as raw JSON and
 parsed by mor, so the keys mor does not model (refs' retention, statistics, keys of newer
 specs) survive every commit. A commit is sent as mor's requirements + updates
-(mor/commit/updates.py); the server applies them on the table as it is then.
+(mor/format/updates.py); the server applies them on the table as it is then.
 
 Errors, as the spec defines them: 409 on a commit is a lost race or failed requirement
 (`CommitFailedError`: refresh, re-plan, retry); 500, 502, 503, 504, a timeout or a connection
@@ -30,8 +30,6 @@ from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table.sorting import SortOrder
 
-from mor.commit.requirements import CommitFailedError
-from mor.commit.updates import TableCommit
 from mor.errors import (
     CatalogUnavailableError,
     CommitStateUnknownError,
@@ -48,6 +46,8 @@ from mor.errors import (
     UnsupportedFeatureError,
 )
 from mor.format.metadata import TableMetadata
+from mor.format.requirements import CommitFailedError
+from mor.format.updates import TableCommit
 
 CONNECT_TIMEOUT_S = 10
 READ_TIMEOUT_S = 120  # a commit on a busy server may wait for its database lock
@@ -302,7 +302,6 @@ def _never_connected(e: requests.exceptions.ConnectionError) -> bool:
 
 def _reason(e: BaseException) -> str:
     return " ".join(str(e).split())[:300]
-
 
 
 @dataclass

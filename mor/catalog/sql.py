@@ -140,9 +140,7 @@ class SqlCatalogStore:
         url = make_url(uri)  # ArgumentError for a malformed URL
         self.is_server = url.get_backend_name() != "sqlite"
         if url.get_backend_name() == "postgresql":
-            url, engine_kwargs = _postgres_engine_options(
-                url, engine_kwargs, connect_timeout, statement_timeout, pool_size, max_overflow
-            )
+            url, engine_kwargs = _postgres_engine_options(url, engine_kwargs, connect_timeout, statement_timeout, pool_size, max_overflow)
         self.server = _describe(url)
         # An engine in autocommit mode commits with the UPDATE itself: its failure is then unknown.
         self._autocommit = "AUTOCOMMIT" in (
@@ -216,14 +214,14 @@ class SqlCatalogStore:
     def namespace_exists(self, namespace: str) -> bool:
         with self.engine.connect() as conn:
             props = conn.execute(
-                select(NAMESPACE_PROPERTIES.c.namespace).where(
+                select(NAMESPACE_PROPERTIES.c.namespace)
+                .where(
                     NAMESPACE_PROPERTIES.c.catalog_name == self.catalog_name,
                     NAMESPACE_PROPERTIES.c.namespace == namespace,
-                ).limit(1)
+                )
+                .limit(1)
             ).first()
-            tables = conn.execute(
-                select(TABLES.c.table_name).where(self._ns(namespace)).limit(1)
-            ).first()
+            tables = conn.execute(select(TABLES.c.table_name).where(self._ns(namespace)).limit(1)).first()
         return props is not None or tables is not None
 
     @_guarded("list namespaces")
@@ -233,9 +231,7 @@ class SqlCatalogStore:
                 select(NAMESPACE_PROPERTIES.c.namespace).where(NAMESPACE_PROPERTIES.c.catalog_name == self.catalog_name)
             ).scalars()
             names = set(a)
-            names |= set(
-                conn.execute(select(TABLES.c.table_namespace).where(TABLES.c.catalog_name == self.catalog_name)).scalars()
-            )
+            names |= set(conn.execute(select(TABLES.c.table_namespace).where(TABLES.c.catalog_name == self.catalog_name)).scalars())
         return sorted(names)
 
     @_guarded("drop a namespace")
@@ -266,9 +262,7 @@ class SqlCatalogStore:
         return {str(k): str(v) for k, v in rows}
 
     @_guarded("update namespace properties")
-    def update_namespace_properties(
-        self, namespace: str, updates: dict[str, str], removals: list[str]
-    ) -> tuple[list[str], list[str]]:
+    def update_namespace_properties(self, namespace: str, updates: dict[str, str], removals: list[str]) -> tuple[list[str], list[str]]:
         """Set `updates` and remove `removals`, in one transaction; (removed, missing): the
         removals that were there and those that were not. A namespace known only by its tables
         gets the `exists` marker row too, as create_namespace writes it."""
@@ -397,9 +391,7 @@ class SqlCatalogStore:
         NoSuchTableError, TableAlreadyExistsError for a taken name; CommitStateUnknownError:
         it may have been renamed."""
         statement = (
-            update(TABLES)
-            .where(self._row(namespace, name), self._is_table())
-            .values(table_namespace=new_namespace, table_name=new_name)
+            update(TABLES).where(self._row(namespace, name), self._is_table()).values(table_namespace=new_namespace, table_name=new_name)
         )
         what = f"rename of {namespace}.{name} to {new_namespace}.{new_name}"
         try:

@@ -118,7 +118,7 @@ def _zoned_timestamp(text: str, target: pa.TimestampType) -> pa.Scalar:
     """With an offset (`+02:00`, `Z`) as written; without one, UTC."""
     value = dt.datetime.fromisoformat(text)
     if value.tzinfo is None:
-        value = value.replace(tzinfo=dt.timezone.utc)
+        value = value.replace(tzinfo=dt.UTC)
     return pa.scalar(value, type=target)
 
 

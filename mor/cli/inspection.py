@@ -5,7 +5,8 @@ JSON or as tables."""
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from mor.cli.options import catalog_args, json_arg, open_catalog, open_table, table_args
 from mor.cli.output import Grid, fields_grid, human_time, print_grids, print_json, rich_console, short_time
@@ -164,11 +165,19 @@ def describe_grids(document: dict[str, Any]) -> list[Grid]:
         ("format version", document["format_version"]),
         ("current snapshot", "none" if snapshot is None else f"{snapshot['snapshot_id']} ({snapshot['operation']}, {snapshot['time']})"),
     ])  # fmt: skip
-    columns = Grid(["id", "name", "type", "required", "doc"], [[*list(c.values())[:4], c["doc"] or ""] for c in document["schema"]["columns"]], "schema")
+    columns = Grid(
+        ["id", "name", "type", "required", "doc"],
+        [[*list(c.values())[:4], c["doc"] or ""] for c in document["schema"]["columns"]],
+        "schema",
+    )
     spec = document["partition_spec"]
-    partition = Grid(["field id", "name", "transform", "source"], [list(f.values()) for f in spec["fields"]], f"partition spec {spec['spec_id']}")
+    partition = Grid(
+        ["field id", "name", "transform", "source"], [list(f.values()) for f in spec["fields"]], f"partition spec {spec['spec_id']}"
+    )
     order = document["sort_order"]
-    sort = Grid(["source", "transform", "direction", "null order"], [list(f.values()) for f in order["fields"]], f"sort order {order['order_id']}")
+    sort = Grid(
+        ["source", "transform", "direction", "null order"], [list(f.values()) for f in order["fields"]], f"sort order {order['order_id']}"
+    )
     properties = Grid(["property", "value"], [list(p) for p in document["properties"].items()], "properties")
     data = document["data_files"]
     sizes = Grid(["files", "kind", "count", "rows", "bytes", "share of data rows"], title="sizes")
@@ -212,11 +221,19 @@ def snapshots(args: argparse.Namespace) -> None:
     if args.json:
         print_json({"table": table.identifier, "current_snapshot_id": current, "snapshots": documents})
         return
-    grid = Grid(["snapshot", "parent", "seq", "time", "operation", "changes", "rows", "current"], title=f"snapshots of {table.identifier}", whole=WHOLE)
+    grid = Grid(
+        ["snapshot", "parent", "seq", "time", "operation", "changes", "rows", "current"],
+        title=f"snapshots of {table.identifier}",
+        whole=WHOLE,
+    )
     for s in documents:
         is_current = "*" if s["snapshot_id"] == current else ""
-        grid.rows.append([s["snapshot_id"], s["parent_snapshot_id"] or "", s["sequence_number"], short_time(s["timestamp_ms"]), s["operation"],
-                          change_text(s["summary"]), s["summary"].get("total-records", ""), is_current])  # fmt: skip
+        summary = s["summary"]
+        when = short_time(s["timestamp_ms"])
+        grid.rows.append(
+            [s["snapshot_id"], s["parent_snapshot_id"] or "", s["sequence_number"], when, s["operation"],
+             change_text(summary), summary.get("total-records", ""), is_current]
+        )  # fmt: skip
     print_grids(grid)
 
 

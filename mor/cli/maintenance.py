@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from mor.cli.options import age_or_time, catalog_args, open_table, table_args
 from mor.cli.output import print_json
-from mor.errors import UnsupportedFeatureError
+from mor.errors import InvalidArgumentError, UnsupportedFeatureError
 
 if TYPE_CHECKING:
     from mor.maintenance.compact import CompactionResult
@@ -126,8 +126,7 @@ def expiry_summary(r: ExpireResult) -> str:
         f" {r.deleted_position_delete_files} position delete files, {r.deleted_equality_delete_files} equality"
         f" delete files, {r.deleted_manifests} manifests, {r.deleted_manifest_lists} manifest lists,"
         f" {r.deleted_metadata_files} metadata files, {r.deleted_statistics_files} statistics files"
-        f" ({r.deleted_bytes} bytes)"
-        + (f"; left {len(r.skipped_paths)} files outside the table or not its own" if r.skipped_paths else "")
+        f" ({r.deleted_bytes} bytes)" + (f"; left {len(r.skipped_paths)} files outside the table or not its own" if r.skipped_paths else "")
     )
 
 
@@ -144,5 +143,9 @@ def serve(args: argparse.Namespace) -> None:
         from mor.server.run import serve as run_server  # Starlette and uvicorn: only with the mor[server] extra
     except ImportError as e:
         raise UnsupportedFeatureError(f"mor serve needs the server extra: pip install 'mor[server]' ({e})") from e
+    from mor.api.sql_catalog import SqlCatalog
+
     catalog = mor.load_catalog(args.warehouse, uri=args.uri, create=True, properties=args.property)
+    if not isinstance(catalog, SqlCatalog):
+        raise InvalidArgumentError(f"mor serve serves a SQL catalog (--uri is a database URL), not {catalog!r}")
     run_server(catalog, args.host, args.port, args.token_file, args.prefix)

@@ -10,8 +10,9 @@ import decimal
 import json
 import sys
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 
 @dataclass
@@ -120,7 +121,7 @@ def _rich_table(grid: Grid) -> Any:
 def short_time(timestamp_ms: int) -> str:
     """To the second, in UTC, without blanks (a column of a table)."""
     try:
-        return dt.datetime.fromtimestamp(timestamp_ms // 1000, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return dt.datetime.fromtimestamp(timestamp_ms // 1000, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     except (OverflowError, OSError, ValueError):
         return f"{timestamp_ms} ms"
 
@@ -128,6 +129,6 @@ def short_time(timestamp_ms: int) -> str:
 def human_time(timestamp_ms: int) -> str:
     """Milliseconds since the epoch as an ISO time in UTC."""
     try:
-        return dt.datetime.fromtimestamp(timestamp_ms / 1000, dt.timezone.utc).isoformat(timespec="milliseconds")
+        return dt.datetime.fromtimestamp(timestamp_ms / 1000, dt.UTC).isoformat(timespec="milliseconds")
     except (OverflowError, OSError, ValueError):
         return f"{timestamp_ms} ms"

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -39,7 +40,7 @@ def quickstart(warehouse: str, uri: str | None = None, properties: dict[str, str
     )
     table = _create_demo_table(catalog, schema, say)
     name = table.identifier
-    start = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
+    start = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
 
     def rows(ids: range) -> pa.Table:
         return pa.table(

@@ -10,7 +10,8 @@ import datetime as dt
 import io
 import os
 import sys
-from typing import IO, Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import IO, Any
 
 import pyarrow as pa
 
@@ -38,8 +39,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     ch = sub.add_parser("changes", help="print (or write) the rows each snapshot inserted, deleted and updated")
     ch.add_argument("table")
     catalog_args(ch)
-    ch.add_argument("--from", dest="from_snapshot_id", type=int, default=None, help="changes after this snapshot (default: from the empty table)")
-    ch.add_argument("--to", dest="to_snapshot_id", type=int, default=None, help="up to and including this snapshot (default: the current one)")
+    ch.add_argument(
+        "--from", dest="from_snapshot_id", type=int, default=None, help="changes after this snapshot (default: from the empty table)"
+    )
+    ch.add_argument(
+        "--to", dest="to_snapshot_id", type=int, default=None, help="up to and including this snapshot (default: the current one)"
+    )
     ch.add_argument("--on", default=None, help="comma-separated key columns that pair a delete and an insert into an update")
     ch.add_argument("--columns", default=None, help="comma-separated columns (default: all)")
     ch.add_argument("--filter", default=None)
@@ -58,7 +63,7 @@ def scan(args: argparse.Namespace) -> None:
     # terminal: they are their own progress, and a bar would write over them.
     progress = False if args.out is None and stdout_is_terminal() else None
     rows = table.scan(filter=args.filter, columns=columns, snapshot_id=args.snapshot_id, progress=progress)
-    from mor.write.arrow_schema import to_arrow_schema
+    from mor.format.arrow_types import to_arrow_schema
 
     schema = to_arrow_schema(rows.projection)  # what the reader emits: the header when no row comes
     if columns is not None and sorted(columns) == sorted(schema.names):  # as typed (the scan keeps the table's order)
@@ -186,7 +191,7 @@ def python_rows(batch: pa.RecordBatch) -> list[dict[str, Any]]:
     for row in rows:
         for name, zone in zoned.items():
             if row[name] is not None:
-                row[name] = row[name].replace(tzinfo=dt.timezone.utc).astimezone(zone)
+                row[name] = row[name].replace(tzinfo=dt.UTC).astimezone(zone)
     return rows
 
 

@@ -15,20 +15,17 @@ commit's sequence number. `commit.manifest-merge.enabled=false` turns merging of
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Mapping
 
 from pyiceberg.schema import Schema
 
 from mor.commit.retry import int_property
 from mor.format.manifest import EntryToWrite, ManifestFile, read_manifest, write_manifest
 from mor.format.metadata import TableMetadata
+from mor.format.properties import MANIFEST_MERGE_ENABLED, MANIFEST_MIN_COUNT_TO_MERGE, MANIFEST_TARGET_SIZE_BYTES
 from mor.format.spec import ManifestEntryStatus
 from mor.io.fileio import FileIO
-
-MERGE_ENABLED = "commit.manifest-merge.enabled"
-MIN_COUNT_TO_MERGE = "commit.manifest.min-count-to-merge"
-TARGET_SIZE_BYTES = "commit.manifest.target-size-bytes"
 
 
 @dataclass(frozen=True)
@@ -40,9 +37,9 @@ class MergePolicy:
     @classmethod
     def of(cls, properties: Mapping[str, str]) -> MergePolicy:
         return cls(
-            enabled=properties.get(MERGE_ENABLED, "true").strip().lower() != "false",
-            min_count=int_property(properties, MIN_COUNT_TO_MERGE, cls.min_count) or 0,
-            target_bytes=int_property(properties, TARGET_SIZE_BYTES, cls.target_bytes) or 1,
+            enabled=properties.get(MANIFEST_MERGE_ENABLED, "true").strip().lower() != "false",
+            min_count=int_property(properties, MANIFEST_MIN_COUNT_TO_MERGE, cls.min_count) or 0,
+            target_bytes=int_property(properties, MANIFEST_TARGET_SIZE_BYTES, cls.target_bytes) or 1,
         )
 
 
@@ -101,9 +98,7 @@ def _group(m: ManifestFile) -> tuple:
     return (m.content, m.partition_spec_id)
 
 
-def _merge(
-    io: FileIO, base: TableMetadata, schema: Schema, snapshot_id: int, members: list[ManifestFile], location: str
-) -> ManifestFile:
+def _merge(io: FileIO, base: TableMetadata, schema: Schema, snapshot_id: int, members: list[ManifestFile], location: str) -> ManifestFile:
     specs = base.specs()
     entries = [
         EntryToWrite(ManifestEntryStatus.EXISTING, e.snapshot_id, e.file, e.data_sequence_number, e.file_sequence_number)

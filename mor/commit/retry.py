@@ -11,16 +11,11 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from mor.errors import InvalidArgumentError
-
-NUM_RETRIES = "commit.retry.num-retries"
-MIN_WAIT_MS = "commit.retry.min-wait-ms"
-MAX_WAIT_MS = "commit.retry.max-wait-ms"
-TOTAL_TIMEOUT_MS = "commit.retry.total-timeout-ms"
-REPLAN_RETRIES = "mor.dml.replan.num-retries"
+from mor.format.properties import COMMIT_MAX_WAIT_MS, COMMIT_MIN_WAIT_MS, COMMIT_NUM_RETRIES, COMMIT_TOTAL_TIMEOUT_MS, DML_REPLAN_RETRIES
 
 DEFAULT_MIN_WAIT_MS = 100  # Iceberg's defaults
 DEFAULT_MAX_WAIT_MS = 60_000
@@ -57,11 +52,11 @@ class RetryPolicy:
             return value
 
         return cls(
-            int_property(properties, NUM_RETRIES, None),
-            get(MIN_WAIT_MS, DEFAULT_MIN_WAIT_MS),
-            get(MAX_WAIT_MS, DEFAULT_MAX_WAIT_MS),
-            get(TOTAL_TIMEOUT_MS, DEFAULT_TOTAL_TIMEOUT_MS),
-            get(REPLAN_RETRIES, DEFAULT_REPLAN_RETRIES),
+            int_property(properties, COMMIT_NUM_RETRIES, None),
+            get(COMMIT_MIN_WAIT_MS, DEFAULT_MIN_WAIT_MS),
+            get(COMMIT_MAX_WAIT_MS, DEFAULT_MAX_WAIT_MS),
+            get(COMMIT_TOTAL_TIMEOUT_MS, DEFAULT_TOTAL_TIMEOUT_MS),
+            get(DML_REPLAN_RETRIES, DEFAULT_REPLAN_RETRIES),
         )
 
     def start(self) -> Attempts:
@@ -84,7 +79,7 @@ class Attempts:
         p = self.policy
         if p.max_retries is not None and self.retries >= p.max_retries:
             return False
-        wait_ms = min(p.max_wait_ms, p.min_wait_ms * 2**min(self.retries, 30))
+        wait_ms = min(p.max_wait_ms, p.min_wait_ms * 2 ** min(self.retries, 30))
         wait_ms *= 0.5 + random.random()  # jitter: writers that collided do not collide again
         elapsed_ms = (time.monotonic() - self.started) * 1000
         if elapsed_ms + wait_ms > p.total_timeout_ms:

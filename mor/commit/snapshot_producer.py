@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import itertools
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import Protocol
 
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
@@ -21,20 +22,22 @@ from pyiceberg.schema import Schema
 from mor.commit import faults
 from mor.commit.idempotency import Idempotency, check_not_committed
 from mor.commit.manifest_merge import merge_carried
-from mor.commit.retry import NUM_RETRIES, TOTAL_TIMEOUT_MS, RetryPolicy
+from mor.commit.retry import RetryPolicy
 from mor.commit.row_rules import RowRules
 from mor.commit.summary import build_summary
 from mor.commit.table_commits import snapshot_commit
 from mor.commit.table_ops import CommitFailedError, refresh_same_table
-from mor.commit.updates import TableCommit
 from mor.errors import CatalogUnavailableError, CommitConflictError, CommitStateUnknownError, CorruptMetadataError
 from mor.format.content_file import ContentFile, DataFile, DeleteFile
 from mor.format.manifest import EntryToWrite, ManifestFile, read_manifests, write_manifest
 from mor.format.manifest_list import read_manifest_list, write_manifest_list
 from mor.format.metadata import Snapshot, TableMetadata, now_ms, same_schema, with_schema, with_spec
+from mor.format.properties import COMMIT_NUM_RETRIES, COMMIT_TOTAL_TIMEOUT_MS
 from mor.format.spec import FileContent, ManifestContent, ManifestEntryStatus
+from mor.format.updates import TableCommit
 from mor.io.fileio import FileIO, is_object_store
 from mor.io.threads import IO_POOL
+
 
 class TableOperations(Protocol):
     def refresh(self) -> tuple[TableMetadata, str]: ...
@@ -166,7 +169,7 @@ def commit_changes(
                 if not attempts.retry():
                     raise CommitConflictError(
                         f"gave up after {attempts.retries + 1} attempts in {attempts.elapsed_s:.1f} s: the table kept "
-                        f"changing (raise {NUM_RETRIES} or {TOTAL_TIMEOUT_MS})"
+                        f"changing (raise {COMMIT_NUM_RETRIES} or {COMMIT_TOTAL_TIMEOUT_MS})"
                     ) from None
         raise AssertionError("unreachable")
     except CommitStateUnknownError:
@@ -226,8 +229,14 @@ def _write_new_file_manifests(
         location = _manifest_location(metadata, snapshot_id, len(out))
         out.append(
             write_manifest(
-                io, location, spec=specs[spec_id], schema=schema, content=content, snapshot_id=snapshot_id,
-                entries=entries, format_version=metadata.format_version,
+                io,
+                location,
+                spec=specs[spec_id],
+                schema=schema,
+                content=content,
+                snapshot_id=snapshot_id,
+                entries=entries,
+                format_version=metadata.format_version,
             )  # fmt: skip
         )
     return out
@@ -284,9 +293,10 @@ def _carry_manifests(
     if missing:
         for m in rewritten:
             io.delete_quietly(m.manifest_path)
-        raise CommitConflictError(f"files to remove are no longer in the table (removed concurrently?): {sorted(p for p, _ in missing)[:3]}")
+        raise CommitConflictError(
+            f"files to remove are no longer in the table (removed concurrently?): {sorted(p for p, _ in missing)[:3]}"
+        )
     return carried, rewritten
-
 
 
 # Object-store manifests this process found whole. An object is never truncated or replaced in

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from mor.format.content_file import ContentFile
 from mor.format.spec import FileContent

@@ -19,7 +19,8 @@ from pyiceberg.schema import Schema
 from pyiceberg.table.sorting import SortOrder
 
 from mor.commit.idempotency import Idempotency
-from mor.commit.requirements import (
+from mor.format.metadata import Snapshot, TableMetadata, moved_ref, same_schema
+from mor.format.requirements import (
     AssertCurrentSchemaId,
     AssertDefaultSortOrderId,
     AssertDefaultSpecId,
@@ -29,7 +30,8 @@ from mor.commit.requirements import (
     AssertTableUuid,
     Requirement,
 )
-from mor.commit.updates import (
+from mor.format.spec import MAIN_BRANCH
+from mor.format.updates import (
     AddSchema,
     AddSnapshot,
     AddSortOrder,
@@ -46,8 +48,6 @@ from mor.commit.updates import (
     Update,
     UpgradeFormatVersion,
 )
-from mor.format.metadata import Snapshot, TableMetadata, moved_ref, same_schema
-from mor.format.spec import MAIN_BRANCH
 
 
 def snapshot_commit(
@@ -93,9 +93,7 @@ def numbered(base: TableMetadata, schema: Schema) -> Schema:
     return Schema(*schema.fields, schema_id=schema_id, identifier_field_ids=list(schema.identifier_field_ids))
 
 
-def schema_commit(
-    base: TableMetadata, schema: Schema, last_column_id: int | None = None, snapshot_id: int | None = None
-) -> TableCommit:
+def schema_commit(base: TableMetadata, schema: Schema, last_column_id: int | None = None, snapshot_id: int | None = None) -> TableCommit:
     """Make `schema` current (`last_column_id`: the highest field id handed out for it).
     `snapshot_id`: the change holds only for that snapshot's rows (NOT NULL checked on them),
     so the main branch must still be there."""
@@ -113,7 +111,11 @@ def schema_commit(
 def spec_commit(base: TableMetadata, spec: PartitionSpec) -> TableCommit:
     """Make `spec` the default partition spec."""
     return TableCommit(
-        [AssertTableUuid(base.table_uuid), AssertDefaultSpecId(base.default_spec_id), AssertLastAssignedPartitionId(base.last_partition_id)],
+        [
+            AssertTableUuid(base.table_uuid),
+            AssertDefaultSpecId(base.default_spec_id),
+            AssertLastAssignedPartitionId(base.last_partition_id),
+        ],
         [AddSpec(spec), SetDefaultSpec()],
     )
 

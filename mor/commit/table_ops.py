@@ -1,5 +1,5 @@
 """TableOperations: read the current metadata, and commit a change (requirements + updates,
-mor/commit/updates.py) to it.
+mor/format/updates.py) to it.
 
 The SQL catalog's operations apply the change to the metadata the writer started from, write
 the result as a new metadata file (never overwriting one) and ask the catalog to move the
@@ -17,9 +17,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mor.commit import faults
-from mor.commit.apply import apply_updates
-from mor.commit.requirements import CommitFailedError, check_requirements
-from mor.commit.updates import TableCommit
 from mor.errors import (
     CatalogUnavailableError,
     CommitStateUnknownError,
@@ -28,7 +25,10 @@ from mor.errors import (
     TableReplacedError,
     UnsupportedFeatureError,
 )
+from mor.format.apply import apply_updates
 from mor.format.metadata import TableMetadata, with_previous_file
+from mor.format.requirements import CommitFailedError, check_requirements
+from mor.format.updates import TableCommit
 from mor.io.fileio import FileIO, unreadable
 
 if TYPE_CHECKING:

@@ -204,7 +204,3 @@ MANIFEST_FILE_SCHEMA_V3: dict[str, Any] = {
         _optional(520, "first_row_id", "long", "Starting row ID to assign to new rows in ADDED data files"),
     ],
 }
-
-
-def manifest_file_schema(format_version: int) -> dict[str, Any]:
-    return MANIFEST_FILE_SCHEMA_V3 if format_version >= 3 else MANIFEST_FILE_SCHEMA_V2

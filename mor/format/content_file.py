@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from mor.format.spec import PUFFIN, FileContent, ManifestEntryStatus
+from mor.format.spec import DELETE_FILE_PATH_ID, PUFFIN, FileContent, ManifestEntryStatus
 
 PartitionValues = tuple[Any, ...]
 
@@ -116,3 +116,14 @@ def manifest_entry(
         file=file,
     )
     return entry
+
+
+def referenced_path(delete: DeleteFile) -> str | None:
+    """The one data file a position delete file can touch, if it says so."""
+    if delete.referenced_data_file is not None:
+        return delete.referenced_data_file
+    lower = (delete.lower_bounds or {}).get(DELETE_FILE_PATH_ID)
+    upper = (delete.upper_bounds or {}).get(DELETE_FILE_PATH_ID)
+    if lower is not None and lower == upper:
+        return lower.decode("utf-8")
+    return None

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Any, Iterable
+from typing import Any
 
 import fastavro
 from pyiceberg.conversions import to_bytes
@@ -63,9 +64,7 @@ class ManifestFile:
         return replace(
             self,
             sequence_number=sequence_number,
-            min_sequence_number=(
-                sequence_number if self.min_sequence_number is None else min(self.min_sequence_number, sequence_number)
-            ),
+            min_sequence_number=(sequence_number if self.min_sequence_number is None else min(self.min_sequence_number, sequence_number)),
         )
 
 
@@ -112,11 +111,7 @@ def write_manifest(
     for e in entries:
         counts[e.status][0] += 1
         counts[e.status][1] += e.file.record_count
-    explicit = [
-        e.data_sequence_number
-        for e in entries
-        if e.status != ManifestEntryStatus.DELETED and e.data_sequence_number is not None
-    ]
+    explicit = [e.data_sequence_number for e in entries if e.status != ManifestEntryStatus.DELETED and e.data_sequence_number is not None]
     return ManifestFile(
         manifest_path=location,
         manifest_length=len(data),
@@ -321,9 +316,7 @@ def _map_from_avro(items: list[dict[str, Any]] | None) -> dict[int, Any] | None:
     return {item["key"]: item["value"] for item in items}
 
 
-def _partition_summaries(
-    entries: list[EntryToWrite], spec: PartitionSpec, schema: Schema
-) -> tuple[PartitionFieldSummary, ...]:
+def _partition_summaries(entries: list[EntryToWrite], spec: PartitionSpec, schema: Schema) -> tuple[PartitionFieldSummary, ...]:
     partition_type = spec.partition_type(schema)
     summaries = []
     for i, pfield in enumerate(partition_type.fields):

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Iterable
 from dataclasses import replace
-from typing import Any, Iterable
+from typing import Any
 
 import fastavro
 

@@ -22,7 +22,7 @@ from pyiceberg.schema import Schema
 
 from mor.errors import CorruptMetadataError, InvalidArgumentError, UnsupportedFeatureError
 from mor.format.metadata_checks import check_metadata
-from mor.format.properties import check_properties
+from mor.format.properties import METADATA_PREVIOUS_VERSIONS_MAX, check_properties
 from mor.format.spec import (
     FORMAT_VERSION,
     INITIAL_SEQUENCE_NUMBER,
@@ -56,13 +56,10 @@ class Snapshot:
 
     def __repr__(self) -> str:
         try:
-            made = dt.datetime.fromtimestamp(self.timestamp_ms / 1000, dt.timezone.utc).isoformat(timespec="milliseconds")
+            made = dt.datetime.fromtimestamp(self.timestamp_ms / 1000, dt.UTC).isoformat(timespec="milliseconds")
         except (OverflowError, OSError, ValueError):
             made = f"{self.timestamp_ms} ms"
-        return (
-            f"Snapshot(id={self.snapshot_id}, operation={self.operation!r}, "
-            f"sequence_number={self.sequence_number}, timestamp={made!r})"
-        )
+        return f"Snapshot(id={self.snapshot_id}, operation={self.operation!r}, sequence_number={self.sequence_number}, timestamp={made!r})"
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"snapshot-id": self.snapshot_id}
@@ -295,6 +292,7 @@ class TableMetadata:
 
 # -- pure transitions (each returns new metadata) -----------------------------------------
 
+
 def new_table_metadata(
     schema: Schema,
     spec: PartitionSpec,
@@ -330,9 +328,6 @@ def sort_order_json(order: SortOrder) -> dict[str, Any]:
     return json.loads(order.model_dump_json())
 
 
-FORMAT_VERSION_PROPERTY = "format-version"  # accepted in table properties, as Iceberg does; never stored
-
-
 def check_format_version(version: object) -> None:
     if isinstance(version, bool) or version not in SUPPORTED_FORMAT_VERSIONS:
         raise InvalidArgumentError(f"format_version must be one of {SUPPORTED_FORMAT_VERSIONS}, not {version!r}")
@@ -356,9 +351,7 @@ def upgraded(base: TableMetadata, format_version: int) -> TableMetadata:
         raise InvalidArgumentError(f"cannot downgrade a v{base.format_version} table to v{format_version}")
     if format_version == base.format_version:
         return base
-    return replace(
-        base, format_version=format_version, next_row_id=0, last_updated_ms=max(now_ms(), base.last_updated_ms + 1)
-    )
+    return replace(base, format_version=format_version, next_row_id=0, last_updated_ms=max(now_ms(), base.last_updated_ms + 1))
 
 
 def with_snapshot(base: TableMetadata, snapshot: Snapshot) -> TableMetadata:
@@ -390,17 +383,9 @@ def with_previous_file(new: TableMetadata, previous_location: str | None, previo
     """Record the metadata file this version replaces, keeping the log bounded by the table property."""
     if previous_location is None or previous is None:
         return new
-    keep = int(new.properties.get("write.metadata.previous-versions-max", "100"))
+    keep = int(new.properties.get(METADATA_PREVIOUS_VERSIONS_MAX, "100"))
     log = previous.metadata_log + ((previous.last_updated_ms, previous_location),)
     return replace(new, metadata_log=log[-keep:] if keep > 0 else ())
-
-
-def with_properties(base: TableMetadata, updates: dict[str, str], removals: tuple[str, ...] = ()) -> TableMetadata:
-    """New values are checked (InvalidArgumentError for one mor could not act on); the
-    properties already there are kept as they are."""
-    check_properties(updates)
-    props = {k: v for k, v in {**base.properties, **updates}.items() if k not in removals}
-    return replace(base, properties=props, last_updated_ms=now_ms())
 
 
 def now_ms() -> int:

@@ -13,7 +13,8 @@ carrying retention fields (judged by expire_snapshots, which uses them).
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, Any, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from pyiceberg.transforms import BucketTransform, TruncateTransform
 

@@ -14,14 +14,14 @@ from pyiceberg.types import StructType
 from mor.format.content_file import PartitionValues
 
 _EPOCH_DATE = dt.date(1970, 1, 1)
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 def to_internal(value: Any) -> Any:
     """fastavro decodes logical types into Python objects; planning wants Iceberg's ints."""
     if isinstance(value, dt.datetime):
         if value.tzinfo is None:
-            value = value.replace(tzinfo=dt.timezone.utc)
+            value = value.replace(tzinfo=dt.UTC)
         delta = value - _EPOCH
         return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
     if isinstance(value, dt.date):
@@ -35,11 +35,6 @@ def to_avro_value(value: Any) -> Any:
     if isinstance(value, UUID):
         return value.bytes
     return value
-
-
-def from_avro_record(record: dict[str, Any] | None, partition_type: StructType) -> PartitionValues:
-    record = record or {}
-    return tuple(to_internal(record.get(f.name)) for f in partition_type.fields)
 
 
 def to_avro_record(values: PartitionValues, partition_type: StructType) -> dict[str, Any]:
@@ -101,4 +96,3 @@ def escape_path_part(text: str) -> str:
         else:
             out.append("+" if c == " " else f"%{byte:02X}")
     return "".join(out)
-

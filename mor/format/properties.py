@@ -37,6 +37,37 @@ CONSTRAINT_COLUMNS_PREFIX = "mor.constraint-columns."
 # Exactly-once writes (mor/commit/idempotency.py): `mor.txn-version.<app id>` = the last version
 # the app committed, set in the same commit as its snapshot so that no expiry forgets it.
 TXN_VERSION_PREFIX = "mor.txn-version."
+# `format-version` is accepted in table properties, as Iceberg does, and never stored.
+FORMAT_VERSION_PROPERTY = "format-version"
+# Field ids for files written without them (Iceberg's name mapping, JSON).
+NAME_MAPPING_PROPERTY = "schema.name-mapping.default"
+# Conflict checks of DML by isolation level (mor/api/conflict_rules.py).
+DELETE_ISOLATION_LEVEL = "write.delete.isolation-level"
+UPDATE_ISOLATION_LEVEL = "write.update.isolation-level"
+MERGE_ISOLATION_LEVEL = "write.merge.isolation-level"  # MERGE and UPSERT
+# Commit retries (mor/commit/retry.py).
+COMMIT_NUM_RETRIES = "commit.retry.num-retries"
+COMMIT_MIN_WAIT_MS = "commit.retry.min-wait-ms"
+COMMIT_MAX_WAIT_MS = "commit.retry.max-wait-ms"
+COMMIT_TOTAL_TIMEOUT_MS = "commit.retry.total-timeout-ms"
+DML_REPLAN_RETRIES = "mor.dml.replan.num-retries"
+# Manifest merging on commit (mor/commit/manifest_merge.py).
+MANIFEST_MERGE_ENABLED = "commit.manifest-merge.enabled"
+MANIFEST_MIN_COUNT_TO_MERGE = "commit.manifest.min-count-to-merge"
+MANIFEST_TARGET_SIZE_BYTES = "commit.manifest.target-size-bytes"
+# Metadata files kept in the metadata log (mor/format/metadata.py).
+METADATA_PREVIOUS_VERSIONS_MAX = "write.metadata.previous-versions-max"
+# Parquet files mor writes (mor/write/options.py).
+TARGET_FILE_SIZE_BYTES = "write.target-file-size-bytes"
+PARQUET_COMPRESSION_CODEC = "write.parquet.compression-codec"
+PARQUET_ROW_GROUP_LIMIT = "write.parquet.row-group-limit"
+PARQUET_ROW_GROUP_SIZE_BYTES = "write.parquet.row-group-size-bytes"
+# Snapshot expiry (mor/maintenance/expire.py).
+MAX_SNAPSHOT_AGE_MS = "history.expire.max-snapshot-age-ms"
+MIN_SNAPSHOTS_TO_KEEP = "history.expire.min-snapshots-to-keep"
+MAX_REF_AGE_MS = "history.expire.max-ref-age-ms"
+# table.maintain()'s policy (mor/maintenance/policy.py): `mor.maintain.<name>`.
+MAINTAIN_PREFIX = "mor.maintain."
 
 
 def _one_of(choices: tuple[str, ...], case_sensitive: bool = True) -> Callable[[str], str | None]:
@@ -78,34 +109,34 @@ CHECKS: dict[str, Callable[[str], str | None]] = {
     DELETE_MODE_PROPERTY: _one_of(MODES),
     UPDATE_MODE_PROPERTY: _one_of(MODES),
     MERGE_MODE_PROPERTY: _one_of(MODES),
-    "write.delete.isolation-level": _one_of(ISOLATION_LEVELS, case_sensitive=False),
-    "write.update.isolation-level": _one_of(ISOLATION_LEVELS, case_sensitive=False),
-    "write.merge.isolation-level": _one_of(ISOLATION_LEVELS, case_sensitive=False),
-    "commit.retry.num-retries": _whole_number(0),
-    "commit.retry.min-wait-ms": _whole_number(0),
-    "commit.retry.max-wait-ms": _whole_number(0),
-    "commit.retry.total-timeout-ms": _whole_number(0),
-    "mor.dml.replan.num-retries": _whole_number(0),
+    DELETE_ISOLATION_LEVEL: _one_of(ISOLATION_LEVELS, case_sensitive=False),
+    UPDATE_ISOLATION_LEVEL: _one_of(ISOLATION_LEVELS, case_sensitive=False),
+    MERGE_ISOLATION_LEVEL: _one_of(ISOLATION_LEVELS, case_sensitive=False),
+    COMMIT_NUM_RETRIES: _whole_number(0),
+    COMMIT_MIN_WAIT_MS: _whole_number(0),
+    COMMIT_MAX_WAIT_MS: _whole_number(0),
+    COMMIT_TOTAL_TIMEOUT_MS: _whole_number(0),
+    DML_REPLAN_RETRIES: _whole_number(0),
     EQUALITY_DELETES_ENABLED: _one_of(("true", "false"), case_sensitive=False),
-    "write.metadata.previous-versions-max": _whole_number(0),
-    "commit.manifest-merge.enabled": _one_of(("true", "false"), case_sensitive=False),
-    "commit.manifest.min-count-to-merge": _whole_number(0),
-    "commit.manifest.target-size-bytes": _whole_number(1, INT64_MAX),
-    "write.parquet.row-group-limit": _whole_number(1),
-    "write.target-file-size-bytes": _whole_number(1, INT64_MAX),
-    "write.parquet.row-group-size-bytes": _whole_number(1, INT64_MAX),
-    "write.parquet.compression-codec": _one_of(PARQUET_CODECS, case_sensitive=False),
-    "history.expire.max-snapshot-age-ms": _whole_number(0, INT64_MAX),
-    "history.expire.min-snapshots-to-keep": _whole_number(1),
-    "history.expire.max-ref-age-ms": _whole_number(0, INT64_MAX),
+    METADATA_PREVIOUS_VERSIONS_MAX: _whole_number(0),
+    MANIFEST_MERGE_ENABLED: _one_of(("true", "false"), case_sensitive=False),
+    MANIFEST_MIN_COUNT_TO_MERGE: _whole_number(0),
+    MANIFEST_TARGET_SIZE_BYTES: _whole_number(1, INT64_MAX),
+    PARQUET_ROW_GROUP_LIMIT: _whole_number(1),
+    TARGET_FILE_SIZE_BYTES: _whole_number(1, INT64_MAX),
+    PARQUET_ROW_GROUP_SIZE_BYTES: _whole_number(1, INT64_MAX),
+    PARQUET_COMPRESSION_CODEC: _one_of(PARQUET_CODECS, case_sensitive=False),
+    MAX_SNAPSHOT_AGE_MS: _whole_number(0, INT64_MAX),
+    MIN_SNAPSHOTS_TO_KEEP: _whole_number(1),
+    MAX_REF_AGE_MS: _whole_number(0, INT64_MAX),
     # table.maintain() policy (mor/maintenance/policy.py)
-    "mor.maintain.compact.enabled": _one_of(("true", "false"), case_sensitive=False),
-    "mor.maintain.compact.min-delete-ratio": _fraction,
-    "mor.maintain.compact.min-delete-files": _whole_number(1),
-    "mor.maintain.compact.min-input-files": _whole_number(1),
-    "mor.maintain.expire.enabled": _one_of(("true", "false"), case_sensitive=False),
-    "mor.maintain.remove-orphans.enabled": _one_of(("true", "false"), case_sensitive=False),
-    "mor.maintain.remove-orphans.min-age-ms": _whole_number(0, AGE_MAX_MS),
+    MAINTAIN_PREFIX + "compact.enabled": _one_of(("true", "false"), case_sensitive=False),
+    MAINTAIN_PREFIX + "compact.min-delete-ratio": _fraction,
+    MAINTAIN_PREFIX + "compact.min-delete-files": _whole_number(1),
+    MAINTAIN_PREFIX + "compact.min-input-files": _whole_number(1),
+    MAINTAIN_PREFIX + "expire.enabled": _one_of(("true", "false"), case_sensitive=False),
+    MAINTAIN_PREFIX + "remove-orphans.enabled": _one_of(("true", "false"), case_sensitive=False),
+    MAINTAIN_PREFIX + "remove-orphans.min-age-ms": _whole_number(0, AGE_MAX_MS),
 }
 
 

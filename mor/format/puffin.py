@@ -10,8 +10,9 @@ footer is only needed to write a file and to check one.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import pyarrow as pa
 

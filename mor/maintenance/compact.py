@@ -35,11 +35,10 @@ Conflicts, checked against what landed meanwhile (the caller re-plans on CommitC
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
 
 import pyarrow as pa
-
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
@@ -48,16 +47,17 @@ from pyiceberg.table.sorting import SortOrder
 from mor.commit.snapshot_producer import Changes, Validator
 from mor.errors import InvalidArgumentError
 from mor.format.content_file import DataFile, DeleteFile
+from mor.format.lineage import with_lineage
 from mor.format.metadata import TableMetadata
+from mor.format.properties import TARGET_FILE_SIZE_BYTES
 from mor.format.spec import FileContent, ManifestContent, Operation
 from mor.io.fileio import FileIO
+from mor.maintenance.clustering import Clustering
 from mor.maintenance.sizes import total_bytes
 from mor.planning.conflicts import commits_since
 from mor.planning.delete_index import applies_to, partition_key
 from mor.planning.planner import live_entries, plan_files, unpartitioned_spec_ids
 from mor.planning.task import FileScanTask
-from mor.format.lineage import with_lineage
-from mor.maintenance.clustering import Clustering
 from mor.progress import Progress
 from mor.read.position_deletes import DeleteFileCache, deleted_positions
 from mor.read.scan_reader import parallel_map, prepared_reader
@@ -66,7 +66,6 @@ from mor.write.options import WriteOptions
 from mor.write.rolling import RollingDataWriter, write_rows
 
 SMALL_FILE_SHARE = 0.75  # Iceberg's min-file-size-bytes default: 75% of the target
-TARGET_FILE_SIZE = "write.target-file-size-bytes"
 
 
 @dataclass(frozen=True)
@@ -95,7 +94,9 @@ class CompactionOptions:
             raise InvalidArgumentError(f"min_delete_ratio must be between 0 and 1, got {min_delete_ratio!r}")
         if isinstance(min_input_files, bool) or not isinstance(min_input_files, int) or min_input_files < 1:
             raise InvalidArgumentError(f"min_input_files must be a positive integer, got {min_input_files!r}")
-        if min_delete_files is not None and (isinstance(min_delete_files, bool) or not isinstance(min_delete_files, int) or min_delete_files < 1):
+        if min_delete_files is not None and (
+            isinstance(min_delete_files, bool) or not isinstance(min_delete_files, int) or min_delete_files < 1
+        ):
             raise InvalidArgumentError(f"min_delete_files must be a positive integer or None, got {min_delete_files!r}")
         clustering = Clustering.of(metadata, sort_by, zorder_by)
         return cls(target, float(min_delete_ratio), min_input_files, min_delete_files, clustering)
@@ -221,9 +222,7 @@ class _OutputPartition:
         return positions
 
 
-def _choose(
-    io: FileIO, tasks: list[FileScanTask], options: CompactionOptions, group_of: Callable[[DataFile], tuple]
-) -> list[FileScanTask]:
+def _choose(io: FileIO, tasks: list[FileScanTask], options: CompactionOptions, group_of: Callable[[DataFile], tuple]) -> list[FileScanTask]:
     small_below = SMALL_FILE_SHARE * options.target_file_size
     cache = DeleteFileCache(io)
     by_partition: dict[tuple, tuple[list[FileScanTask], list[FileScanTask]]] = defaultdict(lambda: ([], []))
@@ -297,7 +296,7 @@ class BinRewriter:
     @classmethod
     def of(cls, metadata: TableMetadata, plan: CompactionPlan, options: CompactionOptions) -> BinRewriter:
         schema = metadata.schema()
-        write_options = WriteOptions({**metadata.properties, TARGET_FILE_SIZE: str(options.target_file_size)})
+        write_options = WriteOptions({**metadata.properties, TARGET_FILE_SIZE_BYTES: str(options.target_file_size)})
         write_schema = with_lineage(schema) if metadata.format_version >= 3 else schema
         return cls(
             metadata.location, schema, write_schema, metadata.specs()[plan.spec_id], write_options, metadata.sort_order, options.clustering
@@ -360,7 +359,9 @@ class BinRewriter:
         return files
 
 
-def write_compaction(io: FileIO, metadata: TableMetadata, plan: CompactionPlan, options: CompactionOptions, progress: Progress) -> Validator:
+def write_compaction(
+    io: FileIO, metadata: TableMetadata, plan: CompactionPlan, options: CompactionOptions, progress: Progress
+) -> Validator:
     """Write the groups' live rows into new files (filling `plan.changes`); the validator for the commit."""
     rewriter = BinRewriter.of(metadata, plan, options)
     tasks = [t for g in plan.groups for t in g]

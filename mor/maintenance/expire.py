@@ -40,21 +40,19 @@ from mor.commit.retry import RetryPolicy
 from mor.commit.snapshot_producer import TableOperations
 from mor.commit.table_commits import expire_commit
 from mor.commit.table_ops import CommitFailedError, is_versioned_metadata_file, metadata_version, refresh_same_table
-from mor.commit.apply import apply_updates
 from mor.errors import CommitConflictError, CorruptMetadataError, InvalidArgumentError, RetentionTooShortError, UnsupportedFeatureError
+from mor.format.apply import apply_updates
 from mor.format.content_file import DataFile
 from mor.format.manifest import ManifestFile
 from mor.format.manifest_list import read_manifest_list
 from mor.format.metadata import Snapshot, TableMetadata, now_ms, with_previous_file
+from mor.format.properties import MAX_REF_AGE_MS, MAX_SNAPSHOT_AGE_MS, MIN_SNAPSHOTS_TO_KEEP
 from mor.format.spec import MAIN_BRANCH, STATISTICS_KEYS, FileContent
 from mor.io.fileio import FileIO
 from mor.maintenance.ownership import Ownership, keys
 from mor.planning.manifest_cache import read_entries
 from mor.progress import Progress
 
-MAX_SNAPSHOT_AGE = "history.expire.max-snapshot-age-ms"
-MIN_SNAPSHOTS_TO_KEEP = "history.expire.min-snapshots-to-keep"
-MAX_REF_AGE = "history.expire.max-ref-age-ms"
 DEFAULT_MAX_SNAPSHOT_AGE_MS = 5 * 24 * 3600 * 1000  # Iceberg's defaults
 DEFAULT_MIN_SNAPSHOTS_TO_KEEP = 1
 
@@ -231,7 +229,7 @@ def retention(
     younger than the table's retention without `allow_short_retention`."""
     if retain_last is not None and (isinstance(retain_last, bool) or not isinstance(retain_last, int) or retain_last < 1):
         raise InvalidArgumentError(f"retain_last must be a whole number >= 1 (the current snapshot stays), got {retain_last!r}")
-    max_age_ms = _table_number(properties, MAX_SNAPSHOT_AGE, 0)
+    max_age_ms = _table_number(properties, MAX_SNAPSHOT_AGE_MS, 0)
     max_age_ms = DEFAULT_MAX_SNAPSHOT_AGE_MS if max_age_ms is None else max_age_ms
     if older_than is None:
         cutoff = now - max_age_ms
@@ -243,14 +241,14 @@ def retention(
         raise InvalidArgumentError(f"older_than must be a timedelta (an age) or a datetime, got {older_than!r}")
     if cutoff > now - max_age_ms and not allow_short_retention:
         raise RetentionTooShortError(
-            f"expiring snapshots younger than the table's {MAX_SNAPSHOT_AGE} ({max_age_ms} ms) is refused: "
+            f"expiring snapshots younger than the table's {MAX_SNAPSHOT_AGE_MS} ({max_age_ms} ms) is refused: "
             f"readers and writers still working from them would lose their files; pass "
             f"allow_short_retention=True if none can be, or lower the table property"
         )
     if retain_last is None:
         configured = _table_number(properties, MIN_SNAPSHOTS_TO_KEEP, 1)
         retain_last = DEFAULT_MIN_SNAPSHOTS_TO_KEEP if configured is None else configured
-    return Retention(now, cutoff, retain_last, _table_number(properties, MAX_REF_AGE, 0))
+    return Retention(now, cutoff, retain_last, _table_number(properties, MAX_REF_AGE_MS, 0))
 
 
 def _whole_number(raw: Any, minimum: int, what: str, error: type[Exception]) -> int | None:

@@ -17,8 +17,8 @@ from __future__ import annotations
 import datetime as dt
 import os
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 import pyarrow.fs as pafs
 
@@ -211,7 +211,7 @@ def remove_orphans(
 
 def cutoff_time(older_than: dt.timedelta | dt.datetime) -> dt.datetime:
     """The time before which a file must have last changed to go: `older_than` ago, or it."""
-    cutoff = dt.datetime.now(dt.timezone.utc) - older_than if isinstance(older_than, dt.timedelta) else older_than
+    cutoff = dt.datetime.now(dt.UTC) - older_than if isinstance(older_than, dt.timedelta) else older_than
     if not isinstance(cutoff, dt.datetime):
         raise InvalidArgumentError(f"older_than must be a timedelta or a datetime, got {older_than!r}")
     return cutoff

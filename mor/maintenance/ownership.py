@@ -220,7 +220,9 @@ class Ownership:
         return self._referenced
 
 
-def _read_others(io: FileIO, view: CatalogView | None, refusal: Callable[[str], MaintenanceRefusedError]) -> list[tuple[str, TableMetadata, str]]:
+def _read_others(
+    io: FileIO, view: CatalogView | None, refusal: Callable[[str], MaintenanceRefusedError]
+) -> list[tuple[str, TableMetadata, str]]:
     """(name, metadata, metadata location) of the other tables; refused when one cannot be read,
     as its files could not be told from ours."""
     out: list[tuple[str, TableMetadata, str]] = []

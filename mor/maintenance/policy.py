@@ -17,11 +17,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from mor.errors import InvalidArgumentError
+from mor.format.properties import MAINTAIN_PREFIX
 from mor.maintenance.compact import CompactionResult
 from mor.maintenance.expire import ExpireResult
 from mor.maintenance.orphans import DEFAULT_MIN_AGE, OrphanResult
-
-PREFIX = "mor.maintain."
 
 
 @dataclass(frozen=True)
@@ -37,13 +36,13 @@ class MaintenancePolicy:
     @classmethod
     def of(cls, properties: Mapping[str, str]) -> MaintenancePolicy:
         def get(name: str, parse, default):  # type: ignore[no-untyped-def]
-            raw = properties.get(PREFIX + name)
+            raw = properties.get(MAINTAIN_PREFIX + name)
             if raw is None:
                 return default
             try:
                 return parse(raw)
             except ValueError:
-                raise InvalidArgumentError(f"table property {PREFIX + name} has an unusable value {raw!r}") from None
+                raise InvalidArgumentError(f"table property {MAINTAIN_PREFIX + name} has an unusable value {raw!r}") from None
 
         return cls(
             compact=get("compact.enabled", _flag, True),

@@ -28,13 +28,12 @@ from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 
 from mor.commit.snapshot_producer import Changes, Validator
-from mor.format.content_file import DataFile, DeleteFile
+from mor.format.content_file import DataFile, DeleteFile, referenced_path
 from mor.format.metadata import TableMetadata
 from mor.format.spec import FileContent, ManifestContent, Operation
 from mor.io.fileio import FileIO
 from mor.maintenance.sizes import total_bytes
 from mor.planning.conflicts import commits_since, validate_files_still_live, validate_no_new_vectors
-from mor.planning.delete_index import referenced_path
 from mor.planning.planner import live_entries, plan_files
 from mor.planning.task import FileScanTask
 from mor.read.position_deletes import DeleteFileCache, deleted_positions

@@ -8,8 +8,8 @@ of DML, which read values where metadata cannot decide, are in mor/api/conflict_
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 from pyiceberg.expressions import BooleanExpression
 
@@ -97,9 +97,7 @@ def validate_no_new_vectors(commits: Iterable[Commit], data_paths: Iterable[str]
             raise c.conflict("added deletion vectors for data files this operation writes deletion vectors for", hits)
 
 
-def validate_no_new_matching_data(
-    io: FileIO, read_base: TableMetadata, current: TableMetadata, row_filter: BooleanExpression
-) -> None:
+def validate_no_new_matching_data(io: FileIO, read_base: TableMetadata, current: TableMetadata, row_filter: BooleanExpression) -> None:
     """By metadata: no data file added since may hold rows matching `row_filter`."""
     file_filter = FileFilter(current.schema(), current.specs(), row_filter)
     for c in commits_since(io, read_base, current):

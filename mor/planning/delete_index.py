@@ -28,12 +28,11 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from collections import defaultdict
-from typing import Iterable
+from collections.abc import Iterable
 
 from mor.errors import CorruptMetadataError
-from mor.format.content_file import DataFile, DeleteFile
+from mor.format.content_file import DataFile, DeleteFile, referenced_path
 from mor.format.spec import DELETE_FILE_PATH_ID, FileContent
-
 
 
 def applies_to(delete: DeleteFile, data: DataFile, unpartitioned_spec_ids: frozenset[int]) -> bool:
@@ -49,17 +48,6 @@ def applies_to(delete: DeleteFile, data: DataFile, unpartitioned_spec_ids: froze
             delete.spec_id in unpartitioned_spec_ids or _same_partition(delete, data)
         )
     raise ValueError(f"{delete.file_path} is not a delete file")
-
-
-def referenced_path(delete: DeleteFile) -> str | None:
-    """The one data file a position delete file can touch, if it says so."""
-    if delete.referenced_data_file is not None:
-        return delete.referenced_data_file
-    lower = (delete.lower_bounds or {}).get(DELETE_FILE_PATH_ID)
-    upper = (delete.upper_bounds or {}).get(DELETE_FILE_PATH_ID)
-    if lower is not None and lower == upper:
-        return lower.decode("utf-8")
-    return None
 
 
 def _same_partition(delete: DeleteFile, data: DataFile) -> bool:
@@ -142,9 +130,7 @@ def _vector_replaces_position_files(matched: list[DeleteFile], data: DataFile) -
     if not vectors:
         return matched
     if len(vectors) > 1:
-        raise CorruptMetadataError(
-            f"{len(vectors)} deletion vectors apply to data file {data.file_path}; the spec allows at most one"
-        )
+        raise CorruptMetadataError(f"{len(vectors)} deletion vectors apply to data file {data.file_path}; the spec allows at most one")
     return [f for f in matched if f.content != FileContent.POSITION_DELETES or f.is_deletion_vector]
 
 

@@ -19,9 +19,10 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
+from collections.abc import Callable
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
 
 from pyiceberg.expressions import (
     And,
@@ -132,7 +133,9 @@ def exact_predicate(field: NestedField, expr: BooleanExpression) -> BooleanExpre
     classes = {type(lit) for lit in literals}  # one pass over a long list
     if classes & _TYPED_CLASSES and (domain is None or domain.make not in (DateLiteral, TimestampLiteral)):
         typed = next(lit for lit in literals if type(lit) in _TYPED_CLASSES)
-        raise InvalidFilterError(f"{_typed_name(typed)} '{typed.value}' cannot be compared with column {field.name!r} of type {field.field_type}")
+        raise InvalidFilterError(
+            f"{_typed_name(typed)} '{typed.value}' cannot be compared with column {field.name!r} of type {field.field_type}"
+        )
     if domain is None or not _needs_exactness(domain, literals, classes):
         return expr
     try:
@@ -165,7 +168,13 @@ def _domain(field: NestedField) -> _Domain | None:
         return _Domain(field, _is_text, lambda lit: Fraction(_timestamp_micros(field, lit, zoned)), TimestampLiteral, None)
     if isinstance(ftype, DecimalType):
         scale, limit = ftype.scale, 10**ftype.precision - 1
-        return _Domain(field, lambda lit: not _fits_decimal(lit, scale, limit), lambda lit: _number(lit) * 10**scale, lambda n: DecimalLiteral(decimal_of(n, scale)), (-limit, limit))
+        return _Domain(
+            field,
+            lambda lit: not _fits_decimal(lit, scale, limit),
+            lambda lit: _number(lit) * 10**scale,
+            lambda n: DecimalLiteral(decimal_of(n, scale)),
+            (-limit, limit),
+        )
     bounds = _INT_RANGES.get(type(ftype))
     if bounds is not None:
         return _Domain(field, lambda lit: _needs_rounding(lit, bounds), _number, LongLiteral, bounds)
@@ -237,9 +246,7 @@ def _timestamp_micros(field: NestedField, lit: Literal[Any], zoned: bool) -> int
     if zoned:
         return _utc_micros(lit, value)
     if value.offset not in (None, 0):
-        raise ValueError(
-            f"{lit.value!r} has a zone, and the column holds timestamps without zone: write the time without it"
-        )
+        raise ValueError(f"{lit.value!r} has a zone, and the column holds timestamps without zone: write the time without it")
     return value.wall_micros()
 
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import gc
 import re
+from collections.abc import Callable
 from decimal import Decimal
-from typing import Any, Callable, NamedTuple, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 from pyiceberg.expressions import (
     AlwaysFalse,
@@ -32,7 +33,6 @@ from pyiceberg.expressions import (
     NotIn,
     NotNaN,
     NotNull,
-    NotStartsWith,
     Or,
     Reference,
     StartsWith,
@@ -322,7 +322,9 @@ class _Parser:
         after, then = self.tokens[close + 1], self.tokens[min(close + 2, len(self.tokens) - 1)]
         if after.kind in ("op", "arith") or (after.kind == "num" and after.text[0] in "+-"):
             return True
-        return after.is_word("is", "in", "between", "like", "starts") or (after.is_word("not") and then.is_word("in", "between", "like", "starts"))
+        return after.is_word("is", "in", "between", "like", "starts") or (
+            after.is_word("not") and then.is_word("in", "between", "like", "starts")
+        )
 
     def _primary(self) -> BooleanExpression:
         self.term_nodes = 0
@@ -382,8 +384,11 @@ class _Parser:
             expr = And(self._comparison(">=", left, low), self._comparison("<=", left, self._term()))
             return Not(expr) if negate else expr
         name = left.name if column is not None else str(left)
-        expected = f"'in', 'like', 'starts with' or 'between' after '{name} not'" if negate else (
-            f"an operator after {'column ' if column is not None else ''}{name!r}")
+        expected = (
+            f"'in', 'like', 'starts with' or 'between' after '{name} not'"
+            if negate
+            else (f"an operator after {'column ' if column is not None else ''}{name!r}")
+        )
         self._fail(t, f"expected {expected}, found {t.describe()}")
 
     def _text_test(self, left: Any, is_prefix: bool, text: str) -> BooleanExpression:
@@ -503,7 +508,7 @@ class _Parser:
         if t.kind == "word" and t.text.lower() not in _WORDS:
             return t.text
         if t.kind == "word":
-            self._fail(t, f"expected a column name, found the keyword {t.text!r} (quote a column of that name: \"{t.text}\")")
+            self._fail(t, f'expected a column name, found the keyword {t.text!r} (quote a column of that name: "{t.text}")')
         self._fail(t, f"expected a column name, found {t.describe()}")
 
     # -- values ---------------------------------------------------------------------------

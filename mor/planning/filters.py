@@ -28,8 +28,8 @@ from pyiceberg.expressions import (
     AlwaysTrue,
     And,
     BooleanExpression,
-    BoundSetPredicate,
     BoundPredicate,
+    BoundSetPredicate,
     BoundTerm,
     EqualTo,
     GreaterThan,
@@ -168,7 +168,11 @@ def _bind(schema: Schema, expr: BooleanExpression, case_sensitive: bool, check: 
     if isinstance(expr, SetPredicate):
         # Remembered alone too: the pruning and NOT-free forms of a filter share its leaves.
         return _remembered(  # type: ignore[no-any-return]
-            "set" if check else "set-unchecked", schema, expr, case_sensitive, lambda: _bind_set_exactly(schema, expr, case_sensitive, check)
+            "set" if check else "set-unchecked",
+            schema,
+            expr,
+            case_sensitive,
+            lambda: _bind_set_exactly(schema, expr, case_sensitive, check),
         )
     if isinstance(expr, LiteralPredicate):
         field = _field(schema, expr.term.name, case_sensitive)

@@ -29,9 +29,9 @@ from __future__ import annotations
 import gc
 import threading
 from collections import OrderedDict
+from collections.abc import Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Hashable, Iterator, Sequence
 
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema

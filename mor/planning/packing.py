@@ -9,7 +9,7 @@ Spark's own file source does.
 from __future__ import annotations
 
 import heapq
-from typing import Sequence
+from collections.abc import Sequence
 
 from mor.planning.task import FileScanTask
 

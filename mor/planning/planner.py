@@ -20,13 +20,13 @@ from mor.format.content_file import DataFile, DeleteFile, ManifestEntry
 from mor.format.manifest import ManifestFile
 from mor.format.manifest_list import read_manifest_list
 from mor.format.metadata import Snapshot, TableMetadata
+from mor.format.properties import NAME_MAPPING_PROPERTY
 from mor.format.spec import ManifestContent
 from mor.io.fileio import FileIO
 from mor.planning.delete_index import DeleteFileIndex
 from mor.planning.filters import FileFilter
 from mor.planning.manifest_cache import PlanScope, gc_paused, read_entries
 from mor.planning.task import FileScanTask
-from mor.read.field_resolution import NAME_MAPPING_PROPERTY
 
 
 def live_entries(

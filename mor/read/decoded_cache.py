@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Any, Hashable
+from collections.abc import Hashable
+from typing import Any
 
 from mor.io.environment import budget_from_env
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 import copy
 import threading
 from collections import defaultdict
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -23,13 +24,13 @@ import pyarrow.parquet as pq
 from pyiceberg.schema import Schema
 
 from mor.errors import CorruptMetadataError, UnsupportedFeatureError
+from mor.format.arrow_types import to_arrow_type
 from mor.format.content_file import DeleteFile
 from mor.format.spec import FileContent
 from mor.io.fileio import FileIO, unreadable
 from mor.planning.delete_index import partition_key
 from mor.read.decoded_cache import SHARED
 from mor.read.field_resolution import FileProjection, parse_name_mapping
-from mor.write.arrow_schema import to_arrow_type
 
 if TYPE_CHECKING:
     from pyiceberg.table.name_mapping import NameMapping
@@ -210,9 +211,7 @@ def _as_int64(array: pa.Array) -> np.ndarray:
     return np.asarray(array.to_numpy(zero_copy_only=False)).astype(np.int64, copy=False)
 
 
-def read_equality_delete_file(
-    io: FileIO, delete_file: DeleteFile, schema: Schema, name_mapping: NameMapping | None = None
-) -> pa.Table:
+def read_equality_delete_file(io: FileIO, delete_file: DeleteFile, schema: Schema, name_mapping: NameMapping | None = None) -> pa.Table:
     """The key rows of one equality delete file, with the read schema's column names and types
     (columns matched by field id, as in data files)."""
     if delete_file.file_format != "PARQUET":
@@ -239,9 +238,7 @@ def read_equality_delete_file(
         raise unreadable("equality delete file", path, e) from e
 
 
-def shared_equality_delete_file(
-    io: FileIO, delete_file: DeleteFile, schema: Schema, name_mapping: NameMapping | None = None
-) -> pa.Table:
+def shared_equality_delete_file(io: FileIO, delete_file: DeleteFile, schema: Schema, name_mapping: NameMapping | None = None) -> pa.Table:
     """`read_equality_delete_file`, through the process-wide decoded cache (SHARED), as position
     deletes are: a later scan or DML in this process reads no delete file twice (a GET each on
     object storage). Keyed by the file and the names and types it is read as."""

@@ -17,20 +17,20 @@ to a batch costs nothing for columns that already have the requested shape.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 from pyiceberg.schema import Schema
 from pyiceberg.types import IcebergType, ListType, MapType, NestedField, StructType
 
 from mor.errors import CorruptMetadataError
-from mor.write.arrow_schema import FIELD_ID_KEY, to_arrow_field, to_arrow_type
+from mor.format.arrow_types import FIELD_ID_KEY, to_arrow_field, to_arrow_type
+from mor.format.properties import NAME_MAPPING_PROPERTY
 
 if TYPE_CHECKING:  # importing pyiceberg.table costs a read ~0.2 s: only tables with a mapping pay it
     from pyiceberg.table.name_mapping import MappedField, NameMapping
-
-NAME_MAPPING_PROPERTY = "schema.name-mapping.default"
 
 Converter = Callable[[pa.Array], pa.Array]
 
@@ -217,8 +217,7 @@ def _struct_converter(file_type: pa.DataType, target: StructType, ids: dict[Path
         if isinstance(array, pa.ChunkedArray):
             return pa.chunked_array([convert(c) for c in array.chunks], type=pa.struct(arrow_fields))
         children = [
-            pa.nulls(len(array), af.type) if index is None else conv(array.field(index))
-            for (index, conv), af in zip(parts, arrow_fields)
+            pa.nulls(len(array), af.type) if index is None else conv(array.field(index)) for (index, conv), af in zip(parts, arrow_fields)
         ]
         mask = array.is_null() if array.null_count else None
         return pa.StructArray.from_arrays(children, fields=arrow_fields, mask=mask)

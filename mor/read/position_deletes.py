@@ -6,8 +6,8 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections import Counter, deque
+from collections.abc import Iterable
 from concurrent.futures import Future
-from typing import Iterable
 
 import numpy as np
 import pyarrow as pa
@@ -15,11 +15,10 @@ import pyarrow.parquet as pq
 
 from mor.errors import CorruptMetadataError, UnsupportedFeatureError
 from mor.format import deletion_vector
-from mor.format.content_file import DeleteFile
+from mor.format.content_file import DeleteFile, referenced_path
 from mor.format.spec import DELETE_FILE_PATH_NAME, DELETE_POS_NAME
 from mor.io.fileio import FileIO, is_object_store, unreadable
 from mor.io.threads import IO_POOL
-from mor.planning.delete_index import referenced_path
 from mor.planning.task import FileScanTask
 from mor.read.decoded_cache import SHARED, DecodedFileCache
 
@@ -224,9 +223,7 @@ def _raise_out_of_range(path: str, delete_files: tuple[DeleteFile, ...], cache: 
         if run.size and (run[0] < 0 or run[-1] >= record_count):
             bad = int(run[0]) if run[0] < 0 else int(run[-1])
             kind = "deletion vector" if f.is_deletion_vector else "position delete file"
-            raise CorruptMetadataError(
-                f"{kind} {f.file_path} deletes position {bad} of data file {path}, which has {record_count} rows"
-            )
+            raise CorruptMetadataError(f"{kind} {f.file_path} deletes position {bad} of data file {path}, which has {record_count} rows")
     raise AssertionError("a merged position is out of range but no run holds it")
 
 

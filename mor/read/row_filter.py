@@ -21,9 +21,9 @@ from pyiceberg.expressions.visitors import BoundBooleanExpressionVisitor, visit
 from pyiceberg.schema import Schema
 from pyiceberg.types import DoubleType, FloatType, IntegerType, LongType, NestedField, StructType, UUIDType
 
+from mor.format.arrow_types import to_arrow_type
 from mor.planning.residual import BoundResidual
 from mor.read.residual_rows import residual_expression
-from mor.write.arrow_schema import to_arrow_type
 
 _NULL = pa.nulls(1, pa.bool_())[0]  # not pa.scalar: that imports pandas, a second at start-up
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import threading
 from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Iterator, Sequence, TypeVar
+from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -17,7 +18,6 @@ from mor.io.fileio import FileIO
 from mor.planning.task import FileScanTask
 from mor.read.position_deletes import DeleteFileCache
 from mor.read.task_reader import DEFAULT_BATCH_ROWS, TaskReader
-
 
 T = TypeVar("T")
 R = TypeVar("R")

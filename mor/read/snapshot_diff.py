@@ -21,9 +21,9 @@ values are the same whichever side it is read from: the feed's consumer can matc
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Callable, Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -108,4 +108,3 @@ class SnapshotDiffer:
 
 def _keys(files: Iterable[object]) -> frozenset[tuple[str, int | None]]:
     return frozenset(f.key for f in files)  # type: ignore[attr-defined]
-

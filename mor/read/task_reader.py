@@ -7,7 +7,7 @@ are cast.
 
 from __future__ import annotations
 
-from typing import Container, Iterator
+from collections.abc import Container, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -16,6 +16,8 @@ from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.schema import Schema
 
 from mor.errors import CorruptMetadataError
+from mor.format.arrow_types import to_arrow_field, to_arrow_schema
+from mor.format.lineage import LINEAGE_FIELD_IDS
 from mor.io.fileio import FileIO, unreadable
 from mor.planning.filters import bind_filter, filter_field_ids, metrics_evaluator
 from mor.planning.task import FileScanTask
@@ -23,10 +25,8 @@ from mor.read.equality_deletes import EqualityDeleteCache, EqualityKeySet
 from mor.read.field_resolution import FileProjection, parse_name_mapping
 from mor.read.position_deletes import DeleteFileCache, apply_mask, deleted_positions, keep_mask
 from mor.read.row_filter import RowFilter
-from mor.format.lineage import LINEAGE_FIELD_IDS
-from mor.read.row_lineage import inherited
 from mor.read.row_groups import row_group_metrics
-from mor.write.arrow_schema import to_arrow_field, to_arrow_schema
+from mor.read.row_lineage import inherited
 
 DEFAULT_BATCH_ROWS = 1 << 17
 POSITION_COLUMN = "_pos"  # row position in the data file, for DML that writes position deletes
@@ -66,9 +66,7 @@ class TaskReader:
         filter_rows = filter_rows and has_filter
         self.arrow_filter = RowFilter(bind_filter(schema, row_filter, case_sensitive), schema) if filter_rows else None
         self.may_match = metrics_evaluator(schema, row_filter, case_sensitive) if has_filter else None
-        wanted = {f.field_id for f in projection.fields} | (
-            filter_field_ids(schema, row_filter, case_sensitive) if filter_rows else set()
-        )
+        wanted = {f.field_id for f in projection.fields} | (filter_field_ids(schema, row_filter, case_sensitive) if filter_rows else set())
         self.wanted_ids = wanted
         # Row lineage columns are no table columns: the projection names them, the file may hold them.
         self.lineage_fields = [f for f in projection.fields if f.field_id in LINEAGE_FIELD_IDS]

@@ -25,7 +25,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mor.api.catalog import Catalog
+from mor.api.sql_catalog import SqlCatalog
 from mor.catalog.sql import SqlCatalogStore
 from mor.catalog.sqlite_reads import SqliteCatalogReader
 from mor.errors import InvalidArgumentError
@@ -46,7 +46,7 @@ _PREFIX = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
 def create_app(
-    catalog: Catalog, token: str | Tokens | None = None, prefix: str | None = None, max_body_bytes: int = MAX_BODY_BYTES
+    catalog: SqlCatalog, token: str | Tokens | None = None, prefix: str | None = None, max_body_bytes: int = MAX_BODY_BYTES
 ) -> ASGIApp:
     """The REST catalog application over `catalog`. `token`: the bearer token (or Tokens) every
     request must carry; None serves without authentication (run.py binds loopback only then).

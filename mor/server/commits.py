@@ -5,7 +5,7 @@ compare-and-swap from the version that was checked.
 A client plans its change on the metadata it loaded; other writers may have committed since.
 That is what the requirements are for: the server checks them against the current metadata
 (a failed one is CommitFailedError, 409: the client refreshes and re-plans) and applies the
-updates there, with the same pure function mor's own commits use (mor/commit/apply.py). When
+updates there, with the same pure function mor's own commits use (mor/format/apply.py). When
 another commit lands between our read and our swap, the swap fails and the whole check-and-apply
 is redone on the newer state; nothing the client sent is trusted to still hold.
 
@@ -41,10 +41,22 @@ from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 from mor.api.catalog import DEFAULT_PROPERTIES
 from mor.catalog.sql import SqlCatalogStore, TableSwap
 from mor.commit import faults
-from mor.commit.apply import apply_updates
-from mor.commit.requirements import AssertCreate, CommitFailedError, check_requirements
 from mor.commit.table_ops import new_metadata_location, read_metadata
-from mor.commit.updates import (
+from mor.errors import (
+    CommitStateUnknownError,
+    CorruptMetadataError,
+    InvalidArgumentError,
+    NoSuchNamespaceError,
+    NoSuchTableError,
+    SharedTableError,
+)
+from mor.format.apply import apply_updates
+from mor.format.metadata import TableMetadata, new_table_metadata, with_previous_file
+from mor.format.metadata_checks import check_metadata
+from mor.format.properties import check_properties
+from mor.format.requirements import AssertCreate, CommitFailedError, check_requirements
+from mor.format.spec import FORMAT_VERSION
+from mor.format.updates import (
     AddSchema,
     AddSortOrder,
     AddSpec,
@@ -55,22 +67,10 @@ from mor.commit.updates import (
     Update,
     UpgradeFormatVersion,
 )
-from mor.errors import (
-    CommitStateUnknownError,
-    CorruptMetadataError,
-    InvalidArgumentError,
-    NoSuchNamespaceError,
-    NoSuchTableError,
-    SharedTableError,
-)
-from mor.format.metadata import TableMetadata, new_table_metadata, with_previous_file
-from mor.format.metadata_checks import check_metadata
-from mor.format.properties import check_properties
-from mor.format.spec import FORMAT_VERSION
 from mor.io.fileio import FileIO
 from mor.server.locations import check_inside
-from mor.server.row_checks import check_added_rows, check_constraint_columns
 from mor.server.names import check_new_names
+from mor.server.row_checks import check_added_rows, check_constraint_columns
 
 MAX_ATTEMPTS = 10  # lost swaps in a row before the client is told to retry (409)
 

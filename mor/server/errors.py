@@ -13,7 +13,6 @@ import logging
 import uuid
 from typing import Any
 
-from mor.commit.requirements import CommitFailedError
 from mor.errors import (
     CatalogUnavailableError,
     CommitConflictError,
@@ -33,6 +32,7 @@ from mor.errors import (
     TableAlreadyExistsError,
     UnsupportedFeatureError,
 )
+from mor.format.requirements import CommitFailedError
 
 log = logging.getLogger("mor.server")
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mor.api.catalog import Catalog
+from mor.api.sql_catalog import SqlCatalog
 from mor.errors import NamespaceNotEmptyError, NoSuchNamespaceError
 from mor.server.errors import BadRequestError, UnprocessableEntityError
 from mor.server.names import check_new_names, namespace_from_levels, namespace_levels
@@ -23,7 +23,7 @@ MARKER = "exists"
 
 
 class Namespaces:
-    def __init__(self, catalog: Catalog):
+    def __init__(self, catalog: SqlCatalog):
         self.catalog = catalog
         self.store = catalog.store
 
@@ -34,9 +34,7 @@ class Namespaces:
         depth = 0 if parent is None else len(namespace_levels(parent))
         prefix = [] if parent is None else namespace_levels(parent)
         children = {
-            tuple(levels[: depth + 1])
-            for levels in map(namespace_levels, names)
-            if len(levels) > depth and levels[:depth] == prefix
+            tuple(levels[: depth + 1]) for levels in map(namespace_levels, names) if len(levels) > depth and levels[:depth] == prefix
         }
         return {"namespaces": [list(c) for c in sorted(children)]}
 

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mor.api.catalog import Catalog
-from mor.commit.updates import TableCommit
+from mor.api.sql_catalog import SqlCatalog
+from mor.format.updates import TableCommit
 from mor.server.commits import Committer, TableChange
 from mor.server.errors import BadRequestError
 from mor.server.names import identifier_from_json, namespace_from_path, table_from_path
@@ -57,7 +57,7 @@ class Op:
 class Service:
     """The handlers, bound to one catalog."""
 
-    catalog: Catalog
+    catalog: SqlCatalog
     prefix: str | None = None
     namespaces: Namespaces = field(init=False)
     tables: Tables = field(init=False)

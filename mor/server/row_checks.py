@@ -24,10 +24,10 @@ from pyiceberg.schema import Schema
 
 from mor.api.constraints import check_files, table_constraints
 from mor.errors import SchemaEvolutionError
-from mor.commit.updates import AddSnapshot, Update
 from mor.format.content_file import DataFile
 from mor.format.metadata import Snapshot, TableMetadata
 from mor.format.spec import ManifestContent, ManifestEntryStatus, Operation
+from mor.format.updates import AddSnapshot, Update
 from mor.io.fileio import FileIO
 from mor.planning.manifest_cache import read_entries
 from mor.planning.planner import manifests_of

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import uvicorn
 
-from mor.api.catalog import Catalog
+from mor.api.sql_catalog import SqlCatalog
 from mor.errors import InvalidArgumentError
 from mor.server.app import create_app
 from mor.server.auth import Tokens
@@ -60,7 +60,7 @@ def url_of(sock: socket.socket) -> str:
 
 
 def serve(
-    catalog: Catalog, host: str = "127.0.0.1", port: int = 8181, token_file: str | Path | None = None, prefix: str | None = None
+    catalog: SqlCatalog, host: str = "127.0.0.1", port: int = 8181, token_file: str | Path | None = None, prefix: str | None = None
 ) -> None:
     """Serve `catalog` until interrupted (SIGINT/SIGTERM end it cleanly)."""
     tokens = Tokens.from_file(token_file) if token_file is not None else None

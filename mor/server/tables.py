@@ -25,7 +25,8 @@ from pyiceberg.partitioning import PartitionSpec, assign_fresh_partition_spec_id
 from pyiceberg.schema import Schema, assign_fresh_schema_ids
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER, SortOrder, assign_fresh_sort_order_ids
 
-from mor.api.catalog import DEFAULT_PROPERTIES, Catalog
+from mor.api.catalog import DEFAULT_PROPERTIES
+from mor.api.sql_catalog import SqlCatalog
 from mor.commit.table_ops import create_in_catalog, read_metadata
 from mor.errors import (
     CorruptMetadataError,
@@ -35,13 +36,14 @@ from mor.errors import (
     TableAlreadyExistsError,
     UnsupportedFeatureError,
 )
-from mor.format.metadata import FORMAT_VERSION_PROPERTY, new_table_metadata, parse_format_version
+from mor.format.arrow_types import RESERVED_COLUMNS, reserved_message
+from mor.format.metadata import new_table_metadata, parse_format_version
+from mor.format.properties import FORMAT_VERSION_PROPERTY
 from mor.format.spec import FORMAT_VERSION
 from mor.io.fileio import unreadable
 from mor.server.errors import BadRequestError
 from mor.server.locations import check_inside, normal_location
 from mor.server.names import check_new_names, identifier_from_json, identifier_to_json
-from mor.write.arrow_schema import RESERVED_COLUMNS, reserved_message
 
 log = logging.getLogger("mor.server")
 # Properties handed to clients with a table when they ask for vended credentials: what they
@@ -50,7 +52,7 @@ VENDED_PREFIXES = ("s3.", "client.region")
 
 
 class Tables:
-    def __init__(self, catalog: Catalog):
+    def __init__(self, catalog: SqlCatalog):
         self.catalog = catalog
         self.store = catalog.store
         self.io = catalog.io
@@ -184,7 +186,5 @@ def _with_field_ids(spec: Any) -> Any:
         return {"spec-id": 0, "fields": []}
     if not isinstance(spec, dict) or not isinstance(spec.get("fields", []), list):
         return spec  # model_validate says what is wrong
-    fields = [
-        {"field-id": 1000 + i, **f} if isinstance(f, dict) else f for i, f in enumerate(spec.get("fields", []))
-    ]
+    fields = [{"field-id": 1000 + i, **f} if isinstance(f, dict) else f for i, f in enumerate(spec.get("fields", []))]
     return {"spec-id": 0, **spec, "fields": fields}

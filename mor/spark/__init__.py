@@ -43,12 +43,14 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from mor.spark.dml import delete, update
-    from mor.spark.fast_path import read_table
     from mor.spark.dml_merge import merge, upsert
+    from mor.spark.fast_path import read_table
     from mor.spark.maintenance import compact, rewrite_position_deletes
     from mor.spark.orphans import remove_orphan_files
-    from mor.spark.source import FORMAT, PARALLELISM_ENV, PUSHDOWN_ENV, MorDataSource
-    from mor.spark.store_assignment import SESSION_ZONE_ENV
+    from mor.spark.source import FORMAT, MorDataSource
+    from mor.spark.source import PARALLELISM_ENV as PARALLELISM_ENV
+    from mor.spark.source import PUSHDOWN_ENV as PUSHDOWN_ENV
+    from mor.spark.store_assignment import SESSION_ZONE_ENV as SESSION_ZONE_ENV
     from mor.spark.table import MorTable
     from mor.spark.views import register_tables
 

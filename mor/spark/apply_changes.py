@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import json
 import pickle
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Iterator, Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa

@@ -17,8 +17,8 @@ the changes of one snapshot against its parent with the local code, on an execut
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Iterator, Mapping
 
 import pyarrow as pa
 from pyiceberg.schema import Schema

@@ -24,8 +24,8 @@ oldest one left as INSERTs of its live rows: the table's state when the stream b
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
-from typing import Iterator, Mapping, Sequence
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition

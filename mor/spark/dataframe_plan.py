@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import functools
 import operator
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -195,7 +195,9 @@ def _positions_frame(spark: SparkSession, io: FileIO, tasks: Sequence[FileScanTa
     counts = np.array([len(r) for r in runs], dtype=np.int64)
     table = pa.table(
         {
-            file_column: pa.DictionaryArray.from_arrays(np.repeat(np.arange(len(files), dtype=np.int32), counts), pa.array(files, pa.string())).cast(pa.string()),
+            file_column: pa.DictionaryArray.from_arrays(
+                np.repeat(np.arange(len(files), dtype=np.int32), counts), pa.array(files, pa.string())
+            ).cast(pa.string()),
             pos_column: pa.array(np.concatenate(runs) if runs else np.empty(0, np.int64), pa.int64()),
         }
     )
@@ -249,4 +251,3 @@ class _EqualityKeys:
 
 
 __all__ = ["read_dataframe_plan", "unsupported_reason"]
-

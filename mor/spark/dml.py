@@ -10,8 +10,8 @@ one Spark task. A task finds the matching live rows of its data files with the l
 per data file, sorted by position (in a v3 table, one deletion vector per data file, merged with
 its earlier deletes, all of the task's in one Puffin file), or the whole data file when all its
 live rows match (or, in copy-on-write mode, a rewrite of the file without them); an UPDATE task
-also writes the new rows of its group as data files (v3: keeping their `_row_id`). Tasks send back descriptions of the files they wrote, and the driver
-commits one snapshot through `Table._run_dml` with the local API's conflict checks
+also writes the new rows of its group as data files (v3: keeping their `_row_id`). Tasks send
+back descriptions of the files they wrote, and the driver commits one snapshot through `Table._run_dml` with the local API's conflict checks
 (`rows_validator`), so the same rows change, under the same snapshot operation and the same
 conflicts (re-planned as locally), as with `table.delete/update` on the same table.
 
@@ -28,10 +28,11 @@ from __future__ import annotations
 
 import pickle
 import traceback
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -40,8 +41,8 @@ from pyiceberg.expressions import BooleanExpression
 from mor.api.expressions import Assignments
 from mor.api.row_changes import DmlTarget, Removal, RowMatcher, RowRemover, changes_for, rows_validator
 from mor.api.table import Table
-from mor.commit.snapshot_producer import Changes, Validator
 from mor.api.update import updated_columns, updated_rows
+from mor.commit.snapshot_producer import Changes, Validator
 from mor.errors import MorError
 from mor.format.content_file import DataFile
 from mor.format.metadata import Snapshot
@@ -153,6 +154,7 @@ def delete(
     table._writable()
     mode = table._mode(mode, DELETE_MODE_PROPERTY)
     row_filter = _bound_filter(table, where)
+
     def plan() -> tuple[Changes, Validator] | None:
         return _run(spark, table, RowsJob(DmlTarget.of(table, mode), row_filter, None))
 
@@ -176,6 +178,7 @@ def update(
     mode = table._mode(mode, UPDATE_MODE_PROPERTY)
     row_filter = _bound_filter(table, where)
     columns = updated_columns(table, set)  # checked here, before any task runs
+
     def plan() -> tuple[Changes, Validator] | None:
         return _run(spark, table, RowsJob(DmlTarget.of(table, mode), row_filter, columns))
 

@@ -53,9 +53,10 @@ from __future__ import annotations
 
 import json
 import pickle
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial, reduce
-from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -78,7 +79,10 @@ from mor.api.merge import (
 )
 from mor.api.row_changes import DmlTarget, FileMatch, Removal, RowRemover, live_row_count
 from mor.api.table import Table
+from mor.commit.idempotency import Idempotency
+from mor.commit.snapshot_producer import Changes, Validator
 from mor.errors import DuplicateKeyError, InvalidArgumentError, UnsupportedFeatureError
+from mor.format.arrow_types import to_arrow_schema, to_arrow_type
 from mor.format.metadata import Snapshot
 from mor.format.properties import MERGE_MODE_PROPERTY
 from mor.format.spec import ROW_ID_NAME
@@ -88,14 +92,12 @@ from mor.planning.task import FileScanTask
 from mor.read.position_deletes import DeleteFileCache
 from mor.read.task_reader import POSITION_COLUMN
 from mor.spark.columns import to_column
-from mor.commit.idempotency import Idempotency
-from mor.commit.snapshot_producer import Changes, Validator
 from mor.spark.dml import TaskResult, found_changes, job_description, run_task
 from mor.spark.errors import spark_errors
 from mor.spark.scan import FILE_COLUMN, check_metadata_columns_free
 from mor.spark.source import FORMAT
 from mor.spark.types import spark_arrow_schema, spark_type
-from mor.write.arrow_schema import conform, to_arrow_schema, to_arrow_type
+from mor.write.arrow_schema import conform
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -71,9 +71,7 @@ class spark_errors(ContextDecorator):
     def __enter__(self) -> spark_errors:
         return self
 
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> bool:
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None) -> bool:
         if error is None or not isinstance(error, _wrappers()):
             return False
         translated = mor_error_in(error)

@@ -26,7 +26,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-from typing import Literal, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Literal
 
 import pyarrow.parquet as pq
 from pyiceberg.expressions import AlwaysTrue
@@ -114,7 +115,11 @@ def read_table(
         df = read_dataframe_plan(spark, table, scan.schema, read_schema, rest)
         parts.append(df.alias(f"mor_dataframe_{len(rest)}_files"))
     elif rest or not native:
-        parts.append(_python_source(spark, table, scan.snapshot.snapshot_id if scan.snapshot else None, read_schema, rest, filter).alias(f"mor_python_{len(rest)}_files"))
+        parts.append(
+            _python_source(spark, table, scan.snapshot.snapshot_id if scan.snapshot else None, read_schema, rest, filter).alias(
+                f"mor_python_{len(rest)}_files"
+            )
+        )
     logger.info(
         "read_table %s (snapshot %s): %d files native, %d through the %s",
         table.metadata_location, scan.snapshot.snapshot_id if scan.snapshot else None,
@@ -147,7 +152,9 @@ def _residual_read(
     return df.select(*[f"`{name}`" for name in output])
 
 
-def _use_dataframe_plan(spark: SparkSession, path: str, schema: Schema, read_schema: Schema, rest: list[FileScanTask], native_ok: bool) -> bool:
+def _use_dataframe_plan(
+    spark: SparkSession, path: str, schema: Schema, read_schema: Schema, rest: list[FileScanTask], native_ok: bool
+) -> bool:
     """Do the files that do not go native take the DataFrame plan (else the Python source)?
     "auto" takes the Python source wherever pyspark has one: measured per file with deletes
     (benchmarks/bench_spark_reads.py, 10M rows, local[2]), the DataFrame plan's joins cost more
@@ -163,7 +170,9 @@ def _use_dataframe_plan(spark: SparkSession, path: str, schema: Schema, read_sch
     raise UnsupportedFeatureError(f"mor's DataFrame plan cannot read this scan: {reason}")
 
 
-def _python_source(spark: SparkSession, table: Table, snapshot_id: int | None, read_schema: Schema, rest: list[FileScanTask], filter: FilterLike) -> DataFrame:
+def _python_source(
+    spark: SparkSession, table: Table, snapshot_id: int | None, read_schema: Schema, rest: list[FileScanTask], filter: FilterLike
+) -> DataFrame:
     from mor.spark.source import FORMAT  # only where pyspark has Python data sources
 
     python = (

@@ -16,8 +16,8 @@ read through the table's name mapping) is matched by name below the top level.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import pyarrow as pa
 from pyiceberg.types import IcebergType, ListType, MapType, NestedField, StructType, TimeType, UUIDType
@@ -26,9 +26,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as st
 
 from mor.errors import UnsupportedFeatureError
+from mor.format.arrow_types import FIELD_ID_KEY
 from mor.read.field_resolution import FileProjection
 from mor.spark.types import spark_type
-from mor.write.arrow_schema import FIELD_ID_KEY
 
 Convert = Callable[[Column], Column]
 

@@ -25,8 +25,9 @@ reported per bin job: executors do not call back, so a stage advances when its j
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from mor.api.table import Table
 from mor.commit.snapshot_producer import Changes, Validator
@@ -135,7 +136,8 @@ def rewrite_position_deletes(spark: SparkSession, table: Table) -> RewriteResult
         written: list[DeleteFile] = []
         if work.to_merge:
             groups = pack_tasks(work.to_merge, spark.sparkContext.defaultParallelism)
-            what = f"mor rewrite_position_deletes {table.identifier}: merge the deletes of {len(work.to_merge)} data files in {len(groups)} tasks"
+            count = len(work.to_merge)
+            what = f"mor rewrite_position_deletes {table.identifier}: merge the deletes of {count} data files in {len(groups)} tasks"
             with job_description(spark, what):
                 results = spark.sparkContext.parallelize(groups, len(groups)).map(partial(_merge_deletes, table.io, work.merger)).collect()
             written = written_files(table.io, results)

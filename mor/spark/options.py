@@ -16,8 +16,9 @@ does (a user's `.schema(...)` may name them too).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING
 
 from mor.api.table import StaticTable, Table
 from mor.errors import InvalidArgumentError
@@ -72,8 +73,7 @@ class TableRef:
 
         if self.warehouse is None and self.uri is None:
             raise InvalidArgumentError(
-                f"table {self.name!r}: give option 'warehouse' (or 'uri' for a catalog database), "
-                "or load a metadata location instead"
+                f"table {self.name!r}: give option 'warehouse' (or 'uri' for a catalog database), or load a metadata location instead"
             )
         properties = dict(self.properties)
         if is_rest_catalog(self.uri, properties):  # the warehouse is a name the server knows, or none

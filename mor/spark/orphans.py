@@ -20,8 +20,9 @@ shared mount) or the table's object storage, reached through the table's FileIO.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterator
 from functools import partial
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 from mor.api.table import Table
 from mor.errors import MorError

@@ -3,8 +3,8 @@ on an executor with the local reader."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Iterator, Sequence
 
 import pyarrow as pa
 from pyiceberg.expressions import AlwaysTrue, And, BooleanExpression

@@ -8,7 +8,8 @@ the objects hold only small, picklable state: a table reference, schemas and a r
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType

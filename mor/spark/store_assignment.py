@@ -23,7 +23,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyiceberg.schema import Schema
 
-from mor.write.arrow_schema import check_fits, to_arrow_schema
+from mor.format.arrow_types import to_arrow_schema
+from mor.write.arrow_schema import check_fits
 
 # Where `mor.spark.register` leaves the session time zone for the Python workers Spark starts.
 SESSION_ZONE_ENV = "MOR_SESSION_TIME_ZONE"

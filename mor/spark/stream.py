@@ -44,8 +44,9 @@ first process and never pickled.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 from pyiceberg.expressions import AlwaysTrue

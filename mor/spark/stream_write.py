@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
@@ -75,8 +75,7 @@ def query_id(options: Mapping[str, str]) -> str:
     checkpoint = options.get(CHECKPOINT_OPTION) or options.get(CHECKPOINT_OPTION.lower())
     if not checkpoint:
         raise InvalidArgumentError(
-            "a streaming write to mor needs option 'checkpointLocation' (its query id keys the exactly-once commits) "
-            "or option 'txn-app-id'"
+            "a streaming write to mor needs option 'checkpointLocation' (its query id keys the exactly-once commits) or option 'txn-app-id'"
         )
     path = os.path.join(checkpoint.removeprefix("file:"), "metadata")
     try:

@@ -32,9 +32,10 @@ themselves, not wrapped by Spark (mor/spark/errors.py).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import reduce
-from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar, Union
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.schema import Schema
@@ -63,7 +64,7 @@ if TYPE_CHECKING:
 
     from mor.format.metadata import Snapshot
 
-ColumnLike = Union[str, Column]
+ColumnLike = str | Column
 T = TypeVar("T")
 
 HISTORY_SCHEMA = StructType(
@@ -140,7 +141,7 @@ class MorTable:
 
         snapshots: list[Snapshot] = sorted(self._fresh().snapshots(), key=lambda s: (s.sequence_number, s.timestamp_ms), reverse=True)
         rows = [
-            (s.snapshot_id, s.parent_snapshot_id, s.sequence_number, dt.datetime.fromtimestamp(s.timestamp_ms / 1000, dt.timezone.utc),
+            (s.snapshot_id, s.parent_snapshot_id, s.sequence_number, dt.datetime.fromtimestamp(s.timestamp_ms / 1000, dt.UTC),
              s.operation or None, dict(s.summary))
             for s in snapshots
         ]  # fmt: skip
@@ -193,8 +194,11 @@ class MorTable:
             values = {f.name: _column(set[f.name]) if f.name in set else F.col(f"`{f.name}`") for f in table.schema().fields}
             changes = _resolved(
                 "bad update value", InvalidArgumentError,
-                lambda: matched.select(F.col(FILE_COLUMN), F.col(POS_COLUMN), F.lit(True).alias(WRITE_COLUMN),
-                                       *[c.alias(n) for c, n in zip(_stored(table, matched, values), values)], *_row_ids(target, F.col(ROW_ID_NAME))),
+                lambda: matched.select(
+                    F.col(FILE_COLUMN), F.col(POS_COLUMN), F.lit(True).alias(WRITE_COLUMN),
+                    *[c.alias(n) for c, n in zip(_stored(table, matched, values), values)],
+                    *_row_ids(target, F.col(ROW_ID_NAME)),
+                ),
             )  # fmt: skip
             return apply_changes(self.spark, table, target, changes, "update", mode, pruning)
 
@@ -343,7 +347,9 @@ class MorMergeBuilder:
             values[i] = _resolved(f"bad {what}", InvalidArgumentError, lambda raw=raw: _stored(table, joined, raw))  # type: ignore[misc]
         action = F.col("__mor_clause")
         columns = [
-            reduce(lambda acc, i: acc.when(action == i, values[i][k]), writes[1:], F.when(action == writes[0], values[writes[0]][k])).alias(n)
+            reduce(
+                lambda acc, i: acc.when(action == i, values[i][k]), writes[1:], F.when(action == writes[0], values[writes[0]][k])
+            ).alias(n)
             for k, n in enumerate(names)
         ] if writes else []  # fmt: skip
         removes = action < len(self.matched)
@@ -389,4 +395,3 @@ def _session_in_utc(spark: SparkSession) -> bool:
 def _reads_timestamptz(schema: Schema, row_filter: BooleanExpression) -> bool:
     ids = filter_field_ids(schema, row_filter)
     return any(isinstance(schema.find_field(i).field_type, TimestamptzType) for i in ids)
-

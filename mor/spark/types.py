@@ -96,7 +96,9 @@ def check_requested_schema(requested: st.StructType, table_schema: Schema) -> li
             raise SchemaMismatchError(f"column {field.name!r} is not in the table (columns: {list(by_name)})")
         expected = spark_type(column.field_type)
         if not _same_type(field.dataType, expected):
-            raise SchemaMismatchError(f"column {field.name!r} is {expected.simpleString()} in the table, not {field.dataType.simpleString()}")
+            raise SchemaMismatchError(
+                f"column {field.name!r} is {expected.simpleString()} in the table, not {field.dataType.simpleString()}"
+            )
         names.append(column.name)
     return names
 

@@ -19,7 +19,8 @@ One view by hand, in SQL, with Spark's data source syntax (`path` names the tabl
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from mor.spark.errors import spark_errors
 from mor.spark.options import TableRef

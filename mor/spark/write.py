@@ -54,8 +54,8 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Iterator, Mapping, Sequence
 
 import pyarrow as pa
 from pyiceberg.expressions import AlwaysTrue
@@ -70,8 +70,6 @@ from mor.api.catalog import DEFAULT_PROPERTIES, Catalog, split_identifier
 from mor.api.constraints import ConstraintCheck, added_rows_rules, table_constraints
 from mor.commit.idempotency import AlreadyCommitted, Idempotency
 from mor.commit.snapshot_producer import Changes, TableOperations, Validator, commit_changes
-from mor.commit.apply import apply_updates
-from mor.commit.updates import TableCommit
 from mor.commit.table_ops import new_metadata_location, read_metadata, write_metadata
 from mor.errors import (
     CatalogUnavailableError,
@@ -83,20 +81,23 @@ from mor.errors import (
     TableAlreadyExistsError,
     TableReplacedError,
 )
+from mor.format.apply import apply_updates
+from mor.format.arrow_types import from_arrow_schema
 from mor.format.content_file import DataFile, DeleteFile
 from mor.format.metadata import TableMetadata, new_table_metadata, parse_format_version
+from mor.format.properties import TARGET_FILE_SIZE_BYTES
 from mor.format.spec import FORMAT_VERSION, ManifestContent, Operation
+from mor.format.updates import TableCommit
 from mor.io.fileio import FileIO
 from mor.planning.conflicts import validate_no_new_deletes_for, validate_no_new_matching_data
 from mor.planning.planner import live_entries
 from mor.spark.options import TableRef, bool_option
 from mor.spark.store_assignment import SESSION_ZONE_ENV, assign, check_assignable, needs_zone
 from mor.spark.types import check_no_duplicates
-from mor.write.arrow_schema import conform, from_arrow_schema
+from mor.write.arrow_schema import conform
 from mor.write.parquet_files import WriteOptions, write_data_files
 from mor.write.partitioning import parse_partition_by, split_partition_terms
 
-TARGET_FILE_SIZE_PROPERTY = "write.target-file-size-bytes"
 DEFAULT_TARGET_FILE_SIZE = 512 * 1024 * 1024
 
 
@@ -129,8 +130,7 @@ class MorWriter(DataSourceArrowWriter):
     def __init__(self, ref: TableRef, options: Mapping[str, str], schema: StructType, overwrite: bool):
         if ref.is_metadata_location:
             raise InvalidArgumentError(
-                f"{ref.name!r} is a metadata location, which is read-only: save to 'namespace.table' "
-                "with option 'warehouse' (or 'uri')"
+                f"{ref.name!r} is a metadata location, which is read-only: save to 'namespace.table' with option 'warehouse' (or 'uri')"
             )
         check_no_duplicates(schema)
         self.overwrite = overwrite
@@ -384,7 +384,7 @@ def idempotency_option(options: Mapping[str, str]) -> Idempotency | None:
 
 
 def _target_file_bytes(options: Mapping[str, str], properties: Mapping[str, str]) -> int:
-    raw = options.get("target-file-size-bytes") or properties.get(TARGET_FILE_SIZE_PROPERTY)
+    raw = options.get("target-file-size-bytes") or properties.get(TARGET_FILE_SIZE_BYTES)
     if raw is None:
         return DEFAULT_TARGET_FILE_SIZE
     try:

@@ -11,16 +11,15 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import uuid
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
 from mor.format import deletion_vector
-from mor.format.content_file import DataFile, DeleteFile
+from mor.format.content_file import DataFile, DeleteFile, referenced_path
 from mor.format.puffin import puffin_bytes
 from mor.format.spec import PUFFIN, FileContent
 from mor.io.fileio import FileIO
-from mor.planning.delete_index import referenced_path
 
 
 def write_deletion_vectors(io: FileIO, table_location: str, vectors: Sequence[tuple[DataFile, np.ndarray]]) -> list[DeleteFile]:

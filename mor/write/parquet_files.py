@@ -12,14 +12,14 @@ from pyiceberg.schema import Schema
 from pyiceberg.table.sorting import SortOrder
 from pyiceberg.types import LongType, NestedField, StringType
 
+from mor.format.arrow_types import to_arrow_schema, to_parquet_rows
 from mor.format.content_file import ContentFile, DataFile, DeleteFile, make_content_file
 from mor.format.spec import DELETE_FILE_PATH_ID, DELETE_FILE_PATH_NAME, DELETE_POS_ID, DELETE_POS_NAME, FileContent
 from mor.io.fileio import FileIO, write_errors
-from mor.write.arrow_schema import to_arrow_schema, to_parquet_rows
 from mor.write.metrics import collect_metrics
 from mor.write.options import WriteOptions
-from mor.write.rolling import RollingDataWriter, new_file_location, write_rows
 from mor.write.partitioning import split_by_partition
+from mor.write.rolling import RollingDataWriter, new_file_location, write_rows
 
 POSITION_DELETE_SCHEMA = Schema(
     NestedField(DELETE_FILE_PATH_ID, DELETE_FILE_PATH_NAME, StringType(), required=True),

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 import struct
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -79,7 +80,9 @@ def resolve_partition_term(
         raise InvalidArgumentError(f"partition term {text!r}: the Iceberg spec allows no partition source inside a list or a map")
     transform = parse_transform(f"{transform_name}[{number}]" if number else transform_name)
     if not transform.can_transform(source.field_type):
-        raise InvalidArgumentError(f"partition term {text!r}: {transform_name} cannot apply to column {column!r} of type {source.field_type}")
+        raise InvalidArgumentError(
+            f"partition term {text!r}: {transform_name} cannot apply to column {column!r} of type {source.field_type}"
+        )
     # Iceberg Java names a partition field after the source's full name: `s.d`, `s.ts_day`.
     return source, transform, default_field_name(schema.find_column_name(source.field_id) or column, transform_name, number)
 

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import functools
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -28,12 +29,12 @@ from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table.sorting import SortOrder
 
+from mor.format.arrow_types import to_arrow_schema, to_parquet_rows
 from mor.format.content_file import DataFile, PartitionValues, make_content_file
 from mor.format.lineage import LINEAGE_FIELDS
 from mor.format.partition_values import partition_path
 from mor.format.spec import FileContent
 from mor.io.fileio import FileIO, check_inside, write_errors
-from mor.write.arrow_schema import to_arrow_schema, to_parquet_rows
 from mor.write.metrics import collect_metrics, count_nans
 from mor.write.options import WriteOptions
 from mor.write.partitioning import partition_key, split_by_partition
@@ -194,8 +195,14 @@ class RollingDataWriter:
         metrics = collect_metrics(f.writer.writer.metadata, self.schema, nan_counts=f.nan_counts)
         self.done.append(
             make_content_file(
-                FileContent.DATA, file_path=f.location, file_format="PARQUET", spec_id=self.spec.spec_id,
-                partition=partition, record_count=f.rows, file_size_in_bytes=size, sort_order_id=self.sort_order_id,
+                FileContent.DATA,
+                file_path=f.location,
+                file_format="PARQUET",
+                spec_id=self.spec.spec_id,
+                partition=partition,
+                record_count=f.rows,
+                file_size_in_bytes=size,
+                sort_order_id=self.sort_order_id,
                 **metrics.as_fields(),
             )  # fmt: skip
         )
@@ -234,9 +241,7 @@ def _leaf_paths(parquet_schema: pa.Schema) -> tuple[str, ...]:
     return tuple(schema.column(i).path for i in range(len(schema)))
 
 
-def write_rows(
-    writer: RollingDataWriter, batches: Iterable[pa.Table | pa.RecordBatch], step: Step | None = None
-) -> list[DataFile]:
+def write_rows(writer: RollingDataWriter, batches: Iterable[pa.Table | pa.RecordBatch], step: Step | None = None) -> list[DataFile]:
     """Feed `batches` through `writer`; its data files, or nothing left behind on an error.
     `step` advances by each batch's rows once it is written, with the bytes written meanwhile."""
     try:
@@ -259,5 +264,3 @@ def _close_quietly(f: _OpenFile) -> None:
             close()
         except (OSError, pa.ArrowException):
             pass
-
-

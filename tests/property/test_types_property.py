@@ -36,7 +36,7 @@ from pyiceberg.utils.datetime import date_to_days, datetime_to_micros, time_to_m
 from pyiceberg.utils.decimal import unscaled_to_decimal
 
 import mor
-from mor.write.arrow_schema import to_arrow_schema
+from mor.format.arrow_types import to_arrow_schema
 
 UTC = dt.timezone.utc
 

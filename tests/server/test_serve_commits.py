@@ -18,8 +18,8 @@ from pyiceberg.catalog.rest import RestCatalog
 from servers.rest import Served, running_rest_server, unique
 
 import mor
-from mor.commit.requirements import AssertCreate, AssertCurrentSchemaId, AssertRefSnapshotId, AssertTableUuid
-from mor.commit.updates import AddSchema, SetCurrentSchema, SetProperties, TableCommit
+from mor.format.requirements import AssertCreate, AssertCurrentSchemaId, AssertRefSnapshotId, AssertTableUuid
+from mor.format.updates import AddSchema, SetCurrentSchema, SetProperties, TableCommit
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False)])
 

@@ -140,7 +140,7 @@ def test_schema_evolution(spark: Any, catalog: mor.Catalog) -> None:
 
 
 def mor_arrow_schema(table: mor.Table) -> pa.Schema:
-    from mor.write.arrow_schema import to_arrow_schema
+    from mor.format.arrow_types import to_arrow_schema
 
     return pa.schema([f.remove_metadata() for f in to_arrow_schema(table.metadata.schema())])
 

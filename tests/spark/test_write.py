@@ -26,7 +26,7 @@ from mor.io.fileio import to_local_path
 from mor.spark.options import TableRef
 from mor.spark.types import spark_schema
 from mor.spark.write import MorCommitMessage, MorWriter
-from mor.write.arrow_schema import FIELD_ID_KEY, from_arrow_schema
+from mor.format.arrow_types import FIELD_ID_KEY, from_arrow_schema
 from mor.write.partitioning import split_partition_terms
 
 DDL = "id long not null, category string, price decimal(10,2), day date, ts timestamp, ntz timestamp_ntz, note string"

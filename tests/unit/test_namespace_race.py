@@ -10,8 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pytest
 
 import mor
+
+pytestmark = pytest.mark.subprocess  # processes racing for one catalog
 
 PROCESSES = 4
 ROUNDS = 4  # a new namespace each round: more chances for the race

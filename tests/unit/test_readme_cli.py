@@ -10,6 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.subprocess  # runs the README in a fresh interpreter
+
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 

@@ -9,7 +9,7 @@ import pytest
 from unit_helpers import SCHEMA
 
 import mor
-from mor.commit.updates import TableCommit
+from mor.format.updates import TableCommit
 
 pytest.importorskip("pyspark.sql.datasource")
 from mor.spark.write import CreateTableOperations  # noqa: E402

@@ -14,7 +14,7 @@ import pytest
 
 import mor
 from mor.io.fileio import FileIO, to_local_path
-from mor.write.arrow_schema import from_arrow_schema
+from mor.format.arrow_types import from_arrow_schema
 from mor.write.options import WriteOptions
 from mor.write.partitioning import parse_partition_by
 from mor.write.rolling import RollingDataWriter, write_rows

@@ -19,7 +19,7 @@ from unit_helpers import SCHEMA, files_under, make_rows, reachable_files, scan_i
 
 import mor
 from mor.commit.snapshot_producer import TableOperations
-from mor.commit.updates import TableCommit
+from mor.format.updates import TableCommit
 from mor.format.metadata import TableMetadata
 
 # The table that takes the name: other columns under the same field ids (1, 2).

@@ -18,7 +18,7 @@ from pyiceberg.transforms import BucketTransform
 
 import mor
 from foreign_writes import commit_as_another_engine
-from mor.commit.requirements import (
+from mor.format.requirements import (
     AssertCreate,
     AssertCurrentSchemaId,
     AssertRefSnapshotId,
@@ -28,8 +28,8 @@ from mor.commit.requirements import (
     requirement_from_dict,
 )
 from mor.commit.table_commits import expire_commit, properties_commit, schema_commit, snapshot_commit, spec_commit
-from mor.commit.apply import apply_updates
-from mor.commit.updates import (
+from mor.format.apply import apply_updates
+from mor.format.updates import (
     AddSnapshot,
     RemoveSnapshotRef,
     SetSnapshotRef,

@@ -61,7 +61,7 @@ from unit_helpers import live_raw_entries, local
 
 import mor
 from mor.errors import InvalidArgumentError, SchemaMismatchError
-from mor.write.arrow_schema import to_arrow_schema
+from mor.format.arrow_types import to_arrow_schema
 
 UTC = dt.timezone.utc
 NAN = float("nan")

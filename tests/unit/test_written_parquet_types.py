@@ -46,7 +46,7 @@ from pyiceberg.types import (
 from unit_helpers import FILE_PATH_ID, POS_ID, local
 
 import mor
-from mor.write.arrow_schema import from_arrow_schema
+from mor.format.arrow_types import from_arrow_schema
 
 SCHEMA = pa.schema(
     [

@@ -105,15 +105,19 @@ def _int_requirement(type_: str, key: str, attribute: str) -> type[Requirement]:
 
 AssertCurrentSchemaId = _int_requirement("assert-current-schema-id", "current-schema-id", "current_schema_id")
 AssertLastAssignedFieldId = _int_requirement("assert-last-assigned-field-id", "last-assigned-field-id", "last_column_id")
-AssertLastAssignedPartitionId = _int_requirement(
-    "assert-last-assigned-partition-id", "last-assigned-partition-id", "last_partition_id"
-)
+AssertLastAssignedPartitionId = _int_requirement("assert-last-assigned-partition-id", "last-assigned-partition-id", "last_partition_id")
 AssertDefaultSpecId = _int_requirement("assert-default-spec-id", "default-spec-id", "default_spec_id")
 AssertDefaultSortOrderId = _int_requirement("assert-default-sort-order-id", "default-sort-order-id", "default_sort_order_id")
 
 _INT_REQUIREMENTS = {
     r.TYPE: r
-    for r in (AssertCurrentSchemaId, AssertLastAssignedFieldId, AssertLastAssignedPartitionId, AssertDefaultSpecId, AssertDefaultSortOrderId)
+    for r in (
+        AssertCurrentSchemaId,
+        AssertLastAssignedFieldId,
+        AssertLastAssignedPartitionId,
+        AssertDefaultSpecId,
+        AssertDefaultSortOrderId,
+    )
 }
 
 

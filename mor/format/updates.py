@@ -2,7 +2,7 @@
 JSON form), and `TableCommit`, one commit as data (requirements + updates).
 
 Every writer of mor states its commit as a `TableCommit`; the SQL catalog applies it locally
-(mor/commit/table_ops.py) with `apply_updates` (mor/commit/apply.py), a REST catalog sends it,
+(mor/commit/table_ops.py) with `apply_updates` (mor/format/apply.py), a REST catalog sends it,
 and mor's REST server applies what any client sends with that same function.
 """
 
@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 
-from mor.commit.requirements import Requirement, requirement_from_dict
 from mor.errors import InvalidArgumentError, UnsupportedFeatureError
 from mor.format.metadata import Snapshot
+from mor.format.requirements import Requirement, requirement_from_dict
 
 if TYPE_CHECKING:  # pyiceberg.table is imported only when a sort order is used: reads need none
     from pyiceberg.table.sorting import SortOrder

@@ -1,5 +1,5 @@
 """`apply_updates`: the one pure function that turns a table's metadata and a list of updates
-(mor/commit/updates.py) into the next metadata, as Iceberg's metadata builder does.
+(mor/format/updates.py) into the next metadata, as Iceberg's metadata builder does.
 
 Metadata the updates do not touch (refs, statistics, sort orders, properties and unknown keys
 another engine wrote) is carried over as it is.
@@ -13,8 +13,11 @@ from typing import TYPE_CHECKING
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 
-from mor.commit.requirements import CommitFailedError
-from mor.commit.updates import (
+from mor.errors import InvalidArgumentError, UnsupportedFeatureError
+from mor.format.metadata import Snapshot, TableMetadata, now_ms, same_schema, sort_order_json, upgraded
+from mor.format.requirements import CommitFailedError
+from mor.format.spec import MAIN_BRANCH, STATISTICS_KEYS
+from mor.format.updates import (
     LAST_ADDED,
     AddSchema,
     AddSnapshot,
@@ -37,9 +40,6 @@ from mor.commit.updates import (
     Update,
     UpgradeFormatVersion,
 )
-from mor.errors import InvalidArgumentError, UnsupportedFeatureError
-from mor.format.metadata import Snapshot, TableMetadata, now_ms, same_schema, sort_order_json, upgraded
-from mor.format.spec import MAIN_BRANCH, STATISTICS_KEYS
 
 if TYPE_CHECKING:
     from pyiceberg.table.sorting import SortOrder

@@ -1,0 +1,190 @@
+"""The SQL catalog: namespaces and tables in a warehouse folder, each table's current metadata
+file a row of a SQL database (SQLite at `warehouse/catalog.db` by default, PostgreSQL when
+several machines write; mor/catalog/sql.py). mor commits by writing a metadata file and moving
+the row's pointer by compare-and-swap (mor/commit/table_ops.py)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+from pyiceberg.schema import Schema
+
+from mor.api.catalog import (
+    Catalog,
+    check_new_name,
+    existing_identifier,
+    new_identifier,
+    new_table_parts,
+    split_identifier,
+    table_location_of,
+)
+from mor.api.table import Table
+from mor.catalog.sqlite_reads import SqliteCatalogReader
+from mor.commit.table_ops import CatalogTableOperations, create_in_catalog, read_metadata
+from mor.errors import InvalidArgumentError, NoSuchNamespaceError, NoSuchTableError, TableAlreadyExistsError, UnsupportedFeatureError
+from mor.format.metadata import new_table_metadata
+from mor.io.fileio import FileIO, is_object_store
+from mor.maintenance.ownership import CatalogView, OtherTable
+from mor.maintenance.purge import PurgeResult, delete_purged, plan_purge
+
+if TYPE_CHECKING:
+    from mor.catalog.sql import SqlCatalogStore
+    from mor.commit.snapshot_producer import TableOperations
+
+
+class SqlCatalog(Catalog):
+    """A catalog whose tables' pointers live in a SQL database (see the module docstring)."""
+
+    def __init__(self, store: SqlCatalogStore | SqliteCatalogReader, warehouse_uri: str, io: FileIO | None = None):
+        self.store = store
+        self.warehouse = warehouse_uri
+        self.io = io if io is not None else FileIO()  # its properties configure object storage
+
+    def __repr__(self) -> str:
+        return f"Catalog({self.name!r}, warehouse={self.warehouse!r})"  # the default catalog keeps its short name
+
+    @property
+    def name(self) -> str:
+        return self.store.catalog_name
+
+    def table_operations(self, identifier: str) -> TableOperations:
+        """How commits to the table are made (mor/commit/table_ops.py)."""
+        return CatalogTableOperations(self.store, *existing_identifier(identifier), self.io)
+
+    # -- namespaces ------------------------------------------------------------------------
+    def create_namespace(self, namespace: str, properties: dict[str, str] | None = None) -> None:
+        check_new_name("namespace", namespace)
+        if properties is not None and (
+            not isinstance(properties, Mapping) or not all(isinstance(v, str) and isinstance(k, str) for k, v in properties.items())
+        ):
+            raise InvalidArgumentError(f"namespace properties are a dict of strings, got {properties!r}")
+        self.store.create_namespace(namespace, properties)
+
+    def create_namespace_if_not_exists(self, namespace: str) -> None:
+        """Idempotent, also against another process creating the same namespace meanwhile."""
+        check_new_name("namespace", namespace)
+        self.store.create_namespace_if_absent(namespace)
+
+    def list_namespaces(self) -> list[str]:
+        return self.store.list_namespaces()
+
+    def namespace_properties(self, namespace: str) -> dict[str, str]:
+        return self.store.namespace_properties(namespace)
+
+    def drop_namespace(self, namespace: str) -> None:
+        self.store.drop_namespace(namespace)
+
+    # -- tables ----------------------------------------------------------------------------
+    def list_tables(self, namespace: str) -> list[str]:
+        if not isinstance(namespace, str):
+            raise InvalidArgumentError(f"a namespace name is a string, got {type(namespace).__name__} {namespace!r}")
+        if not self.store.namespace_exists(namespace):
+            raise NoSuchNamespaceError(f"namespace {namespace!r} does not exist")
+        return [f"{namespace}.{t}" for t in self.store.list_tables(namespace)]
+
+    def table_exists(self, identifier: str) -> bool:
+        try:
+            self.store.metadata_location(*existing_identifier(identifier))
+            return True
+        except NoSuchTableError:
+            return False
+
+    def create_table(
+        self,
+        identifier: str,
+        schema: pa.Schema | Schema,
+        partition_by: list[str] | None = None,
+        properties: dict[str, str] | None = None,
+        location: str | None = None,
+        format_version: int | None = None,
+    ) -> Table:
+        """A new empty table. `format_version` 2 (the default) or 3: v3 tables delete with
+        deletion vectors and track row lineage (also given as the `format-version` property)."""
+        namespace, name = new_identifier(identifier)
+        if self.table_exists(identifier):
+            raise TableAlreadyExistsError(f"table {identifier} already exists")
+        iceberg_schema, spec, properties, version = new_table_parts(schema, partition_by, properties, format_version)
+        table_location = table_location_of(location) if location is not None else self.default_location(identifier)
+        if is_object_store(table_location) and not (is_object_store(self.warehouse) or self.io.s3_configured):
+            raise UnsupportedFeatureError(
+                f"table location {table_location} is in object storage, but this catalog has no S3 configuration: "
+                "load_catalog(..., properties={'s3.endpoint': ..., 's3.access-key-id': ..., ...}) or AWS_* environment variables"
+            )
+        metadata = new_table_metadata(iceberg_schema, spec, None, table_location, properties, version)
+        create_in_catalog(self.io, self.store, namespace, name, metadata, lambda: self.create_namespace_if_not_exists(namespace))
+        return self._table(identifier, namespace, name)
+
+    def default_location(self, identifier: str) -> str:
+        """Where `create_table` puts a table when no location is given."""
+        namespace, name = split_identifier(identifier)
+        return f"{self.warehouse}/{namespace}.db/{name}"
+
+    def register_table(self, identifier: str, metadata_location: str, allow_shared: bool = False) -> Table:
+        """Adopt a table another engine wrote, by its current metadata file. A metadata file or
+        table location another table of this catalog already has (the same folder, or one
+        inside the other) is SharedTableError unless `allow_shared=True`: two names for one set
+        of files, whose maintenance would delete each other's files. Registered shared, both
+        tables refuse expiry and orphan removal (MaintenanceRefusedError)."""
+        namespace, name = new_identifier(identifier)
+        if not isinstance(metadata_location, str) or not metadata_location:
+            raise InvalidArgumentError(f"metadata_location is the location of a metadata file, got {metadata_location!r}")
+        metadata = read_metadata(self.io, metadata_location)  # refuse what we cannot read
+        if not allow_shared:
+            self.check_unshared(identifier, metadata.location, metadata_location)
+        self.create_namespace_if_not_exists(namespace)
+        self.store.create_table_row(namespace, name, metadata_location)
+        return self._table(identifier, namespace, name)
+
+    def rename_table(self, identifier: str, new_identifier_: str) -> Table:
+        """Give the table another name (also in another namespace, created when missing); its
+        files stay where they are."""
+        namespace, name = existing_identifier(identifier)
+        new_namespace, new_name = new_identifier(new_identifier_)
+        if new_namespace != namespace:
+            self.create_namespace_if_not_exists(new_namespace)
+        self.store.rename_table_row(namespace, name, new_namespace, new_name)
+        return self._table(new_identifier_, new_namespace, new_name)
+
+    def drop_table(self, identifier: str, purge: bool = False) -> PurgeResult | None:
+        """Remove the table from the catalog; its files stay where they are. `purge=True` then
+        deletes the files that are its own (mor/maintenance/purge.py): every file its metadata
+        names under its location that no other table references, and returns what it deleted
+        and left. The files are read before the table is removed: metadata that cannot be read
+        drops nothing."""
+        namespace, name = existing_identifier(identifier)
+        if not purge:
+            self.store.drop_table_row(namespace, name)
+            return None
+        table = self._table(identifier, namespace, name)
+        plan = plan_purge(self.io, identifier, table.metadata, table.metadata_location, table.catalog_view)
+        self.store.drop_table_row(namespace, name)
+        return delete_purged(self.io, plan)
+
+    def _new_table_operations(self, namespace: str, name: str) -> TableOperations:
+        from mor.api.add_files import NewTableOperations, create_row_function  # only when used
+
+        create_row = create_row_function(self.store, namespace, name, lambda: self.create_namespace_if_not_exists(namespace))
+        return NewTableOperations(self.io, create_row, f"{namespace}.{name}")
+
+    def _table(self, identifier: str, namespace: str, name: str) -> Table:
+        ops = CatalogTableOperations(self.store, namespace, name, self.io)
+        metadata, location = ops.refresh()
+        table = Table(identifier, metadata, location, self.io, ops)
+        table.catalog_view = self._view((namespace, name))
+        return table
+
+    def _view(self, table: tuple[str, str] | None) -> CatalogView:
+        """The catalog as maintenance of `table` sees it: every other table, and the database file."""
+
+        def others() -> list[OtherTable]:
+            return [
+                OtherTable(f"{ns}.{t}" if catalog == self.name else f"{catalog}:{ns}.{t}", location)
+                for catalog, ns, t, location in self.store.table_rows()
+                if (catalog, (ns, t)) != (self.name, table)
+            ]
+
+        database = self.store.database_file
+        return CatalogView(others, os.path.abspath(database) if database else None)
