@@ -44,7 +44,7 @@ from common import BenchmarkError, log, start_result
 from pyiceberg.expressions import In
 
 import mor
-from mor.planning.filters import parse_filter
+from mor.expr.filters import parse_filter
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.float64())])
 FILES = 4

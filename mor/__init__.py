@@ -52,7 +52,7 @@ _LAZY = {
     "SqlCatalog": "mor.api.sql_catalog",
     "RestCatalog": "mor.api.rest_catalog",
     "load_catalog": "mor.api.catalog",
-    "isin": "mor.api.predicates",
+    "isin": "mor.expr.isin",
     "Scan": "mor.api.scan",
     "StaticTable": "mor.api.table",
     "Table": "mor.api.table",
@@ -65,11 +65,11 @@ _LAZY = {
 
 if TYPE_CHECKING:
     from mor.api.catalog import Catalog, load_catalog
-    from mor.api.predicates import isin
     from mor.api.rest_catalog import RestCatalog
     from mor.api.scan import Scan
     from mor.api.sql_catalog import SqlCatalog
     from mor.api.table import StaticTable, Table
+    from mor.expr.isin import isin
     from mor.format.content_file import DataFile, DeleteFile
     from mor.format.spec import FileContent
     from mor.planning.task import FileScanTask

@@ -43,10 +43,10 @@ from pyiceberg.schema import Schema
 from mor.api.change_rows import cancel_equal_rows, group_ids, has_no_null, pair_by_key
 from mor.api.scan import _as_of_ms, _choose_snapshot, _project, _utc, snapshot_schema
 from mor.errors import ExpiredHistoryError, InvalidArgumentError, InvalidFilterError, NoSuchSnapshotError
+from mor.expr.filters import FilterLike, bind_filter, parse_filter
 from mor.format.lineage import LINEAGE_FIELD_IDS
 from mor.format.metadata import Snapshot
 from mor.format.spec import ROW_ID_NAME
-from mor.planning.filters import FilterLike, bind_filter, parse_filter
 from mor.planning.planner import plan_files
 from mor.planning.task import FileScanTask
 from mor.read.snapshot_diff import SnapshotDiff, SnapshotDiffer

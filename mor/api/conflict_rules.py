@@ -26,13 +26,13 @@ from pyiceberg.schema import Schema
 
 from mor.commit.snapshot_producer import Validator
 from mor.errors import InvalidArgumentError
+from mor.expr.filters import FileFilter
 from mor.format.content_file import DataFile
 from mor.format.metadata import TableMetadata
 from mor.format.properties import DELETE_ISOLATION_LEVEL, ISOLATION_LEVELS, MERGE_ISOLATION_LEVEL, UPDATE_ISOLATION_LEVEL
 from mor.io.fileio import FileIO
 from mor.planning.conflicts import commits_since, validate_files_still_live, validate_no_new_vectors
 from mor.planning.delete_index import applies_to
-from mor.planning.filters import FileFilter
 from mor.planning.planner import unpartitioned_spec_ids
 from mor.read.conflict_rows import DeleteReader, has_matching_rows, removes_rows
 from mor.read.equality_deletes import EqualityKeySet

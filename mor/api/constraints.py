@@ -4,7 +4,7 @@
     table.drop_constraint("positive_amount")
 
 A constraint is stored as the table property `mor.constraint.<name>` = its predicate, in mor's
-filter syntax (mor/planning/filter_text.py: comparisons, `in`, `between`, `is null`,
+filter syntax (mor/expr/parse.py: comparisons, `in`, `between`, `is null`,
 arithmetic and functions). Other engines keep the property and ignore it: they still read and
 write the table, and rows they write are not checked.
 
@@ -47,13 +47,13 @@ from pyiceberg.types import IcebergType, NestedField, StructType
 
 from mor.commit.row_rules import RowRules, rules_of
 from mor.errors import ConstraintViolationError, InvalidArgumentError, InvalidFilterError
+from mor.expr.arrow_rows import to_arrow_filter
+from mor.expr.filters import FileFilter, bind_filter, filter_field_ids, parse_filter
 from mor.format.content_file import DataFile
 from mor.format.metadata import TableMetadata
 from mor.format.properties import CONSTRAINT_COLUMNS_PREFIX, CONSTRAINT_PREFIX, NAME_MAPPING_PROPERTY
 from mor.io.fileio import FileIO
-from mor.planning.filters import FileFilter, bind_filter, filter_field_ids, parse_filter
 from mor.planning.task import FileScanTask
-from mor.read.row_filter import to_arrow_filter
 from mor.read.scan_reader import read_batches
 
 if TYPE_CHECKING:

@@ -17,8 +17,8 @@ from pyiceberg.schema import Schema
 from mor.api.row_changes import build_changes, find_matches, rows_validator
 from mor.commit.snapshot_producer import Changes, Validator
 from mor.errors import RowsOutsideWhereError
+from mor.expr.filters import bind_filter
 from mor.format.content_file import DataFile
-from mor.planning.filters import bind_filter
 from mor.progress import Progress
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ def rows_within(rows: Iterable[pa.Table], row_filter: BooleanExpression, schema:
     added files against the overwrite filter and Delta's replaceWhere its rows.
     RowsOutsideWhereError naming a row otherwise: the next overwrite of the same `where` would
     leave it in place, so a rerun would hold it twice."""
-    from mor.read.row_filter import to_arrow_filter  # pyarrow compute only when an overwrite checks rows
+    from mor.expr.arrow_rows import to_arrow_filter  # pyarrow compute only when an overwrite checks rows
 
     if isinstance(row_filter, AlwaysTrue):
         yield from rows

@@ -27,12 +27,12 @@ from mor.api.conflict_rules import ReadScope, TouchedRows, dml_validator, isolat
 from mor.api.constraints import Constraint, ConstraintCheck, table_constraints
 from mor.commit.snapshot_producer import Changes, Validator
 from mor.errors import UnsupportedFeatureError
+from mor.expr.filters import FileFilter, filter_field_ids
 from mor.format.content_file import ContentFile, DataFile, DeleteFile, referenced_path
 from mor.format.lineage import LINEAGE_FIELDS, with_lineage
 from mor.format.properties import MERGE_ON_READ
 from mor.format.spec import ROW_ID_NAME, Operation
 from mor.io.fileio import WHOLE_OBJECT_BYTES, FileIO, is_object_store
-from mor.planning.filters import FileFilter, filter_field_ids
 from mor.planning.task import FileScanTask
 from mor.progress import Progress
 from mor.read.equality_deletes import EqualityDeleteCache, EqualityKeySet

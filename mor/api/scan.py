@@ -15,10 +15,10 @@ import pyarrow as pa
 from pyiceberg.schema import Schema
 
 from mor.errors import InvalidArgumentError, InvalidFilterError, NoSuchSnapshotError
+from mor.expr.filters import FileFilter, FilterLike, bind_filter, parse_filter
 from mor.format.arrow_types import to_arrow_schema
 from mor.format.lineage import LINEAGE_FIELDS
 from mor.format.metadata import Snapshot, TableMetadata
-from mor.planning.filters import FileFilter, FilterLike, bind_filter, parse_filter
 from mor.planning.planner import plan_files
 from mor.planning.task import FileScanTask
 from mor.progress import Progress, ProgressArg, Step

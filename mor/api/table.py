@@ -28,6 +28,7 @@ from mor.commit.idempotency import AlreadyCommitted, Idempotency, check_not_comm
 from mor.commit.retry import RetryPolicy
 from mor.commit.table_ops import metadata_version, read_metadata, refresh_same_table
 from mor.errors import CommitConflictError, CommitStateUnknownError, InvalidArgumentError, MetadataFileNotFoundError, MorError
+from mor.expr.filters import FilterLike, bind_filter, parse_filter
 from mor.format.arrow_types import to_arrow_schema
 from mor.format.content_file import DataFile
 from mor.format.metadata import Snapshot, TableMetadata
@@ -42,7 +43,6 @@ from mor.format.properties import (
 from mor.format.spec import Operation
 from mor.io.fileio import FileIO
 from mor.maintenance.ownership import CatalogView
-from mor.planning.filters import FilterLike, bind_filter, parse_filter
 from mor.progress import Progress, ProgressArg
 
 # The DML verbs, writers and commits are imported by the methods that use them

@@ -13,9 +13,9 @@ import datetime as dt
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from mor.expr.filters import FilterLike, bind_filter, parse_filter
 from mor.maintenance.orphans import DEFAULT_MIN_AGE, OrphanResult, remove_orphans
 from mor.maintenance.ownership import REFUSE_SAME, REFUSE_SAME_OR_INNER, Ownership
-from mor.planning.filters import FilterLike, bind_filter, parse_filter
 from mor.progress import Progress, ProgressArg
 
 if TYPE_CHECKING:

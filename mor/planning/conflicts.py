@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pyiceberg.expressions import BooleanExpression
 
 from mor.errors import CommitConflictError
+from mor.expr.filters import FileFilter
 from mor.format.content_file import DataFile, DeleteFile
 from mor.format.manifest import read_manifest
 from mor.format.manifest_list import read_manifest_list
@@ -21,7 +22,6 @@ from mor.format.metadata import Snapshot, TableMetadata
 from mor.format.spec import ManifestEntryStatus
 from mor.io.fileio import FileIO
 from mor.planning.delete_index import applies_to
-from mor.planning.filters import FileFilter
 from mor.planning.planner import unpartitioned_spec_ids
 
 

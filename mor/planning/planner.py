@@ -16,6 +16,7 @@ from __future__ import annotations
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.schema import Schema
 
+from mor.expr.filters import FileFilter
 from mor.format.content_file import DataFile, DeleteFile, ManifestEntry
 from mor.format.manifest import ManifestFile
 from mor.format.manifest_list import read_manifest_list
@@ -24,7 +25,6 @@ from mor.format.properties import NAME_MAPPING_PROPERTY
 from mor.format.spec import ManifestContent
 from mor.io.fileio import FileIO
 from mor.planning.delete_index import DeleteFileIndex
-from mor.planning.filters import FileFilter
 from mor.planning.manifest_cache import PlanScope, gc_paused, read_entries
 from mor.planning.task import FileScanTask
 

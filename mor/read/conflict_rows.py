@@ -11,10 +11,10 @@ import numpy as np
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.schema import Schema
 
+from mor.expr.filters import filter_field_ids
 from mor.format.content_file import DataFile, DeleteFile
 from mor.format.spec import FileContent
 from mor.io.fileio import FileIO
-from mor.planning.filters import filter_field_ids
 from mor.planning.task import FileScanTask
 from mor.read.equality_deletes import EqualityDeleteCache, EqualityKeySet
 from mor.read.position_deletes import DeleteFileCache, deleted_positions

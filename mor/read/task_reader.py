@@ -16,15 +16,15 @@ from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.schema import Schema
 
 from mor.errors import CorruptMetadataError
+from mor.expr.arrow_rows import RowFilter
+from mor.expr.filters import bind_filter, filter_field_ids, metrics_evaluator
 from mor.format.arrow_types import to_arrow_field, to_arrow_schema
 from mor.format.lineage import LINEAGE_FIELD_IDS
 from mor.io.fileio import FileIO, unreadable
-from mor.planning.filters import bind_filter, filter_field_ids, metrics_evaluator
 from mor.planning.task import FileScanTask
 from mor.read.equality_deletes import EqualityDeleteCache, EqualityKeySet
 from mor.read.field_resolution import FileProjection, parse_name_mapping
 from mor.read.position_deletes import DeleteFileCache, apply_mask, deleted_positions, keep_mask
-from mor.read.row_filter import RowFilter
 from mor.read.row_groups import row_group_metrics
 from mor.read.row_lineage import inherited
 

@@ -2,7 +2,7 @@
 Spark's native Parquet reader selects the rows the local reader selects.
 
 Both sides follow spec/predicates.md, and Spark SQL does natively what the local reader
-(mor/read/row_filter.py) spells out: three-valued logic (a NULL operand selects nothing, also
+(mor/expr/arrow_rows.py) spells out: three-valued logic (a NULL operand selects nothing, also
 under NOT and in NOT IN), NaN above every number (`NaN > 1.0` is true), `isnan(NULL)` false.
 """
 
@@ -50,7 +50,7 @@ EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 def to_column(expr: BooleanExpression) -> Column:
-    """`expr` must be bound (mor.planning.filters.bind_filter)."""
+    """`expr` must be bound (mor.expr.filters.bind_filter)."""
     if isinstance(expr, AlwaysTrue):
         return F.lit(True)
     if isinstance(expr, AlwaysFalse):

@@ -44,11 +44,11 @@ from mor.api.table import Table
 from mor.api.update import updated_columns, updated_rows
 from mor.commit.snapshot_producer import Changes, Validator
 from mor.errors import MorError
+from mor.expr.filters import FilterLike, bind_filter, parse_filter
 from mor.format.content_file import DataFile
 from mor.format.metadata import Snapshot
 from mor.format.properties import DELETE_MODE_PROPERTY, UPDATE_MODE_PROPERTY
 from mor.io.fileio import FileIO
-from mor.planning.filters import FilterLike, bind_filter, parse_filter
 from mor.planning.packing import pack_tasks
 from mor.planning.task import FileScanTask
 from mor.spark.errors import spark_errors

@@ -82,12 +82,12 @@ from mor.api.table import Table
 from mor.commit.idempotency import Idempotency
 from mor.commit.snapshot_producer import Changes, Validator
 from mor.errors import DuplicateKeyError, InvalidArgumentError, UnsupportedFeatureError
+from mor.expr.filters import bind_filter
 from mor.format.arrow_types import to_arrow_schema, to_arrow_type
 from mor.format.metadata import Snapshot
 from mor.format.properties import MERGE_MODE_PROPERTY
 from mor.format.spec import ROW_ID_NAME
 from mor.io.fileio import FileIO
-from mor.planning.filters import bind_filter
 from mor.planning.task import FileScanTask
 from mor.read.position_deletes import DeleteFileCache
 from mor.read.task_reader import POSITION_COLUMN

@@ -37,11 +37,11 @@ from pyspark.sql import DataFrame, SparkSession
 
 from mor.api.table import Table
 from mor.errors import InvalidArgumentError, UnsupportedFeatureError
+from mor.expr.filters import FilterLike, bind_filter, filter_field_ids
+from mor.expr.residual import has_residual
 from mor.format.lineage import LINEAGE_FIELD_IDS
 from mor.format.metadata import Snapshot
 from mor.io.fileio import is_object_store
-from mor.planning.filters import FilterLike, bind_filter, filter_field_ids
-from mor.planning.residual import has_residual
 from mor.planning.task import FileScanTask
 from mor.read.field_resolution import file_matches_schema
 from mor.spark import HAS_PYTHON_SOURCE

@@ -18,7 +18,7 @@ from pyiceberg.types import DoubleType, FloatType, NestedField, PrimitiveType
 from pyspark.sql import datasource as sf
 
 from mor.errors import InvalidFilterError
-from mor.planning.filters import bind_filter
+from mor.expr.filters import bind_filter
 
 _COMPARISONS: dict[type, type] = {
     sf.EqualTo: ice.EqualTo,

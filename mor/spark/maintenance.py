@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from mor.api.table import Table
 from mor.commit.snapshot_producer import Changes, Validator
+from mor.expr.filters import FilterLike
 from mor.format.content_file import DeleteFile
 from mor.io.fileio import FileIO
 from mor.maintenance.compact import (
@@ -49,7 +50,6 @@ from mor.maintenance.rewrite_deletes import (
     nothing_to_rewrite,
     plan_position_rewrite,
 )
-from mor.planning.filters import FilterLike
 from mor.planning.packing import pack_tasks
 from mor.planning.task import FileScanTask
 from mor.progress import Progress, ProgressArg

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 
 from mor.api.table import StaticTable, Table
 from mor.errors import InvalidArgumentError
+from mor.expr.filters import FilterLike, parse_filter
 from mor.io.fileio import FileIO
-from mor.planning.filters import FilterLike, parse_filter
 
 if TYPE_CHECKING:
     from mor.api.catalog import Catalog

@@ -48,9 +48,9 @@ from pyspark.sql.types import LongType, MapType, StringType, StructField, Struct
 
 from mor.api.table import Table
 from mor.errors import InvalidArgumentError, InvalidFilterError, MorError, SchemaMismatchError
+from mor.expr.filters import bind_filter, filter_field_ids, parse_filter
 from mor.format.properties import DELETE_MODE_PROPERTY, MERGE_MODE_PROPERTY, UPDATE_MODE_PROPERTY
 from mor.format.spec import ROW_ID_NAME
-from mor.planning.filters import bind_filter, filter_field_ids, parse_filter
 from mor.spark.apply_changes import WRITE_COLUMN, TargetRows, apply_changes, check_writable_columns, target_rows
 from mor.spark.errors import spark_errors
 from mor.spark.fast_path import read_table

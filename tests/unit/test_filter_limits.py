@@ -1,5 +1,5 @@
 """Filters of any size or depth end in rows or InvalidFilterError, never in a crash
-(mor/planning/filter_shape.py; spec/predicates.md, "Limits").
+(mor/expr/shape.py; spec/predicates.md, "Limits").
 
 pyarrow overflowed its C stack on a 10,000-term `or` (a segmentation fault that killed the
 process), so those reads run in a child process: a crash fails the test, not the test run."""
@@ -16,8 +16,8 @@ import pytest
 from pyiceberg.expressions import And, EqualTo, In, LessThan, Not, NotEqualTo, NotIn, Or
 
 import mor
-from mor.planning.filter_shape import MAX_DEPTH, MAX_TERMS, MERGE_AT
-from mor.planning.filters import parse_filter
+from mor.expr.shape import MAX_DEPTH, MAX_TERMS, MERGE_AT
+from mor.expr.filters import parse_filter
 
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("v", pa.float64())])
 IDS = [None, *range(200)]

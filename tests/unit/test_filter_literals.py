@@ -13,7 +13,7 @@ import pytest
 
 import mor
 from tests import duckdb_rows
-from mor.planning.filters import parse_filter
+from mor.expr.filters import parse_filter
 
 UTC = dt.timezone.utc
 _TIMES = [

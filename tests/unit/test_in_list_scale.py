@@ -33,7 +33,7 @@ from pyiceberg.types import DateType, DecimalType, DoubleType, IntegerType, Long
 
 import mor
 from mor.planning import filters
-from mor.planning.filters import bind_filter, parse_filter
+from mor.expr.filters import bind_filter, parse_filter
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("i", pa.int64()), ("f", pa.float64()), ("s", pa.string())])
 N = 20_000  # rows
@@ -190,7 +190,7 @@ def test_literals_kept_as_they_are_are_those_pyiceberg_converts_to_themselves() 
 def test_values_a_long_list_cannot_hold_match_nothing_and_nan_is_named(catalog: mor.Catalog) -> None:
     table = catalog.create_table("db.r", schema=SCHEMA)
     table.append(pa.table({"id": [0, 1, 2], "i": [5, 1000, None], "f": [None] * 3, "s": [None] * 3}, schema=SCHEMA))
-    # Compared exactly (mor.planning.filter_literals): 2**70 and 1.5 equal no int.
+    # Compared exactly (mor.expr.literals): 2**70 and 1.5 equal no int.
     assert table.scan(filter=In("i", list(range(1000)) + [2**70])).to_arrow().column("i").to_pylist() == [5]
     assert table.scan(filter=_text("i", list(range(1000)) + [1.5])).to_arrow().column("i").to_pylist() == [5]
     with pytest.raises(mor.InvalidFilterError, match="NaN cannot be compared"):
@@ -232,7 +232,7 @@ def test_partitioned_tables_prune_and_select_with_long_lists(catalog: mor.Catalo
 
 @pytest.mark.parametrize("arrow_type", [pa.int64(), pa.int32()])
 def test_an_integer_set_answers_as_is_in_does_with_nulls_and_extremes(arrow_type: pa.DataType) -> None:
-    from mor.read.row_filter import IntegerSet
+    from mor.expr.arrow_rows import IntegerSet
 
     info = np.iinfo(arrow_type.to_pandas_dtype())
     values = np.arange(-3000, 3000, 3)

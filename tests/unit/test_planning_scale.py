@@ -22,7 +22,7 @@ from mor.format.spec import ManifestContent
 from mor.io.fileio import FileIO, to_local_path
 from mor.planning import manifest_cache
 from mor.planning.delete_index import DeleteFileIndex
-from mor.planning.filters import FileFilter, parse_filter
+from mor.expr.filters import FileFilter, parse_filter
 from mor.planning.planner import manifests_of, plan_files, unpartitioned_spec_ids
 
 MakeTable = Callable[..., mor.Table]

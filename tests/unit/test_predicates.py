@@ -12,7 +12,7 @@ from pyiceberg.expressions import GreaterThan, In
 from pyiceberg.expressions import parser as pyiceberg_parser
 
 import mor
-from mor.planning.filters import FileFilter, parse_filter
+from mor.expr.filters import FileFilter, parse_filter
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("i", pa.int64()), ("f", pa.float64()), ("s", pa.string())])
 NAMES = pa.schema([pa.field("id", pa.int64(), nullable=False), ("name", pa.string())])
@@ -327,7 +327,7 @@ def test_a_remembered_binding_is_never_used_for_another_schema() -> None:
     from pyiceberg.schema import Schema
     from pyiceberg.types import LongType, NestedField, StringType
 
-    from mor.planning.filters import bind_filter
+    from mor.expr.filters import bind_filter
 
     expr = In("id", list(range(1000)))
     longs = Schema(NestedField(1, "id", LongType(), required=False))

@@ -16,8 +16,8 @@ from pyiceberg.expressions import EqualTo
 
 import mor
 from tests import duckdb_rows
-from mor.planning.filters import bind_filter, parse_filter, pruning_filter
-from mor.planning.residual import Residual
+from mor.expr.filters import bind_filter, parse_filter, pruning_filter
+from mor.expr.residual import Residual
 
 NAN = float("nan")
 UTC = dt.timezone.utc

@@ -24,7 +24,7 @@ from typing import Any
 from pyiceberg.expressions import And, BooleanExpression, EqualTo, In, Not, NotEqualTo, NotIn, Or, Reference
 
 from mor.errors import InvalidFilterError
-from mor.planning.filter_text import set_predicate
+from mor.expr.parse import set_predicate
 
 MAX_DEPTH = 200
 MAX_TERMS = 2_000

@@ -18,7 +18,7 @@ from pyiceberg.expressions import BooleanExpression, In, Reference
 from pyiceberg.expressions.literals import DoubleLiteral, LongLiteral, StringLiteral
 
 from mor.errors import InvalidFilterError
-from mor.planning.filter_text import make_literals, set_predicate
+from mor.expr.parse import make_literals, set_predicate
 
 _LITERAL_OF = {int: LongLiteral, str: StringLiteral, float: DoubleLiteral}
 

@@ -5,7 +5,7 @@ A `Residual` is one such predicate, a leaf of a pyiceberg expression tree beside
 comparisons (and/or/not stay pyiceberg's). Metadata cannot judge it: the pruning form of a
 filter reads it as TRUE (a file may hold matches) and the strict form as FALSE (no file is
 known to match whole), after NOTs are pushed to the leaves, so pruning never drops a file that
-holds a matching row. Rows evaluate it with SQL's semantics (mor.read.residual_rows): a NULL
+holds a matching row. Rows evaluate it with SQL's semantics (mor.expr.residual_rows): a NULL
 result selects nothing. A visitor that cannot evaluate it (Spark's column builder) raises
 UnsupportedFeatureError instead of misreading it.
 
@@ -45,7 +45,7 @@ from pyiceberg.types import (
 )
 
 from mor.errors import InvalidFilterError, UnsupportedFeatureError
-from mor.planning.filter_literals import parse_temporal
+from mor.expr.literals import parse_temporal
 
 NUMERIC = ("int", "decimal", "float")
 TEMPORAL = ("date", "timestamp", "timestamptz")

@@ -86,13 +86,13 @@ from pyiceberg.types import (
 )
 
 from mor.errors import InvalidFilterError
+from mor.expr.literals import exact_predicate
+from mor.expr.parse import parse, set_predicate
+from mor.expr.residual import Residual, bound_field_ids, pushed_not, without_residuals
+from mor.expr.shape import DERIVED_MAX_TERMS, shaped
 from mor.format.content_file import ContentFile, PartitionValues
 from mor.format.manifest import ManifestFile
 from mor.format.partition_values import as_record
-from mor.planning.filter_literals import exact_predicate
-from mor.planning.filter_shape import DERIVED_MAX_TERMS, shaped
-from mor.planning.filter_text import parse, set_predicate
-from mor.planning.residual import Residual, bound_field_ids, pushed_not, without_residuals
 
 FilterLike = str | BooleanExpression | None
 

@@ -21,15 +21,15 @@ from pyiceberg.expressions.visitors import BoundBooleanExpressionVisitor, visit
 from pyiceberg.schema import Schema
 from pyiceberg.types import DoubleType, FloatType, IntegerType, LongType, NestedField, StructType, UUIDType
 
+from mor.expr.residual import BoundResidual
+from mor.expr.residual_rows import residual_expression
 from mor.format.arrow_types import to_arrow_type
-from mor.planning.residual import BoundResidual
-from mor.read.residual_rows import residual_expression
 
 _NULL = pa.nulls(1, pa.bool_())[0]  # not pa.scalar: that imports pandas, a second at start-up
 
 
 def to_arrow_filter(expr: BooleanExpression, schema: Schema) -> pc.Expression:
-    """`expr` must be bound to `schema` (mor.planning.filters.bind_filter)."""
+    """`expr` must be bound to `schema` (mor.expr.filters.bind_filter)."""
     return visit(expr, _SqlFilter(schema))
 
 
@@ -177,7 +177,7 @@ class _SqlFilter(BoundBooleanExpressionVisitor[pc.Expression]):
         return ~self.visit_in(term, literals)
 
     def visit_residual(self, residual: BoundResidual) -> pc.Expression:
-        """Arithmetic, functions, column against column: mor.read.residual_rows."""
+        """Arithmetic, functions, column against column: mor.expr.residual_rows."""
         return residual_expression(residual, self.paths)
 
     def visit_starts_with(self, term: Any, literal: Literal[Any]) -> pc.Expression:

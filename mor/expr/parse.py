@@ -2,7 +2,7 @@
 
 It accepts pyiceberg's filter language plus `starts with`, `between`, typed date and time
 literals, and arithmetic and functions (`id % 7 = 0`, `lower(name) = 'x'`), which become
-residuals (mor.planning.residual): predicates evaluated on rows, not by metadata. It parses a
+residuals (mor.expr.residual): predicates evaluated on rows, not by metadata. It parses a
 100,000-value IN list in a fraction of a second (pyiceberg's grammar needs about a second per
 10,000 values), and says what is wrong and where instead of dumping its grammar.
 """
@@ -46,8 +46,8 @@ from pyiceberg.expressions.literals import (
 )
 
 from mor.errors import InvalidFilterError
-from mor.planning.filter_literals import TYPED_TEXT, parse_temporal
-from mor.planning.residual import FUNCTIONS, Call, Column, Constant, Residual, Test, constant_of
+from mor.expr.literals import TYPED_TEXT, parse_temporal
+from mor.expr.residual import FUNCTIONS, Call, Column, Constant, Residual, Test, constant_of
 
 SYNTAX = """filter syntax:
   col = 5 (!=, <>, <, <=, >, >=)   col [not] in (1, 2)   col [not] between 1 and 9

@@ -1,4 +1,4 @@
-"""A bound residual (mor.planning.residual) as a pyarrow compute expression, with SQL's
+"""A bound residual (mor.expr.residual) as a pyarrow compute expression, with SQL's
 semantics as DuckDB has them: a null operand makes the result NULL (the row is not selected);
 `/` divides as floating point (by zero: infinity or NaN), `%` by zero is NULL; `+ - * abs` raise on
 overflow rather than wrap; NaN equals NaN and sorts above every number. Numbers of different
@@ -15,8 +15,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from mor.errors import InvalidFilterError
-from mor.planning.filter_literals import MICROS_PER_DAY, decimal_of, unscaled
-from mor.planning.residual import BoundResidual, Call, Column, Constant, Test
+from mor.expr.literals import MICROS_PER_DAY, decimal_of, unscaled
+from mor.expr.residual import BoundResidual, Call, Column, Constant, Test
 
 _NULL_BOOL = pa.nulls(1, pa.bool_())[0]
 _MAX_PRECISION = 38
