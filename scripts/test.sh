@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 if [ "${1:-}" = "fast" ]; then
   shift
-  exec .venv/bin/python -m pytest -m fast -p no:cacheprovider tests/unit tests/property tests/stateful "$@"
+  workers=$(.venv/bin/python -c "import os; print(min(4, max(1, len(os.sched_getaffinity(0)))))")
+  exec .venv/bin/python -m pytest -m fast -p no:cacheprovider -n "$workers" --dist loadfile tests/unit tests/property tests/stateful "$@"
 fi
 exec .venv/bin/python -m pytest "$@"

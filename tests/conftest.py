@@ -13,6 +13,8 @@ before anything reads them.
 
 from __future__ import annotations
 
+import fcntl
+import os
 import shutil
 from pathlib import Path
 
@@ -39,12 +41,22 @@ def java_fixtures() -> Path:
             "the shared/ folder beside this checkout (shared/fixtures/iceberg-java/expected).",
             pytrace=False,
         )
-    if JAVA_FIXTURES_ROOT.exists():
-        shutil.rmtree(JAVA_FIXTURES_ROOT)
     JAVA_FIXTURES_ROOT.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(JAVA_FIXTURES_SOURCE, JAVA_FIXTURES_ROOT)
-    # Ours (tests/fixtures/iceberg-java: evolution) live in the same warehouse path.
-    shutil.copytree(OWN_FIXTURES_SOURCE, JAVA_FIXTURES_ROOT, dirs_exist_ok=True)
+    # Workers of one parallel run (pytest-xdist: `scripts/test.sh fast`) copy once, under a lock;
+    # every other run copies afresh.
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    marker = JAVA_FIXTURES_ROOT.parent / "copied-for-run"
+    with open(JAVA_FIXTURES_ROOT.parent / "copy.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if run is None or not marker.exists() or marker.read_text() != run:
+            marker.unlink(missing_ok=True)
+            if JAVA_FIXTURES_ROOT.exists():
+                shutil.rmtree(JAVA_FIXTURES_ROOT)
+            shutil.copytree(JAVA_FIXTURES_SOURCE, JAVA_FIXTURES_ROOT)
+            # Ours (tests/fixtures/iceberg-java: evolution) live in the same warehouse path.
+            shutil.copytree(OWN_FIXTURES_SOURCE, JAVA_FIXTURES_ROOT, dirs_exist_ok=True)
+            if run is not None:
+                marker.write_text(run)
     return JAVA_FIXTURES_ROOT
 
 

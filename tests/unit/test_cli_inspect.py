@@ -188,6 +188,7 @@ def test_without_rich_a_terminal_gets_plain_text(table: mor.Table, warehouse: Pa
     assert out.splitlines()[0] == "history of db.t"
 
 
+@pytest.mark.subprocess
 def test_the_installed_entry_point(table: mor.Table, warehouse: Path) -> None:
     """`mor` as the environment installed it (pyproject's [project.scripts]), and `python -m mor`."""
     script = Path(sys.executable).parent / ("mor.exe" if os.name == "nt" else "mor")
@@ -199,6 +200,7 @@ def test_the_installed_entry_point(table: mor.Table, warehouse: Path) -> None:
     assert done.returncode == 2 and done.stderr.startswith("mor: NoSuchTableError") and "Traceback" not in done.stderr
 
 
+@pytest.mark.subprocess
 def test_help_loads_no_spark_server_or_catalog_database() -> None:
     code = (
         "import sys\n"

@@ -183,6 +183,7 @@ def test_rows_are_the_values_pyarrow_gives() -> None:
     assert repr(python_rows(batch.select(["id", "naive"]))) == repr(batch.select(["id", "naive"]).to_pylist())
 
 
+@pytest.mark.subprocess
 def test_a_scan_imports_no_pandas_and_nothing_that_writes(warehouse: Path) -> None:
     """Start-up is most of `mor scan --limit 10` (issue 26): a scan of a table with position
     deletes and a time with a zone, printed in each text format, imports no DML, writer, commit

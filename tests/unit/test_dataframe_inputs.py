@@ -170,6 +170,7 @@ def test_a_polars_series_is_refused(make_table: Callable[..., mor.Table]) -> Non
     state.assert_unchanged()
 
 
+@pytest.mark.subprocess
 def test_appending_pyarrow_data_imports_neither_pandas_nor_polars(tmp_path: Path) -> None:
     """mor imports pandas or polars only when given one. pyarrow itself imports pandas when it
     converts Python objects (`pa.array([1])`, `pa.table({...})`, `pa.scalar`) and in

@@ -61,11 +61,13 @@ def ids(table: mor.Table, row_filter: object) -> list[int | None]:
     return sorted(table.scan(filter=row_filter).to_arrow().column("id").to_pylist(), key=lambda i: (i is not None, i))
 
 
+@pytest.mark.subprocess
 def test_ten_thousand_equalities_joined_by_or_read_as_an_in_list(warehouse: Path, table: mor.Table) -> None:
     text = " or ".join(f"id = {i}" for i in range(50, 10_050))
     assert in_child(warehouse, text) == {"count": 150, "delete": 51}  # 51: the null id and ids 0..49
 
 
+@pytest.mark.subprocess
 def test_ten_thousand_other_predicates_are_refused(warehouse: Path, table: mor.Table) -> None:
     text = " or ".join(f"(id = {i} and v > {i})" for i in range(10_000))
     refused = f"InvalidFilterError: the filter has 20000 predicates; at most {MAX_TERMS}"

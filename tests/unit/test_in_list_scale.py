@@ -32,7 +32,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import DateType, DecimalType, DoubleType, IntegerType, LongType, NestedField, StringType
 
 import mor
-from mor.planning import filters
+from mor.expr import filters
 from mor.expr.filters import bind_filter, parse_filter
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("i", pa.int64()), ("f", pa.float64()), ("s", pa.string())])

@@ -67,6 +67,7 @@ def replace_by_fifo(location: str) -> str:
     return path
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("what", ["scan", "count", "delete"])
 def test_a_data_file_replaced_by_a_fifo_is_refused(warehouse: Path, table: mor.Table, what: str) -> None:
     (data_file,) = live_data_paths(table)
@@ -79,6 +80,7 @@ def test_a_data_file_replaced_by_a_fifo_is_refused(warehouse: Path, table: mor.T
     assert table.refresh().metadata_location == before
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("kind", ["position delete file", "manifest list", "table metadata file"])
 def test_other_files_replaced_by_a_fifo_are_refused(warehouse: Path, table: mor.Table, kind: str) -> None:
     location = {

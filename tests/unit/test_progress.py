@@ -383,6 +383,7 @@ def test_a_bad_progress_value_is_refused_and_changes_nothing(catalog: mor.Catalo
     assert_no_orphans(table)
 
 
+@pytest.mark.subprocess
 def test_importing_progress_imports_neither_rich_nor_pandas() -> None:
     code = "import sys, mor.progress; print(sorted(m for m in ('rich', 'pandas') if m in sys.modules))"
     env = {**os.environ, "PYTHONPATH": str(REPO)}

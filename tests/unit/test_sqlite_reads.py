@@ -56,6 +56,7 @@ def test_a_missing_table_is_the_stores_error(warehouse: Path) -> None:
     assert catalog.table_exists("db.t") and not catalog.table_exists("db.nope")
 
 
+@pytest.mark.subprocess
 def test_each_lookup_sees_the_latest_pointer(warehouse: Path) -> None:
     """Another process's commit, rename and drop are seen by the next lookup."""
     made(warehouse)
