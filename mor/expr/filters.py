@@ -212,7 +212,7 @@ def _bind_set(schema: Schema, expr: SetPredicate, case_sensitive: bool, check: b
 
 
 # Literal classes whose `to(type)` returns the literal itself, for these column types (ints only
-# within the type's range). tests/unit/test_in_list_scale.py checks this table against pyiceberg.
+# within the type's range). tests/unit/expr/test_in_list_scale.py checks this table against pyiceberg.
 _CONVERT_TO_THEMSELVES: dict[type, tuple[type, ...]] = {
     LongLiteral: (LongType, IntegerType),
     DoubleLiteral: (DoubleType,),

@@ -1,6 +1,6 @@
 """Progress (`progress=`, mor/progress.py) on every long operation: appends count rows and
 bytes, DML counts files scanned and written, scans count files read, compaction counts bytes
-(tests/unit/test_compact.py). A callback gets every event at once; False is silent; a bar
+(tests/unit/maintenance/test_compact.py). A callback gets every event at once; False is silent; a bar
 shows only on a terminal (or when asked for), after a delay for work that is often quick."""
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ def test_quickstart_twice_makes_a_second_table(tmp_path: Path, capsys: pytest.Ca
     assert main(["quickstart", "--warehouse", str(tmp_path)]) == 0
     assert "demo.events exists already and is left as it is: this run uses a new table, demo.events_2" in capsys.readouterr().out
     catalog = mor.load_catalog(tmp_path)
-    assert catalog.load_table("demo.events").metadata_location == first  # never touched (tests/unit/test_paths_safety.py)
+    assert catalog.load_table("demo.events").metadata_location == first  # never touched (tests/unit/catalog/test_paths_safety.py)
     assert len(catalog.load_table("demo.events_2").snapshots()) == 8
 
 

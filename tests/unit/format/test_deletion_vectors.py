@@ -44,7 +44,7 @@ from mor.write.deletion_vectors import write_deletion_vectors
 
 DV_MAGIC = bytes([0xD1, 0xD3, 0x39, 0x64])
 ROW_POSITION_ID = 2147483645  # `_pos`, spelled out
-HERE = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parents[2]  # tests/
 JAVA_PUFFINS = sorted(
     glob.glob(str(JAVA_FIXTURES / "db" / "v3_dv" / "data" / "*.puffin"))
     + glob.glob(str(HERE / "fixtures" / "iceberg-java" / "db" / "v3_*" / "data" / "**" / "*.puffin"), recursive=True)
