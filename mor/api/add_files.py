@@ -39,9 +39,7 @@ from pyiceberg.table.name_mapping import NameMapping, create_mapping_from_schema
 from pyiceberg.types import ListType, MapType, NestedField, StructType
 
 from mor.commit.table_commits import properties_commit
-from mor.commit.table_ops import create_in_catalog
 from mor.errors import CommitConflictError, InvalidArgumentError, MorError, SchemaMismatchError
-from mor.format.apply import apply_updates
 from mor.format.arrow_types import FIELD_ID_KEY
 from mor.format.content_file import DataFile, PartitionValues
 from mor.format.metadata import TableMetadata
@@ -360,7 +358,7 @@ def _partition_from_rows(io: FileIO, footer: Footer, schema: Schema, spec: Parti
             for rg in range(parquet.num_row_groups):
                 rows = parquet.read_row_group(rg, columns=projection.file_columns) if projection.file_columns else None
                 n = parquet.metadata.row_group(rg).num_rows
-                arrays = projection.arrays(rows if rows is not None else pa.record_batch({"_": pa.nulls(n)}))  # type: ignore[arg-type]
+                arrays = projection.arrays(rows if rows is not None else pa.record_batch({"_": pa.nulls(n)}))
                 table = pa.Table.from_arrays(arrays, names=[f.name for f in sources])
                 for values, _ in split_by_partition(spec, schema, table):
                     found.setdefault(partition_key(values), values)
@@ -449,25 +447,3 @@ def _plain(schema: pa.Schema, keep_ids: bool = False) -> pa.Schema:
         meta = {FIELD_ID_KEY: f.metadata[FIELD_ID_KEY]} if keep_ids and f.metadata and FIELD_ID_KEY in f.metadata else None
         fields.append(pa.field(f.name, t, f.nullable, meta))
     return pa.schema(fields)
-
-
-@dataclass
-class NewTableOperations:
-    """TableOperations for a table that does not exist yet: its one commit writes the first
-    metadata file (with the snapshot) and adds the catalog row, so the table appears with its
-    files or not at all."""
-
-    io: FileIO
-    create_row: Callable[[FileIO, TableMetadata], str]
-    identifier: str
-
-    def refresh(self) -> tuple[TableMetadata, str]:
-        raise CommitConflictError(f"table {self.identifier} was created by another writer meanwhile; nothing was added")
-
-    def commit(self, base: TableMetadata, base_location: str, change: TableCommit) -> tuple[TableMetadata, str]:
-        new = apply_updates(base, change.updates)
-        return new, self.create_row(self.io, new)
-
-
-def create_row_function(store: Any, namespace: str, name: str, before_row: Callable[[], None]) -> Callable[[FileIO, TableMetadata], str]:
-    return lambda io, metadata: create_in_catalog(io, store, namespace, name, metadata, before_row)

@@ -357,11 +357,12 @@ class Catalog(ABC):
         metadata = new_table_metadata(iceberg_schema, spec, None, table_location, properties, version)
         adoption = plan_adoption(self.io, metadata, footers, check_partitions)
         changes = Changes(Operation.APPEND, added_data=adoption.files)
-        commit_changes(self.io, self._new_table_operations(namespace, name), metadata, "", changes)
+        commit_changes(self.io, self.new_table_operations(identifier), metadata, "", changes)
         return self._table(identifier, namespace, name)
 
-    def _new_table_operations(self, namespace: str, name: str) -> TableOperations:
-        """Operations whose first commit creates the table (`creates_tables_with_first_commit`)."""
+    def new_table_operations(self, identifier: str) -> TableOperations:
+        """Operations whose first commit creates the table `identifier` (when
+        `creates_tables_with_first_commit`: Spark's create-on-write, create_table_from_files)."""
         raise UnsupportedFeatureError(f"{type(self).__name__} does not create a table by its first commit")
 
     def check_unshared(self, identifier: str, location: str, metadata_location: str | None = None, verb: str = "register") -> None:

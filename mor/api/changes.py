@@ -212,7 +212,7 @@ def _keys(schema: Schema, on: Sequence[str] | None, format_version: int, case_se
             raise InvalidArgumentError(f"on is a non-empty list of column names, got {on!r}")
         return [f.name for f in _project(schema, list(on), case_sensitive).fields]
     if schema.identifier_field_ids:
-        return [schema.find_column_name(i) for i in schema.identifier_field_ids]  # type: ignore[misc]
+        return [schema.find_column_name(i) for i in schema.identifier_field_ids]
     return [ROW_ID_NAME] if format_version >= 3 else []
 
 

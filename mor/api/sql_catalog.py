@@ -23,7 +23,7 @@ from mor.api.catalog import (
 )
 from mor.api.table import Table
 from mor.catalog.sqlite_reads import SqliteCatalogReader
-from mor.commit.table_ops import CatalogTableOperations, create_in_catalog, read_metadata
+from mor.commit.table_ops import CatalogTableOperations, NewTableOperations, create_in_catalog, read_metadata
 from mor.errors import InvalidArgumentError, NoSuchNamespaceError, NoSuchTableError, TableAlreadyExistsError, UnsupportedFeatureError
 from mor.format.metadata import new_table_metadata
 from mor.io.fileio import FileIO, is_object_store
@@ -163,11 +163,9 @@ class SqlCatalog(Catalog):
         self.store.drop_table_row(namespace, name)
         return delete_purged(self.io, plan)
 
-    def _new_table_operations(self, namespace: str, name: str) -> TableOperations:
-        from mor.api.add_files import NewTableOperations, create_row_function  # only when used
-
-        create_row = create_row_function(self.store, namespace, name, lambda: self.create_namespace_if_not_exists(namespace))
-        return NewTableOperations(self.io, create_row, f"{namespace}.{name}")
+    def new_table_operations(self, identifier: str) -> TableOperations:
+        namespace, name = new_identifier(identifier)
+        return NewTableOperations(self.io, self.store, namespace, name, lambda: self.create_namespace_if_not_exists(namespace))
 
     def _table(self, identifier: str, namespace: str, name: str) -> Table:
         ops = CatalogTableOperations(self.store, namespace, name, self.io)

@@ -19,9 +19,11 @@ from typing import TYPE_CHECKING
 from mor.commit import faults
 from mor.errors import (
     CatalogUnavailableError,
+    CommitConflictError,
     CommitStateUnknownError,
     CorruptMetadataError,
     MetadataFileNotFoundError,
+    TableAlreadyExistsError,
     TableReplacedError,
     UnsupportedFeatureError,
 )
@@ -149,3 +151,28 @@ class CatalogTableOperations:
             self.io.delete_quietly(location)  # the swap did not happen: the file is ours alone
             raise CommitFailedError(f"{self.namespace}.{self.name} changed since {base_location}")
         return new, location
+
+
+@dataclass
+class NewTableOperations:
+    """TableOperations for a table that does not exist yet (a Spark write that creates it,
+    `create_table_from_files`): its one commit writes the first metadata file, with the
+    snapshot, and adds the catalog row, so the table appears with its files or not at all. A
+    row added by another writer meanwhile is CommitConflictError (nothing of ours stays)."""
+
+    io: FileIO
+    store: SqlCatalogStore
+    namespace: str
+    name: str
+    before_row: Callable[[], None] | None = None  # e.g. create the namespace
+
+    def refresh(self) -> tuple[TableMetadata, str]:
+        # commit_changes refreshes only after a lost race, which here cannot be retried.
+        raise CommitConflictError(f"table {self.namespace}.{self.name} was created by another writer meanwhile; nothing was added")
+
+    def commit(self, base: TableMetadata, base_location: str, change: TableCommit) -> tuple[TableMetadata, str]:
+        new = apply_updates(base, change.updates)
+        try:
+            return new, create_in_catalog(self.io, self.store, self.namespace, self.name, new, self.before_row)
+        except TableAlreadyExistsError as e:  # create_in_catalog removed our file: the row is another writer's
+            raise CommitConflictError(f"table {self.namespace}.{self.name} was created by another writer meanwhile") from e

@@ -150,7 +150,7 @@ def bind_filter(schema: Schema, expr: BooleanExpression, case_sensitive: bool = 
             columns = ", ".join(schema.column_names[:30])
             raise InvalidFilterError(f"filter {expr} does not fit the table schema: {e} (columns: {columns})") from e
 
-    return _remembered("bound", schema, expr, case_sensitive, compute)  # type: ignore[no-any-return]
+    return _remembered("bound", schema, expr, case_sensitive, compute)
 
 
 def _bind(schema: Schema, expr: BooleanExpression, case_sensitive: bool, check: bool) -> BooleanExpression:
@@ -167,7 +167,7 @@ def _bind(schema: Schema, expr: BooleanExpression, case_sensitive: bool, check: 
         return Not(_bind(schema, expr.child, case_sensitive, check))
     if isinstance(expr, SetPredicate):
         # Remembered alone too: the pruning and NOT-free forms of a filter share its leaves.
-        return _remembered(  # type: ignore[no-any-return]
+        return _remembered(
             "set" if check else "set-unchecked",
             schema,
             expr,
@@ -264,7 +264,7 @@ def _is_float_infinity(lit: Literal[Any], ftype: IcebergType) -> bool:
 def _not_rewritten(schema: Schema, expr: BooleanExpression, case_sensitive: bool) -> BooleanExpression:
     """`expr` with NOTs pushed to the leaves (pyiceberg's rewrite_not, residuals included), made
     once per filter (a NOT over an `in` list builds a new list)."""
-    return _remembered("not", schema, expr, case_sensitive, lambda: pushed_not(expr))  # type: ignore[no-any-return]
+    return _remembered("not", schema, expr, case_sensitive, lambda: pushed_not(expr))
 
 
 def _inclusive_evaluator(schema: Schema, expr: BooleanExpression, case_sensitive: bool) -> _MetricsEvaluator:
@@ -274,7 +274,7 @@ def _inclusive_evaluator(schema: Schema, expr: BooleanExpression, case_sensitive
         pruning = _remembered("pruning", schema, expr, case_sensitive, lambda: pruning_filter(schema, expr, case_sensitive))
         return _MetricsEvaluator(bind_filter(schema, pruning, case_sensitive))
 
-    return _remembered("metrics", schema, expr, case_sensitive, compute)  # type: ignore[no-any-return]
+    return _remembered("metrics", schema, expr, case_sensitive, compute)
 
 
 class _MetricsEvaluator:
@@ -365,7 +365,7 @@ class FileFilter:
         return bool(self._partition_evals[spec_id](as_record(partition)))
 
     def file_may_match(self, file: ContentFile) -> bool:
-        return self.partition_may_match(file.spec_id, file.partition) and bool(self._metrics.eval(file))  # type: ignore[arg-type]
+        return self.partition_may_match(file.spec_id, file.partition) and bool(self._metrics.eval(file))
 
     def file_must_match(self, file: ContentFile) -> bool:
         """True when every row of the file matches by its column metrics, in Iceberg's two-valued
@@ -375,7 +375,7 @@ class FileFilter:
         def compute() -> _StrictMetricsEvaluator:
             # pyiceberg's constructor would bind again: give it the binding made once.
             strict = _StrictMetricsEvaluator.__new__(_StrictMetricsEvaluator)
-            strict.struct = _FieldsById(schema)  # type: ignore[assignment]
+            strict.struct = _FieldsById(schema)
             strict.include_empty_files = False
             # A residual is not known to hold for every row: FALSE here.
             strict_form = without_residuals(_not_rewritten(schema, expr, case_sensitive), may_match=False)

@@ -108,7 +108,7 @@ def parse(text: str) -> BooleanExpression:
     return _Parser(text).parse()
 
 
-def set_predicate(cls: type[Any], term: Any, literals: set[Literal]) -> BooleanExpression:  # type: ignore[type-arg]
+def set_predicate(cls: type[Any], term: Any, literals: set[Literal]) -> BooleanExpression:
     """`cls(term, literals)` for pyiceberg's In, NotIn, BoundIn and BoundNotIn, given literals
     that need no conversion. pyiceberg's constructors convert and hash every literal twice, and
     pydantic then checks the set once more (about 0.1 s for 100,000 values); this makes the same
@@ -116,7 +116,7 @@ def set_predicate(cls: type[Any], term: Any, literals: set[Literal]) -> BooleanE
     needs the literals). With fewer than two literals pyiceberg's own constructor simplifies
     (to false, true, `=` or `!=`)."""
     if len(literals) < 2:
-        return cls(term, literals)  # type: ignore[no-any-return]
+        return cls(term, literals)
     expr = object.__new__(cls)
     fields = {name: f.get_default(call_default_factory=True) for name, f in cls.model_fields.items() if not f.is_required()}
     fields.update(term=term, literals=literals)
@@ -124,18 +124,18 @@ def set_predicate(cls: type[Any], term: Any, literals: set[Literal]) -> BooleanE
     object.__setattr__(expr, "__pydantic_fields_set__", {"term", "literals"})
     object.__setattr__(expr, "__pydantic_extra__", None)
     object.__setattr__(expr, "__pydantic_private__", None)
-    return expr  # type: ignore[no-any-return]
+    return expr
 
 
-def _literals(texts: list[str]) -> list[Literal]:  # type: ignore[type-arg]
+def _literals(texts: list[str]) -> list[Literal]:
     return make_literals(_literal, texts)
 
 
-def _long_literals(values: list[int]) -> list[Literal]:  # type: ignore[type-arg]
+def _long_literals(values: list[int]) -> list[Literal]:
     return make_literals(LongLiteral, values)
 
 
-def make_literals(make: Callable[[Any], Literal], items: list[Any]) -> list[Literal]:  # type: ignore[type-arg]
+def make_literals(make: Callable[[Any], Literal], items: list[Any]) -> list[Literal]:
     """Literals of a long list. Creating 100,000 pyiceberg literals (pydantic models) triggers
     many collections of the cyclic garbage collector, which then takes more time than the
     literals: pause it meanwhile (literals hold no cycles)."""
@@ -163,7 +163,7 @@ def _number(text: str) -> Constant:
     return _constant_of(_literal(text))
 
 
-def _constant_of(literal: Literal) -> Constant:  # type: ignore[type-arg]
+def _constant_of(literal: Literal) -> Constant:
     """A parsed literal as a term of a residual."""
     for kind, cls in TYPED_TEXT.items():
         if type(literal) is cls:
@@ -171,7 +171,7 @@ def _constant_of(literal: Literal) -> Constant:  # type: ignore[type-arg]
     return constant_of(literal.value)
 
 
-def _literal_of(constant: Constant) -> Literal:  # type: ignore[type-arg]
+def _literal_of(constant: Constant) -> Literal:
     """A term's constant as the literal of a plain comparison."""
     if constant.kind in TYPED_TEXT:
         return TYPED_TEXT[constant.kind](constant.value)
@@ -182,7 +182,7 @@ def _literal_of(constant: Constant) -> Literal:  # type: ignore[type-arg]
     return LongLiteral(constant.value) if constant.kind == "int" else DecimalLiteral(constant.value)
 
 
-def _literal(text: str) -> Literal:  # type: ignore[type-arg]
+def _literal(text: str) -> Literal:
     """A 'string' or number token's value, typed as pyiceberg's parser types it."""
     if text[0] == "'":
         return StringLiteral(text[1:-1].replace("''", "'"))
@@ -513,7 +513,7 @@ class _Parser:
 
     # -- values ---------------------------------------------------------------------------
 
-    def _literal(self, after: _Token | None = None) -> Literal:  # type: ignore[type-arg]
+    def _literal(self, after: _Token | None = None) -> Literal:
         t = self._next()
         if t.kind in ("str", "num"):
             return _literal(t.text)
@@ -531,9 +531,9 @@ class _Parser:
     def _string(self, after: _Token) -> StringLiteral:
         if self._peek().kind != "str":
             self._fail(self._peek(), f"expected a 'quoted string' after {after.text!r}, found {self._peek().describe()}")
-        return self._literal()  # type: ignore[return-value]
+        return self._literal()
 
-    def _values(self) -> list[Literal]:  # type: ignore[type-arg]
+    def _values(self) -> list[Literal]:
         self._expect("(", "'(' to open the list of values after 'in'")
         values = [self._literal()]
         while (t := self._next()).text == ",":
@@ -542,7 +542,7 @@ class _Parser:
             self._fail(t, f"expected ',' or ')' in the list of values, found {t.describe()}")
         return values
 
-    def _list_literals(self) -> list[Literal]:  # type: ignore[type-arg]
+    def _list_literals(self) -> list[Literal]:
         if self._peek().kind == "list":
             t = self._next()
             return _long_literals(t.ints) if t.ints is not None else _literals(_LIST_ITEM.findall(t.text))

@@ -67,7 +67,7 @@ def shaped(expr: BooleanExpression, max_terms: int = MAX_TERMS) -> BooleanExpres
         raise InvalidFilterError(
             f"the filter has {terms} predicates; at most {max_terms} (an 'in' list counts as one: write col in (1, 2, ...))"
         )
-    return shaped_expr  # type: ignore[no-any-return]
+    return shaped_expr
 
 
 def _open(node: Any) -> _Frame:

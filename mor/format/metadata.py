@@ -340,7 +340,7 @@ def parse_format_version(value: object) -> int:
     except ValueError:
         version = value
     check_format_version(version)
-    return int(version)  # type: ignore[arg-type]
+    return int(version)
 
 
 def upgraded(base: TableMetadata, format_version: int) -> TableMetadata:

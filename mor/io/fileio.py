@@ -235,7 +235,7 @@ class FileIO:
         return {"properties": self.properties}
 
     def __setstate__(self, state: dict[str, object]) -> None:
-        self.__init__(state["properties"])  # type: ignore[misc, arg-type]
+        self.__init__(state["properties"])
 
     def __repr__(self) -> str:
         return f"FileIO({sorted(k for k in self.properties)})"
@@ -252,7 +252,7 @@ class FileIO:
             with self._lock:
                 if self._s3 is None:
                     try:
-                        self._s3 = pafs.S3FileSystem(**s3_options(self.properties))  # type: ignore[arg-type]
+                        self._s3 = pafs.S3FileSystem(**s3_options(self.properties))
                     except (TypeError, ValueError, pa.ArrowException) as e:
                         raise InvalidArgumentError(f"cannot configure S3 from the properties: {e}") from e
         return self._s3

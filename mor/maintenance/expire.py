@@ -298,13 +298,13 @@ def retained_snapshots(metadata: TableMetadata, refs: Mapping[str, Mapping[str, 
         head = ref.get("snapshot-id")
         if head not in by_id:
             continue
-        retained.add(head)  # type: ignore[arg-type]
+        retained.add(head)
         if ref.get("type", "branch") != "branch":
             continue  # a tag keeps its one snapshot
         keep = _ref_number(name, ref, "min-snapshots-to-keep", 1) or rule.retain_last
         max_age = _ref_number(name, ref, "max-snapshot-age-ms", 0)
         cutoff = rule.cutoff_ms if max_age is None else rule.now_ms - max_age
-        for depth, snapshot in enumerate(metadata.ancestors(head)):  # type: ignore[arg-type]
+        for depth, snapshot in enumerate(metadata.ancestors(head)):
             on_a_branch.add(snapshot.snapshot_id)
             if depth < keep or snapshot.timestamp_ms >= cutoff:
                 retained.add(snapshot.snapshot_id)

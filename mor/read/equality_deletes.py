@@ -231,7 +231,7 @@ def read_equality_delete_file(io: FileIO, delete_file: DeleteFile, schema: Schem
                 raise CorruptMetadataError(f"equality delete file {path} has no column for {missing}")
             table = parquet.read(columns=projection.file_columns)
         return pa.table(
-            [column.read(table).cast(to_arrow_type(column.field.field_type)) for column in projection.columns],  # type: ignore[arg-type]
+            [column.read(table).cast(to_arrow_type(column.field.field_type)) for column in projection.columns],
             names=[f.name for f in fields],
         )
     except (OSError, pa.ArrowException, KeyError, ValueError, TypeError) as e:
@@ -349,7 +349,7 @@ class EqualityDeleteCache:
         if self.within is not None and set(names) == set(self.within.names):
             key_set = self.within.among(keys)  # the same tuples: reuse the DML's index
         else:
-            key_set = EqualityKeySet(names, keys)  # type: ignore[arg-type]
+            key_set = EqualityKeySet(names, keys)
         return _IndexedFiles(key_set, rows, keys)
 
     def _read(self, files: list[DeleteFile], name_mapping: NameMapping | None) -> list[pa.Table]:

@@ -63,7 +63,7 @@ def to_column(expr: BooleanExpression) -> Column:
         return to_column(expr.left) | to_column(expr.right)
     if isinstance(expr, Not):
         return ~to_column(expr.child)
-    field = expr.term.ref().field  # type: ignore[attr-defined]
+    field = expr.term.ref().field
     column = F.col(f"`{field.name}`")
     ftype = field.field_type
     if isinstance(expr, BoundIsNull):
@@ -78,7 +78,7 @@ def to_column(expr: BooleanExpression) -> Column:
         values = [_value(ftype, lit.value) for lit in expr.literals]
         matched = _zero_safe(column, ftype, values).isin(values)
         return matched if isinstance(expr, BoundIn) else ~matched
-    value = _value(ftype, expr.literal.value)  # type: ignore[attr-defined]
+    value = _value(ftype, expr.literal.value)
     column = _zero_safe(column, ftype, [value])
     if isinstance(expr, BoundStartsWith):
         return column.startswith(value)

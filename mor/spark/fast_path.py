@@ -204,7 +204,7 @@ def _native_type(field: NestedField) -> bool:
     elif isinstance(t, MapType):
         children = [t.key_field, t.value_field]
     else:
-        children = list(t.fields)  # type: ignore[attr-defined]
+        children = list(t.fields)
     return all(_native_type(child) for child in children)
 
 

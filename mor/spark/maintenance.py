@@ -98,7 +98,7 @@ def rewrite_bins(spark: SparkSession, table: Table, plan: CompactionPlan, option
             results = sc.parallelize(plan.groups, len(plan.groups)).map(partial(_rewrite_bin, table.io, rewriter)).collect()
             step.advance(total)
     added = written_files(table.io, results)
-    return finish_compaction(table.io, plan, added)  # type: ignore[arg-type]
+    return finish_compaction(table.io, plan, added)
 
 
 def _rewrite_bin(io: FileIO, rewriter: BinRewriter, group: list[FileScanTask]) -> TaskResult:
@@ -109,7 +109,7 @@ def _rewrite_bin(io: FileIO, rewriter: BinRewriter, group: list[FileScanTask]) -
     return run_task(io, work)
 
 
-def written_files(io: FileIO, results: Sequence[TaskResult]) -> list:  # type: ignore[type-arg]
+def written_files(io: FileIO, results: Sequence[TaskResult]) -> list:
     """The files the tasks wrote (`added`); on any task's error, every file any of them wrote
     is deleted and that error raised."""
     errors = [r.error for r in results if r.error is not None]

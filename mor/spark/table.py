@@ -152,7 +152,7 @@ class MorTable:
         """Compact the table: `mor.spark.maintenance.compact` (distributed) when mor has it, else
         `Table.compact` on the driver; keyword arguments as theirs."""
         try:
-            from mor.spark import maintenance  # type: ignore[attr-defined]
+            from mor.spark import maintenance
         except ImportError:
             maintenance = None
         if maintenance is not None and hasattr(maintenance, "compact"):

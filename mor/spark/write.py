@@ -66,28 +66,24 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.pandas.types import to_arrow_schema as spark_to_arrow_schema
 from pyspark.sql.types import StructType
 
-from mor.api.catalog import DEFAULT_PROPERTIES, Catalog, split_identifier
+from mor.api.catalog import DEFAULT_PROPERTIES, Catalog
 from mor.api.constraints import ConstraintCheck, added_rows_rules, table_constraints
 from mor.commit.idempotency import AlreadyCommitted, Idempotency
 from mor.commit.snapshot_producer import Changes, TableOperations, Validator, commit_changes
-from mor.commit.table_ops import new_metadata_location, read_metadata, write_metadata
+from mor.commit.table_ops import read_metadata
 from mor.errors import (
-    CatalogUnavailableError,
     CommitConflictError,
     CommitStateUnknownError,
     InvalidArgumentError,
-    NamespaceAlreadyExistsError,
     SchemaMismatchError,
     TableAlreadyExistsError,
     TableReplacedError,
 )
-from mor.format.apply import apply_updates
 from mor.format.arrow_types import from_arrow_schema
 from mor.format.content_file import DataFile, DeleteFile
 from mor.format.metadata import TableMetadata, new_table_metadata, parse_format_version
 from mor.format.properties import TARGET_FILE_SIZE_BYTES
 from mor.format.spec import FORMAT_VERSION, ManifestContent, Operation
-from mor.format.updates import TableCommit
 from mor.io.fileio import FileIO
 from mor.planning.conflicts import validate_no_new_deletes_for, validate_no_new_matching_data
 from mor.planning.planner import live_entries
@@ -213,7 +209,7 @@ class MorWriter(DataSourceArrowWriter):
         catalog = self.ref.catalog()
         if t.base_location is None:
             metadata = new_table_metadata(t.schema, t.spec, UNSORTED_SORT_ORDER, t.location, dict(t.properties), t.format_version)
-            return CreateTableOperations(catalog, t.identifier), metadata, ""
+            return catalog.new_table_operations(t.identifier), metadata, ""
         ops = catalog.table_operations(t.identifier)
         if self.overwrite:
             # Replace what the job saw; the validator refuses what others committed since.
@@ -257,39 +253,6 @@ class MorWriter(DataSourceArrowWriter):
             )
         if current.current_schema_id != t.schema.schema_id:
             raise CommitConflictError(f"the schema of {t.identifier} changed during this write")
-
-
-@dataclass
-class CreateTableOperations:
-    """TableOperations for a table that does not exist yet: the commit writes its first
-    metadata file and adds the catalog row, so the table appears with its first snapshot."""
-
-    catalog: Catalog
-    identifier: str
-
-    def refresh(self) -> tuple[TableMetadata, str]:
-        # commit_changes refreshes only after a lost race, which here cannot be retried.
-        raise CommitConflictError(f"table {self.identifier} was created by another writer during this write")
-
-    def commit(self, base: TableMetadata, base_location: str, change: TableCommit) -> tuple[TableMetadata, str]:
-        new = apply_updates(base, change.updates)
-        namespace, name = split_identifier(self.identifier)
-        try:
-            self.catalog.create_namespace_if_not_exists(namespace)
-        except NamespaceAlreadyExistsError:
-            pass  # created concurrently
-        location = new_metadata_location(new.location, None)
-        write_metadata(self.catalog.io, location, new)
-        try:
-            self.catalog.store.create_table_row(namespace, name, location)
-        except TableAlreadyExistsError as e:
-            self.catalog.io.delete_quietly(location)
-            raise CommitConflictError(f"table {self.identifier} was created by another writer during this write") from e
-        except CatalogUnavailableError:
-            self.catalog.io.delete_quietly(location)  # the row certainly was not added: the file is ours alone
-            raise
-        # CommitStateUnknownError (the row may have been added) passes with the file kept.
-        return new, location
 
 
 def plan_target(ref: TableRef, options: Mapping[str, str], schema: StructType) -> WriteTarget:

@@ -1,5 +1,5 @@
-"""The commit of a Spark write that creates its table (CreateTableOperations; no SparkSession):
-the outcome of adding the catalog row decides whether its metadata file stays."""
+"""The commit that creates its table (a Spark write's, create_table_from_files'): the outcome of
+adding the catalog row decides whether its metadata file stays (Catalog.new_table_operations)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,6 @@ from unit_helpers import SCHEMA
 
 import mor
 from mor.format.updates import TableCommit
-
-pytest.importorskip("pyspark.sql.datasource")
-from mor.spark.write import CreateTableOperations  # noqa: E402
 
 
 def metadata_files(table_location: Path) -> set[str]:
@@ -34,6 +31,6 @@ def test_the_metadata_file_stays_only_when_the_row_may_have_been_added(
 
     monkeypatch.setattr(catalog.store, "create_table_row", refuse)
     with pytest.raises(failure):
-        CreateTableOperations(catalog, "db.new").commit(template.metadata, "", TableCommit())
+        catalog.new_table_operations("db.new").commit(template.metadata, "", TableCommit())
     written = metadata_files(location) - before
     assert len(written) == (1 if kept else 0)
