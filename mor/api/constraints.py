@@ -57,7 +57,7 @@ from mor.planning.task import FileScanTask
 from mor.read.scan_reader import read_batches
 
 if TYPE_CHECKING:
-    from mor.api.table import Table
+    from mor.api.table_parts import TableParts
 
 PREFIX = CONSTRAINT_PREFIX
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
@@ -193,7 +193,7 @@ def check_rows(rows: pa.Table | pa.RecordBatch, properties: Mapping[str, str], s
         ConstraintCheck(constraints, schema).check(rows)
 
 
-def check_live_rows(table: Table, constraint: Constraint) -> None:
+def check_live_rows(table: TableParts, constraint: Constraint) -> None:
     """ConstraintViolationError when a live row of the table's current snapshot breaks
     `constraint`; reads only its columns (the row named shows those), and only files whose
     metrics cannot prove it."""

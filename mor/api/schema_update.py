@@ -36,7 +36,7 @@ from mor.format.metadata import TableMetadata, same_schema
 from mor.write.arrow_schema import check_unique_names, conform
 
 if TYPE_CHECKING:
-    from mor.api.table import Table
+    from mor.api.table_parts import TableParts
 
 STRICT, MERGE = "strict", "merge"
 
@@ -44,7 +44,7 @@ STRICT, MERGE = "strict", "merge"
 class UpdateSchema:
     """Schema changes to commit together; every method returns the builder (chainable)."""
 
-    def __init__(self, table: Table, ops: TableOperations):
+    def __init__(self, table: TableParts, ops: TableOperations):
         self._table = table
         self._ops = ops
         self._base = table.metadata

@@ -42,7 +42,6 @@ from mor.format.properties import (
 )
 from mor.format.spec import Operation
 from mor.io.fileio import FileIO
-from mor.maintenance.ownership import CatalogView
 from mor.progress import Progress, ProgressArg
 
 # The DML verbs, writers and commits are imported by the methods that use them
@@ -63,8 +62,7 @@ class HistoryEntry:
 
 class Table(TableMaintenance, TableDefinition):
     # The rest of the catalog, for maintenance that deletes files (set by the catalog that
-    # opens the table): the files other tables own must stay.
-    catalog_view: CatalogView | None = None
+    # opens the table): the files other tables own must stay. (Declared in TableParts.)
 
     def __init__(self, identifier: str, metadata: TableMetadata, metadata_location: str, io: FileIO, ops: TableOperations | None):
         self.identifier = identifier
@@ -158,7 +156,7 @@ class Table(TableMaintenance, TableDefinition):
     # -- writing ---------------------------------------------------------------------------
     def append(
         self, data: Rows, schema_mode: str | None = None, *, progress: ProgressArg = None, idempotency: tuple[str, int] | None = None
-    ) -> Snapshot:
+    ) -> Snapshot | None:
         """Add rows in one `append` snapshot: a pyarrow Table, RecordBatch, RecordBatchReader or
         iterable of batches, a pandas or polars DataFrame, or any Arrow stream
         (`__arrow_c_stream__`); see mor/api/inputs.py. A reader, stream or iterator of batches
@@ -217,7 +215,9 @@ class Table(TableMaintenance, TableDefinition):
             if self.metadata.current_snapshot_id != planned.current_snapshot_id:  # it refreshed past other commits
                 adoption.validate(self.io)(planned, self.metadata)
         changes = Changes(Operation.APPEND, added_data=adoption.files)
-        return self._commit(changes, adoption.validate(self.io), kept=adoption.files, rows_checked_on=planned)
+        snapshot = self._commit(changes, adoption.validate(self.io), kept=adoption.files, rows_checked_on=planned)
+        assert snapshot is not None  # not idempotent: a commit that returns made a snapshot
+        return snapshot
 
     def delete(
         self, where: FilterLike, mode: str | None = None, *, progress: ProgressArg = None, idempotency: tuple[str, int] | None = None

@@ -18,6 +18,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import IcebergType
 
 from mor.api.constraints import check_live_rows, new_constraint, table_constraints
+from mor.api.table_parts import TableParts
 from mor.commit.retry import RetryPolicy
 from mor.commit.table_ops import CommitFailedError
 from mor.errors import CommitConflictError, ConstraintViolationError, InvalidArgumentError
@@ -29,15 +30,14 @@ if TYPE_CHECKING:
 
     from mor.api.schema_update import UpdateSchema
     from mor.api.spec_update import UpdateSpec
-    from mor.api.table import Table
     from mor.format.updates import TableCommit
 
 
-class TableDefinition:
+class TableDefinition(TableParts):
     """Mixed into Table: every method here runs on a Table."""
 
     # -- schema evolution (mor/api/schema_update.py) ----------------------------------------
-    def update_schema(self: Table) -> UpdateSchema:
+    def update_schema(self) -> UpdateSchema:
         """A builder of schema changes, committed together by `.commit()` or on leaving a
         `with` block without an error: add_column, rename_column, drop_column, make_optional,
         widen, set_doc, move_first, move_before, move_after (dotted paths, "info.c")."""
@@ -45,18 +45,18 @@ class TableDefinition:
 
         return UpdateSchema(self, self._writable())
 
-    def add_column(self: Table, path: str, type: pa.DataType | IcebergType, doc: str | None = None, required: bool = False) -> Schema:
+    def add_column(self, path: str, type: pa.DataType | IcebergType, doc: str | None = None, required: bool = False) -> Schema:
         """Add one optional column (a commit of its own); returns the new schema."""
         return self.update_schema().add_column(path, type, doc, required).commit()
 
-    def rename_column(self: Table, path: str, new_name: str) -> Schema:
+    def rename_column(self, path: str, new_name: str) -> Schema:
         return self.update_schema().rename_column(path, new_name).commit()
 
-    def drop_column(self: Table, path: str) -> Schema:
+    def drop_column(self, path: str) -> Schema:
         return self.update_schema().drop_column(path).commit()
 
     # -- partition spec evolution (mor/api/spec_update.py) ----------------------------------
-    def update_spec(self: Table) -> UpdateSpec:
+    def update_spec(self) -> UpdateSpec:
         """A builder of partition spec changes, committed together by `.commit()` or on
         leaving a `with` block without an error: add_field("ts", "day") (or "day(ts)"),
         remove_field(name), rename_field(name, new_name). Metadata only: files keep their
@@ -65,7 +65,7 @@ class TableDefinition:
 
         return UpdateSpec(self, self._writable())
 
-    def replace_sort_order(self: Table, *terms: str) -> SortOrder:
+    def replace_sort_order(self, *terms: str) -> SortOrder:
         """Make the table sorted by `terms` ("ts", "id desc", "name asc nulls last", "day(ts)",
         "bucket(16, id)"); no terms: unsorted. Appends and compaction then sort each file they
         write by it. Metadata only: an identical order already known keeps its id, another is
@@ -78,11 +78,11 @@ class TableDefinition:
         self._commit_metadata(lambda base: sort_order_commit(base, parse_sort_order(base.schema(), terms)), "replace the sort order")
         return self.metadata.sort_order
 
-    def sort_order(self: Table) -> SortOrder:
+    def sort_order(self) -> SortOrder:
         """The table's default sort order (order id 0 and no fields: unsorted)."""
         return self.metadata.sort_order
 
-    def set_properties(self: Table, **updates: str) -> None:
+    def set_properties(self, **updates: str) -> None:
         """Set table properties, e.g. `set_properties(**{"write.delete.mode": "copy-on-write"})`.
         `format-version` is no property but the table's format: "3" upgrades it, as Iceberg's
         `ALTER TABLE ... SET TBLPROPERTIES` does."""
@@ -97,7 +97,7 @@ class TableDefinition:
         check_properties(updates)
         self._commit_metadata(lambda base: properties_commit(base, updates, format_version=_upgrade_to(base, target)), "set properties")
 
-    def add_constraint(self: Table, name: str, expression: str) -> None:
+    def add_constraint(self, name: str, expression: str) -> None:
         """A CHECK constraint every row mor writes must satisfy (`expression` TRUE for it),
         stored as the property `mor.constraint.<name>` (mor/api/constraints.py). Refused with
         ConstraintViolationError, naming a row, when a live row breaks it."""
@@ -112,7 +112,7 @@ class TableDefinition:
 
         self._commit_metadata(change, f"add constraint {name!r}")
 
-    def drop_constraint(self: Table, name: str) -> None:
+    def drop_constraint(self, name: str) -> None:
         """Remove a CHECK constraint; InvalidArgumentError if the table has none of that name."""
         from mor.commit.table_commits import properties_commit  # imported on first use: a read commits nothing
 
@@ -123,7 +123,7 @@ class TableDefinition:
         removed = tuple(k for k in names[name].properties() if k in self.metadata.properties)
         self._commit_metadata(lambda base: properties_commit(base, {}, removed), f"drop constraint {name!r}")
 
-    def set_not_null(self: Table, column: str) -> Schema:
+    def set_not_null(self, column: str) -> Schema:
         """NOT NULL: make `column` (a dotted path for a struct field) required in the schema,
         which every write then enforces. Refused with ConstraintViolationError while a live row
         holds a null there; the commit asserts the snapshot it checked, so rows committed
@@ -147,11 +147,11 @@ class TableDefinition:
         self._commit_metadata(change, f"make {column!r} NOT NULL")
         return self.schema()
 
-    def constraints(self: Table) -> dict[str, str]:
+    def constraints(self) -> dict[str, str]:
         """The CHECK constraints, name -> predicate."""
         return {c.name: c.expression for c in table_constraints(self.metadata.properties)}
 
-    def upgrade(self: Table, format_version: int = 3) -> None:
+    def upgrade(self, format_version: int = 3) -> None:
         """Raise the table's format version (2 -> 3): later writes use deletion vectors and
         track row lineage. Metadata only: files already written stay as they are, and their
         position delete files still apply until a deletion vector replaces them."""
@@ -162,7 +162,7 @@ class TableDefinition:
             lambda base: properties_commit(base, {}, format_version=_upgrade_to(base, format_version)), "upgrade the table"
         )
 
-    def _commit_metadata(self: Table, change: Callable[[TableMetadata], TableCommit], what: str) -> None:
+    def _commit_metadata(self, change: Callable[[TableMetadata], TableCommit], what: str) -> None:
         """A commit without a snapshot, made again on the fresh table after a lost race."""
         ops = self._writable()
         attempts = RetryPolicy.of(self.metadata.properties).start()

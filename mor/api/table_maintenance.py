@@ -13,13 +13,13 @@ import datetime as dt
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from mor.api.table_parts import TableParts
 from mor.expr.filters import FilterLike, bind_filter, parse_filter
 from mor.maintenance.orphans import DEFAULT_MIN_AGE, OrphanResult, remove_orphans
 from mor.maintenance.ownership import REFUSE_SAME, REFUSE_SAME_OR_INNER, Ownership
 from mor.progress import Progress, ProgressArg
 
 if TYPE_CHECKING:
-    from mor.api.table import Table
     from mor.commit.snapshot_producer import Changes, Validator
     from mor.maintenance.compact import CompactionOptions, CompactionPlan, CompactionResult
     from mor.maintenance.expire import ExpireResult
@@ -27,11 +27,11 @@ if TYPE_CHECKING:
     from mor.maintenance.rewrite_deletes import RewritePlan, RewriteResult
 
 
-class TableMaintenance:
+class TableMaintenance(TableParts):
     """Mixed into Table: every method here runs on a Table."""
 
     def remove_orphan_files(
-        self: Table, older_than: dt.timedelta | dt.datetime = DEFAULT_MIN_AGE, dry_run: bool = False, progress: ProgressArg = None
+        self, older_than: dt.timedelta | dt.datetime = DEFAULT_MIN_AGE, dry_run: bool = False, progress: ProgressArg = None
     ) -> OrphanResult:
         """Delete files under the table location that no metadata references and that were
         last modified before `older_than` (an age, default 3 days, or a time); `dry_run` only
@@ -46,11 +46,11 @@ class TableMaintenance:
         progress_ = Progress("remove_orphan_files", progress)
         return remove_orphans(self.io, self.metadata, self.metadata_location, older_than, dry_run, progress_, ownership)
 
-    def _ownership(self: Table, what: str, refuse: str = REFUSE_SAME) -> Ownership:
+    def _ownership(self, what: str, refuse: str = REFUSE_SAME) -> Ownership:
         return Ownership(self.io, self.identifier, self.metadata.location, self.catalog_view, what, refuse)
 
     def expire_snapshots(
-        self: Table,
+        self,
         older_than: dt.timedelta | dt.datetime | None = None,
         retain_last: int | None = None,
         *,
@@ -85,7 +85,7 @@ class TableMaintenance:
         return result
 
     def compact(
-        self: Table,
+        self,
         where: FilterLike = None,
         target_file_size: int | None = None,
         min_delete_ratio: float = 0.0,
@@ -113,7 +113,7 @@ class TableMaintenance:
         )  # fmt: skip
 
     def _compact(
-        self: Table,
+        self,
         where: FilterLike,
         target_file_size: int | None,
         min_delete_ratio: float,
@@ -149,7 +149,7 @@ class TableMaintenance:
         snapshot = self._run_dml("delete", plan)
         return done[0].result(snapshot.snapshot_id if snapshot is not None else None, dry_run)
 
-    def maintain(self: Table, *, dry_run: bool = False, progress: ProgressArg = None) -> MaintainResult:
+    def maintain(self, *, dry_run: bool = False, progress: ProgressArg = None) -> MaintainResult:
         """The scheduled upkeep the table's properties ask for: compact files with many
         deletes, expire old snapshots, remove old orphan files (mor/maintenance/policy.py)."""
         from mor.maintenance.policy import MaintainResult, MaintenancePolicy  # imported on first use: a read needs no maintenance
@@ -171,7 +171,7 @@ class TableMaintenance:
             orphans = self.remove_orphan_files(older_than=policy.orphan_min_age, dry_run=dry_run, progress=progress)
         return MaintainResult(compaction, expiry, orphans)
 
-    def rewrite_position_deletes(self: Table) -> RewriteResult:
+    def rewrite_position_deletes(self) -> RewriteResult:
         """Merge the position delete files of each data file into one sorted file, and drop
         position delete files that apply to no live data file (operation `replace`; rows do
         not change). A commit that removed one of those data files meanwhile makes it plan
