@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 
 TESTS = Path(__file__).resolve().parents[1]
-for folder in (TESTS, TESTS / "unit", TESTS / "concurrency"):
+# tests/unit holds one folder per package (tests/unit/api/test_delete.py, ...): each is searched.
+UNIT_FOLDERS = sorted(p for p in (TESTS / "unit").iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
+for folder in (TESTS, TESTS / "unit", *UNIT_FOLDERS, TESTS / "concurrency"):
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
 
