@@ -192,6 +192,16 @@ def split_identifier(identifier: str) -> tuple[str, str]:
     return ".".join(parts[:-1]), parts[-1]
 
 
+def new_namespace_properties(namespace: str, properties: object) -> dict[str, str]:
+    """The properties a new namespace is created with, checked (and its name)."""
+    check_new_name("namespace", namespace)
+    if properties is None:
+        return {}
+    if not isinstance(properties, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in properties.items()):
+        raise InvalidArgumentError(f"namespace properties are a dict of strings, got {properties!r}")
+    return dict(properties)
+
+
 def check_new_name(kind: str, name: str) -> None:
     """A name we are about to create a namespace or table under (it becomes a folder name):
     InvalidArgumentError unless it is a non-blank string without empty levels, path

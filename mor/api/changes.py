@@ -240,15 +240,17 @@ def _from_snapshot(
                 raise
             raise _expired(table, f"{table.identifier} has no snapshot {snapshot_id}", oldest) from e
     if timestamp is not None:
+        ms = _as_of_ms(timestamp)
         try:
-            snapshot = table.metadata.snapshot_as_of(_as_of_ms(timestamp))
+            snapshot = table.metadata.snapshot_as_of(ms)
         except KeyError:  # the snapshot current then has expired
             snapshot = None
         else:
             if snapshot is not None or oldest is None:
                 return snapshot  # None: no snapshot yet at that time, every change is after it
-        when = _utc(_as_of_ms(timestamp))
-        raise _expired(table, f"the snapshot of {table.identifier} current at {when} has expired", oldest or chain[-1])
+        if not chain:
+            raise NoSuchSnapshotError(f"the snapshot of {table.identifier} current at {_utc(ms)} has expired; the table has none now")
+        raise _expired(table, f"the snapshot of {table.identifier} current at {_utc(ms)} has expired", oldest or chain[-1])
     if oldest is not None and not start_as_inserts:
         raise _expired(table, f"the changes of {table.identifier} from its first snapshot are gone", oldest)
     return None

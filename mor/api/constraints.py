@@ -91,7 +91,7 @@ class Constraint:
         naming the constraint when a column it uses is gone."""
         aliases: dict[int, str] = {}
         for path, ids in self.columns:
-            if any(not _has_field(schema, i) for i in ids):
+            if any(schema.find_column_name(i) is None for i in ids):
                 raise InvalidFilterError(
                     f"constraint {self.name!r} ({self.expression}) uses column {path!r}, which the table no longer has "
                     f"(field id {ids[-1]}, dropped by another engine?): drop the constraint (drop_constraint({self.name!r}))"
@@ -116,7 +116,8 @@ class Constraint:
         """The expression, with the columns' current names where they were renamed since."""
         renamed = []
         for path, ids in self.columns:
-            if all(_has_field(schema, i) for i in ids) and (now := schema.find_column_name(ids[-1])) != path:
+            now = schema.find_column_name(ids[-1])
+            if now is not None and now != path:
                 renamed.append(f"{path} is now {now}")
         return self.expression + (f" [{', '.join(renamed)}]" if renamed else "")
 
@@ -129,11 +130,6 @@ def table_constraints(properties: Mapping[str, str]) -> tuple[Constraint, ...]:
             name = key[len(PREFIX) :]
             out.append(Constraint(name, expression, _columns(properties.get(CONSTRAINT_COLUMNS_PREFIX + name))))
     return tuple(sorted(out))
-
-
-def constraint_properties(properties: Mapping[str, str]) -> dict[str, str]:
-    """Every property that stores a constraint: what a writer that checked its rows relied on."""
-    return {k: v for k, v in properties.items() if k.startswith((PREFIX, CONSTRAINT_COLUMNS_PREFIX))}
 
 
 def new_constraint(name: object, expression: object, schema: Schema, existing: Mapping[str, str]) -> Constraint:
@@ -199,7 +195,8 @@ def check_live_rows(table: TableParts, constraint: Constraint) -> None:
     metrics cannot prove it."""
     metadata = table.metadata
     schema = metadata.schema()
-    tasks = [t for t in table.scan().plan_files() if t.delete_files or not _proven(constraint, schema, metadata, t.data_file)]
+    proof = _proof(constraint, schema, metadata)
+    tasks = [t for t in table.scan().plan_files() if t.delete_files or not proof.every_row_matches(t.data_file)]
     columns = schema.select(*_column_names(schema, constraint.field_ids(schema)))
     check = ConstraintCheck([constraint], columns)
     try:
@@ -217,12 +214,12 @@ def check_files(io: FileIO, metadata: TableMetadata, files: Sequence[DataFile], 
     `name_mapping`: for files without field ids (default: the table's)."""
     schema = metadata.schema()
     name_mapping = name_mapping or metadata.properties.get(NAME_MAPPING_PROPERTY)
-    constraints = table_constraints(metadata.properties)
-    required = _required_columns(schema)
+    proofs = [(c, _proof(c, schema, metadata)) for c in table_constraints(metadata.properties)]
+    required = [f for f in schema.fields if f.required]  # top-level: a null struct hides its fields
     for file in files:
         nulls = file.null_value_counts or {}
         unproven_required = [f for f in required if not (f.field_type.is_primitive and nulls.get(f.field_id) == 0)]
-        unproven = [c for c in constraints if not _proven(c, schema, metadata, file)]
+        unproven = [c for c, proof in proofs if not proof.every_row_matches(file)]
         if not unproven_required and not unproven:
             continue
         ids = {f.field_id for f in unproven_required} | {i for c in unproven for i in c.field_ids(schema)}
@@ -248,10 +245,10 @@ def added_rows_rules(io: FileIO, schema_id: int, properties: Mapping[str, str], 
     return RowRules(rules_of(schema_id, properties), lambda base: check_files(io, base, files, "a file this commit adds"))
 
 
-def _proven(constraint: Constraint, schema: Schema, metadata: TableMetadata, file: DataFile) -> bool:
-    """Do `file`'s metrics prove every row satisfies `constraint`?"""
-    bound_schema = constraint.bound_schema(schema)
-    return FileFilter(bound_schema, metadata.specs(), parse_filter(constraint.expression)).every_row_matches(file)
+def _proof(constraint: Constraint, schema: Schema, metadata: TableMetadata) -> FileFilter:
+    """What decides from a file's metrics whether every row satisfies `constraint`
+    (`every_row_matches`), made once for all the files checked."""
+    return FileFilter(constraint.bound_schema(schema), metadata.specs(), parse_filter(constraint.expression))
 
 
 def _compiled(constraint: Constraint, schema: Schema) -> pc.Expression:
@@ -271,14 +268,6 @@ def _columns(text: str | None) -> ColumnIds:
         return tuple(sorted((str(path), tuple(int(i) for i in ids)) for path, ids in raw.items() if ids))
     except (ValueError, TypeError, AttributeError):
         return ()
-
-
-def _has_field(schema: Schema, field_id: int) -> bool:
-    try:
-        schema.find_field(field_id)
-    except ValueError:
-        return False
-    return True
 
 
 def _aliased_fields(fields: tuple[NestedField, ...], aliases: dict[int, str]) -> list[NestedField]:
@@ -309,11 +298,6 @@ def _parent_ids(fields: tuple[NestedField, ...], parent: int | None = None) -> d
         if isinstance(f.field_type, StructType):
             out.update(_parent_ids(tuple(f.field_type.fields), f.field_id))
     return out
-
-
-def _required_columns(schema: Schema) -> list[NestedField]:
-    """The top-level columns that may hold no null."""
-    return [f for f in schema.fields if f.required]
 
 
 def _column_names(schema: Schema, ids: Iterable[int]) -> list[str]:

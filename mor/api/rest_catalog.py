@@ -8,13 +8,18 @@ server hands out in loadTable's `config` (vended credentials).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import pyarrow as pa
 from pyiceberg.schema import Schema
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 
-from mor.api.catalog import Catalog, check_new_name, existing_identifier, new_identifier, new_table_parts, table_location_of
+from mor.api.catalog import (
+    Catalog,
+    existing_identifier,
+    new_identifier,
+    new_namespace_properties,
+    new_table_parts,
+    table_location_of,
+)
 from mor.api.table import Table
 from mor.catalog.rest import LoadedTable, RestCatalogClient, RestTableOperations
 from mor.commit.snapshot_producer import TableOperations
@@ -65,12 +70,7 @@ class RestCatalog(Catalog):
 
     # -- namespaces ------------------------------------------------------------------------
     def create_namespace(self, namespace: str, properties: dict[str, str] | None = None) -> None:
-        check_new_name("namespace", namespace)
-        if properties is not None and not (
-            isinstance(properties, Mapping) and all(isinstance(k, str) and isinstance(v, str) for k, v in properties.items())
-        ):
-            raise InvalidArgumentError(f"namespace properties are a dict of strings, got {properties!r}")
-        self.client.create_namespace(namespace, dict(properties or {}))
+        self.client.create_namespace(namespace, new_namespace_properties(namespace, properties))
 
     def create_namespace_if_not_exists(self, namespace: str) -> None:
         if self.client.namespace_exists(namespace):

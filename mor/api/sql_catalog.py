@@ -6,7 +6,6 @@ the row's pointer by compare-and-swap (mor/commit/table_ops.py)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -17,6 +16,7 @@ from mor.api.catalog import (
     check_new_name,
     existing_identifier,
     new_identifier,
+    new_namespace_properties,
     new_table_parts,
     split_identifier,
     table_location_of,
@@ -56,12 +56,7 @@ class SqlCatalog(Catalog):
 
     # -- namespaces ------------------------------------------------------------------------
     def create_namespace(self, namespace: str, properties: dict[str, str] | None = None) -> None:
-        check_new_name("namespace", namespace)
-        if properties is not None and (
-            not isinstance(properties, Mapping) or not all(isinstance(v, str) and isinstance(k, str) for k, v in properties.items())
-        ):
-            raise InvalidArgumentError(f"namespace properties are a dict of strings, got {properties!r}")
-        self.store.create_namespace(namespace, properties)
+        self.store.create_namespace(namespace, new_namespace_properties(namespace, properties))
 
     def create_namespace_if_not_exists(self, namespace: str) -> None:
         """Idempotent, also against another process creating the same namespace meanwhile."""

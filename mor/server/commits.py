@@ -122,14 +122,15 @@ class Committer:
         seen = {(c.namespace, c.name) for c in changes}
         if len(seen) != len(changes):
             raise InvalidArgumentError("a transaction names a table twice: send its changes as one commit")
+        checked: set[object] = set()  # what this commit's attempts found good (row_checks.py)
         for _ in range(MAX_ATTEMPTS):
-            planned = [self._plan(c) for c in changes]
+            planned = [self._plan(c, checked) for c in changes]
             if self._swap(planned):
                 faults.reached("committed")
                 return [self._result(p) for p in planned]
         raise CommitFailedError(f"the tables kept changing: {MAX_ATTEMPTS} attempts lost their swap; try again")
 
-    def _plan(self, change: TableChange) -> _Planned:
+    def _plan(self, change: TableChange, checked: set[object]) -> _Planned:
         """Check the requirements on the current metadata and apply the updates to it."""
         requirements, updates = change.commit.requirements, change.commit.updates
         try:
@@ -162,7 +163,7 @@ class Committer:
                 except SharedTableError as e:
                     raise InvalidArgumentError(str(e)) from None  # 400: no retry makes it fit
         check_constraint_columns(base, new)  # no client drops a column a constraint uses
-        check_added_rows(self.io, new, updates)  # NOT NULL and CHECK constraints of the rows it adds
+        check_added_rows(self.io, new, updates, checked)  # NOT NULL and CHECK constraints of the rows it adds
         try:
             check_metadata(new)  # the spec's invariants, before anyone reads it
         except CorruptMetadataError as e:

@@ -20,9 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pyiceberg.schema import Schema
-
 from mor.api.constraints import check_files, table_constraints
+from mor.commit.row_rules import table_rules
 from mor.errors import SchemaEvolutionError
 from mor.format.content_file import DataFile
 from mor.format.metadata import Snapshot, TableMetadata
@@ -33,15 +32,19 @@ from mor.planning.manifest_cache import read_entries
 from mor.planning.planner import manifests_of
 
 
-def check_added_rows(io: FileIO, new: TableMetadata, updates: Sequence[Update]) -> None:
-    """ConstraintViolationError when a snapshot the updates add holds rows `new`'s rules forbid."""
+def check_added_rows(io: FileIO, new: TableMetadata, updates: Sequence[Update], checked: set[object]) -> None:
+    """ConstraintViolationError when a snapshot the updates add holds rows `new`'s rules forbid.
+    `checked`: the (snapshot, rules) pairs found good by earlier attempts of the same commit,
+    which a lost swap makes again: their files are not read twice."""
     constrained = bool(table_constraints(new.properties))
     for update in updates:
         if not isinstance(update, AddSnapshot) or update.snapshot.operation == Operation.REPLACE:
             continue
         snapshot = update.snapshot
-        if constrained or snapshot.schema_id != new.current_schema_id:
+        key = (snapshot.snapshot_id, table_rules(new))
+        if (constrained or snapshot.schema_id != new.current_schema_id) and key not in checked:
             check_files(io, new, added_data_files(io, new, snapshot), f"a data file snapshot {snapshot.snapshot_id} adds")
+            checked.add(key)
 
 
 def added_data_files(io: FileIO, metadata: TableMetadata, snapshot: Snapshot) -> list[DataFile]:
@@ -63,16 +66,8 @@ def check_constraint_columns(base: TableMetadata | None, new: TableMetadata) -> 
     before, after = base.schema(), new.schema()
     for constraint in table_constraints(new.properties):
         for field_id in sorted(constraint.field_ids(before)):
-            if _has(before, field_id) and not _has(after, field_id):
+            if before.find_column_name(field_id) is not None and after.find_column_name(field_id) is None:
                 raise SchemaEvolutionError(
                     f"cannot drop {before.find_column_name(field_id)!r}: field {field_id} is used by constraint "
                     f"{constraint.name!r} ({constraint.expression}); drop the constraint first"
                 )
-
-
-def _has(schema: Schema, field_id: int) -> bool:
-    try:
-        schema.find_field(field_id)
-    except ValueError:
-        return False
-    return True
