@@ -129,9 +129,9 @@ def main() -> None:
 
     if args.profile is not None:
         # cProfile sees one thread: profile with the DML thread pools run serially.
-        import mor.api.row_changes
+        import mor.dml.row_changes
 
-        mor.api.row_changes.parallel_map = lambda fn, items, max_workers=None: [fn(x) for x in items]  # type: ignore[assignment]
+        mor.dml.row_changes.parallel_map = lambda fn, items, max_workers=None: [fn(x) for x in items]  # type: ignore[assignment]
         args.profile.mkdir(parents=True, exist_ok=True)
         result["profiles"] = {}
         for op in operations:

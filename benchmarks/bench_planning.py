@@ -35,12 +35,13 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pyarrow as pa
+from common import CATEGORIES, TABLE_NAME, TS_BASE_US, BenchmarkError, log, profile_call, remove_warehouse, start_result
 from pyiceberg.conversions import to_bytes
 from pyiceberg.types import DoubleType, LongType, StringType, TimestamptzType
 
 import mor
-from common import BenchmarkError, CATEGORIES, TABLE_NAME, TS_BASE_US, log, profile_call, remove_warehouse, start_result
 from mor.commit.snapshot_producer import Changes
+from mor.dml.runner import commit
 from mor.format.content_file import DataFile, DeleteFile
 from mor.format.spec import DELETE_FILE_PATH_ID, DELETE_POS_ID, FileContent, Operation
 
@@ -141,11 +142,11 @@ def build_table(root: Path, files: int, commits: int, layout: str, merge: bool =
     data: list[list[DataFile]] = []
     for batch in batches:
         added = [data_file(location, i, LAYOUTS[layout] is not None) for i in batch]
-        table._commit(Changes(Operation.APPEND, added_data=added))
+        commit(table, Changes(Operation.APPEND, added_data=added))
         data.append(added)
     for batch, added in zip(batches, data):
         deletes = [position_delete_file(d, i) for i, d in zip(batch, added)]
-        table._commit(Changes(Operation.DELETE, added_deletes=deletes))
+        commit(table, Changes(Operation.DELETE, added_deletes=deletes))
     seconds = time.perf_counter() - started
     load_started = time.perf_counter()
     mor.load_catalog(str(root)).load_table(TABLE_NAME)

@@ -134,7 +134,7 @@ class SchemaMismatchError(MorError):
 
 
 class ConstraintViolationError(MorError):
-    """A row to write breaks a CHECK constraint (mor/api/constraints.py), or existing rows break
+    """A row to write breaks a CHECK constraint (mor/dml/constraints.py), or existing rows break
     one being added; the message names the constraint and a row. Nothing was committed."""
 
 

@@ -15,7 +15,7 @@ whose lower and upper bound give the same value).
 
 Refused, with nothing committed: a file the table already references (a live data or delete
 file), a path given twice, a missing or unreadable file, a file that does not fit, a file whose
-rows span partitions, a file whose rows break a CHECK constraint (mor/api/constraints.py's
+rows span partitions, a file whose rows break a CHECK constraint (mor/dml/constraints.py's
 `check_files`: settled by the footer statistics where they prove it, else by reading the
 constraint's columns). The files are the user's: a failed commit never deletes them, and
 maintenance deletes only files under the table's location (mor/maintenance/ownership.py), so

@@ -42,7 +42,7 @@ from pyiceberg.types import (
     StructType,
 )
 
-from mor.api.constraints import table_constraints
+from mor.dml.constraints import table_constraints
 from mor.errors import SchemaEvolutionError, SchemaMismatchError
 from mor.format.arrow_types import RESERVED_COLUMNS, from_arrow_schema, reserved_message
 from mor.format.metadata import TableMetadata

@@ -5,10 +5,8 @@ maintenance verbs in table_maintenance.py."""
 from __future__ import annotations
 
 import datetime as dt
-import itertools
 import os
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -18,26 +16,22 @@ from pyiceberg.expressions import AlwaysTrue
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 
-from mor.api.constraints import ConstraintCheck, table_constraints
-from mor.api.expressions import Assignments
 from mor.api.inputs import Rows, as_table, as_tables, known_row_count
 from mor.api.scan import Scan
 from mor.api.table_definition import TableDefinition
 from mor.api.table_maintenance import TableMaintenance
-from mor.commit.idempotency import AlreadyCommitted, Idempotency, check_not_committed
-from mor.commit.retry import RetryPolicy
+from mor.commit.idempotency import Idempotency
 from mor.commit.table_ops import metadata_version, read_metadata, refresh_same_table
-from mor.errors import CommitConflictError, CommitStateUnknownError, InvalidArgumentError, MetadataFileNotFoundError, MorError
+from mor.dml.constraints import ConstraintCheck, table_constraints
+from mor.dml.expressions import Assignments
+from mor.dml.runner import commit, committed_before, run_dml, write_mode
+from mor.errors import CommitStateUnknownError, InvalidArgumentError, MetadataFileNotFoundError, MorError
 from mor.expr.filters import FilterLike, bind_filter, parse_filter
 from mor.format.arrow_types import to_arrow_schema
-from mor.format.content_file import DataFile
 from mor.format.metadata import Snapshot, TableMetadata
 from mor.format.properties import (
-    COPY_ON_WRITE,
     DELETE_MODE_PROPERTY,
     MERGE_MODE_PROPERTY,
-    MERGE_ON_READ,
-    MODES,
     UPDATE_MODE_PROPERTY,
 )
 from mor.format.spec import Operation
@@ -49,7 +43,7 @@ from mor.progress import Progress, ProgressArg
 # 0.3 s to the start of every `mor scan` (issue 26).
 if TYPE_CHECKING:
     from mor.api.changes import ChangeScan
-    from mor.commit.snapshot_producer import Changes, TableOperations, Validator
+    from mor.commit.snapshot_producer import TableOperations
 
 
 @dataclass(frozen=True)
@@ -150,7 +144,7 @@ class Table(TableMaintenance, TableDefinition):
     def refresh(self) -> Table:
         """The table's current metadata; TableReplacedError when the catalog now holds another
         table (another table-uuid) under this name, as Iceberg's refresh does."""
-        self.metadata, self.metadata_location = refresh_same_table(self._writable(), self.metadata)
+        self.metadata, self.metadata_location = refresh_same_table(self.operations(), self.metadata)
         return self
 
     # -- writing ---------------------------------------------------------------------------
@@ -174,10 +168,10 @@ class Table(TableMaintenance, TableDefinition):
         from mor.write.parquet_files import WriteOptions
         from mor.write.rolling import RollingDataWriter, write_rows
 
-        self._writable()
+        self.operations()
         reporter = Progress.delayed("append", progress)
         idem = Idempotency.of(idempotency)
-        if (earlier := self._committed_before(idem)) is not None:
+        if (earlier := committed_before(self, idem)) is not None:
             return earlier
         schema, rows, new_schema = prepare_append(self.metadata, as_tables(data, "the data to append"), schema_mode)
         rows = ConstraintCheck(table_constraints(self.metadata.properties), schema).checked(rows)
@@ -186,7 +180,7 @@ class Table(TableMaintenance, TableDefinition):
         )
         with reporter.stage("write rows", known_row_count(data), "rows", with_bytes=True) as step:
             files = write_rows(writer, rows, step)
-        return self._commit(Changes(Operation.APPEND, added_data=files, schema=new_schema, idempotency=idem))
+        return commit(self, Changes(Operation.APPEND, added_data=files, schema=new_schema, idempotency=idem))
 
     def add_files(self, paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], *, check_partitions: bool = True) -> Snapshot:
         """Adopt existing Parquet files without rewriting them, in one `append` snapshot: a
@@ -202,11 +196,11 @@ class Table(TableMaintenance, TableDefinition):
         are; no failed commit deletes them, and maintenance deletes only files under the
         table's location. See mor/api/add_files.py."""
         from mor.api.add_files import adoption_paths, plan_adoption, read_footer  # only when used
-        from mor.api.constraints import check_files
         from mor.commit.snapshot_producer import Changes
+        from mor.dml.constraints import check_files
         from mor.format.spec import Operation
 
-        self._writable()
+        self.operations()
         planned = self.metadata
         adoption = plan_adoption(self.io, planned, [read_footer(self.io, p) for p in adoption_paths(self.io, paths)], check_partitions)
         check_files(self.io, planned, adoption.files, "adopted file", adoption.name_mapping)  # CHECK constraints and NOT NULL
@@ -215,7 +209,7 @@ class Table(TableMaintenance, TableDefinition):
             if self.metadata.current_snapshot_id != planned.current_snapshot_id:  # it refreshed past other commits
                 adoption.validate(self.io)(planned, self.metadata)
         changes = Changes(Operation.APPEND, added_data=adoption.files)
-        snapshot = self._commit(changes, adoption.validate(self.io), kept=adoption.files, rows_checked_on=planned)
+        snapshot = commit(self, changes, adoption.validate(self.io), kept=adoption.files, rows_checked_on=planned)
         assert snapshot is not None  # not idempotent: a commit that returns made a snapshot
         return snapshot
 
@@ -225,16 +219,16 @@ class Table(TableMaintenance, TableDefinition):
         """Delete the rows matching `where` (every row: `"true"` or `truncate()`). Returns the
         new snapshot, or None if none matched. `progress`: stages "scan files" and "write
         files" (mor/progress.py), as for update, upsert, merge and delete_rows."""
-        from mor.api.delete import delete_where  # imported on first use: a read needs no DML
+        from mor.dml.delete import delete_where  # imported on first use: a read needs no DML
 
-        self._writable()
+        self.operations()
         reporter = Progress.delayed("delete", progress)
         if where is None:
             raise InvalidArgumentError("delete needs a predicate; to delete every row, pass 'true' or call truncate()")
-        mode = self._mode(mode, DELETE_MODE_PROPERTY)
+        mode = write_mode(self, mode, DELETE_MODE_PROPERTY)
         row_filter = parse_filter(where)
         bind_filter(self.schema(), row_filter)
-        return self._run_dml("delete", lambda: delete_where(self, row_filter, mode, reporter), idempotency=idempotency)
+        return run_dml(self, "delete", lambda: delete_where(self, row_filter, mode, reporter), idempotency=idempotency)
 
     def overwrite(
         self,
@@ -256,19 +250,19 @@ class Table(TableMaintenance, TableDefinition):
         rewrites (`mode`, default `write.delete.mode`). None when nothing matched and `data` is
         empty. `progress`: "write rows" as `append`'s, then "scan files" and "write files" as
         `delete`'s."""
-        from mor.api.delete import overwrite_where, rows_within  # imported on first use: a read needs no DML
         from mor.api.schema_update import prepare_append
+        from mor.dml.delete import overwrite_where, rows_within  # imported on first use: a read needs no DML
         from mor.write.parquet_files import WriteOptions
         from mor.write.rolling import RollingDataWriter, write_rows
 
-        self._writable()
+        self.operations()
         reporter = Progress.delayed("overwrite", progress)
         idem = Idempotency.of(idempotency)
-        if (earlier := self._committed_before(idem)) is not None:
+        if (earlier := committed_before(self, idem)) is not None:
             return earlier
         if where is None:
             raise InvalidArgumentError("overwrite's where is a predicate; to replace every row, leave it out or pass True")
-        mode = self._mode(mode, DELETE_MODE_PROPERTY)
+        mode = write_mode(self, mode, DELETE_MODE_PROPERTY)
         row_filter = AlwaysTrue() if where is True else parse_filter(where)
         bind_filter(self.schema(), row_filter)
         if not isinstance(allow_rows_outside_where, bool):
@@ -284,10 +278,8 @@ class Table(TableMaintenance, TableDefinition):
         with reporter.stage("write rows", known_row_count(data), "rows", with_bytes=True) as step:
             files = write_rows(writer, rows, step)
         try:
-            return self._run_dml(
-                "delete", lambda: overwrite_where(self, row_filter, mode, files, reporter), kept=files, idempotency=idem,
-                rows_checked_on=checked_on,
-            )  # fmt: skip
+            plan = lambda: overwrite_where(self, row_filter, mode, files, reporter)  # noqa: E731
+            return run_dml(self, "delete", plan, kept=files, idempotency=idem, rows_checked_on=checked_on)
         except CommitStateUnknownError:
             raise  # the files may be referenced by a commit that landed: leave them
         except BaseException:
@@ -305,12 +297,12 @@ class Table(TableMaintenance, TableDefinition):
         `append` takes); reads no data.
         With `mor.write.equality-deletes.enabled=false`: the rows holding the keys are found
         and removed as `delete` removes them (position deletes). None if nothing went."""
-        from mor.api.delete_rows import delete_rows_changes  # imported on first use: a read needs no DML
+        from mor.dml.delete_rows import delete_rows_changes  # imported on first use: a read needs no DML
 
-        self._writable()
+        self.operations()
         reporter = Progress.delayed("delete_rows", progress)
         key_rows = as_table(keys, "the keys to delete")
-        return self._run_dml("delete", lambda: delete_rows_changes(self, key_rows, reporter), idempotency=idempotency)
+        return run_dml(self, "delete", lambda: delete_rows_changes(self, key_rows, reporter), idempotency=idempotency)
 
     def update(
         self,
@@ -324,16 +316,16 @@ class Table(TableMaintenance, TableDefinition):
         """Set columns (literals or `pyarrow.compute` expressions of the old row) where
         `where` matches; `where` is required (every row: `"true"` or `True`), as `delete`'s
         predicate is. Returns the new snapshot, or None if no row matched."""
-        from mor.api.update import update_where  # imported on first use: a read needs no DML
+        from mor.dml.update import update_where  # imported on first use: a read needs no DML
 
-        self._writable()
+        self.operations()
         reporter = Progress.delayed("update", progress)
         if where is None:
             raise InvalidArgumentError("update needs where=...; to update every row, pass where='true'")
-        mode = self._mode(mode, UPDATE_MODE_PROPERTY)  # fixed for every re-plan
+        mode = write_mode(self, mode, UPDATE_MODE_PROPERTY)  # fixed for every re-plan
         row_filter = AlwaysTrue() if where is True else parse_filter(where)
         bind_filter(self.schema(), row_filter)
-        return self._run_dml("update", lambda: update_where(self, set, row_filter, mode, reporter), idempotency=idempotency)
+        return run_dml(self, "update", lambda: update_where(self, set, row_filter, mode, reporter), idempotency=idempotency)
 
     def upsert(
         self,
@@ -349,13 +341,13 @@ class Table(TableMaintenance, TableDefinition):
         any input `append` takes).
         Merge-on-read strategies: "position" (join, position deletes) or "equality"
         (equality deletes on the keys, no scan)."""
-        from mor.api.merge import upsert_rows  # imported on first use: a read needs no DML
+        from mor.dml.merge import upsert_rows  # imported on first use: a read needs no DML
 
-        self._writable()
+        self.operations()
         reporter = Progress.delayed("upsert", progress)
-        mode = self._mode(mode, MERGE_MODE_PROPERTY)  # fixed for every re-plan
+        mode = write_mode(self, mode, MERGE_MODE_PROPERTY)  # fixed for every re-plan
         table = as_table(rows, "UPSERT rows")
-        return self._run_dml("merge", lambda: upsert_rows(self, table, on, mode, strategy, reporter), idempotency=idempotency)
+        return run_dml(self, "merge", lambda: upsert_rows(self, table, on, mode, strategy, reporter), idempotency=idempotency)
 
     def merge(
         self,
@@ -371,108 +363,28 @@ class Table(TableMaintenance, TableDefinition):
         progress: ProgressArg = None,
         idempotency: tuple[str, int] | None = None,
     ) -> Snapshot | None:
-        """MERGE INTO: see mor/api/merge.py for the clause rules. `"*"` means all columns
+        """MERGE INTO: see mor/dml/merge.py for the clause rules. `"*"` means all columns
         from the source; source columns are `pc.field("source.<name>")` in expressions. `source`:
         any input `append` takes."""
-        from mor.api.merge import MergeClauses, merge_rows  # imported on first use: a read needs no DML
+        from mor.dml.merge import MergeClauses, merge_rows  # imported on first use: a read needs no DML
 
-        self._writable()
+        self.operations()
         reporter = Progress.delayed("merge", progress)
         source_rows = as_table(source, "the MERGE source")
         clauses = MergeClauses(
             when_matched_delete, when_matched_update, when_matched_update_if, when_not_matched_insert, when_not_matched_insert_if
         )
-        mode = self._mode(mode, MERGE_MODE_PROPERTY)  # fixed for every re-plan
-        return self._run_dml("merge", lambda: merge_rows(self, source_rows, on, clauses, mode, reporter), idempotency=idempotency)
+        mode = write_mode(self, mode, MERGE_MODE_PROPERTY)  # fixed for every re-plan
+        return run_dml(self, "merge", lambda: merge_rows(self, source_rows, on, clauses, mode, reporter), idempotency=idempotency)
 
-    def _mode(self, mode: str | None, property_name: str) -> str:
-        mode = mode or self.metadata.properties.get(property_name, MERGE_ON_READ)
-        if mode not in MODES:
-            raise InvalidArgumentError(f"mode must be {MERGE_ON_READ!r} or {COPY_ON_WRITE!r}, got {mode!r}")
-        return mode
+    @property
+    def read_only(self) -> bool:
+        """Opened from a metadata file, without a catalog to commit to."""
+        return self._ops is None
 
-    def _run_dml(
-        self,
-        kind: str,
-        plan: Callable[[], tuple[Changes, Validator | None] | None],
-        kept: Sequence[DataFile] = (),
-        idempotency: Idempotency | tuple[str, int] | None = None,
-        rows_checked_on: TableMetadata | None = None,
-    ) -> Snapshot | None:
-        """Plan (find rows, write files) and commit; when the commit truly conflicts with one
-        that landed meanwhile, plan again on the new state (mor.dml.replan.num-retries times):
-        re-running a predicate on fresh data is always correct. None: nothing to change.
-        `kept`: files written before planning, which every plan adds; a failed commit leaves
-        them for the next plan (the caller deletes them if none lands). `idempotency`: an
-        (app id, version) already committed returns its snapshot without planning.
-        `rows_checked_on`: the metadata `kept`'s rows were checked against (default: the
-        handle's at each commit, which is what a plan checks its rows against)."""
-        from mor.api.conflict_rules import isolation_level  # imported on first use: a read needs no DML
-
-        isolation_level(self.metadata.properties, kind)  # a bad level fails before any file is written
-        idempotency = Idempotency.of(idempotency)
-        if (earlier := self._committed_before(idempotency)) is not None:
-            return earlier
-        policy = RetryPolicy.of(self.metadata.properties)
-        started = time.monotonic()
-        for replan in itertools.count():
-            found = plan()
-            if found is None:
-                return None
-            changes, validate = found
-            changes.idempotency = idempotency
-            try:
-                return self._commit(changes, validate, kept=kept, rows_checked_on=rows_checked_on)
-            except CommitConflictError:
-                out_of_time = (time.monotonic() - started) * 1000 > policy.total_timeout_ms
-                if replan >= policy.replan_retries or out_of_time:
-                    raise
-            self.refresh()
-        raise AssertionError("unreachable")
-
-    def _commit(
-        self,
-        changes: Changes,
-        validate: Validator | None = None,
-        kept: Sequence[DataFile] = (),
-        rows_checked_on: TableMetadata | None = None,
-    ) -> Snapshot | None:
-        """Commit `changes`; the rows they add were checked against `rows_checked_on` (default:
-        this handle's metadata), and are checked again on a base whose rules differ."""
-        from mor.api.constraints import added_rows_rules  # imported on first use: a read commits nothing
-        from mor.commit.snapshot_producer import commit_changes
-
-        ops = self._writable()
-        if changes.row_rules is None and changes.added_data and changes.operation != Operation.REPLACE:
-            checked = rows_checked_on or self.metadata
-            changes.row_rules = added_rows_rules(self.io, checked.current_schema_id, checked.properties, changes.added_data)
-        try:
-            self.metadata, self.metadata_location = commit_changes(self.io, ops, self.metadata, self.metadata_location, changes, validate)
-        except CommitStateUnknownError:
-            raise  # the files may be referenced by a commit that landed: leave them
-        except AlreadyCommitted as done:
-            for f in [*changes.added_data, *changes.added_deletes]:  # kept ones too: no plan follows
-                self.io.delete_quietly(f.file_path)
-            self.refresh()
-            return done.snapshot
-        except BaseException:
-            kept_paths = {f.file_path for f in kept}
-            for f in [*changes.added_data, *changes.added_deletes]:
-                if f.file_path not in kept_paths:
-                    self.io.delete_quietly(f.file_path)
-            raise
-        return self.metadata.current_snapshot()
-
-    def _committed_before(self, idempotency: Idempotency | None) -> Snapshot | None:
-        """The snapshot in which `idempotency`'s app id committed its version or a later one, as
-        far as this handle knows (the commit checks again on the catalog's state)."""
-        try:
-            check_not_committed(self.metadata, idempotency)
-        except AlreadyCommitted as done:
-            return done.snapshot
-        return None
-
-    def _writable(self) -> TableOperations:
+    def operations(self) -> TableOperations:
+        """The catalog's operations on this table, which commits go through; MorError when the
+        table is read-only."""
         if self._ops is None:
             raise MorError(f"{self.identifier} is read-only (opened from a metadata file)")
         return self._ops

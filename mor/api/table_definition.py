@@ -3,7 +3,7 @@ properties, CHECK and NOT NULL constraints, and format upgrades. Each is a metad
 (`_commit_metadata`), made again on the fresh table after a lost race.
 
 `TableDefinition` is mixed into `Table` (mor/api/table.py), which supplies the state these
-methods work on (`metadata`, `metadata_location`) and `_writable` / `refresh`. The builders and
+methods work on (`metadata`, `metadata_location`) and `operations` / `refresh`. The builders and
 commits are imported on first use: a read changes no definition.
 """
 
@@ -17,10 +17,10 @@ from pyiceberg.expressions import IsNull
 from pyiceberg.schema import Schema
 from pyiceberg.types import IcebergType
 
-from mor.api.constraints import check_live_rows, new_constraint, table_constraints
 from mor.api.table_parts import TableParts
 from mor.commit.retry import RetryPolicy
 from mor.commit.table_ops import CommitFailedError
+from mor.dml.constraints import check_live_rows, new_constraint, table_constraints
 from mor.errors import CommitConflictError, ConstraintViolationError, InvalidArgumentError
 from mor.format.metadata import TableMetadata, parse_format_version, upgraded
 from mor.format.properties import FORMAT_VERSION_PROPERTY, check_properties
@@ -43,7 +43,7 @@ class TableDefinition(TableParts):
         widen, set_doc, move_first, move_before, move_after (dotted paths, "info.c")."""
         from mor.api.schema_update import UpdateSchema  # imported on first use: a read changes no schema
 
-        return UpdateSchema(self, self._writable())
+        return UpdateSchema(self, self.operations())
 
     def add_column(self, path: str, type: pa.DataType | IcebergType, doc: str | None = None, required: bool = False) -> Schema:
         """Add one optional column (a commit of its own); returns the new schema."""
@@ -63,7 +63,7 @@ class TableDefinition(TableParts):
         spec, new writes use the new default spec."""
         from mor.api.spec_update import UpdateSpec  # imported on first use: a read changes no partition spec
 
-        return UpdateSpec(self, self._writable())
+        return UpdateSpec(self, self.operations())
 
     def replace_sort_order(self, *terms: str) -> SortOrder:
         """Make the table sorted by `terms` ("ts", "id desc", "name asc nulls last", "day(ts)",
@@ -73,7 +73,7 @@ class TableDefinition(TableParts):
         from mor.commit.table_commits import sort_order_commit  # imported on first use: a read commits nothing
         from mor.write.sort_order import parse_sort_order
 
-        self._writable()
+        self.operations()
         parse_sort_order(self.schema(), terms)  # bad terms raise before any commit
         self._commit_metadata(lambda base: sort_order_commit(base, parse_sort_order(base.schema(), terms)), "replace the sort order")
         return self.metadata.sort_order
@@ -88,7 +88,7 @@ class TableDefinition(TableParts):
         `ALTER TABLE ... SET TBLPROPERTIES` does."""
         from mor.commit.table_commits import properties_commit  # imported on first use: a read commits nothing
 
-        self._writable()
+        self.operations()
         bad = {k: v for k, v in updates.items() if not isinstance(v, str)}
         if bad:
             raise InvalidArgumentError(f"property values must be strings: {bad}")
@@ -99,11 +99,11 @@ class TableDefinition(TableParts):
 
     def add_constraint(self, name: str, expression: str) -> None:
         """A CHECK constraint every row mor writes must satisfy (`expression` TRUE for it),
-        stored as the property `mor.constraint.<name>` (mor/api/constraints.py). Refused with
+        stored as the property `mor.constraint.<name>` (mor/dml/constraints.py). Refused with
         ConstraintViolationError, naming a row, when a live row breaks it."""
         from mor.commit.table_commits import constraint_commit  # imported on first use: a read commits nothing
 
-        self._writable()
+        self.operations()
         constraint = new_constraint(name, expression, self.schema(), self.metadata.properties)
 
         def change(base: TableMetadata) -> TableCommit:
@@ -116,7 +116,7 @@ class TableDefinition(TableParts):
         """Remove a CHECK constraint; InvalidArgumentError if the table has none of that name."""
         from mor.commit.table_commits import properties_commit  # imported on first use: a read commits nothing
 
-        self._writable()
+        self.operations()
         names = {c.name: c for c in table_constraints(self.metadata.properties)}
         if name not in names:
             raise InvalidArgumentError(f"the table has no constraint {name!r}; it has {sorted(names)}")
@@ -132,7 +132,7 @@ class TableDefinition(TableParts):
         from mor.commit.table_commits import schema_commit
         from mor.format.updates import TableCommit
 
-        self._writable()
+        self.operations()
 
         def change(base: TableMetadata) -> TableCommit:
             editor = SchemaEditor(base.schema(), base.last_column_id)
@@ -157,14 +157,14 @@ class TableDefinition(TableParts):
         position delete files still apply until a deletion vector replaces them."""
         from mor.commit.table_commits import properties_commit  # imported on first use: a read commits nothing
 
-        self._writable()
+        self.operations()
         self._commit_metadata(
             lambda base: properties_commit(base, {}, format_version=_upgrade_to(base, format_version)), "upgrade the table"
         )
 
     def _commit_metadata(self, change: Callable[[TableMetadata], TableCommit], what: str) -> None:
         """A commit without a snapshot, made again on the fresh table after a lost race."""
-        ops = self._writable()
+        ops = self.operations()
         attempts = RetryPolicy.of(self.metadata.properties).start()
         while True:
             commit = change(self.metadata)

@@ -3,25 +3,25 @@ rewrite, snapshot expiry, orphan removal and the property-driven `maintain()`.
 
 `TableMaintenance` is mixed into `Table` (mor/api/table.py), which supplies the state these
 methods work on (`io`, `metadata`, `catalog_view`) and the commit machinery they share with the
-DML verbs (`_writable`, `refresh`, `_run_dml`). The work itself lives in mor/maintenance; its
+DML verbs (`operations`, `refresh`, and `run_dml` of mor/dml/runner.py). The work itself lives in mor/maintenance; its
 modules are imported on first use, as a read needs none of them.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from mor.api.table_parts import TableParts
-from mor.expr.filters import FilterLike, bind_filter, parse_filter
+from mor.dml.runner import run_dml
+from mor.expr.filters import FilterLike
 from mor.maintenance.orphans import DEFAULT_MIN_AGE, OrphanResult, remove_orphans
 from mor.maintenance.ownership import REFUSE_SAME, REFUSE_SAME_OR_INNER, Ownership
 from mor.progress import Progress, ProgressArg
 
 if TYPE_CHECKING:
     from mor.commit.snapshot_producer import Changes, Validator
-    from mor.maintenance.compact import CompactionOptions, CompactionPlan, CompactionResult
+    from mor.maintenance.compact import CompactionResult
     from mor.maintenance.expire import ExpireResult
     from mor.maintenance.policy import MaintainResult
     from mor.maintenance.rewrite_deletes import RewritePlan, RewriteResult
@@ -40,14 +40,13 @@ class TableMaintenance(TableParts):
         (mor/maintenance/ownership.py); a table whose location is another's or holds it raises
         MaintenanceRefusedError, as does a file the metadata spells with another
         scheme or authority than the listing found."""
-        self._writable()
+        self.operations()
         self.refresh()
-        ownership = self._ownership("remove_orphan_files", REFUSE_SAME_OR_INNER)
+        ownership = Ownership(
+            self.io, self.identifier, self.metadata.location, self.catalog_view, "remove_orphan_files", REFUSE_SAME_OR_INNER
+        )
         progress_ = Progress("remove_orphan_files", progress)
         return remove_orphans(self.io, self.metadata, self.metadata_location, older_than, dry_run, progress_, ownership)
-
-    def _ownership(self, what: str, refuse: str = REFUSE_SAME) -> Ownership:
-        return Ownership(self.io, self.identifier, self.metadata.location, self.catalog_view, what, refuse)
 
     def expire_snapshots(
         self,
@@ -68,7 +67,7 @@ class TableMaintenance(TableParts):
         raises MaintenanceRefusedError before anything changes."""
         from mor.maintenance.expire import expire_snapshots  # imported on first use: a read needs no maintenance
 
-        ops = self._writable()
+        ops = self.operations()
         self.refresh()
         result, self.metadata, self.metadata_location = expire_snapshots(
             self.io,
@@ -80,7 +79,7 @@ class TableMaintenance(TableParts):
             allow_short_retention=allow_short_retention,
             dry_run=dry_run,
             progress=Progress("expire_snapshots", progress),
-            ownership=self._ownership("expire_snapshots"),
+            ownership=Ownership(self.io, self.identifier, self.metadata.location, self.catalog_view, "expire_snapshots", REFUSE_SAME),
         )
         return result
 
@@ -104,57 +103,19 @@ class TableMaintenance(TableParts):
         limits it to files that may hold matching rows. See mor/maintenance/compact.py.
         `sort_by=["a", "b desc"]` or `zorder_by=["a", "b"]` (2 to 4 columns) rewrite every
         file in scope with each partition's rows in that order (mor/maintenance/clustering.py)."""
-        from mor.maintenance.compact import write_compaction  # imported on first use: a read needs no maintenance
+        from mor.dml.compaction import compact_table  # imported on first use: a read needs no maintenance
 
-        return self._compact(
-            where, target_file_size, min_delete_ratio, min_input_files, min_delete_files, dry_run, progress,
-            lambda plan, options, reporter: write_compaction(self.io, self.metadata, plan, options, reporter),
-            sort_by=sort_by, zorder_by=zorder_by,
+        return compact_table(
+            self, where, target_file_size, min_delete_ratio, min_input_files, min_delete_files,
+            sort_by=sort_by, zorder_by=zorder_by, dry_run=dry_run, progress=progress,
         )  # fmt: skip
-
-    def _compact(
-        self,
-        where: FilterLike,
-        target_file_size: int | None,
-        min_delete_ratio: float,
-        min_input_files: int,
-        min_delete_files: int | None,
-        dry_run: bool,
-        progress: ProgressArg,
-        write_bins: Callable[[CompactionPlan, CompactionOptions, Progress], Validator],
-        sort_by: list[str] | None = None,
-        zorder_by: list[str] | None = None,
-    ) -> CompactionResult:
-        """`compact`, with `write_bins` rewriting the planned bins: here, or on Spark's executors
-        (mor/spark/maintenance.py). Planning, conflict checks and the commit are shared."""
-        from mor.maintenance.compact import CompactionOptions, plan_compaction  # imported on first use: a read needs no maintenance
-
-        self._writable()
-        options = CompactionOptions.of(
-            self.metadata, target_file_size, min_delete_ratio, min_input_files, min_delete_files, sort_by, zorder_by
-        )  # fmt: skip
-        row_filter = parse_filter(where)
-        bind_filter(self.schema(), row_filter)
-        self.refresh()
-        reporter = Progress("compact", progress)
-        done: list[CompactionPlan] = []
-
-        def plan() -> tuple[Changes, Validator] | None:
-            done[:] = [plan_compaction(self.io, self.metadata, row_filter, options)]
-            if done[0].empty or dry_run:
-                return None
-            validate = write_bins(done[0], options, reporter)
-            return done[0].changes, validate
-
-        snapshot = self._run_dml("delete", plan)
-        return done[0].result(snapshot.snapshot_id if snapshot is not None else None, dry_run)
 
     def maintain(self, *, dry_run: bool = False, progress: ProgressArg = None) -> MaintainResult:
         """The scheduled upkeep the table's properties ask for: compact files with many
         deletes, expire old snapshots, remove old orphan files (mor/maintenance/policy.py)."""
         from mor.maintenance.policy import MaintainResult, MaintenancePolicy  # imported on first use: a read needs no maintenance
 
-        self._writable()
+        self.operations()
         policy = MaintenancePolicy.of(self.metadata.properties)
         compaction = expiry = orphans = None
         if policy.compact:
@@ -178,7 +139,7 @@ class TableMaintenance(TableParts):
         again on the new state."""
         from mor.maintenance.rewrite_deletes import plan_rewrite  # imported on first use: a read needs no maintenance
 
-        self._writable()
+        self.operations()
         self.refresh()
         done: list[RewritePlan] = []
 
@@ -186,5 +147,5 @@ class TableMaintenance(TableParts):
             done[:] = [plan_rewrite(self.io, self.metadata)]
             return None if done[0].empty else (done[0].changes, done[0].validate)
 
-        snapshot = self._run_dml("delete", plan)
+        snapshot = run_dml(self, "delete", plan)
         return done[0].result(snapshot.snapshot_id if snapshot is not None else None)

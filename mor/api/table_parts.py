@@ -4,7 +4,7 @@ group type-checks on its own. Table (mor/api/table.py) provides all of it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -12,9 +12,8 @@ if TYPE_CHECKING:
 
     from mor.api.scan import Scan
     from mor.api.table import Table
-    from mor.commit.snapshot_producer import Changes, TableOperations, Validator
-    from mor.format.content_file import DataFile
-    from mor.format.metadata import Snapshot, TableMetadata
+    from mor.commit.snapshot_producer import TableOperations
+    from mor.format.metadata import TableMetadata
     from mor.io.fileio import FileIO
     from mor.maintenance.ownership import CatalogView
 
@@ -34,11 +33,4 @@ class TableParts:
 
         def scan(self, filter: object = None, columns: Sequence[str] | None = None) -> Scan: ...
 
-        def _writable(self) -> TableOperations: ...
-
-        def _run_dml(
-            self,
-            kind: str,
-            plan: Callable[[], tuple[Changes, Validator | None] | None],
-            kept: Sequence[DataFile] = (),
-        ) -> Snapshot | None: ...
+        def operations(self) -> TableOperations: ...

@@ -29,7 +29,7 @@ PARQUET_CODECS = ("uncompressed", "none", "snappy", "gzip", "brotli", "lz4", "lz
 # and write position deletes instead), for readers that cannot apply equality deletes
 # (pyiceberg 0.12, and polars and daft, which plan through it).
 EQUALITY_DELETES_ENABLED = "mor.write.equality-deletes.enabled"
-# CHECK constraints (mor/api/constraints.py): `mor.constraint.<name>` = the predicate's text,
+# CHECK constraints (mor/dml/constraints.py): `mor.constraint.<name>` = the predicate's text,
 # `mor.constraint-columns.<name>` = JSON {column path as the text names it: [field id of each
 # part of the path]}, so a renamed column keeps its constraint.
 CONSTRAINT_PREFIX = "mor.constraint."
@@ -41,7 +41,7 @@ TXN_VERSION_PREFIX = "mor.txn-version."
 FORMAT_VERSION_PROPERTY = "format-version"
 # Field ids for files written without them (Iceberg's name mapping, JSON).
 NAME_MAPPING_PROPERTY = "schema.name-mapping.default"
-# Conflict checks of DML by isolation level (mor/api/conflict_rules.py).
+# Conflict checks of DML by isolation level (mor/dml/conflict_rules.py).
 DELETE_ISOLATION_LEVEL = "write.delete.isolation-level"
 UPDATE_ISOLATION_LEVEL = "write.update.isolation-level"
 MERGE_ISOLATION_LEVEL = "write.merge.isolation-level"  # MERGE and UPSERT

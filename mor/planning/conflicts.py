@@ -3,7 +3,7 @@ conflict checks on it.
 
 `commits_since` lists, per later snapshot, the files it added and removed. The checks here
 decide from metadata alone (paths, partitions, sequence numbers, bounds); the row-level rules
-of DML, which read values where metadata cannot decide, are in mor/api/conflict_rules.py.
+of DML, which read values where metadata cannot decide, are in mor/dml/conflict_rules.py.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ client whose loaded metadata predates a `set_not_null` writes against a schema w
 was still optional: its `add-snapshot` passes every requirement it sends (nothing asserts the
 schema or the properties), and would put rows in the table that its current rules forbid. So
 before a commit is swapped in, the data files each added snapshot adds are checked against the
-metadata it produces (mor/api/constraints.py's `check_files`: file metrics settle what they
+metadata it produces (mor/dml/constraints.py's `check_files`: file metrics settle what they
 prove, the rest is read), when that can differ from what the writer checked: the table has
 constraints, or the snapshot was written against another schema than the current one (or does
 not say which). `replace` snapshots move rows and are not checked. A violation refuses the
@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mor.api.constraints import check_files, table_constraints
 from mor.commit.row_rules import table_rules
+from mor.dml.constraints import check_files, table_constraints
 from mor.errors import SchemaEvolutionError
 from mor.format.content_file import DataFile
 from mor.format.metadata import Snapshot, TableMetadata

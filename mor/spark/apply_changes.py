@@ -34,9 +34,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, StructField, StructType
 
-from mor.api.row_changes import DmlTarget, FileMatch, Removal, RowRemover, live_row_count
 from mor.api.table import Table
 from mor.commit.snapshot_producer import Changes, Validator
+from mor.dml.row_changes import DmlTarget, FileMatch, Removal, RowRemover, live_row_count
 from mor.errors import DuplicateKeyError, UnsupportedFeatureError
 from mor.format.spec import ROW_ID_NAME
 from mor.io.fileio import FileIO
@@ -104,7 +104,7 @@ def apply_changes(
     row_filter: BooleanExpression = AlwaysTrue(),
 ) -> tuple[Changes, Validator] | None:  # fmt: skip
     """Write the files of `changes` (see the module docstring) on the executors and describe the
-    commit for `Table._run_dml`; None when nothing changes. `row_filter` is what the conflict
+    commit for `run_dml` (mor/dml/runner.py); None when nothing changes. `row_filter` is what the conflict
     checks take as the rows the operation read."""
     job = ChangeJob(DmlTarget.of(table, mode), target.tasks, target.row_ids)
     n = spark.sparkContext.defaultParallelism

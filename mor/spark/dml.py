@@ -11,7 +11,8 @@ per data file, sorted by position (in a v3 table, one deletion vector per data f
 its earlier deletes, all of the task's in one Puffin file), or the whole data file when all its
 live rows match (or, in copy-on-write mode, a rewrite of the file without them); an UPDATE task
 also writes the new rows of its group as data files (v3: keeping their `_row_id`). Tasks send
-back descriptions of the files they wrote, and the driver commits one snapshot through `Table._run_dml` with the local API's conflict checks
+back descriptions of the files they wrote, and the driver commits one snapshot through `run_dml`
+(mor/dml/runner.py) with the local API's conflict checks
 (`rows_validator`), so the same rows change, under the same snapshot operation and the same
 conflicts (re-planned as locally), as with `table.delete/update` on the same table.
 
@@ -38,11 +39,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyiceberg.expressions import BooleanExpression
 
-from mor.api.expressions import Assignments
-from mor.api.row_changes import DmlTarget, Removal, RowMatcher, RowRemover, changes_for, rows_validator
 from mor.api.table import Table
-from mor.api.update import updated_columns, updated_rows
 from mor.commit.snapshot_producer import Changes, Validator
+from mor.dml.expressions import Assignments
+from mor.dml.row_changes import DmlTarget, Removal, RowMatcher, RowRemover, changes_for, rows_validator
+from mor.dml.runner import run_dml, write_mode
+from mor.dml.update import updated_columns, updated_rows
 from mor.errors import MorError
 from mor.expr.filters import FilterLike, bind_filter, parse_filter
 from mor.format.content_file import DataFile
@@ -118,7 +120,7 @@ def found_changes(
     table: Table, results: Sequence[TaskResult], kind: str, row_filter: BooleanExpression
 ) -> tuple[Changes, Validator] | None:
     """The commit of what the tasks wrote for a DML of `kind` ("delete", "update", "merge"), for
-    `Table._run_dml` (None when they found nothing to change); on any error, delete every file
+    `run_dml` (mor/dml/runner.py) (None when they found nothing to change); on any error, delete every file
     the tasks wrote and raise. Conflict checks are the local ones, except that MERGE/UPSERT judge rows
     added meanwhile by the source's key range (the keys themselves stay on the executors)."""
     written = [p for r in results for p in r.written]
@@ -151,14 +153,14 @@ def delete(
 ) -> Snapshot | None:
     """`table.delete(where)`, with the rows found and the delete files written on Spark's
     executors. Returns the new snapshot, or None if no live row matched."""
-    table._writable()
-    mode = table._mode(mode, DELETE_MODE_PROPERTY)
+    table.operations()
+    mode = write_mode(table, mode, DELETE_MODE_PROPERTY)
     row_filter = _bound_filter(table, where)
 
     def plan() -> tuple[Changes, Validator] | None:
         return _run(spark, table, RowsJob(DmlTarget.of(table, mode), row_filter, None))
 
-    return table._run_dml("delete", plan, idempotency=idempotency)
+    return run_dml(table, "delete", plan, idempotency=idempotency)
 
 
 @spark_errors()
@@ -174,15 +176,15 @@ def update(
     """`table.update(set, where)` on Spark's executors: `set` maps columns to literals or
     `pyarrow.compute` expressions of the old row. Returns the new snapshot, or None if no live
     row matched."""
-    table._writable()
-    mode = table._mode(mode, UPDATE_MODE_PROPERTY)
+    table.operations()
+    mode = write_mode(table, mode, UPDATE_MODE_PROPERTY)
     row_filter = _bound_filter(table, where)
     columns = updated_columns(table, set)  # checked here, before any task runs
 
     def plan() -> tuple[Changes, Validator] | None:
         return _run(spark, table, RowsJob(DmlTarget.of(table, mode), row_filter, columns))
 
-    return table._run_dml("update", plan, idempotency=idempotency)
+    return run_dml(table, "update", plan, idempotency=idempotency)
 
 
 def _bound_filter(table: Table, where: FilterLike) -> BooleanExpression:

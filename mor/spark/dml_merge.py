@@ -1,5 +1,5 @@
 """MERGE INTO and UPSERT from a Spark DataFrame, with the local API's semantics
-(mor/api/merge.py): keys match null-safely, a key may appear once in the source
+(mor/dml/merge.py): keys match null-safely, a key may appear once in the source
 (DuplicateKeyError), on a matched row the delete clause is tried before the update clause.
 
     mor.spark.merge(spark, table, source_df, on=["id"], when_matched_update="*", when_not_matched_insert="*")
@@ -67,9 +67,11 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, StructField, StructType
 
-from mor.api.expressions import Assignments
-from mor.api.keys import key_fields, key_range
-from mor.api.merge import (
+from mor.api.table import Table
+from mor.commit.snapshot_producer import Changes, Validator
+from mor.dml.expressions import Assignments
+from mor.dml.keys import key_fields, key_range
+from mor.dml.merge import (
     MergeClauses,
     MergeOutputs,
     inserted_rows,
@@ -77,10 +79,8 @@ from mor.api.merge import (
     merge_outputs,
     with_source_prefix,
 )
-from mor.api.row_changes import DmlTarget, FileMatch, Removal, RowRemover, live_row_count
-from mor.api.table import Table
-from mor.commit.idempotency import Idempotency
-from mor.commit.snapshot_producer import Changes, Validator
+from mor.dml.row_changes import DmlTarget, FileMatch, Removal, RowRemover, live_row_count
+from mor.dml.runner import committed_before, run_dml, write_mode
 from mor.errors import DuplicateKeyError, InvalidArgumentError, UnsupportedFeatureError
 from mor.expr.filters import bind_filter
 from mor.format.arrow_types import to_arrow_schema, to_arrow_type
@@ -146,14 +146,14 @@ def merge(
     """`table.merge(...)` with a DataFrame source (see the module docstring). `path`: "auto"
     (a small source on the driver, else distributed), "driver" or "distributed". Returns the
     new snapshot, or None when no clause changed anything. `idempotency` as the local verbs'."""
-    table._writable()
-    if (earlier := table._committed_before(Idempotency.of(idempotency))) is not None:
+    table.operations()
+    if (earlier := committed_before(table, idempotency)) is not None:
         return earlier  # before any Spark job: the version is in the table already
     check_metadata_columns_free(table.schema())
     clauses = MergeClauses(
         when_matched_delete, when_matched_update, when_matched_update_if, when_not_matched_insert, when_not_matched_insert_if
     )
-    mode = table._mode(mode, MERGE_MODE_PROPERTY)
+    mode = write_mode(table, mode, MERGE_MODE_PROPERTY)
     keyed, outputs = merge_outputs(table, spark_arrow_schema(source.schema).empty_table(), on, clauses)
     target_columns = [f.name for f in table.schema().fields] if clauses.reads_target_columns else list(on)
     row_ids = table.metadata.format_version >= 3 and outputs.update is not None
@@ -180,7 +180,7 @@ def merge(
         with job_description(spark, what):
             return found_changes(table, _collect(results), "merge", key_filter)
 
-    return table._run_dml("merge", plan, idempotency=idempotency)
+    return run_dml(table, "merge", plan, idempotency=idempotency)
 
 
 @spark_errors()
@@ -197,11 +197,11 @@ def upsert(
     """`table.upsert(rows, on)` (its position strategy) with a DataFrame source: every live row
     holding a source key goes, every source row is added once. `path` and `idempotency` as for
     `merge`."""
-    table._writable()
-    if (earlier := table._committed_before(Idempotency.of(idempotency))) is not None:
+    table.operations()
+    if (earlier := committed_before(table, idempotency)) is not None:
         return earlier
     check_metadata_columns_free(table.schema())
-    mode = table._mode(mode, MERGE_MODE_PROPERTY)
+    mode = write_mode(table, mode, MERGE_MODE_PROPERTY)
     schema = table.schema()
     fitted = conform(spark_arrow_schema(source.schema).empty_table(), schema)  # SchemaMismatchError unless it fits
     key_fields(schema, on)
@@ -231,7 +231,7 @@ def upsert(
             results = _collect(removals.mapInArrow(partial(_merge_task, planned), RESULT_SCHEMA).union(inserts))
         return found_changes(table, results, "merge", key_filter)
 
-    return table._run_dml("merge", plan, idempotency=idempotency)
+    return run_dml(table, "merge", plan, idempotency=idempotency)
 
 
 # -- driver ----------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ committed on the driver as the local verbs do, written on the executors.
 Compaction: the driver plans with the local planner (`plan_compaction`: the same files chosen,
 the same bins, the same delete files dropped), ships each bin to an executor as one Spark task
 (`sc.parallelize(bins, len(bins))`), where the local rewriter (`BinRewriter`) streams its live
-rows into new files, and commits one `replace` snapshot through `Table._run_dml`, with the local
+rows into new files, and commits one `replace` snapshot through `run_dml` (mor/dml/runner.py), with the local
 validator (`finish_compaction`) and the local re-planning after a conflict. The rewrite of
 position deletes packs the data files whose deletes merge into about `defaultParallelism`
 tasks, each merged by the local `DeleteMerger` (in a v3 table, one Puffin file of deletion
@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING
 
 from mor.api.table import Table
 from mor.commit.snapshot_producer import Changes, Validator
+from mor.dml.compaction import compact_table
+from mor.dml.runner import run_dml
 from mor.expr.filters import FilterLike
 from mor.format.content_file import DeleteFile
 from mor.io.fileio import FileIO
@@ -73,14 +75,17 @@ def compact(
     min_input_files: int = 5,
     min_delete_files: int | None = None,
     *,
+    sort_by: list[str] | None = None,
+    zorder_by: list[str] | None = None,
     dry_run: bool = False,
     progress: ProgressArg = None,
 ) -> CompactionResult:
     """`table.compact(...)` with the bins rewritten on Spark's executors (same arguments, same
     result, same commit and conflict checks; see the module docstring)."""
-    return table._compact(
-        where, target_file_size, min_delete_ratio, min_input_files, min_delete_files, dry_run, progress,
-        lambda plan, options, reporter: rewrite_bins(spark, table, plan, options, reporter),
+    return compact_table(
+        table, where, target_file_size, min_delete_ratio, min_input_files, min_delete_files,
+        sort_by=sort_by, zorder_by=zorder_by, dry_run=dry_run, progress=progress,
+        write_bins=lambda plan, options, reporter: rewrite_bins(spark, table, plan, options, reporter),
     )  # fmt: skip
 
 
@@ -124,7 +129,7 @@ def written_files(io: FileIO, results: Sequence[TaskResult]) -> list:
 def rewrite_position_deletes(spark: SparkSession, table: Table) -> RewriteResult:
     """`table.rewrite_position_deletes()` with the merged delete files written on Spark's
     executors (same result, same commit and conflict checks; see the module docstring)."""
-    table._writable()
+    table.operations()
     table.refresh()
     done: list[RewritePlan] = []
 
@@ -144,7 +149,7 @@ def rewrite_position_deletes(spark: SparkSession, table: Table) -> RewriteResult
         done[:] = [finish_rewrite(table.io, work, written)]
         return None if done[0].empty else (done[0].changes, done[0].validate)
 
-    snapshot = table._run_dml("delete", plan)
+    snapshot = run_dml(table, "delete", plan)
     return done[0].result(snapshot.snapshot_id if snapshot is not None else None)
 
 

@@ -28,7 +28,7 @@ from mor.api.table import Table
 from mor.errors import MorError
 from mor.io.fileio import FileIO
 from mor.maintenance.orphans import DEFAULT_MIN_AGE, ListedFile, OrphanResult, cutoff_time, list_files, list_top, select_orphans
-from mor.maintenance.ownership import REFUSE_SAME_OR_INNER, Place
+from mor.maintenance.ownership import REFUSE_SAME_OR_INNER, Ownership, Place
 from mor.maintenance.reachable import manifest_references, metadata_references
 from mor.progress import Progress, ProgressArg
 from mor.spark.dml import job_description
@@ -49,9 +49,11 @@ def remove_orphan_files(
     progress: ProgressArg = None,
 ) -> OrphanResult:
     """`table.remove_orphan_files(...)`, listed, read and deleted on Spark (module docstring)."""
-    table._writable()
+    table.operations()
     table.refresh()
-    ownership = table._ownership("remove_orphan_files", REFUSE_SAME_OR_INNER)
+    ownership = Ownership(
+        table.io, table.identifier, table.metadata.location, table.catalog_view, "remove_orphan_files", REFUSE_SAME_OR_INNER
+    )
     cutoff = cutoff_time(older_than)
     reporter = Progress("remove_orphan_files", progress)
     referenced = reachable_locations(spark, table)

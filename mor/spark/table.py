@@ -14,7 +14,7 @@ live rows through format "mor" with their `_file`/`_pos` (mor/spark/apply_change
 evaluate the condition, values and join, and hands the resulting change rows to one job that
 writes delete files (or deletion vectors, or copy-on-write rewrites, per the table's
 `write.delete.mode`/`write.update.mode`/`write.merge.mode`) and new rows, then commits one snapshot
-through `Table._run_dml`, with the local conflict checks and re-planning. A condition given as
+through `run_dml` (mor/dml/runner.py), with the local conflict checks and re-planning. A condition given as
 text that also parses as a mor filter (`parse_filter`) prunes the files read; others read every
 file. On a v3 table an updated row keeps its `_row_id`.
 
@@ -47,6 +47,7 @@ from pyspark.sql.pandas.types import to_arrow_schema as spark_to_arrow_schema
 from pyspark.sql.types import LongType, MapType, StringType, StructField, StructType, TimestampType
 
 from mor.api.table import Table
+from mor.dml.runner import run_dml, write_mode
 from mor.errors import InvalidArgumentError, InvalidFilterError, MorError, SchemaMismatchError
 from mor.expr.filters import bind_filter, filter_field_ids, parse_filter
 from mor.format.properties import DELETE_MODE_PROPERTY, MERGE_MODE_PROPERTY, UPDATE_MODE_PROPERTY
@@ -165,7 +166,7 @@ class MorTable:
     def delete(self, condition: ColumnLike | None = None) -> Snapshot | None:
         """Remove the live rows where `condition` holds (every row when None)."""
         table = self._writable()
-        mode = table._mode(None, DELETE_MODE_PROPERTY)
+        mode = write_mode(table, None, DELETE_MODE_PROPERTY)
         pruning = self._pruning(condition)
 
         def plan() -> Any:
@@ -174,7 +175,7 @@ class MorTable:
             changes = matched.select(FILE_COLUMN, POS_COLUMN, F.lit(False).alias(WRITE_COLUMN))
             return apply_changes(self.spark, table, target, changes, "delete", mode, pruning)
 
-        return table._run_dml("delete", plan)
+        return run_dml(table, "delete", plan)
 
     @spark_errors()
     def update(self, condition: ColumnLike | None = None, set: Mapping[str, ColumnLike] | None = None) -> Snapshot | None:
@@ -184,7 +185,7 @@ class MorTable:
             raise InvalidArgumentError("update needs set={column: value, ...}")
         table = self._writable()
         check_writable_columns(table)
-        mode = table._mode(None, UPDATE_MODE_PROPERTY)
+        mode = write_mode(table, None, UPDATE_MODE_PROPERTY)
         pruning = self._pruning(condition)
         self._check_columns(table, set, "update")
 
@@ -202,7 +203,7 @@ class MorTable:
             )  # fmt: skip
             return apply_changes(self.spark, table, target, changes, "update", mode, pruning)
 
-        return table._run_dml("update", plan)
+        return run_dml(table, "update", plan)
 
     def merge(self, source: DataFrame, condition: ColumnLike) -> MorMergeBuilder:
         """A MERGE of `source` into this table on `condition` (over both aliases); add clauses,
@@ -212,13 +213,13 @@ class MorTable:
     # -- helpers ---------------------------------------------------------------------------------
 
     def _fresh(self) -> Table:
-        if self.table._ops is not None:  # a catalog table: see commits made since
+        if not self.table.read_only:  # a catalog table: see commits made since
             self.table.refresh()
         return self.table
 
     def _writable(self) -> Table:
         table = self._fresh()
-        table._writable()
+        table.operations()
         check_metadata_columns_free(table.schema())
         return table
 
@@ -313,7 +314,7 @@ class MorMergeBuilder:
         for clause in (*self.matched, *self.not_matched):
             if clause.values is not None:
                 MorTable._check_columns(table, clause.values, "merge")
-        mode = table._mode(None, MERGE_MODE_PROPERTY)
+        mode = write_mode(table, None, MERGE_MODE_PROPERTY)
         source = _aliased(self.source)
 
         def plan() -> Any:
@@ -321,7 +322,7 @@ class MorMergeBuilder:
             changes = self._changes(table, source, target)
             return apply_changes(self.table.spark, table, target, changes, "merge", mode)
 
-        return table._run_dml("merge", plan)
+        return run_dml(table, "merge", plan)
 
     def _changes(self, table: Table, source: DataFrame, target: TargetRows) -> DataFrame:
         names = [f.name for f in table.schema().fields]

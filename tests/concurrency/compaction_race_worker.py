@@ -28,7 +28,7 @@ import pyarrow as pa
 from pyiceberg.expressions import In
 
 import mor
-import mor.api.delete
+import mor.dml.delete
 import mor.commit.snapshot_producer
 import mor.maintenance.compact
 from mor.planning.delete_index import referenced_path
@@ -37,7 +37,7 @@ from mor.planning.delete_index import referenced_path
 # when called, so a function replaced here is the one they call).
 MODULE_OF = {
     "commit_changes": mor.commit.snapshot_producer,
-    "delete_where": mor.api.delete,
+    "delete_where": mor.dml.delete,
     "write_compaction": mor.maintenance.compact,
 }
 

@@ -16,6 +16,7 @@ from unit_helpers import FILE_PATH_ID, POS_ID, SCHEMA, files_under, local, make_
 
 import mor
 from mor.commit.snapshot_producer import Changes
+from mor.dml.runner import commit
 from mor.format.content_file import DeleteFile
 from mor.format.spec import FileContent, Operation
 from mor.write.deletion_vectors import write_deletion_vectors
@@ -46,7 +47,7 @@ def _table_with_deletes(catalog: mor.Catalog, positions: list[int]) -> tuple[mor
     t = catalog.create_table("db.t", schema=SCHEMA)
     t.append(make_rows(range(20)))
     bad = _position_delete_file(t, positions)
-    t._commit(Changes(Operation.DELETE, added_deletes=[bad]))
+    commit(t, Changes(Operation.DELETE, added_deletes=[bad]))
     return t, bad
 
 
@@ -86,7 +87,7 @@ def test_a_deletion_vector_with_positions_past_the_end_is_corrupt(catalog: mor.C
     t = catalog.create_table("db.t", schema=SCHEMA, properties={"format-version": "3"})
     t.append(make_rows(range(20)))
     (dv,) = write_deletion_vectors(t.io, t.location, [(_data_file(t), np.arange(20, 38, dtype=np.int64))])
-    t._commit(Changes(Operation.DELETE, added_deletes=[dv]))
+    commit(t, Changes(Operation.DELETE, added_deletes=[dv]))
     with pytest.raises(mor.CorruptMetadataError, match=r"deletion vector .*\.puffin deletes position 37"):
         t.scan().to_arrow()
     with pytest.raises(mor.CorruptMetadataError, match="deletion vector"):
@@ -115,7 +116,7 @@ def test_maintenance_refuses_out_of_range_positions_and_changes_nothing(catalog:
     file look fully deleted) and rewrite_position_deletes copies them: both refuse."""
     t, bad = _table_with_deletes(catalog, PAST_THE_END + [3])
     good = _position_delete_file(t, [5], name="good-deletes.parquet")  # two files to merge
-    t._commit(Changes(Operation.DELETE, added_deletes=[good]))
+    commit(t, Changes(Operation.DELETE, added_deletes=[good]))
     location, files = t.metadata_location, files_under(t.location)
     with pytest.raises(mor.CorruptMetadataError, match="bad-deletes.parquet"):
         maintenance(t)

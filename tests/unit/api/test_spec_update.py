@@ -640,7 +640,7 @@ def test_a_partition_scoped_delete_reaches_only_its_own_spec(catalog: mor.Catalo
         table.io, table.location, table.schema(), spec0, keys, ids, WriteOptions(table.metadata.properties)
     )
     table.metadata, table.metadata_location = commit_changes(
-        table.io, table._writable(), table.metadata, table.metadata_location, Changes(Operation.DELETE, added_deletes=deletes)
+        table.io, table.operations(), table.metadata, table.metadata_location, Changes(Operation.DELETE, added_deletes=deletes)
     )
     survivors = sorted(table.scan().to_arrow().column("id").to_pylist())
     assert survivors == [i for i in range(12) if not (i < 6 and i % 3 == 0)]
@@ -719,7 +719,7 @@ def test_compaction_conflicts_with_a_concurrent_scoped_equality_delete_on_moved_
         if not landed:
             landed.append(True)
             deletes = write_equality_delete_files(other.io, other.location, other.schema(), delete_in, keys, fields, WriteOptions({}))
-            commit_changes(other.io, other._writable(), other.metadata, other.metadata_location, Changes(Operation.DELETE, added_deletes=deletes))
+            commit_changes(other.io, other.operations(), other.metadata, other.metadata_location, Changes(Operation.DELETE, added_deletes=deletes))
         return validate
 
     compact_module.write_compaction = write_then_race  # type: ignore[attr-defined]

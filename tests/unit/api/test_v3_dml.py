@@ -35,6 +35,7 @@ from unit_helpers import (
 
 import mor
 from mor.commit.snapshot_producer import Changes
+from mor.dml.runner import commit
 from mor.errors import InvalidArgumentError
 from mor.format import deletion_vector
 from mor.format.content_file import DeleteFile
@@ -256,7 +257,7 @@ def test_a_dv_removes_a_position_delete_file_whose_bounds_name_its_data_file(cat
     a, b = _file_of(t, 0), _file_of(t, 20)
     single = _shared_position_delete_file(t, {a: [1]}, name="single", bounds=True)
     spanning = _shared_position_delete_file(t, {a: [2], b: [3]}, name="spanning", bounds=True)
-    t._commit(Changes(Operation.DELETE, added_deletes=[single, spanning]))
+    commit(t, Changes(Operation.DELETE, added_deletes=[single, spanning]))
     t.upgrade()
     s = t.delete("id = 5")
     assert s.summary["removed-position-delete-files"] == "1"
@@ -271,7 +272,7 @@ def test_a_position_delete_file_shared_by_data_files_stays_while_one_still_needs
     t.append(make_rows(range(20, 40)))
     a, b = _file_of(t, 0), _file_of(t, 20)
     shared = _shared_position_delete_file(t, {a: [1, 2], b: [3]})  # ids 1, 2 and 23
-    t._commit(Changes(Operation.DELETE, added_deletes=[shared]))
+    commit(t, Changes(Operation.DELETE, added_deletes=[shared]))
     t.upgrade()
     expected = [i for i in range(40) if i not in (1, 2, 23)]
     assert scan_ids(t) == expected
@@ -307,7 +308,7 @@ def test_a_shared_position_delete_file_goes_with_the_last_data_file_it_applies_t
     t.append(make_rows(range(20, 40)))
     a, b = _file_of(t, 0), _file_of(t, 20)
     shared = _shared_position_delete_file(t, {a: [1], b: [3]})
-    t._commit(Changes(Operation.DELETE, added_deletes=[shared]))
+    commit(t, Changes(Operation.DELETE, added_deletes=[shared]))
     t.upgrade()
     t.delete("id < 20")  # a goes whole; b still needs the shared file
     assert live_data_paths(t) == {b} and [e.path for e in v2_position_files(t)] == [shared.file_path]

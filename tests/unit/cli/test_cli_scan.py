@@ -195,7 +195,7 @@ def test_a_scan_imports_no_pandas_and_nothing_that_writes(warehouse: Path) -> No
     table = mor.load_catalog(warehouse).create_table("db.z", schema=schema)
     table.append(pa.table({"id": pa.array(range(100), pa.int64()), "ts": pa.array(range(100), pa.timestamp("us", tz="UTC"))}))
     table.delete("id in (1, 50)")
-    heavy = ("pandas", "mor.api.delete", "mor.api.row_changes", "mor.commit.snapshot_producer", "mor.maintenance.compact",
+    heavy = ("pandas", "mor.dml.delete", "mor.dml.row_changes", "mor.commit.snapshot_producer", "mor.maintenance.compact",
              "mor.write.rolling", "sqlalchemy", "pyiceberg.table")  # fmt: skip
     scan = ["scan", "db.z", "--warehouse", str(warehouse), "--limit", "10"]
     code = (

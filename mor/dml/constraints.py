@@ -46,6 +46,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import IcebergType, NestedField, StructType
 
 from mor.commit.row_rules import RowRules, rules_of
+from mor.dml.handle import live_tasks
 from mor.errors import ConstraintViolationError, InvalidArgumentError, InvalidFilterError
 from mor.expr.arrow_rows import to_arrow_filter
 from mor.expr.filters import FileFilter, bind_filter, filter_field_ids, parse_filter
@@ -57,7 +58,7 @@ from mor.planning.task import FileScanTask
 from mor.read.scan_reader import read_batches
 
 if TYPE_CHECKING:
-    from mor.api.table_parts import TableParts
+    from mor.dml.handle import TableHandle
 
 PREFIX = CONSTRAINT_PREFIX
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
@@ -189,14 +190,14 @@ def check_rows(rows: pa.Table | pa.RecordBatch, properties: Mapping[str, str], s
         ConstraintCheck(constraints, schema).check(rows)
 
 
-def check_live_rows(table: TableParts, constraint: Constraint) -> None:
+def check_live_rows(table: TableHandle, constraint: Constraint) -> None:
     """ConstraintViolationError when a live row of the table's current snapshot breaks
     `constraint`; reads only its columns (the row named shows those), and only files whose
     metrics cannot prove it."""
     metadata = table.metadata
     schema = metadata.schema()
     proof = _proof(constraint, schema, metadata)
-    tasks = [t for t in table.scan().plan_files() if t.delete_files or not proof.every_row_matches(t.data_file)]
+    tasks = [t for t in live_tasks(table, AlwaysTrue()) if t.delete_files or not proof.every_row_matches(t.data_file)]
     columns = schema.select(*_column_names(schema, constraint.field_ids(schema)))
     check = ConstraintCheck([constraint], columns)
     try:

@@ -14,18 +14,18 @@ import pyarrow as pa
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.schema import Schema
 
-from mor.api.row_changes import build_changes, find_matches, rows_validator
 from mor.commit.snapshot_producer import Changes, Validator
+from mor.dml.row_changes import build_changes, find_matches, rows_validator
 from mor.errors import RowsOutsideWhereError
 from mor.expr.filters import bind_filter
 from mor.format.content_file import DataFile
 from mor.progress import Progress
 
 if TYPE_CHECKING:
-    from mor.api.table import Table
+    from mor.dml.handle import TableHandle
 
 
-def delete_where(table: Table, row_filter: BooleanExpression, mode: str, progress: Progress) -> tuple[Changes, Validator] | None:
+def delete_where(table: TableHandle, row_filter: BooleanExpression, mode: str, progress: Progress) -> tuple[Changes, Validator] | None:
     """Write the files for a DELETE; None when no live row matches."""
     matches = find_matches(table, row_filter, progress)
     if not matches:
@@ -35,7 +35,7 @@ def delete_where(table: Table, row_filter: BooleanExpression, mode: str, progres
 
 
 def overwrite_where(
-    table: Table, row_filter: BooleanExpression, mode: str, added: Sequence[DataFile], progress: Progress
+    table: TableHandle, row_filter: BooleanExpression, mode: str, added: Sequence[DataFile], progress: Progress
 ) -> tuple[Changes, Validator] | None:
     """Remove the rows matching `row_filter` and add the data files `added`, in one commit;
     None when no row matches and nothing is added."""

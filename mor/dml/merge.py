@@ -23,11 +23,12 @@ import pyarrow.compute as pc
 from pyiceberg.schema import Schema
 from pyiceberg.types import NestedField
 
-from mor.api.constraints import check_rows
-from mor.api.delete_rows import write_key_deletes
-from mor.api.expressions import Assignments, as_expression, evaluate_condition, project
-from mor.api.keys import key_fields, key_range, unique_key_set
-from mor.api.row_changes import (
+from mor.commit.snapshot_producer import Changes, Validator
+from mor.dml.constraints import check_rows
+from mor.dml.delete_rows import write_key_deletes
+from mor.dml.expressions import Assignments, as_expression, evaluate_condition, project
+from mor.dml.keys import key_fields, key_range, unique_key_set
+from mor.dml.row_changes import (
     FileMatch,
     WrittenFiles,
     build_changes,
@@ -35,7 +36,6 @@ from mor.api.row_changes import (
     rows_validator,
     with_row_ids,
 )
-from mor.commit.snapshot_producer import Changes, Validator
 from mor.errors import InvalidArgumentError, SchemaMismatchError
 from mor.format.arrow_types import to_arrow_schema
 from mor.format.properties import MERGE_ON_READ, equality_deletes_enabled
@@ -46,7 +46,7 @@ from mor.write.arrow_schema import check_unique_names, conform
 from mor.write.parquet_files import WriteOptions, write_data_files
 
 if TYPE_CHECKING:
-    from mor.api.table import Table
+    from mor.dml.handle import TableHandle
 
 SOURCE = "source."
 ALL = "*"
@@ -109,7 +109,7 @@ class MergeOutputs:
     insert: dict[str, pc.Expression] | None
 
 
-def merge_outputs(table: Table, source: pa.Table, on: Sequence[str], clauses: MergeClauses) -> tuple[pa.Table, MergeOutputs]:
+def merge_outputs(table: TableHandle, source: pa.Table, on: Sequence[str], clauses: MergeClauses) -> tuple[pa.Table, MergeOutputs]:
     """Check the clauses against the table and the source's columns (the source may be an
     empty table of its schema); the source with its keys in the table's types, and the outputs."""
     clauses.check()
@@ -146,7 +146,7 @@ def inserted_rows(unmatched: pa.Table, clauses: MergeClauses, outputs: MergeOutp
 
 
 def merge_rows(
-    table: Table, source: pa.Table, on: Sequence[str], clauses: MergeClauses, mode: str, progress: Progress
+    table: TableHandle, source: pa.Table, on: Sequence[str], clauses: MergeClauses, mode: str, progress: Progress
 ) -> tuple[Changes, Validator | None] | None:
     schema = table.schema()
     source, outputs = merge_outputs(table, source, on, clauses)
@@ -182,7 +182,7 @@ def merge_rows(
 
 
 def upsert_rows(
-    table: Table, rows: pa.Table, on: Sequence[str], mode: str, strategy: str, progress: Progress
+    table: TableHandle, rows: pa.Table, on: Sequence[str], mode: str, strategy: str, progress: Progress
 ) -> tuple[Changes, Validator | None] | None:
     if strategy not in STRATEGIES:
         raise InvalidArgumentError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
@@ -263,7 +263,9 @@ def _condition(rows: pa.Table, clause: bool | pc.Expression) -> pa.Array:
     return evaluate_condition(rows, None if clause is True else clause)
 
 
-def _assignments(table: Table, source: pa.Table, clause: Assignments | str | None, target_visible: bool) -> dict[str, pc.Expression] | None:
+def _assignments(
+    table: TableHandle, source: pa.Table, clause: Assignments | str | None, target_visible: bool
+) -> dict[str, pc.Expression] | None:
     """Output columns of an update/insert clause, as expressions over the joined rows."""
     if not clause:
         return None

@@ -23,9 +23,10 @@ from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER, SortOrder
 
-from mor.api.conflict_rules import ReadScope, TouchedRows, dml_validator, isolation_level
-from mor.api.constraints import Constraint, ConstraintCheck, table_constraints
 from mor.commit.snapshot_producer import Changes, Validator
+from mor.dml.conflict_rules import ReadScope, TouchedRows, dml_validator, isolation_level
+from mor.dml.constraints import Constraint, ConstraintCheck, table_constraints
+from mor.dml.handle import live_tasks
 from mor.errors import UnsupportedFeatureError
 from mor.expr.filters import FileFilter, filter_field_ids
 from mor.format.content_file import ContentFile, DataFile, DeleteFile, referenced_path
@@ -43,7 +44,7 @@ from mor.write.deletion_vectors import replaced_by_vector, write_deletion_vector
 from mor.write.parquet_files import WriteOptions, write_data_files, write_position_delete_file
 
 if TYPE_CHECKING:
-    from mor.api.table import Table
+    from mor.dml.handle import TableHandle
 
 
 @dataclass
@@ -161,11 +162,11 @@ def check_lineage_names(schema: Schema) -> None:
         )
 
 
-def find_matches(table: Table, row_filter: BooleanExpression, progress: Progress, with_rows: bool = False) -> list[FileMatch]:
+def find_matches(table: TableHandle, row_filter: BooleanExpression, progress: Progress, with_rows: bool = False) -> list[FileMatch]:
     """Live rows matching `row_filter`, per data file that has any."""
     metadata = table.metadata
     matcher = RowMatcher(table.io, metadata.schema(), metadata.specs(), row_filter, with_rows, metadata.format_version >= 3)
-    tasks = table.scan(filter=row_filter).plan_files()
+    tasks = live_tasks(table, row_filter)
     matcher.reader.equality_cache.prepare(d for t in tasks for d in t.equality_deletes)
     return scan_files(tasks, matcher.match, progress)
 
@@ -184,7 +185,7 @@ def scan_files(tasks: Sequence[FileScanTask], match: Callable[[FileScanTask], Fi
 
 
 def find_key_matches(
-    table: Table, keys: EqualityKeySet, key_range: BooleanExpression, progress: Progress, all_columns: bool = True
+    table: TableHandle, keys: EqualityKeySet, key_range: BooleanExpression, progress: Progress, all_columns: bool = True
 ) -> list[FileMatch]:
     """Live rows whose key tuple is in `keys` (null-safe): all their columns, or only the key
     columns (and `_row_id` in a v3 table). `key_range` is a filter every such row satisfies; it
@@ -206,7 +207,7 @@ def find_key_matches(
     if all_columns:
         full = lineage_projection(schema, ROW_ID_NAME) if lineage else schema
         rows_reader = TaskReader(table.io, schema, full, AlwaysTrue(), cache, with_positions=True, equality_cache=equality_cache)
-    tasks = table.scan(filter=key_range).plan_files()
+    tasks = live_tasks(table, key_range)
     reader.equality_cache.prepare(d for t in tasks for d in t.equality_deletes)
 
     def match(task: FileScanTask) -> FileMatch | None:
@@ -237,11 +238,11 @@ class DmlTarget:
     mode: str
     format_version: int = 2  # v3 removes rows with deletion vectors
     io: FileIO = field(default_factory=FileIO, compare=False)  # the table's: pickles as its properties
-    constraints: tuple[Constraint, ...] = ()  # checked on new rows (mor/api/constraints.py)
+    constraints: tuple[Constraint, ...] = ()  # checked on new rows (mor/dml/constraints.py)
     sort_order: SortOrder = UNSORTED_SORT_ORDER  # the table's default: each file written sorted by it
 
     @classmethod
-    def of(cls, table: Table, mode: str) -> DmlTarget:
+    def of(cls, table: TableHandle, mode: str) -> DmlTarget:
         metadata = table.metadata
         return cls(
             metadata.location, metadata.schema(), metadata.specs(), metadata.spec(), WriteOptions(metadata.properties), mode,
@@ -353,7 +354,7 @@ class RowRemover:
 
 
 def build_changes(
-    table: Table,
+    table: TableHandle,
     matches: list[FileMatch],
     new_rows: pa.Table | None,
     mode: str,
@@ -363,7 +364,7 @@ def build_changes(
     """Write the files that remove the matched rows and add `new_rows`; describe the commit,
     which also adds the data files `added` (written before, by the caller). When a write
     fails, the files already written are deleted (the commit deletes them when it fails,
-    table._commit). Progress: stage "write files" counts the matched data files as
+    commit, mor/dml/runner.py). Progress: stage "write files" counts the matched data files as
     their removal is written (a delete file, deletion vector or rewrite; a whole file dropped
     writes nothing), "write rows" the new rows; both with the bytes written."""
     target = DmlTarget.of(table, mode)
@@ -454,7 +455,7 @@ def _remove_data_file(changes: Changes, task: FileScanTask) -> None:
 
 
 def rows_validator(
-    table: Table, kind: str, row_filter: BooleanExpression, removals: Sequence[Removal], keys: EqualityKeySet | None = None
+    table: TableHandle, kind: str, row_filter: BooleanExpression, removals: Sequence[Removal], keys: EqualityKeySet | None = None
 ) -> Validator:
     """Conflict checks for DML of `kind` ("delete", "update", "merge") that read `table.metadata`
     and made `removals` (see api/conflict_rules.py)."""

@@ -15,19 +15,19 @@ import pyarrow.compute as pc
 from pyiceberg.expressions import BooleanExpression
 from pyiceberg.schema import Schema
 
-from mor.api.expressions import Assignments, as_expression, project
-from mor.api.row_changes import build_changes, find_matches, rows_validator, with_row_ids
 from mor.commit.snapshot_producer import Changes, Validator
+from mor.dml.expressions import Assignments, as_expression, project
+from mor.dml.row_changes import build_changes, find_matches, rows_validator, with_row_ids
 from mor.errors import InvalidArgumentError, SchemaMismatchError
 from mor.format.arrow_types import to_arrow_schema
 from mor.progress import Progress
 from mor.write.arrow_schema import conform
 
 if TYPE_CHECKING:
-    from mor.api.table import Table
+    from mor.dml.handle import TableHandle
 
 
-def updated_columns(table: Table, assignments: Assignments) -> dict[str, pc.Expression]:
+def updated_columns(table: TableHandle, assignments: Assignments) -> dict[str, pc.Expression]:
     """Every table column as an expression of the old row; checked on an empty table so a
     bad column or type fails before anything is written."""
     if not isinstance(assignments, Mapping):
@@ -58,7 +58,7 @@ def updated_rows(old_rows: pa.Table, columns: dict[str, pc.Expression], schema: 
 
 
 def update_where(
-    table: Table, assignments: Assignments, row_filter: BooleanExpression, mode: str, progress: Progress
+    table: TableHandle, assignments: Assignments, row_filter: BooleanExpression, mode: str, progress: Progress
 ) -> tuple[Changes, Validator] | None:
     columns = updated_columns(table, assignments)
     matches = find_matches(table, row_filter, progress, with_rows=True)

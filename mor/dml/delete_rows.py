@@ -19,9 +19,9 @@ import pyarrow as pa
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 
-from mor.api.keys import is_partition_scoped, key_fields, key_range
-from mor.api.row_changes import build_changes, find_key_matches, rows_validator
 from mor.commit.snapshot_producer import Changes, Validator
+from mor.dml.keys import is_partition_scoped, key_fields, key_range
+from mor.dml.row_changes import build_changes, find_key_matches, rows_validator
 from mor.errors import InvalidArgumentError, SchemaMismatchError
 from mor.format.content_file import DeleteFile
 from mor.format.metadata import unpartitioned_spec
@@ -34,10 +34,10 @@ from mor.write.arrow_schema import conform
 from mor.write.parquet_files import WriteOptions, write_equality_delete_files
 
 if TYPE_CHECKING:
-    from mor.api.table import Table
+    from mor.dml.handle import TableHandle
 
 
-def delete_rows_changes(table: Table, keys: pa.Table, progress: Progress) -> tuple[Changes, Validator | None] | None:
+def delete_rows_changes(table: TableHandle, keys: pa.Table, progress: Progress) -> tuple[Changes, Validator | None] | None:
     """The commit of `delete_rows(keys)` and its conflict check (None: blind); None when no
     row goes (no keys, or, with equality deletes off, no live row holds one). Progress: stage
     "write equality deletes" (keys, bytes), or a DELETE's stages with equality deletes off."""
@@ -54,7 +54,7 @@ def delete_rows_changes(table: Table, keys: pa.Table, progress: Progress) -> tup
     return Changes(Operation.DELETE, added_deletes=files, added_spec=added_spec), None
 
 
-def _position_delete_changes(table: Table, keys: pa.Table, progress: Progress) -> tuple[Changes, Validator] | None:
+def _position_delete_changes(table: TableHandle, keys: pa.Table, progress: Progress) -> tuple[Changes, Validator] | None:
     """Remove the live rows holding one of `keys` (distinct, in the table's types) as DELETE
     does, in the table's delete mode."""
     mode = table.metadata.properties.get(DELETE_MODE_PROPERTY, MERGE_ON_READ)
@@ -69,7 +69,7 @@ def _position_delete_changes(table: Table, keys: pa.Table, progress: Progress) -
     return changes, rows_validator(table, "delete", rows_range, removals, key_set)
 
 
-def distinct_keys(table: Table, keys: pa.Table) -> pa.Table:
+def distinct_keys(table: TableHandle, keys: pa.Table) -> pa.Table:
     """`keys` checked (columns: key columns of the table), in the table's types, each once."""
     if not isinstance(keys, pa.Table):
         raise SchemaMismatchError(f"the keys to delete must be a pyarrow Table of key columns, got {type(keys).__name__}")
@@ -82,7 +82,7 @@ def distinct_keys(table: Table, keys: pa.Table) -> pa.Table:
     return keys.group_by(keys.column_names, use_threads=False).aggregate([])  # each key once
 
 
-def write_key_deletes(table: Table, keys: pa.Table) -> tuple[list[DeleteFile], PartitionSpec | None]:
+def write_key_deletes(table: TableHandle, keys: pa.Table) -> tuple[list[DeleteFile], PartitionSpec | None]:
     """(equality delete files, spec to add or None) for `keys` (columns: the key columns)."""
     keys = distinct_keys(table, keys)
     if keys.num_rows == 0:
@@ -90,7 +90,7 @@ def write_key_deletes(table: Table, keys: pa.Table) -> tuple[list[DeleteFile], P
     return _write_distinct_key_deletes(table, keys)
 
 
-def _write_distinct_key_deletes(table: Table, keys: pa.Table) -> tuple[list[DeleteFile], PartitionSpec | None]:
+def _write_distinct_key_deletes(table: TableHandle, keys: pa.Table) -> tuple[list[DeleteFile], PartitionSpec | None]:
     """An equality delete in a partitioned spec reaches only data files of that spec and
     partition, so: when every spec that holds live data (and the default spec, which new data
     takes) has only key columns as partition sources, one file per (spec, partition) of the
