@@ -53,6 +53,7 @@ _LAZY = {
     "RestCatalog": "mor.api.rest_catalog",
     "load_catalog": "mor.api.catalog",
     "isin": "mor.expr.isin",
+    "MergeClauses": "mor.dml.merge_clauses",
     "Scan": "mor.api.scan",
     "StaticTable": "mor.api.table",
     "Table": "mor.api.table",
@@ -69,6 +70,7 @@ if TYPE_CHECKING:
     from mor.api.scan import Scan
     from mor.api.sql_catalog import SqlCatalog
     from mor.api.table import StaticTable, Table
+    from mor.dml.merge_clauses import MergeClauses
     from mor.expr.isin import isin
     from mor.format.content_file import DataFile, DeleteFile
     from mor.format.spec import FileContent
@@ -92,6 +94,7 @@ __all__ = [
     "__version__",
     "ProgressEvent",
     "isin",
+    "MergeClauses",
     "Catalog",
     "CatalogUnavailableError",
     "RestCatalog",

@@ -148,7 +148,7 @@ class CommitConflictError(MorError):
         self.operation = operation
         self.files = tuple(files)
 
-    def __reduce__(self):  # picklable with its fields (Spark ships errors between processes)
+    def __reduce__(self) -> tuple[type, tuple[object, ...]]:  # picklable with its fields (Spark ships errors between processes)
         return (type(self), (self.args[0], self.snapshot_id, self.operation, self.files))
 
 

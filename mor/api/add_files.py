@@ -387,7 +387,7 @@ def _partition_from_bounds(
     """The partition value the footer's bounds prove (check_partitions=False): per field, an
     order-preserving transform of the lower and the upper bound agree, and the column has no
     nulls (or only nulls)."""
-    out = []
+    out: list[Any] = []
     for field in spec.fields:
         source = schema.find_field(field.source_id)
         fid = source.field_id

@@ -233,7 +233,8 @@ class SchemaEditor:
             )
         parent_path, _, name = path.rpartition(".")
         check_name(name)
-        holder, siblings, chain = ROOT, self.fields, ()
+        holder, siblings = ROOT, self.fields
+        chain: tuple[int, ...] = ()
         if parent_path:
             parent = self._find(parent_path)
             if not isinstance(parent.field.field_type, StructType):

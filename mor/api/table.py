@@ -44,6 +44,7 @@ from mor.progress import Progress, ProgressArg
 if TYPE_CHECKING:
     from mor.api.changes import ChangeScan
     from mor.commit.snapshot_producer import TableOperations
+    from mor.dml.merge_clauses import MergeClauses
 
 
 @dataclass(frozen=True)
@@ -360,22 +361,32 @@ class Table(TableMaintenance, TableDefinition):
         when_not_matched_insert_if: pc.Expression | None = None,
         mode: str | None = None,
         *,
+        clauses: MergeClauses | None = None,
         progress: ProgressArg = None,
         idempotency: tuple[str, int] | None = None,
     ) -> Snapshot | None:
-        """MERGE INTO: see mor/dml/merge.py for the clause rules. `"*"` means all columns
-        from the source; source columns are `pc.field("source.<name>")` in expressions. `source`:
-        any input `append` takes."""
-        from mor.dml.merge import MergeClauses, merge_rows  # imported on first use: a read needs no DML
+        """MERGE INTO on the key columns `on` (matched null-safely; a key once in the source):
+        see mor/dml/merge.py. The keyword clauses are one of each kind, the delete tried first;
+        `"*"` means all columns from the source; source columns are `pc.field("source.<name>")`
+        in expressions. Or `clauses=`: a `MergeClauses` built in order, any number of each kind
+        (mor/dml/merge_clauses.py). `source`: any input `append` takes."""
+        from mor.dml.merge import check_keyword_clauses, merge_rows  # imported on first use: a read needs no DML
+        from mor.dml.merge_clauses import MergeClauses
 
         self.operations()
         reporter = Progress.delayed("merge", progress)
+        keywords = (when_matched_delete, when_matched_update, when_matched_update_if, when_not_matched_insert, when_not_matched_insert_if)
+        if clauses is None:
+            check_keyword_clauses(*keywords)
+            clauses = MergeClauses.of_keywords(*keywords)
+        elif any(k is not None and k is not False for k in keywords):
+            raise InvalidArgumentError("give the MERGE clauses either as keywords or as clauses=MergeClauses(...), not both")
+        elif not isinstance(clauses, MergeClauses):
+            raise InvalidArgumentError(f"clauses is a MergeClauses, got {type(clauses).__name__}")
         source_rows = as_table(source, "the MERGE source")
-        clauses = MergeClauses(
-            when_matched_delete, when_matched_update, when_matched_update_if, when_not_matched_insert, when_not_matched_insert_if
-        )
+        chosen = clauses
         mode = write_mode(self, mode, MERGE_MODE_PROPERTY)  # fixed for every re-plan
-        return run_dml(self, "merge", lambda: merge_rows(self, source_rows, on, clauses, mode, reporter), idempotency=idempotency)
+        return run_dml(self, "merge", lambda: merge_rows(self, source_rows, on, chosen, mode, reporter), idempotency=idempotency)
 
     @property
     def read_only(self) -> bool:

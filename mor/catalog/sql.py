@@ -18,7 +18,7 @@ import functools
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from sqlalchemy import (
     Column,
@@ -112,7 +112,7 @@ def _guarded(what: str) -> Callable[[_F], _F]:
                     raise
                 raise error from None  # the driver's message is in ours; no driver traceback
 
-        return wrapper  # type: ignore[return-value]
+        return cast(_F, wrapper)  # functools.wraps keeps the signature
 
     return decorate
 
@@ -352,7 +352,9 @@ class SqlCatalogStore:
         `expected` location to its `new` one (`expected` None: the table is created). False,
         and nothing changed, when any of them no longer points where expected (or a created
         one exists by now). Failures as `swap`: CatalogUnavailableError certainly did not
-        happen, CommitStateUnknownError may have."""
+        happen, CommitStateUnknownError may have. One table moving is a plain `swap`."""
+        if len(changes) == 1 and (expected := changes[0].expected) is not None and changes[0].new != expected:
+            return self.swap(changes[0].namespace, changes[0].name, expected, changes[0].new)
 
         def write(conn: Any) -> bool:
             for change in changes:
@@ -467,7 +469,7 @@ def _postgres_engine_options(
     """A server's pool and timeouts; query parameters of the URL win over the defaults."""
     if url.drivername == "postgresql":  # SQLAlchemy's default driver is psycopg2; ours is psycopg 3
         url = url.set(drivername="postgresql+psycopg")
-    query = dict(url.query)
+    query: dict[str, Any] = dict(url.query)  # a value is a tuple of strings when the key repeats
 
     def take(key: str, given: Any, default: Any, kind: type) -> Any:
         raw = query.pop(key, None)
@@ -514,7 +516,7 @@ def _describe(url: URL) -> str:
     """host:port/database (no user, no password); the file for SQLite."""
     if url.get_backend_name() == "sqlite":
         return url.database or ":memory:"
-    port = url.port or {"postgresql": 5432, "mysql": 3306}.get(url.get_backend_name(), "")
+    port = url.port or {"postgresql": 5432, "mysql": 3306}.get(url.get_backend_name()) or ""
     return f"{url.host or 'localhost'}:{port}/{url.database or ''}"
 
 

@@ -52,7 +52,7 @@ def update(args: argparse.Namespace) -> None:
 
 def report(table: Table, snapshot: Snapshot | None, as_json: bool) -> None:
     if as_json:
-        document = {"table": table.identifier, "snapshot_id": None, "operation": None, "summary": {}}
+        document: dict[str, Any] = {"table": table.identifier, "snapshot_id": None, "operation": None, "summary": {}}
         if snapshot is not None:
             document.update(snapshot_id=snapshot.snapshot_id, operation=snapshot.operation, summary=dict(snapshot.summary))
         print_json(document)

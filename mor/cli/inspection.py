@@ -144,7 +144,7 @@ def _column_name(schema: Schema, field_id: int) -> str:
 def _sizes(table: Table, snapshot: Snapshot | None) -> dict[str, Any]:
     """Files, rows and bytes of live data files, and of delete files by kind with the share
     of rows they delete (for equality deletes: key rows, which may match any number of rows)."""
-    data = {"files": 0, "rows": 0, "bytes": 0}
+    data: dict[str, float] = {"files": 0, "rows": 0, "bytes": 0}
     deletes = {kind: {"files": 0, "rows": 0, "bytes": 0, "ratio": 0.0} for kind in DELETE_KINDS}
     for file in live_files(table, snapshot):
         kind = content_kind(file)
@@ -191,7 +191,7 @@ def describe_grids(document: dict[str, Any]) -> list[Grid]:
 def history(args: argparse.Namespace) -> None:
     table = open_table(args)
     by_id = {s.snapshot_id: s for s in table.snapshots()}
-    entries = []
+    entries: list[dict[str, Any]] = []
     for entry in table.history():
         snapshot = by_id.get(entry.snapshot_id)  # None: expired since
         entries.append({

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from mor.cli.options import age_or_time, catalog_args, open_table, table_args
 from mor.cli.output import print_json
@@ -15,6 +16,12 @@ if TYPE_CHECKING:
     from mor.maintenance.compact import CompactionResult
     from mor.maintenance.expire import ExpireResult
     from mor.maintenance.orphans import OrphanResult
+
+_R = TypeVar("_R")
+
+
+class _Result(Protocol):
+    def to_dict(self) -> dict[str, object]: ...
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -28,6 +35,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--min-delete-ratio", type=float, default=0.0)
     c.add_argument("--min-delete-files", type=int, default=None)
     c.add_argument("--min-input-files", type=int, default=5)
+    order = c.add_mutually_exclusive_group()
+    order.add_argument(
+        "--sort-by", default=None, help="rewrite every file in scope sorted by these comma-separated columns ('col desc': descending)"
+    )
+    order.add_argument("--zorder-by", default=None, help="rewrite every file in scope in Z-order of 2 to 4 comma-separated columns")
     c.set_defaults(run=compact)
     e = sub.add_parser("expire", help="remove old snapshots and the files only they read")
     _changing_table_args(e)
@@ -56,9 +68,9 @@ def _changing_table_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dry-run", action="store_true", help="say what would change; change nothing")
 
 
-def _print(args: argparse.Namespace, result: object, summary: str) -> None:
+def _print(args: argparse.Namespace, result: _Result, summary: str) -> None:
     if args.json:
-        print_json(result.to_dict())  # type: ignore[attr-defined]
+        print_json(result.to_dict())
     else:
         print(("dry run, nothing changed: " if getattr(args, "dry_run", False) else "") + summary)
 
@@ -79,9 +91,15 @@ def compact(args: argparse.Namespace) -> None:
         min_delete_ratio=args.min_delete_ratio,
         min_input_files=args.min_input_files,
         min_delete_files=args.min_delete_files,
+        sort_by=_columns(args.sort_by),
+        zorder_by=_columns(args.zorder_by),
         dry_run=args.dry_run,
     )
     _print(args, result, compaction_summary(result))
+
+
+def _columns(text: str | None) -> list[str] | None:
+    return None if text is None else [c.strip() for c in text.split(",")]
 
 
 def expire(args: argparse.Namespace) -> None:
@@ -100,14 +118,15 @@ def remove_orphans(args: argparse.Namespace) -> None:
 def maintain(args: argparse.Namespace) -> None:
     result = open_table(args).maintain(dry_run=args.dry_run)
     parts = [
-        f"{name}: {'off' if r is None else describe(r)}"
-        for name, r, describe in (
-            ("compact", result.compaction, compaction_summary),
-            ("expire", result.expiry, expiry_summary),
-            ("remove-orphans", result.orphans, orphans_summary),
-        )
+        _part("compact", result.compaction, compaction_summary),
+        _part("expire", result.expiry, expiry_summary),
+        _part("remove-orphans", result.orphans, orphans_summary),
     ]
     _print(args, result, "\n".join(parts))
+
+
+def _part(name: str, r: _R | None, describe: Callable[[_R], str]) -> str:
+    return f"{name}: {'off' if r is None else describe(r)}"
 
 
 def compaction_summary(r: CompactionResult) -> str:

@@ -77,14 +77,14 @@ def quickstart(warehouse: str, uri: str | None = None, properties: dict[str, str
     history = []
     for s in table.snapshots():
         summary = s.summary
-        rows = table.scan(snapshot_id=s.snapshot_id).count()
-        pyiceberg_reads = _pyiceberg_reads(pyiceberg_table, s.snapshot_id, rows)
+        row_count = table.scan(snapshot_id=s.snapshot_id).count()
+        pyiceberg_reads = _pyiceberg_reads(pyiceberg_table, s.snapshot_id, row_count)
         history.append({"snapshot_id": s.snapshot_id, "sequence_number": s.sequence_number, "operation": s.operation,
-                        "rows": rows, "pyiceberg": pyiceberg_reads, "summary": dict(summary)})  # fmt: skip
+                        "rows": row_count, "pyiceberg": pyiceberg_reads, "summary": dict(summary)})  # fmt: skip
         say(
             f"  {s.snapshot_id:>20}  seq={s.sequence_number}  {s.operation:<9}"
             f" +data={summary.get('added-data-files', '0')} -data={summary.get('deleted-data-files', '0')}"
-            f" +deletes={summary.get('added-delete-files', '0')} rows={rows}"
+            f" +deletes={summary.get('added-delete-files', '0')} rows={row_count}"
             f"  pyiceberg: {pyiceberg_reads}"
         )
     catalog_location = uri or f"{warehouse}/catalog.db"

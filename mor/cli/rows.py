@@ -11,7 +11,7 @@ import io
 import os
 import sys
 from collections.abc import Iterable, Iterator
-from typing import IO, Any
+from typing import IO, Any, Protocol, cast
 
 import pyarrow as pa
 
@@ -24,6 +24,10 @@ FORMATS = ("table", "csv", "json", "parquet")
 # before the first line. A rich table on a terminal takes fewer, each page its own table.
 PAGE_ROWS = 1000
 RICH_PAGE_ROWS = 100
+
+
+class _Closable(Protocol):
+    def close(self) -> object: ...
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -69,7 +73,7 @@ def scan(args: argparse.Namespace) -> None:
     if columns is not None and sorted(columns) == sorted(schema.names):  # as typed (the scan keeps the table's order)
         schema = pa.schema([schema.field(c) for c in columns])
     batches = rows.to_batches()
-    with contextlib.closing(batches) if hasattr(batches, "close") else contextlib.nullcontext():
+    with contextlib.closing(cast(_Closable, batches)) if hasattr(batches, "close") else contextlib.nullcontext():
         ordered = (b.select(schema.names) for b in first_rows(batches, args.limit))
         written = write_rows(output_format, schema, ordered, args.out)
     if args.out is None:

@@ -89,8 +89,8 @@ def merge_carried(
     for m in carried:
         if m.manifest_path not in replacement:
             out.append(m)
-        elif (merged := replacement[m.manifest_path]) is not None:
-            out.append(merged)
+        elif (merge := replacement[m.manifest_path]) is not None:
+            out.append(merge)
     return out, written
 
 

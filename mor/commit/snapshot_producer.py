@@ -5,7 +5,7 @@ manifests stay valid across retries). On each attempt the base snapshot's manife
 carried over, those holding removed files are rewritten with the files marked DELETED, and
 small carried manifests are merged once there are many (mor/commit/manifest_merge.py).
 Only a lost race is retried (mor/commit/retry.py); after an unknown outcome nothing is cleaned
-up. Test-only fault points (mor/commit/faults.py) mark each step.
+up. Each step is announced (mor/commit/steps.py), for crash tests.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Protocol
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 
-from mor.commit import faults
+from mor.commit import steps
 from mor.commit.idempotency import Idempotency, check_not_committed
 from mor.commit.manifest_merge import merge_carried
 from mor.commit.retry import RetryPolicy
@@ -94,9 +94,9 @@ def commit_changes(
     schema = changes.schema or read_base.schema()
     planned_on = read_base
     read_base = _with_new_schema(_with_added_spec(read_base, changes), planned_on, changes)
-    faults.reached("files-written")
+    steps.reached("files-written")
     new_manifests = _write_new_file_manifests(io, read_base, schema, snapshot_id, changes)
-    faults.reached("manifests-written")
+    steps.reached("manifests-written")
     # `catalog_base` is the table as the catalog has it; `base` is it with our schema and spec
     # added, which the manifests are written against.
     catalog_base, base, base_location = planned_on, read_base, read_base_location
@@ -116,7 +116,7 @@ def commit_changes(
             carried, rewritten = _carry_manifests(io, base, schema, snapshot_id, changes)
             carried, merged = merge_carried(
                 io, base, schema, snapshot_id, new_manifests + rewritten, carried,
-                lambda i, b=base: _manifest_location(b, snapshot_id, 1000 + i),
+                _merged_manifest_location(base, snapshot_id),
             )  # fmt: skip
             sequence_number = base.last_sequence_number + 1
             manifest_list = f"{base.location.rstrip('/')}/metadata/snap-{snapshot_id}-{attempt + 1}-{uuid.uuid4()}.avro"
@@ -131,7 +131,7 @@ def commit_changes(
                 format_version=base.format_version,
                 first_row_id=base.next_row_id,
             )
-            faults.reached("manifest-list-written")
+            steps.reached("manifest-list-written")
             summary = build_summary(
                 changes.operation,
                 [*changes.added_data, *changes.added_deletes],
@@ -156,7 +156,7 @@ def commit_changes(
             )  # fmt: skip
             try:
                 committed = ops.commit(catalog_base, base_location, change)
-                faults.reached("committed")
+                steps.reached("committed")
                 return committed
             except CatalogUnavailableError:
                 # The commit certainly did not happen: nothing of this attempt is referenced.
@@ -214,11 +214,16 @@ def _manifest_location(metadata: TableMetadata, snapshot_id: int, index: int) ->
     return f"{metadata.location.rstrip('/')}/metadata/{uuid.uuid4()}-{snapshot_id}-m{index}.avro"
 
 
+def _merged_manifest_location(metadata: TableMetadata, snapshot_id: int) -> Callable[[int], str]:
+    """Where the i-th manifest merged on `metadata` goes (numbered from m1000)."""
+    return lambda i: _manifest_location(metadata, snapshot_id, 1000 + i)
+
+
 def _write_new_file_manifests(
     io: FileIO, metadata: TableMetadata, schema: Schema, snapshot_id: int, changes: Changes
 ) -> list[ManifestFile]:
     specs = metadata.specs()
-    out = []
+    out: list[ManifestFile] = []
     groups: dict[tuple[ManifestContent, int], list[ContentFile]] = {}
     for f in [*changes.added_data, *changes.added_deletes]:
         content = ManifestContent.DELETES if f.is_delete else ManifestContent.DATA
@@ -255,7 +260,8 @@ def _carry_manifests(
     to_remove = {f.key for f in [*changes.removed_data, *changes.removed_deletes]}
     found: set[tuple[str, int | None]] = set()
     specs = base.specs()
-    carried, rewritten = [], []
+    carried: list[ManifestFile] = []
+    rewritten: list[ManifestFile] = []
     manifests = read_manifest_list(io, parent.manifest_list)
     entries_of = read_manifests(io, manifests, specs, schema) if to_remove else [[] for _ in manifests]
     for manifest, entries in zip(manifests, entries_of):

@@ -23,7 +23,9 @@ def _counts(files: Iterable[ContentFile]) -> dict[str, int]:
          "position-deletes", "equality-deletes", "files-size"], 0)  # fmt: skip
     for f in files:
         # A deletion vector counts its blob, not the Puffin file it shares (as Iceberg Java does).
-        c["files-size"] += f.content_size_in_bytes if f.is_deletion_vector else f.file_size_in_bytes
+        size = f.content_size_in_bytes if f.is_deletion_vector else f.file_size_in_bytes
+        assert size is not None  # a deletion vector always has its blob's size
+        c["files-size"] += size
         if f.content == FileContent.DATA:
             c["data-files"] += 1
             c["records"] += f.record_count

@@ -16,9 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from mor.commit import faults
+from mor.commit import steps
 from mor.errors import (
-    CatalogUnavailableError,
     CommitConflictError,
     CommitStateUnknownError,
     CorruptMetadataError,
@@ -35,6 +34,7 @@ from mor.io.fileio import FileIO, unreadable
 
 if TYPE_CHECKING:
     from mor.catalog.sql import SqlCatalogStore  # the SQL catalog (and sqlalchemy) only when a caller has one
+    from mor.catalog.sqlite_reads import SqliteCatalogReader
     from mor.commit.snapshot_producer import TableOperations
 
 _VERSION = re.compile(r"(?:^|/)(?:v)?(\d+)(?:-[^/]*)?\.metadata\.json$")
@@ -96,8 +96,71 @@ def write_metadata(io: FileIO, location: str, metadata: TableMetadata) -> None:
     io.write_bytes_exclusive(location, metadata.to_json().encode("utf-8"))
 
 
+@dataclass(frozen=True)
+class PlannedCommit:
+    """One table's part of `commit_many`: from the metadata at `base_location` (None: the table
+    is created) to `metadata` (None: no change; the table must still point at `base_location`)."""
+
+    namespace: str
+    name: str
+    base_location: str | None
+    metadata: TableMetadata | None
+
+
+def commit_many(io: FileIO, store: SqlCatalogStore | SqliteCatalogReader, planned: list[PlannedCommit]) -> list[str] | None:
+    """Write each table's new metadata file, then move every pointer in one database
+    transaction, all or none; each table's metadata location after it, or None when a table
+    no longer pointed where expected (nothing changed). Every mor writer of a SQL catalog
+    commits here (CatalogTableOperations: one table; `mor serve`: a client's commit or
+    transaction). The files are deleted when the commit did not happen (a lost race, an
+    unreachable database, any error but CommitStateUnknownError, after which they stay: the
+    catalog may point at them)."""
+    from mor.catalog.sql import TableSwap  # a caller with a store has the SQL catalog loaded already
+
+    locations = [_location_after(p) for p in planned]
+    written: list[str] = []
+    try:
+        for p, location in zip(planned, locations):
+            if p.metadata is not None:
+                write_metadata(io, location, p.metadata)
+                written.append(location)
+    except BaseException:
+        _delete_all(io, written)
+        raise
+    steps.reached("metadata-written")
+    swaps = [TableSwap(p.namespace, p.name, p.base_location, location) for p, location in zip(planned, locations)]
+    try:
+        swapped = store.swap_many(swaps)
+    except CommitStateUnknownError:
+        raise  # the catalog may point at our files: keep them
+    except BaseException:
+        _delete_all(io, written)  # the store says so when it may have committed: this one did not
+        raise
+    if not swapped:
+        _delete_all(io, written)
+        return None
+    return locations
+
+
+def _location_after(p: PlannedCommit) -> str:
+    if p.metadata is None:
+        assert p.base_location is not None  # no change: the table exists, at `base_location`
+        return p.base_location
+    return new_metadata_location(p.metadata.location, p.base_location)
+
+
+def _delete_all(io: FileIO, locations: list[str]) -> None:
+    for location in locations:
+        io.delete_quietly(location)
+
+
 def create_in_catalog(
-    io: FileIO, store: SqlCatalogStore, namespace: str, name: str, metadata: TableMetadata, before_row: Callable[[], None] | None = None
+    io: FileIO,
+    store: SqlCatalogStore | SqliteCatalogReader,
+    namespace: str,
+    name: str,
+    metadata: TableMetadata,
+    before_row: Callable[[], None] | None = None,
 ) -> str:
     """Write a new table's first metadata file, run `before_row` (e.g. create the namespace:
     only once the file could be written) and add its catalog row; the file's location. The
@@ -119,7 +182,7 @@ def create_in_catalog(
 
 @dataclass
 class CatalogTableOperations:
-    store: SqlCatalogStore
+    store: SqlCatalogStore | SqliteCatalogReader
     namespace: str
     name: str
     io: FileIO
@@ -139,18 +202,10 @@ class CatalogTableOperations:
         `base`); the metadata as written and its location."""
         check_requirements(change.requirements, base)
         new = with_previous_file(apply_updates(base, change.updates), base_location, base)
-        location = new_metadata_location(new.location, base_location)
-        write_metadata(self.io, location, new)
-        faults.reached("metadata-written")
-        try:
-            swapped = self.store.swap(self.namespace, self.name, base_location, location)
-        except CatalogUnavailableError:
-            self.io.delete_quietly(location)  # the commit certainly did not happen: the file is ours alone
-            raise
-        if not swapped:
-            self.io.delete_quietly(location)  # the swap did not happen: the file is ours alone
+        locations = commit_many(self.io, self.store, [PlannedCommit(self.namespace, self.name, base_location, new)])
+        if locations is None:
             raise CommitFailedError(f"{self.namespace}.{self.name} changed since {base_location}")
-        return new, location
+        return new, locations[0]
 
 
 @dataclass
@@ -161,7 +216,7 @@ class NewTableOperations:
     row added by another writer meanwhile is CommitConflictError (nothing of ours stays)."""
 
     io: FileIO
-    store: SqlCatalogStore
+    store: SqlCatalogStore | SqliteCatalogReader
     namespace: str
     name: str
     before_row: Callable[[], None] | None = None  # e.g. create the namespace

@@ -3,7 +3,7 @@
 Keys match null-safely (null equals null, as in equality deletes). Each key may appear once in
 the source; a table key may occur in several rows, and each of them is matched. In expressions
 and conditions, table columns are `pc.field("col")` and source columns `pc.field("source.col")`.
-Clauses on a matched pair are tried in order: delete, then update.
+The clauses (mor/dml/merge_clauses.py) are tried in order: the first whose condition holds applies.
 
 UPSERT replaces every live row holding one of the source keys with the source row for that key,
 and inserts the source rows whose key is new. Merge-on-read offers two strategies: `position`
@@ -13,7 +13,7 @@ deletes on the keys plus an append: no scan of the table at all). Both leave the
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -26,8 +26,9 @@ from pyiceberg.types import NestedField
 from mor.commit.snapshot_producer import Changes, Validator
 from mor.dml.constraints import check_rows
 from mor.dml.delete_rows import write_key_deletes
-from mor.dml.expressions import Assignments, as_expression, evaluate_condition, project
+from mor.dml.expressions import as_expression, evaluate_condition, project
 from mor.dml.keys import key_fields, key_range, unique_key_set
+from mor.dml.merge_clauses import UPDATE, Clause, MergeClauses
 from mor.dml.row_changes import (
     FileMatch,
     WrittenFiles,
@@ -49,76 +50,52 @@ if TYPE_CHECKING:
     from mor.dml.handle import TableHandle
 
 SOURCE = "source."
-ALL = "*"
 STRATEGIES = ("position", "equality")
-
-
-@dataclass
-class MergeClauses:
-    matched_delete: bool | pc.Expression = False
-    matched_update: Assignments | str | None = None
-    matched_update_if: pc.Expression | None = None
-    not_matched_insert: Assignments | str | None = None
-    not_matched_insert_if: pc.Expression | None = None
-
-    @property
-    def reads_target_columns(self) -> bool:
-        """Do the clauses look at table columns other than the keys? Only expressions and
-        partial updates (which keep the columns they do not set) do; "*" and literals do not."""
-        expressions = [self.matched_update_if, self.not_matched_insert_if]
-        if isinstance(self.matched_delete, pc.Expression):
-            expressions.append(self.matched_delete)
-        partial_update = isinstance(self.matched_update, dict)
-        return partial_update or any(e is not None for e in expressions)
-
-    def check(self) -> None:
-        if not isinstance(self.matched_delete, (bool, pc.Expression)):
-            raise InvalidArgumentError(f"when_matched_delete is True, False or a pyarrow.compute expression, got {self.matched_delete!r}")
-        for name, condition in (
-            ("when_matched_update_if", self.matched_update_if),
-            ("when_not_matched_insert_if", self.not_matched_insert_if),
-        ):
-            if condition is not None and not isinstance(condition, pc.Expression):
-                raise InvalidArgumentError(f"{name} is a pyarrow.compute expression, got {condition!r}")
-        for name, clause in (("when_matched_update", self.matched_update), ("when_not_matched_insert", self.not_matched_insert)):
-            if clause is None or (isinstance(clause, str) and clause == ALL):
-                continue
-            if not isinstance(clause, Mapping):
-                raise InvalidArgumentError(f"{name} is '*' or a dict of column -> value or expression, got {clause!r}")
-            not_names = [c for c in clause if not isinstance(c, str)]
-            if not_names:
-                raise InvalidArgumentError(f"{name} sets columns by name (strings), got {not_names}")
-        if not (self.matched_delete is not False or self.matched_update or self.not_matched_insert):
-            raise InvalidArgumentError("MERGE needs at least one clause (matched delete/update, not-matched insert)")
-        if self.matched_delete is True and self.matched_update:
-            raise InvalidArgumentError(
-                "an unconditional WHEN MATCHED DELETE leaves the WHEN MATCHED UPDATE clause nothing to do; give the delete a condition"
-            )
-        if self.matched_update_if is not None and not self.matched_update:
-            raise InvalidArgumentError("a condition for WHEN MATCHED UPDATE needs the update clause")
-        if self.not_matched_insert_if is not None and not self.not_matched_insert:
-            raise InvalidArgumentError("a condition for WHEN NOT MATCHED INSERT needs the insert clause")
 
 
 @dataclass(frozen=True)
 class MergeOutputs:
-    """The rows the update and insert clauses produce, as named expressions over the joined
-    rows (table columns by name, source columns as "source.<name>"); None: no such clause."""
+    """What each clause writes, as named expressions over the joined rows (table columns by
+    name, source columns as "source.<name>"), in the clauses' order; None for a delete."""
 
-    update: dict[str, pc.Expression] | None
-    insert: dict[str, pc.Expression] | None
+    matched: tuple[dict[str, pc.Expression] | None, ...]
+    not_matched: tuple[dict[str, pc.Expression] | None, ...]
 
 
 def merge_outputs(table: TableHandle, source: pa.Table, on: Sequence[str], clauses: MergeClauses) -> tuple[pa.Table, MergeOutputs]:
     """Check the clauses against the table and the source's columns (the source may be an
     empty table of its schema); the source with its keys in the table's types, and the outputs."""
     clauses.check()
+    for clause in clauses:
+        if clause.condition is not None and not isinstance(clause.condition, pc.Expression):
+            raise InvalidArgumentError(f"a {clause.describe()} condition is a pyarrow.compute expression, got {clause.condition!r}")
     _check_is_table("MERGE source", source)
     check_unique_names(source.schema, "the MERGE source")
     source = _conform_keys(table.schema(), source, on)
-    update = _assignments(table, source, clauses.matched_update, target_visible=True)
-    insert = _assignments(table, source, clauses.not_matched_insert, target_visible=False)
-    return source, MergeOutputs(update, insert)
+
+    def output(clause: Clause) -> dict[str, pc.Expression] | None:
+        return _assignments(table, source, clause, target_visible=clause.action == UPDATE) if clause.writes else None
+
+    return source, MergeOutputs(tuple(map(output, clauses.matched)), tuple(map(output, clauses.not_matched)))
+
+
+def check_keyword_clauses(
+    when_matched_delete: object,
+    when_matched_update: object,
+    when_matched_update_if: object,
+    when_not_matched_insert: object,
+    when_not_matched_insert_if: object,
+) -> None:
+    """`Table.merge`'s keyword clauses in the local API's terms: InvalidArgumentError naming the
+    keyword that is not (`MergeClauses.of_keywords` checks the rest)."""
+    if not isinstance(when_matched_delete, (bool, pc.Expression)):
+        raise InvalidArgumentError(f"when_matched_delete is True, False or a pyarrow.compute expression, got {when_matched_delete!r}")
+    for name, condition in (("when_matched_update_if", when_matched_update_if), ("when_not_matched_insert_if", when_not_matched_insert_if)):
+        if condition is not None and not isinstance(condition, pc.Expression):
+            raise InvalidArgumentError(f"{name} is a pyarrow.compute expression, got {condition!r}")
+    for name, clause in (("when_matched_update", when_matched_update), ("when_not_matched_insert", when_not_matched_insert)):
+        if isinstance(clause, Mapping) and (not_names := [c for c in clause if not isinstance(c, str)]):
+            raise InvalidArgumentError(f"{name} sets columns by name (strings), got {not_names}")
 
 
 def with_source_prefix(source: pa.Table) -> pa.Table:
@@ -127,22 +104,38 @@ def with_source_prefix(source: pa.Table) -> pa.Table:
 
 def matched_changes(joined: pa.Table, clauses: MergeClauses, outputs: MergeOutputs, schema: Schema) -> tuple[pa.Array, pa.Table | None]:
     """For matched pairs (table columns, "source." columns): which table rows go (deleted or
-    updated: the delete clause is tried first), and the updated rows."""
-    delete = _condition(joined, clauses.matched_delete)
-    if outputs.update is None:
-        return delete, None
-    update = pc.and_(pc.invert(delete), evaluate_condition(joined, clauses.matched_update_if))
-    updated = joined.filter(update)
-    return pc.or_(delete, update), with_row_ids(conform(project(updated, outputs.update), schema), updated)
+    updated: the first clause whose condition holds applies), and the updated rows (None when
+    no clause updates)."""
+    gone = np.zeros(joined.num_rows, dtype=bool)
+    parts = []
+    for output, hit in zip(outputs.matched, _first_applicable(joined, clauses.matched)):
+        gone |= hit
+        if output is not None:
+            chosen = joined.filter(pa.array(hit))
+            parts.append(with_row_ids(conform(project(chosen, output), schema), chosen))
+    updated = pa.concat_tables(parts) if parts else None
+    return pa.array(gone), updated
 
 
 def inserted_rows(unmatched: pa.Table, clauses: MergeClauses, outputs: MergeOutputs, schema: Schema) -> pa.Table | None:
-    """The rows the insert clause adds for source rows (with the "source." prefix) that match
-    no table row."""
-    if outputs.insert is None:
+    """The rows the insert clauses add for source rows (with the "source." prefix) that match
+    no table row; None without an insert clause."""
+    if not clauses.not_matched:
         return None
-    unmatched = unmatched.filter(evaluate_condition(unmatched, clauses.not_matched_insert_if))
-    return conform(project(unmatched, outputs.insert), schema)
+    parts = []
+    for output, hit in zip(outputs.not_matched, _first_applicable(unmatched, clauses.not_matched)):
+        assert output is not None  # every not-matched clause inserts
+        parts.append(conform(project(unmatched.filter(pa.array(hit)), output), schema))
+    return pa.concat_tables(parts)
+
+
+def _first_applicable(rows: pa.Table, clauses: Sequence[Clause]) -> Iterator[np.ndarray]:
+    """Per clause, the rows it applies to: its condition holds and no earlier clause applied."""
+    free = np.ones(rows.num_rows, dtype=bool)
+    for clause in clauses:
+        hit = free & evaluate_condition(rows, clause.condition).to_numpy(zero_copy_only=False)
+        free &= ~hit
+        yield hit
 
 
 def merge_rows(
@@ -257,38 +250,27 @@ def _conform_keys(schema: Schema, source: pa.Table, on: Sequence[str]) -> pa.Tab
     return source
 
 
-def _condition(rows: pa.Table, clause: bool | pc.Expression) -> pa.Array:
-    if clause is False:
-        return pa.array([False] * rows.num_rows, pa.bool_())
-    return evaluate_condition(rows, None if clause is True else clause)
-
-
-def _assignments(
-    table: TableHandle, source: pa.Table, clause: Assignments | str | None, target_visible: bool
-) -> dict[str, pc.Expression] | None:
+def _assignments(table: TableHandle, source: pa.Table, clause: Clause, target_visible: bool) -> dict[str, pc.Expression]:
     """Output columns of an update/insert clause, as expressions over the joined rows."""
-    if not clause:
-        return None
     arrow_schema = to_arrow_schema(table.schema())
-    if clause == ALL:
+    values = clause.values
+    if values is None:
         absent = [f.name for f in arrow_schema if f.name not in source.column_names]
         if absent:
             raise SchemaMismatchError(f"'*' needs every table column in the source; missing {absent}")
         return {f.name: pc.field(SOURCE + f.name) for f in arrow_schema}
-    if not isinstance(clause, dict):
-        raise InvalidArgumentError(f"a clause is '*' or a dict of column -> value, got {clause!r}")
-    unknown = [c for c in clause if arrow_schema.get_field_index(c) < 0]
+    unknown = [c for c in values if arrow_schema.get_field_index(c) < 0]
     if unknown:
         raise SchemaMismatchError(f"clause sets columns the table does not have: {unknown}")
     out: dict[str, Any] = {}
     for f in arrow_schema:
-        set_to_null = f.name in clause and clause[f.name] is None
-        left_out_of_insert = f.name not in clause and not target_visible
+        set_to_null = f.name in values and values[f.name] is None
+        left_out_of_insert = f.name not in values and not target_visible
         if not f.nullable and (set_to_null or left_out_of_insert):
             # Checked here, before any row is seen, so the error does not depend on the data.
             raise SchemaMismatchError(f"clause leaves required column {f.name!r} null")
-        if f.name in clause:
-            out[f.name] = as_expression(clause[f.name], f.type)
+        if f.name in values:
+            out[f.name] = as_expression(values[f.name], f.type)
         elif target_visible:
             out[f.name] = pc.field(f.name)  # UPDATE keeps what it does not set
         else:

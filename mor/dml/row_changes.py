@@ -346,7 +346,9 @@ class RowRemover:
         pending = [r for r in removals if r.vector is not None and r.delete_file is None]
         if not pending:
             return list(removals)
-        vectors = write_deletion_vectors(self.io, self.target.location, [(r.task.data_file, r.vector) for r in pending])
+        vectors = write_deletion_vectors(
+            self.io, self.target.location, [(r.task.data_file, r.vector) for r in pending if r.vector is not None]
+        )
         if written is not None:
             written.append(vectors[0].file_path)
         done = {id(r): replace(r, delete_file=v) for r, v in zip(pending, vectors)}

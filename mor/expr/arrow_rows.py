@@ -195,8 +195,8 @@ def _arrow_value(value: Any) -> Any:
 def _field_paths(struct: StructType, prefix: tuple[str, ...]) -> dict[int, tuple[str, ...]]:
     """Field id -> column path (names through structs), for pc.field(*path)."""
     paths: dict[int, tuple[str, ...]] = {}
+    f: NestedField
     for f in struct.fields:
-        f: NestedField  # type: ignore[no-redef]
         paths[f.field_id] = (*prefix, f.name)
         if isinstance(f.field_type, StructType):
             paths.update(_field_paths(f.field_type, (*prefix, f.name)))

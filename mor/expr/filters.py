@@ -21,7 +21,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from decimal import Decimal
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeAlias, cast
 
 from pyiceberg.conversions import from_bytes
 from pyiceberg.expressions import (
@@ -94,7 +94,7 @@ from mor.format.content_file import ContentFile, PartitionValues
 from mor.format.manifest import ManifestFile
 from mor.format.partition_values import as_record
 
-FilterLike = str | BooleanExpression | None
+FilterLike: TypeAlias = str | BooleanExpression | None
 
 _INT_RANGES = {IntegerType: (-(2**31), 2**31 - 1), LongType: (-(2**63), 2**63 - 1)}
 _FLOAT32_MAX = 3.4028234663852886e38
@@ -129,7 +129,11 @@ def _remembered(kind: str, schema: Schema, expr: Any, case_sensitive: bool, comp
     result = compute()
     if result is expr:
         return result  # nothing to remember, and an entry holding its own key would never go
-    entry = (weakref.ref(expr, lambda _, key=key, remembered=_REMEMBERED: remembered.pop(key, None)), schema, result)  # type: ignore[misc]
+
+    def forget(_: object, key: tuple[str, int, int, bool] = key, remembered: dict[Any, Any] = _REMEMBERED) -> None:
+        remembered.pop(key, None)
+
+    entry = (weakref.ref(expr, forget), schema, result)
     with _REMEMBER_LOCK:
         for oldest in list(_REMEMBERED)[: len(_REMEMBERED) - _REMEMBER_LAST + 1]:
             _REMEMBERED.pop(oldest, None)  # (entries may go meanwhile, with their expressions)
@@ -538,7 +542,11 @@ def _check_floats(field: NestedField, values: Iterable[Any]) -> None:
             raise InvalidFilterError(
                 f"NaN cannot be compared with column {field.name!r}: use '{field.name} is nan' or '{field.name} is not nan'"
             )
-        if isinstance(field.field_type, FloatType) and isinstance(v, (int, float, Decimal)) and _FLOAT32_MAX < abs(v) < math.inf:
+        if (
+            isinstance(field.field_type, FloatType)
+            and isinstance(v, (int, float, Decimal))
+            and _FLOAT32_MAX < cast(float | Decimal, abs(v)) < math.inf  # mypy types abs() of this union as object
+        ):
             raise InvalidFilterError(f"{v} is out of range for column {field.name!r} of type float")
 
 

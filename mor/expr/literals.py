@@ -186,7 +186,8 @@ def _needs_exactness(domain: _Domain, literals: list[Literal[Any]], classes: set
         return False  # already in the column's type (or a type bind refuses)
     if domain.make is LongLiteral and classes == {LongLiteral}:  # a long list of ints
         values = [lit.value for lit in literals]
-        return not domain.bounds[0] <= min(values) <= max(values) <= domain.bounds[1]  # type: ignore[index]
+        assert domain.bounds is not None  # an integer column's domain (the only one making LongLiterals) has bounds
+        return not domain.bounds[0] <= min(values) <= max(values) <= domain.bounds[1]
     return any(domain.handles(lit) for lit in literals)
 
 
@@ -283,8 +284,8 @@ def _exact_comparison(expr: LiteralPredicate, units: Fraction, domain: _Domain) 
 def _exact_set(expr: SetPredicate, units: list[Fraction], domain: _Domain) -> BooleanExpression:
     """`in` keeps the values the column can hold; with none, `in` is never true, `not in`
     always (for a non-null value)."""
-    low, high = domain.bounds if domain.bounds is not None else (None, None)
-    kept = {domain.make(int(u)) for u in units if u.denominator == 1 and (low is None or low <= u <= high)}
+    bounds = domain.bounds
+    kept = {domain.make(int(u)) for u in units if u.denominator == 1 and (bounds is None or bounds[0] <= u <= bounds[1])}
     if not kept:
         return never(expr.term, domain) if isinstance(expr, In) else always(expr.term, domain)
     return (In if isinstance(expr, In) else NotIn)(expr.term, kept)

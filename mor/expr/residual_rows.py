@@ -82,7 +82,8 @@ def _column(column: Column, paths: dict[int, tuple[str, ...]]) -> _Value:
     expr = pc.field(*paths[column.field_id])
     if column.kind == "decimal":
         ftype = column.type
-        return _Value(expr, "decimal", pa.decimal128(ftype.precision, ftype.scale))  # type: ignore[union-attr]
+        assert ftype is not None  # a bound column has its type
+        return _Value(expr, "decimal", pa.decimal128(ftype.precision, ftype.scale))
     target = _KIND_TYPES[column.kind]
     return _Value(expr.cast(target), column.kind, target)  # int32 -> int64, float -> double
 

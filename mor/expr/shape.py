@@ -103,7 +103,7 @@ def _close(frame: _Frame) -> tuple[Any, int, int]:
     return (kind(*merged) if len(merged) > 2 else kind(merged[0], merged[1])), depth, terms
 
 
-def _merged(exprs: list[Any], single: type, multiple: type) -> list[Any]:
+def _merged(exprs: list[Any], single: type[Any], multiple: type) -> list[Any]:
     """`exprs` with more than MERGE_AT `single` predicates (EqualTo, NotEqualTo) of one column
     and one literal kind replaced by one `multiple` (In, NotIn) where the first of them stood;
     `exprs` itself when there are none."""

@@ -8,7 +8,7 @@ partition-spec field order, so planning compares them without conversions.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Literal, overload
 
 from mor.format.spec import DELETE_FILE_PATH_ID, PUFFIN, FileContent, ManifestEntryStatus
 
@@ -69,6 +69,12 @@ class DataFile(ContentFile):
 
 class DeleteFile(ContentFile):
     """A position (content 1) or equality (content 2) delete file."""
+
+
+@overload
+def make_content_file(content: Literal[FileContent.DATA], **fields: Any) -> DataFile: ...
+@overload
+def make_content_file(content: FileContent, **fields: Any) -> ContentFile: ...
 
 
 def make_content_file(content: FileContent, **fields: Any) -> ContentFile:

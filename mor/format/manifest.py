@@ -10,7 +10,7 @@ import io
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 import fastavro
 from pyiceberg.conversions import to_bytes
@@ -176,7 +176,7 @@ def read_avro_records(io_: FileIO, location: str, what: str) -> list[dict[str, A
     IndexError, SystemError...), so anything it raises means the file is not readable Avro."""
     try:
         with io_.open_input(location) as f:
-            return list(fastavro.reader(f))
+            return cast(list[dict[str, Any]], list(fastavro.reader(f)))  # a record schema's datums are dicts
     except MorError:
         raise
     except Exception as e:
@@ -186,7 +186,7 @@ def read_avro_records(io_: FileIO, location: str, what: str) -> list[dict[str, A
 def decode_avro_records(data: bytes, location: str, what: str) -> list[dict[str, Any]]:
     """`read_avro_records` of bytes already read."""
     try:
-        return list(fastavro.reader(io.BytesIO(data)))
+        return cast(list[dict[str, Any]], list(fastavro.reader(io.BytesIO(data))))  # a record schema's datums are dicts
     except Exception as e:
         raise unreadable(what, location, e) from e
 

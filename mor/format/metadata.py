@@ -15,7 +15,7 @@ import time
 import uuid
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, SupportsInt, cast
 
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
@@ -340,7 +340,7 @@ def parse_format_version(value: object) -> int:
     except ValueError:
         version = value
     check_format_version(version)
-    return int(version)
+    return int(cast(SupportsInt, version))  # checked: a number equal to a supported version
 
 
 def upgraded(base: TableMetadata, format_version: int) -> TableMetadata:

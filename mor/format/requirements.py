@@ -83,13 +83,21 @@ class AssertRefSnapshotId(Requirement):
         return {"type": self.TYPE, "ref": self.ref, "snapshot-id": self.snapshot_id}
 
 
-def _int_requirement(type_: str, key: str, attribute: str) -> type[Requirement]:
+@dataclass(frozen=True)
+class _IntRequirement(Requirement):
+    """What every `_int_requirement` class has: the number under `KEY` in its REST JSON."""
+
+    KEY: ClassVar[str] = ""
+    value: int
+
+
+def _int_requirement(type_: str, key: str, attribute: str) -> type[_IntRequirement]:
     """A requirement that one number of the metadata is unchanged."""
 
     @dataclass(frozen=True)
-    class IntRequirement(Requirement):
+    class IntRequirement(_IntRequirement):
         TYPE = type_
-        KEY: ClassVar[str] = key
+        KEY = key
         value: int
 
         def _check(self, current: TableMetadata) -> None:
@@ -143,7 +151,7 @@ def requirement_from_dict(d: Any) -> Requirement:
             return AssertRefSnapshotId(_typed(d, "ref", str), snapshot_id)
         if kind in _INT_REQUIREMENTS:
             cls = _INT_REQUIREMENTS[kind]
-            return cls(_typed(d, cls.KEY, int))  # type: ignore[attr-defined, call-arg]
+            return cls(_typed(d, cls.KEY, int))
     except KeyError as e:
         raise InvalidArgumentError(f"requirement {kind} lacks {e.args[0]!r}") from None
     raise InvalidArgumentError(f"unknown requirement type {kind!r}")

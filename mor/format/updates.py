@@ -62,7 +62,7 @@ class AddSchema(Update):
     last_column_id: int | None = None  # deprecated by the spec; the ids handed out, when higher
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"action": self.ACTION, "schema": _model(self.schema)}
+        out: dict[str, Any] = {"action": self.ACTION, "schema": _model(self.schema)}
         if self.last_column_id is not None:
             out["last-column-id"] = self.last_column_id
         return out

@@ -102,8 +102,9 @@ def is_storage_failure(error: BaseException) -> bool:
 
 def _detail(error: BaseException) -> str:
     """What the system said, in one line: an OSError's strerror, else the message's first line."""
-    if getattr(error, "strerror", None):
-        return str(error.strerror)  # type: ignore[attr-defined]
+    strerror = getattr(error, "strerror", None)
+    if strerror:
+        return str(strerror)
     return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
 
 
@@ -231,11 +232,11 @@ class FileIO:
         self._s3: pafs.FileSystem | None = None
         self._lock = threading.Lock()
 
-    def __getstate__(self) -> dict[str, object]:
+    def __getstate__(self) -> dict[str, dict[str, str]]:
         return {"properties": self.properties}
 
-    def __setstate__(self, state: dict[str, object]) -> None:
-        self.__init__(state["properties"])
+    def __setstate__(self, state: dict[str, dict[str, str]]) -> None:
+        type(self).__init__(self, state["properties"])
 
     def __repr__(self) -> str:
         return f"FileIO({sorted(k for k in self.properties)})"

@@ -37,6 +37,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import cast
 
 import pyarrow as pa
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
@@ -184,8 +185,8 @@ def plan_compaction(io: FileIO, metadata: TableMetadata, where: BooleanExpressio
     # the vector of a rewritten file goes though its neighbours' stay.
     still_applied = {d.key for t in every_task if t.data_file.file_path not in rewritten for d in t.delete_files}
     live_deletes = [e.file for e in live_entries(io, metadata, snapshot, ManifestContent.DELETES)]
-    dropped = [f for f in live_deletes if f.key not in still_applied]
-    return CompactionPlan(snapshot.sequence_number, groups, dropped, metadata.default_spec_id)  # type: ignore[arg-type]
+    dropped = cast(list[DeleteFile], [f for f in live_deletes if f.key not in still_applied])  # a delete manifest's files
+    return CompactionPlan(snapshot.sequence_number, groups, dropped, metadata.default_spec_id)
 
 
 class _OutputPartition:

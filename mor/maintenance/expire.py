@@ -35,7 +35,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mor.commit import faults
+from mor.commit import steps
 from mor.commit.retry import RetryPolicy
 from mor.commit.snapshot_producer import TableOperations
 from mor.commit.table_commits import expire_commit
@@ -203,7 +203,7 @@ def expire_snapshots(
                 raise CommitConflictError("could not expire snapshots: the table kept changing") from None
             metadata, metadata_location = refresh_same_table(ops, metadata)
             continue
-        faults.reached("expire-committed")
+        steps.reached("expire-committed")
         doomed.metadata = old_metadata_files(io, committed, metadata_version(location), ownership)
         everything = doomed.all()
         with progress.stage("delete files", len(everything)) as step:
@@ -211,7 +211,7 @@ def expire_snapshots(
                 io.delete(path)
                 step.advance()
                 if i == 0:
-                    faults.reached("expire-deleting")
+                    steps.reached("expire-deleting")
         return doomed.result(expired, removed_refs, dry_run), committed, location
 
 
@@ -275,10 +275,10 @@ def _ref_number(name: str, ref: Mapping[str, Any], key: str, minimum: int) -> in
 def retained_refs(metadata: TableMetadata, rule: Retention) -> dict[str, dict[str, Any]]:
     """The refs that stay: all but those (never main) whose head is older than their maximum
     age. A ref naming a snapshot the table lacks is left as it is: not ours to repair."""
-    by_id = {s.snapshot_id: s for s in metadata.snapshots}
+    by_id: dict[object, Snapshot] = {s.snapshot_id: s for s in metadata.snapshots}  # looked up by whatever a ref holds
     out = {}
     for name, ref in metadata.refs.items():
-        head = by_id.get(ref.get("snapshot-id"))  # type: ignore[arg-type]
+        head = by_id.get(ref.get("snapshot-id"))
         max_age = _ref_number(name, ref, "max-ref-age-ms", 0)
         max_age = rule.max_ref_age_ms if max_age is None else max_age
         if name != MAIN_BRANCH and head is not None and max_age is not None and head.timestamp_ms < rule.now_ms - max_age:

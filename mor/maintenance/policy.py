@@ -13,14 +13,17 @@ Each step can be turned off with `mor.maintain.<step>.enabled=false`.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from mor.errors import InvalidArgumentError
 from mor.format.properties import MAINTAIN_PREFIX
 from mor.maintenance.compact import CompactionResult
 from mor.maintenance.expire import ExpireResult
 from mor.maintenance.orphans import DEFAULT_MIN_AGE, OrphanResult
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -35,7 +38,7 @@ class MaintenancePolicy:
 
     @classmethod
     def of(cls, properties: Mapping[str, str]) -> MaintenancePolicy:
-        def get(name: str, parse, default):  # type: ignore[no-untyped-def]
+        def get(name: str, parse: Callable[[str], _T], default: _T) -> _T:
             raw = properties.get(MAINTAIN_PREFIX + name)
             if raw is None:
                 return default

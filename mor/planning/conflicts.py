@@ -45,7 +45,7 @@ class Commit:
 def snapshots_since(read_base: TableMetadata, current: TableMetadata) -> list[Snapshot]:
     """Snapshots committed after the one `read_base` was at, oldest first."""
     stop = read_base.current_snapshot_id
-    out = []
+    out: list[Snapshot] = []
     for s in current.ancestors(current.current_snapshot_id):
         if s.snapshot_id == stop:
             return list(reversed(out))

@@ -32,6 +32,7 @@ from collections import OrderedDict
 from collections.abc import Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import cast
 
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
@@ -208,9 +209,9 @@ def read_entries(
 
     def decode(i: int, data: bytes) -> list[ManifestEntry]:
         entries = decode_manifest(data, manifests[i], specs, schema)
-        found[i] = _cached(entries, len(data))
+        found[i] = made = _cached(entries, len(data))
         if _CACHE.max_entries:
-            _CACHE.put(keys[i], found[i], scope)
+            _CACHE.put(keys[i], made, scope)
         return entries
 
     with gc_paused():
@@ -224,14 +225,16 @@ def read_entries(
         else:
             for i in missing:
                 out[i] = decode(i, read_manifest_bytes(io, manifests[i]))
+    # Every slot is filled by now: from the cache, or read and decoded.
+    entries_of, cached_of = cast(list[list[ManifestEntry]], out), cast(list[_Cached], found)
     if of_snapshot is not None:
         checked = (of_snapshot, tuple(keys))
         if checked not in _CHECKED:
-            _check_each_file_once(of_snapshot, manifests, found, out)  # type: ignore[arg-type]
+            _check_each_file_once(of_snapshot, manifests, cached_of, entries_of)
             if len(_CHECKED) >= _CHECKED_MAX:
                 _CHECKED.clear()
             _CHECKED.add(checked)
-    return out  # type: ignore[return-value]
+    return entries_of
 
 
 # Manifest combinations found to list each file once: manifests never change (a replaced file

@@ -97,7 +97,7 @@ def _plan_files(
     for entries in read(ManifestContent.DATA):
         for entry in entries:
             if entry.is_live and (not prunes or file_filter.file_may_match(entry.file)):
-                data.append(entry.file)  # type: ignore[arg-type]
+                data.append(entry.file)  # type: ignore[arg-type]  # a data manifest's files; no cast per entry in this loop
     if not data:
         return []
     deletes: list[DeleteFile] = []
@@ -105,7 +105,7 @@ def _plan_files(
         for entry in entries:
             f = entry.file
             if entry.is_live and (not prunes or file_filter.partition_may_match(f.spec_id, f.partition)):
-                deletes.append(f)  # type: ignore[arg-type]
+                deletes.append(f)  # type: ignore[arg-type]  # a delete manifest's files; no cast per entry in this loop
     index = DeleteFileIndex(deletes, unpartitioned_spec_ids(metadata))
     mapping = metadata.properties.get(NAME_MAPPING_PROPERTY)
     if not index:

@@ -155,7 +155,8 @@ class DeleteFileCache:
         those prefetched and not yet done hold less than PREFETCH_BYTES. A no-op without tasks
         or for local files. A file that fails is left for the reader, which raises its error.
         Returns the fetches it started."""
-        pool, started = None, []
+        pool = None
+        started: list[Future[None]] = []
         while True:
             with self._guard:
                 if not self._ahead or self._held_bytes >= PREFETCH_BYTES:

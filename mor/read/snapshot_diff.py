@@ -30,6 +30,7 @@ import pyarrow as pa
 from pyiceberg.expressions import BooleanExpression
 from pyiceberg.schema import Schema
 
+from mor.format.content_file import ContentFile
 from mor.io.fileio import FileIO
 from mor.planning.task import FileScanTask
 from mor.read.position_deletes import DeleteFileCache, deleted_positions
@@ -66,9 +67,9 @@ class SnapshotDiffer:
         after = {t.data_file.file_path: t for t in tasks}
         # One unit of work per data file that changed, read on threads as a scan reads its files.
         work: list[Callable[[], tuple[list[pa.RecordBatch], list[pa.RecordBatch]]]] = []
-        for path, old in before.items():
+        for path, task in before.items():
             if path not in after:
-                work.append(partial(lambda t: (list(self.rows.read(t)), []), old))
+                work.append(partial(lambda t: (list(self.rows.read(t)), []), task))
         for path, new in after.items():
             old = before.get(path)
             if old is None:
@@ -106,5 +107,5 @@ class SnapshotDiffer:
         return pa.Table.from_batches(batches, schema=self.schema)
 
 
-def _keys(files: Iterable[object]) -> frozenset[tuple[str, int | None]]:
-    return frozenset(f.key for f in files)  # type: ignore[attr-defined]
+def _keys(files: Iterable[ContentFile]) -> frozenset[tuple[str, int | None]]:
+    return frozenset(f.key for f in files)

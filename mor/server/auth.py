@@ -142,8 +142,8 @@ def _credentials(form: dict[str, str], authorization: str | None) -> tuple[str |
             decoded = base64.b64decode(authorization.strip()[6:], validate=True).decode("utf-8")
         except (binascii.Error, UnicodeDecodeError):
             raise OAuthError(400, "invalid_request", "the Basic Authorization header is malformed") from None
-        client_id, _, secret = decoded.partition(":")
-        return client_id or None, secret
+        client_id, _, basic_secret = decoded.partition(":")
+        return client_id or None, basic_secret
     secret = form.get("client_secret")
     if not secret:
         raise OAuthError(400, "invalid_request", "client_secret is missing")

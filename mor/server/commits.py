@@ -10,10 +10,10 @@ another commit lands between our read and our swap, the swap fails and the whole
 is redone on the newer state; nothing the client sent is trusted to still hold.
 
 Several tables (`POST /v1/transactions/commit`) commit all or nothing: every requirement of
-every table is checked and every update applied first, every metadata file written, then all
-pointers are swapped in one database transaction (SqlCatalogStore.swap_many). A table that
-changes nothing still takes part in the swap, so its requirements hold at the moment of the
-swap too.
+every table is checked and every update applied first, then `commit_many` (mor/commit/table_ops.py,
+the path every mor writer commits through) writes every metadata file and swaps all pointers in
+one database transaction. A table that changes nothing still takes part in the swap, so its
+requirements hold at the moment of the swap too.
 
 A location a commit gives (a create, a `set-location`) must lie inside the warehouse and must not
 be another table's folder, hold one or lie in one (400), as `register_table` refuses. The rows
@@ -39,11 +39,11 @@ from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 
 from mor.api.catalog import DEFAULT_PROPERTIES
-from mor.catalog.sql import SqlCatalogStore, TableSwap
-from mor.commit import faults
-from mor.commit.table_ops import new_metadata_location, read_metadata
+from mor.catalog.sql import SqlCatalogStore
+from mor.catalog.sqlite_reads import SqliteCatalogReader
+from mor.commit import steps
+from mor.commit.table_ops import PlannedCommit, commit_many, read_metadata
 from mor.errors import (
-    CommitStateUnknownError,
     CorruptMetadataError,
     InvalidArgumentError,
     NoSuchNamespaceError,
@@ -96,14 +96,16 @@ class Committed:
 class _Planned:
     change: TableChange
     base_location: str | None  # None: the commit creates the table
-    new_location: str  # == base_location when the commit changes nothing
-    text: str | None  # the new metadata JSON; None when nothing changes
+    metadata: TableMetadata | None  # None: the commit changes nothing
+
+    def commit(self) -> PlannedCommit:
+        return PlannedCommit(self.change.namespace, self.change.name, self.base_location, self.metadata)
 
 
 class Committer:
     def __init__(
         self,
-        store: SqlCatalogStore,
+        store: SqlCatalogStore | SqliteCatalogReader,
         io: FileIO,
         warehouse: str,
         default_location: Callable[[str, str], str],
@@ -125,9 +127,13 @@ class Committer:
         checked: set[object] = set()  # what this commit's attempts found good (row_checks.py)
         for _ in range(MAX_ATTEMPTS):
             planned = [self._plan(c, checked) for c in changes]
-            if self._swap(planned):
-                faults.reached("committed")
-                return [self._result(p) for p in planned]
+            if len(planned) == 1 and planned[0].metadata is None:
+                assert planned[0].base_location is not None  # a table _plan leaves unchanged exists
+                return [self._result(planned[0], planned[0].base_location)]  # nothing to make atomic
+            locations = commit_many(self.io, self.store, [p.commit() for p in planned])
+            if locations is not None:
+                steps.reached("committed")
+                return [self._result(p, location) for p, location in zip(planned, locations)]
         raise CommitFailedError(f"the tables kept changing: {MAX_ATTEMPTS} attempts lost their swap; try again")
 
     def _plan(self, change: TableChange, checked: set[object]) -> _Planned:
@@ -152,7 +158,7 @@ class Committer:
         else:
             new = apply_updates(base, updates)
             if new is base:
-                return _Planned(change, base_location, base_location, None)  # type: ignore[arg-type]
+                return _Planned(change, base_location, None)
             new = with_previous_file(new, base_location, base)
         if base is None or new.location != base.location:
             check_inside(self.warehouse, new.location, "table location")
@@ -168,8 +174,7 @@ class Committer:
             check_metadata(new)  # the spec's invariants, before anyone reads it
         except CorruptMetadataError as e:
             raise InvalidArgumentError(f"the commit would make invalid table metadata: {e}") from None
-        text = new.to_json()
-        return _Planned(change, base_location, new_metadata_location(new.location, base_location), text)
+        return _Planned(change, base_location, new)
 
     def _creation_base(self, change: TableChange, updates: list[Update]) -> TableMetadata:
         """The table a create commit starts from, rebuilt from its own updates."""
@@ -193,33 +198,6 @@ class Committer:
         )
         return replace(metadata, table_uuid=uuid.uuid) if isinstance(uuid, AssignUuid) else metadata
 
-    def _swap(self, planned: list[_Planned]) -> bool:
-        """Write the new metadata files and swap every pointer at once; False: a lost race
-        (our files deleted, nothing changed)."""
-        swaps = [TableSwap(p.change.namespace, p.change.name, p.base_location, p.new_location) for p in planned]
-        if all(p.text is None for p in planned) and len(planned) == 1:
-            return True  # one table, nothing to change: nothing to make atomic
-        written: list[str] = []
-        try:
-            for p in planned:
-                if p.text is not None:
-                    self.io.write_bytes_exclusive(p.new_location, p.text.encode("utf-8"))
-                    written.append(p.new_location)
-            faults.reached("metadata-written")
-            swapped = self.store.swap_many(swaps)
-        except CommitStateUnknownError:
-            raise  # the catalog may point at our files: keep them
-        except BaseException:
-            self._delete(written)  # the commit certainly did not happen
-            raise
-        if not swapped:
-            self._delete(written)
-        return swapped
-
-    def _delete(self, locations: list[str]) -> None:
-        for location in locations:
-            self.io.delete_quietly(location)
-
-    def _result(self, p: _Planned) -> Committed:
-        text = p.text if p.text is not None else self.io.read_bytes(p.new_location).decode("utf-8")
-        return Committed(p.change.namespace, p.change.name, p.new_location, json.loads(text))
+    def _result(self, p: _Planned, location: str) -> Committed:
+        text = p.metadata.to_json() if p.metadata is not None else self.io.read_bytes(location).decode("utf-8")
+        return Committed(p.change.namespace, p.change.name, location, json.loads(text))

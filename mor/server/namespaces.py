@@ -12,6 +12,7 @@ changeable here.
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 from mor.api.sql_catalog import SqlCatalog
@@ -83,7 +84,7 @@ class Namespaces:
         return {"updated": sorted(updates), "removed": removed, "missing": missing}
 
     @staticmethod
-    def _known(namespace: str, names: list[str]) -> bool:
+    def _known(namespace: str, names: builtins.list[str]) -> bool:  # `list` here is the method above
         """Created, holding tables, or a level above one that is."""
         return any(n == namespace or n.startswith(namespace + ".") for n in names)
 

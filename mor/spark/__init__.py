@@ -21,10 +21,10 @@ HAS_PYTHON_SOURCE = importlib.util.find_spec("pyspark.sql.datasource") is not No
 # (and with it this package) for every read task, and needs none of the verbs.
 _LAZY = {
     "read_table": "mor.spark.fast_path",
-    "delete": "mor.spark.dml",
-    "update": "mor.spark.dml",
-    "merge": "mor.spark.dml_merge",
-    "upsert": "mor.spark.dml_merge",
+    "delete": "mor.spark.functions",
+    "update": "mor.spark.functions",
+    "merge": "mor.spark.functions",
+    "upsert": "mor.spark.functions",
     "compact": "mor.spark.maintenance",
     "rewrite_position_deletes": "mor.spark.maintenance",
     "remove_orphan_files": "mor.spark.orphans",
@@ -42,9 +42,8 @@ _WITHOUT_PYTHON_SOURCE = {"read_table": _LAZY["read_table"]}
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from mor.spark.dml import delete, update
-    from mor.spark.dml_merge import merge, upsert
     from mor.spark.fast_path import read_table
+    from mor.spark.functions import delete, merge, update, upsert
     from mor.spark.maintenance import compact, rewrite_position_deletes
     from mor.spark.orphans import remove_orphan_files
     from mor.spark.source import FORMAT, MorDataSource

@@ -74,7 +74,10 @@ def plan_changes(ref: TableRef, options: Mapping[str, str], start_as_inserts: bo
     table = ref.open()
     columns = options.get("columns")
     on = options.get("changes-on")
-    split = lambda text: tuple(c.strip() for c in text.split(",") if c.strip()) if text else None  # noqa: E731
+
+    def split(text: str) -> tuple[str, ...]:  # called only with non-empty text
+        return tuple(c.strip() for c in text.split(",") if c.strip())
+
     scan = ChangeScan(
         table,
         from_snapshot_id=int_option(options, "start-snapshot-id"),
@@ -89,6 +92,7 @@ def plan_changes(ref: TableRef, options: Mapping[str, str], start_as_inserts: bo
         start_as_inserts=start_as_inserts,
     )
     first = scan.from_snapshot.snapshot_id if scan.from_snapshot else None
+    parts: tuple[tuple[int | None, int, int], ...]
     if scan.net_changes:
         parts = ((first, scan.to_snapshot.snapshot_id, 0),) if scan.snapshots and scan.to_snapshot else ()
     else:

@@ -1,7 +1,10 @@
-"""Distributed DELETE and UPDATE on Spark: rows found on the executors, one commit on the driver.
+"""What every Spark DML job shares (tasks that report the files they wrote, `found_changes` for
+the commit), and DELETE and UPDATE whose rows mor's matcher finds on the executors: `MorTable`
+(mor/spark/table.py) takes this path for a pyiceberg filter and values that are literals or
+pyarrow expressions:
 
-    mor.spark.delete(spark, table, "id < 100")
-    mor.spark.update(spark, table, {"n": pc.field("n") + 1}, where="category = 'a'")
+    mor.spark.delete(spark, table, EqualTo("category", "x"))
+    mor.spark.update(spark, table, {"n": pc.field("n") + 1}, where=LessThan("id", 100))
 
 The driver plans the scan as the local API does (`table.scan(filter=where).plan_files()`) and
 packs the tasks into about `defaultParallelism` groups (mor/planning/packing.py); each group is
@@ -12,9 +15,9 @@ its earlier deletes, all of the task's in one Puffin file), or the whole data fi
 live rows match (or, in copy-on-write mode, a rewrite of the file without them); an UPDATE task
 also writes the new rows of its group as data files (v3: keeping their `_row_id`). Tasks send
 back descriptions of the files they wrote, and the driver commits one snapshot through `run_dml`
-(mor/dml/runner.py) with the local API's conflict checks
-(`rows_validator`), so the same rows change, under the same snapshot operation and the same
-conflicts (re-planned as locally), as with `table.delete/update` on the same table.
+(mor/dml/runner.py) with the local API's conflict checks (`rows_validator`), so the same rows
+change, under the same snapshot operation and the same conflicts (re-planned as locally), as
+with `table.delete/update` on the same table.
 
 Failures: a task whose work fails deletes what it wrote and returns its error rather than
 raising it, so the driver always hears of every file the job wrote; it deletes them all and
@@ -41,19 +44,13 @@ from pyiceberg.expressions import BooleanExpression
 
 from mor.api.table import Table
 from mor.commit.snapshot_producer import Changes, Validator
-from mor.dml.expressions import Assignments
 from mor.dml.row_changes import DmlTarget, Removal, RowMatcher, RowRemover, changes_for, rows_validator
-from mor.dml.runner import run_dml, write_mode
-from mor.dml.update import updated_columns, updated_rows
+from mor.dml.update import updated_rows
 from mor.errors import MorError
-from mor.expr.filters import FilterLike, bind_filter, parse_filter
 from mor.format.content_file import DataFile
-from mor.format.metadata import Snapshot
-from mor.format.properties import DELETE_MODE_PROPERTY, UPDATE_MODE_PROPERTY
 from mor.io.fileio import FileIO
 from mor.planning.packing import pack_tasks
 from mor.planning.task import FileScanTask
-from mor.spark.errors import spark_errors
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -144,53 +141,16 @@ def _delete(io: FileIO, paths: Sequence[str]) -> None:
         io.delete_quietly(path)
 
 
-# -- DELETE and UPDATE ---------------------------------------------------------------------
+# -- DELETE and UPDATE by mor's matcher -------------------------------------------------------
 
 
-@spark_errors()
-def delete(
-    spark: SparkSession, table: Table, where: FilterLike, mode: str | None = None, *, idempotency: tuple[str, int] | None = None
-) -> Snapshot | None:
-    """`table.delete(where)`, with the rows found and the delete files written on Spark's
-    executors. Returns the new snapshot, or None if no live row matched."""
-    table.operations()
-    mode = write_mode(table, mode, DELETE_MODE_PROPERTY)
-    row_filter = _bound_filter(table, where)
-
-    def plan() -> tuple[Changes, Validator] | None:
-        return _run(spark, table, RowsJob(DmlTarget.of(table, mode), row_filter, None))
-
-    return run_dml(table, "delete", plan, idempotency=idempotency)
-
-
-@spark_errors()
-def update(
-    spark: SparkSession,
-    table: Table,
-    set: Assignments,
-    where: FilterLike = None,
-    mode: str | None = None,
-    *,
-    idempotency: tuple[str, int] | None = None,
-) -> Snapshot | None:
-    """`table.update(set, where)` on Spark's executors: `set` maps columns to literals or
-    `pyarrow.compute` expressions of the old row. Returns the new snapshot, or None if no live
-    row matched."""
-    table.operations()
-    mode = write_mode(table, mode, UPDATE_MODE_PROPERTY)
-    row_filter = _bound_filter(table, where)
-    columns = updated_columns(table, set)  # checked here, before any task runs
-
-    def plan() -> tuple[Changes, Validator] | None:
-        return _run(spark, table, RowsJob(DmlTarget.of(table, mode), row_filter, columns))
-
-    return run_dml(table, "update", plan, idempotency=idempotency)
-
-
-def _bound_filter(table: Table, where: FilterLike) -> BooleanExpression:
-    row_filter = parse_filter(where)
-    bind_filter(table.schema(), row_filter)  # InvalidFilterError now, not in a task
-    return row_filter
+def matched_rows_plan(
+    spark: SparkSession, table: Table, row_filter: BooleanExpression, mode: str, columns: dict[str, pc.Expression] | None = None
+) -> Callable[[], tuple[Changes, Validator] | None]:
+    """The plan of a DELETE (`columns` None) or UPDATE (`columns`: every table column as an
+    expression of the old row, `updated_columns`) whose rows mor's matcher finds on the
+    executors, for `run_dml`: no shuffle, each task reads and changes its own files."""
+    return lambda: _run(spark, table, RowsJob(DmlTarget.of(table, mode), row_filter, columns))
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,8 @@
-"""MERGE INTO and UPSERT from a Spark DataFrame, with the local API's semantics
+"""MERGE INTO and UPSERT on key columns from a Spark DataFrame, with the local API's semantics
 (mor/dml/merge.py): keys match null-safely, a key may appear once in the source
-(DuplicateKeyError), on a matched row the delete clause is tried before the update clause.
+(DuplicateKeyError), the first clause whose condition holds applies. `MorTable` (mor/spark/table.py)
+comes here for a MERGE on key columns whose clauses are pyarrow expressions and literals, and for
+every UPSERT:
 
     mor.spark.merge(spark, table, source_df, on=["id"], when_matched_update="*", when_not_matched_insert="*")
     mor.spark.upsert(spark, table, source_df, on=["id"])
@@ -69,23 +71,21 @@ from pyspark.sql.types import BinaryType, StructField, StructType
 
 from mor.api.table import Table
 from mor.commit.snapshot_producer import Changes, Validator
-from mor.dml.expressions import Assignments
 from mor.dml.keys import key_fields, key_range
 from mor.dml.merge import (
-    MergeClauses,
     MergeOutputs,
     inserted_rows,
     matched_changes,
     merge_outputs,
     with_source_prefix,
 )
+from mor.dml.merge_clauses import MergeClauses
 from mor.dml.row_changes import DmlTarget, FileMatch, Removal, RowRemover, live_row_count
-from mor.dml.runner import committed_before, run_dml, write_mode
+from mor.dml.runner import committed_before, run_dml
 from mor.errors import DuplicateKeyError, InvalidArgumentError, UnsupportedFeatureError
 from mor.expr.filters import bind_filter
 from mor.format.arrow_types import to_arrow_schema, to_arrow_type
 from mor.format.metadata import Snapshot
-from mor.format.properties import MERGE_MODE_PROPERTY
 from mor.format.spec import ROW_ID_NAME
 from mor.io.fileio import FileIO
 from mor.planning.task import FileScanTask
@@ -93,7 +93,6 @@ from mor.read.position_deletes import DeleteFileCache
 from mor.read.task_reader import POSITION_COLUMN
 from mor.spark.columns import to_column
 from mor.spark.dml import TaskResult, found_changes, job_description, run_task
-from mor.spark.errors import spark_errors
 from mor.spark.scan import FILE_COLUMN, check_metadata_columns_free
 from mor.spark.source import FORMAT
 from mor.spark.types import spark_arrow_schema, spark_type
@@ -127,50 +126,39 @@ class MergeJob:
         return f"__source_{self.source_schema.get_field_index(column)}"
 
 
-@spark_errors()
-def merge(
+def merge_on_keys(
     spark: SparkSession,
     table: Table,
     source: DataFrame,
     on: Sequence[str],
-    when_matched_update: Assignments | str | None = None,
-    when_matched_delete: bool | pc.Expression = False,
-    when_not_matched_insert: Assignments | str | None = None,
-    when_matched_update_if: pc.Expression | None = None,
-    when_not_matched_insert_if: pc.Expression | None = None,
-    mode: str | None = None,
+    clauses: MergeClauses,
+    mode: str,
     path: str = "auto",
-    *,
     idempotency: tuple[str, int] | None = None,
 ) -> Snapshot | None:
-    """`table.merge(...)` with a DataFrame source (see the module docstring). `path`: "auto"
-    (a small source on the driver, else distributed), "driver" or "distributed". Returns the
-    new snapshot, or None when no clause changed anything. `idempotency` as the local verbs'."""
-    table.operations()
+    """`table.merge(source, on, clauses=clauses)` with a DataFrame source (see the module
+    docstring): clauses of pyarrow expressions and literals. `path`: "auto" (a small source on
+    the driver, else distributed), "driver" or "distributed". The new snapshot, or None when no
+    clause changed anything."""
     if (earlier := committed_before(table, idempotency)) is not None:
         return earlier  # before any Spark job: the version is in the table already
     check_metadata_columns_free(table.schema())
-    clauses = MergeClauses(
-        when_matched_delete, when_matched_update, when_matched_update_if, when_not_matched_insert, when_not_matched_insert_if
-    )
-    mode = write_mode(table, mode, MERGE_MODE_PROPERTY)
     keyed, outputs = merge_outputs(table, spark_arrow_schema(source.schema).empty_table(), on, clauses)
     target_columns = [f.name for f in table.schema().fields] if clauses.reads_target_columns else list(on)
-    row_ids = table.metadata.format_version >= 3 and outputs.update is not None
+    row_ids = table.metadata.format_version >= 3 and clauses.has_update
     job = MergeJob(DmlTarget.of(table, mode), tuple(on), clauses, outputs, tuple(target_columns), keyed.schema, {}, row_ids)
     _check_readable(table, target_columns)
     _check_expressions(job)
     local = _on_driver(spark, table, source, path, "merge")
     if local is not None:
-        return table.merge(local, on, when_matched_update, when_matched_delete, when_not_matched_insert,
-                           when_matched_update_if, when_not_matched_insert_if, mode, idempotency=idempotency)  # fmt: skip
+        return table.merge(local, on, clauses=clauses, mode=mode, idempotency=idempotency)
     renamed = _renamed_source(source, job)
     with job_description(spark, f"mor merge into {table.identifier}: source keys and key range"):
         found = _key_filter(table, renamed, job)
     if found is None:
         return None  # an empty source changes nothing
     key_filter, source_rows = found
-    how = "left" if outputs.insert is not None else "inner"  # unmatched source rows only matter to inserts
+    how = "left" if clauses.has_insert else "inner"  # unmatched source rows only matter to inserts
 
     def plan() -> tuple[Changes, Validator] | None:
         planned, target = _target(spark, table, replace(job, target=DmlTarget.of(table, mode)), key_filter)
@@ -183,29 +171,25 @@ def merge(
     return run_dml(table, "merge", plan, idempotency=idempotency)
 
 
-@spark_errors()
-def upsert(
+def upsert_on_keys(
     spark: SparkSession,
     table: Table,
     source: DataFrame,
     on: Sequence[str],
-    mode: str | None = None,
+    mode: str,
     path: str = "auto",
-    *,
     idempotency: tuple[str, int] | None = None,
 ) -> Snapshot | None:
     """`table.upsert(rows, on)` (its position strategy) with a DataFrame source: every live row
     holding a source key goes, every source row is added once. `path` and `idempotency` as for
-    `merge`."""
-    table.operations()
+    `merge_on_keys`."""
     if (earlier := committed_before(table, idempotency)) is not None:
         return earlier
     check_metadata_columns_free(table.schema())
-    mode = write_mode(table, mode, MERGE_MODE_PROPERTY)
     schema = table.schema()
     fitted = conform(spark_arrow_schema(source.schema).empty_table(), schema)  # SchemaMismatchError unless it fits
     key_fields(schema, on)
-    job = MergeJob(DmlTarget.of(table, mode), tuple(on), MergeClauses(matched_delete=True), MergeOutputs(None, None),
+    job = MergeJob(DmlTarget.of(table, mode), tuple(on), MergeClauses().when_matched_delete(), MergeOutputs((None,), ()),
                    tuple(on), fitted.schema, {}, table.metadata.format_version >= 3)  # fmt: skip
     local = _on_driver(spark, table, source, path, "upsert")
     if local is not None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from contextlib import ContextDecorator
 from types import TracebackType
+from typing import Literal
 
 from mor import errors as mor_errors
 from mor.errors import MorError
@@ -71,7 +72,7 @@ class spark_errors(ContextDecorator):
     def __enter__(self) -> spark_errors:
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None) -> bool:
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None) -> Literal[False]:
         if error is None or not isinstance(error, _wrappers()):
             return False
         translated = mor_error_in(error)

@@ -75,7 +75,7 @@ def _resolve(file_type: pa.DataType, target: IcebergType, where: str) -> tuple[s
         if not (pa.types.is_list(file_type) or pa.types.is_large_list(file_type)):
             raise _mismatch(where, file_type, target)
         element_type, element = _resolve(file_type.value_type, target.element_type, f"{where} element")
-        read = st.ArrayType(element_type, containsNull=True)
+        read: st.DataType = st.ArrayType(element_type, containsNull=True)
         if element is _same:
             return read, _same
         return read, lambda column: F.transform(column, element)

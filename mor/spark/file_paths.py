@@ -41,6 +41,7 @@ def spark_file_key(spark: SparkSession, location: str) -> str:
 
 def _uri(spark: SparkSession, scheme: str, authority: str | None, path: str) -> str:
     jvm = spark._jvm
+    assert jvm is not None  # a live session's gateway (pyspark asserts the same)
     return str(jvm.java.net.URI(scheme, authority, path, None, None).toString())
 
 
@@ -48,6 +49,7 @@ def has_s3a(spark: SparkSession) -> bool:
     """Can this session's Hadoop read `s3a://` paths (is S3AFileSystem on its classpath)? One
     JVM call: cheap enough to ask on every read, so a session configured later is seen."""
     jvm = spark._jvm
+    assert jvm is not None  # a live session's gateway (pyspark asserts the same)
     conf = spark._jsc.hadoopConfiguration()
     try:
         jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass("s3a", conf)

@@ -20,7 +20,8 @@ from pyspark.sql import datasource as sf
 from mor.errors import InvalidFilterError
 from mor.expr.filters import bind_filter
 
-_COMPARISONS: dict[type, type] = {
+_Comparison = sf.EqualTo | sf.GreaterThan | sf.GreaterThanOrEqual | sf.LessThan | sf.LessThanOrEqual
+_COMPARISONS: dict[type[_Comparison], type] = {
     sf.EqualTo: ice.EqualTo,
     sf.GreaterThan: ice.GreaterThan,
     sf.GreaterThanOrEqual: ice.GreaterThanOrEqual,
@@ -59,7 +60,7 @@ def convert(f: sf.Filter, schema: Schema) -> ice.BooleanExpression | None:
         return None
     if isinstance(f, sf.EqualNullSafe):
         return ice.IsNull(name) if f.value is None else ice.EqualTo(name, f.value)
-    if type(f) in _COMPARISONS:
+    if isinstance(f, _Comparison) and type(f) in _COMPARISONS:  # exactly these types, not subclasses
         return None if f.value is None else _COMPARISONS[type(f)](name, f.value)
     if isinstance(f, sf.In):
         values = [v for v in f.value if v is not None]

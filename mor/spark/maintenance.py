@@ -161,6 +161,6 @@ def _merge_deletes(io: FileIO, merger: DeleteMerger, tasks: list[FileScanTask]) 
         finally:
             written += [f.file_path for f in files]
         # `added` carries the delete files written here: TaskResult only needs their paths.
-        return TaskResult(added=tuple(files))  # type: ignore[arg-type]
+        return TaskResult(added=tuple(files))  # type: ignore[arg-type]  # TaskResult.added (spark/dml.py) is typed DataFile
 
     return run_task(io, work)

@@ -20,7 +20,7 @@ shared mount) or the table's object storage, reached through the table's FileIO.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -35,7 +35,11 @@ from mor.spark.dml import job_description
 from mor.spark.errors import spark_errors
 
 if TYPE_CHECKING:
+    from pyiceberg.partitioning import PartitionSpec
+    from pyiceberg.schema import Schema
     from pyspark.sql import SparkSession
+
+    from mor.format.manifest import ManifestFile
 
 DRIVER_LIST_DEPTH = 3  # folder levels the driver lists at most before handing folders out
 
@@ -81,7 +85,7 @@ def reachable_locations(spark: SparkSession, table: Table) -> set[str]:
     return found
 
 
-def _read_manifests(io: FileIO, specs, schema, manifests) -> Iterator[set[str]]:  # type: ignore[no-untyped-def]
+def _read_manifests(io: FileIO, specs: dict[int, PartitionSpec], schema: Schema, manifests: Iterable[ManifestFile]) -> Iterator[set[str]]:
     found: set[str] = set()
     for manifest in manifests:
         found |= manifest_references(io, manifest, specs, schema)

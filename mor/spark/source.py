@@ -8,7 +8,7 @@ the objects hold only small, picklable state: a table reference, schemas and a r
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
@@ -32,7 +32,7 @@ PARALLELISM_ENV = "MOR_SPARK_PARALLELISM"  # the session's defaultParallelism, s
 PUSHDOWN_IS_SCOPED = hasattr(DataSourceReader, "pushLimit")
 
 
-def wants_change_stream(options: dict) -> bool:
+def wants_change_stream(options: Mapping[str, str]) -> bool:
     return bool_option(options, "read-changes")  # mor/spark/changes_stream.py
 
 

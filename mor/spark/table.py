@@ -1,4 +1,4 @@
-"""`MorTable`: a mor table with Delta Lake's Python API, conditions and values evaluated by Spark.
+"""`MorTable`: a mor table with Delta Lake's Python API, Spark's one DML engine for mor tables.
 
     t = MorTable.for_name(spark, "db.events", warehouse="warehouse")
     t.delete("category = 'x'")
@@ -8,65 +8,64 @@
         .when_matched_delete(condition="s.deleted")
         .when_not_matched_insert_all()
         .execute())                                           # whenMatchedUpdate(...) ... too
+    t.merge(updates, ["id"]).when_matched_update_all().execute()  # on key columns
+    t.upsert(updates, ["id"])
 
-Conditions and values are Spark SQL text or `pyspark.sql.Column`s. Each verb reads the target's
-live rows through format "mor" with their `_file`/`_pos` (mor/spark/apply_changes.py), lets Spark
-evaluate the condition, values and join, and hands the resulting change rows to one job that
-writes delete files (or deletion vectors, or copy-on-write rewrites, per the table's
-`write.delete.mode`/`write.update.mode`/`write.merge.mode`) and new rows, then commits one snapshot
-through `run_dml` (mor/dml/runner.py), with the local conflict checks and re-planning. A condition given as
-text that also parses as a mor filter (`parse_filter`) prunes the files read; others read every
-file. On a v3 table an updated row keeps its `_row_id`.
+`mor.spark.delete/update/merge/upsert/compact` (mor/spark/functions.py) are this class's verbs
+as functions. Conditions and values are Spark SQL text or `pyspark.sql.Column`s, evaluated by
+Spark (mor/spark/sql_dml.py); values may also be Python literals. pyarrow expressions are still
+accepted, recognised by their type, and take mor's own evaluators:
+  - DELETE/UPDATE with a pyiceberg filter (or none) and values that are literals or
+    `pyarrow.compute` expressions: mor's matcher finds the rows on the executors, no shuffle
+    (mor/spark/dml.py);
+  - MERGE on key columns (a list of names for the condition) whose clauses hold no SQL text or
+    Column, and every UPSERT: the key engine (mor/spark/dml_merge.py), which merges a small
+    source on the driver.
+Text and pyarrow expressions in one call is an InvalidArgumentError. Every verb commits one
+snapshot through `run_dml` (mor/dml/runner.py) with the local conflict checks and re-planning,
+in the table's `write.delete.mode`/`write.update.mode`/`write.merge.mode` unless `mode=` says
+otherwise; `idempotency=(app_id, version)` as the local verbs'. On a v3 table an updated row
+keeps its `_row_id`.
 
-MERGE follows Delta: the matched clauses are tried in order and the first whose condition holds
-applies (likewise the not-matched ones); a matched row no clause applies to stays; a target row
-that several source rows match and a clause changes is a DuplicateKeyError; update values not
-given keep the target's, insert values not given are null. The source is named by its own alias
-(`df.alias("s")`), else "source"; the target by `alias(...)`, else "target".
-
-Bad input is refused before anything is written: a condition Spark cannot resolve is an
-InvalidFilterError, a value that does not store into its column a SchemaMismatchError (store
-assignment as for writes, mor/spark/store_assignment.py). Every method raises mor errors as
-themselves, not wrapped by Spark (mor/spark/errors.py).
+Bad input is refused before anything is written (mor/spark/sql_dml.py says how). Every method
+raises mor errors as themselves, not wrapped by Spark (mor/spark/errors.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
-from functools import reduce
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
-from pyiceberg.expressions import AlwaysTrue, BooleanExpression
-from pyiceberg.schema import Schema
-from pyiceberg.types import TimestamptzType
-from pyspark.errors import AnalysisException
+import pyarrow.compute as pc
+from pyiceberg.expressions import BooleanExpression
 from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import to_arrow_schema as spark_to_arrow_schema
 from pyspark.sql.types import LongType, MapType, StringType, StructField, StructType, TimestampType
 
 from mor.api.table import Table
+from mor.dml.merge_clauses import MergeClauses
 from mor.dml.runner import run_dml, write_mode
-from mor.errors import InvalidArgumentError, InvalidFilterError, MorError, SchemaMismatchError
-from mor.expr.filters import bind_filter, filter_field_ids, parse_filter
+from mor.dml.update import updated_columns
+from mor.errors import InvalidArgumentError
+from mor.expr.filters import bind_filter, parse_filter
 from mor.format.properties import DELETE_MODE_PROPERTY, MERGE_MODE_PROPERTY, UPDATE_MODE_PROPERTY
-from mor.format.spec import ROW_ID_NAME
-from mor.spark.apply_changes import WRITE_COLUMN, TargetRows, apply_changes, check_writable_columns, target_rows
+from mor.spark.apply_changes import check_writable_columns
+from mor.spark.dml import matched_rows_plan
+from mor.spark.dml_merge import PATHS, merge_on_keys, upsert_on_keys
 from mor.spark.errors import spark_errors
 from mor.spark.fast_path import read_table
 from mor.spark.options import TableRef
-from mor.spark.scan import FILE_COLUMN, POS_COLUMN, check_metadata_columns_free
-from mor.spark.store_assignment import check_assignable
-from mor.spark.types import spark_type
+from mor.spark.scan import check_metadata_columns_free
+from mor.spark.sql_dml import aliased, as_column, condition_column, delete_plan, merge_plan, pruning_filter, update_plan
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from mor.format.metadata import Snapshot
+    from mor.maintenance.compact import CompactionResult
+    from mor.progress import ProgressArg
 
 ColumnLike = str | Column
-T = TypeVar("T")
 
 HISTORY_SCHEMA = StructType(
     [
@@ -80,30 +79,16 @@ HISTORY_SCHEMA = StructType(
 )
 
 
-def _column(value: ColumnLike) -> Column:
-    return F.expr(value) if isinstance(value, str) else value
-
-
-def _condition(value: ColumnLike | None) -> Column:
-    return F.lit(True) if value is None else _column(value)
-
-
-def _resolved(what: str, error: type[MorError], build: Callable[[], T]) -> T:
-    """`build()`, whose DataFrame Spark analyses as it is built: an unresolvable column or a bad
-    expression becomes `error`."""
-    try:
-        return build()
-    except AnalysisException as e:
-        raise error(f"{what}: {str(e).splitlines()[0]}") from e
-
-
 class MorTable:
     """A mor table, for Spark (see the module docstring). Made by `for_name` or `for_path`."""
 
-    def __init__(self, spark: SparkSession, table: Table, alias: str | None = None):
+    def __init__(self, spark: SparkSession, table: Table, alias: str | None = None, *, refresh: bool = True):
+        """`refresh`: each verb first sees the commits made since (as Delta's table does);
+        False works on `table` as it is, as the local verbs do (mor/spark/functions.py)."""
         self.spark = spark
         self.table = table
         self._alias = alias
+        self._refresh = refresh
 
     @classmethod
     def for_name(
@@ -124,7 +109,7 @@ class MorTable:
 
     def alias(self, name: str) -> MorTable:
         """This table under `name` in MERGE conditions and values."""
-        return MorTable(self.spark, self.table, name)
+        return MorTable(self.spark, self.table, name, refresh=self._refresh)
 
     # -- reading and maintenance -----------------------------------------------------------------
 
@@ -148,72 +133,93 @@ class MorTable:
         ]  # fmt: skip
         return self.spark.createDataFrame(rows, HISTORY_SCHEMA)
 
-    @spark_errors()
-    def compact(self, **kwargs: Any) -> Any:
-        """Compact the table: `mor.spark.maintenance.compact` (distributed) when mor has it, else
-        `Table.compact` on the driver; keyword arguments as theirs."""
-        try:
-            from mor.spark import maintenance
-        except ImportError:
-            maintenance = None
-        if maintenance is not None and hasattr(maintenance, "compact"):
-            return maintenance.compact(self.spark, self._fresh(), **kwargs)
-        return self._fresh().compact(**kwargs)
+    def compact(
+        self,
+        where: Any = None,
+        target_file_size: int | None = None,
+        min_delete_ratio: float = 0.0,
+        min_input_files: int = 5,
+        min_delete_files: int | None = None,
+        *,
+        sort_by: list[str] | None = None,
+        zorder_by: list[str] | None = None,
+        dry_run: bool = False,
+        progress: ProgressArg = None,
+    ) -> CompactionResult:
+        """`Table.compact` (every option of it) with the bins rewritten on Spark's executors
+        (mor/spark/maintenance.py)."""
+        from mor.spark.maintenance import compact  # imported on first use
+
+        sizes = (target_file_size, min_delete_ratio, min_input_files, min_delete_files)
+        return compact(self.spark, self._fresh(), where, *sizes, sort_by=sort_by, zorder_by=zorder_by, dry_run=dry_run, progress=progress)
 
     # -- DML -------------------------------------------------------------------------------------
 
     @spark_errors()
-    def delete(self, condition: ColumnLike | None = None) -> Snapshot | None:
-        """Remove the live rows where `condition` holds (every row when None)."""
+    def delete(self, condition: Any = None, *, mode: str | None = None, idempotency: tuple[str, int] | None = None) -> Snapshot | None:
+        """Remove the live rows where `condition` holds (every row when None): SQL text, a Column,
+        or a pyiceberg filter. The new snapshot, or None when no row matched."""
         table = self._writable()
-        mode = write_mode(table, None, DELETE_MODE_PROPERTY)
-        pruning = self._pruning(condition)
-
-        def plan() -> Any:
-            target = target_rows(self.spark, table, pruning)
-            matched = _resolved("bad delete condition", InvalidFilterError, lambda: target.rows.filter(_condition(condition)))
-            changes = matched.select(FILE_COLUMN, POS_COLUMN, F.lit(False).alias(WRITE_COLUMN))
-            return apply_changes(self.spark, table, target, changes, "delete", mode, pruning)
-
-        return run_dml(table, "delete", plan)
+        mode = write_mode(table, mode, DELETE_MODE_PROPERTY)
+        if condition is None or isinstance(condition, BooleanExpression):
+            plan = matched_rows_plan(self.spark, table, _bound(table, condition), mode)
+        else:
+            pruning = pruning_filter(self.spark, table, condition)
+            plan = delete_plan(self.spark, table, as_column(condition, "the delete condition"), mode, pruning)
+        return run_dml(table, "delete", plan, idempotency=idempotency)
 
     @spark_errors()
-    def update(self, condition: ColumnLike | None = None, set: Mapping[str, ColumnLike] | None = None) -> Snapshot | None:
-        """Set columns of the live rows where `condition` holds: `set` maps columns to Spark SQL
-        text or Columns over the row (`{"n": "n + 1"}`)."""
+    def update(
+        self,
+        condition: Any = None,
+        set: Mapping[str, Any] | None = None,
+        *,
+        mode: str | None = None,
+        idempotency: tuple[str, int] | None = None,
+    ) -> Snapshot | None:
+        """Set columns of the live rows where `condition` holds (every row when None): `set`
+        maps columns to Spark SQL text, Columns or literals over the row (`{"n": "n + 1"}`).
+        With a `pyarrow.compute` expression among the values the call is in the local API's
+        terms (`Table.update`): text values are literals, a text condition a mor filter. The
+        new snapshot, or None when no row matched."""
         if not set:
             raise InvalidArgumentError("update needs set={column: value, ...}")
         table = self._writable()
-        check_writable_columns(table)
-        mode = write_mode(table, None, UPDATE_MODE_PROPERTY)
-        pruning = self._pruning(condition)
         self._check_columns(table, set, "update")
+        mode = write_mode(table, mode, UPDATE_MODE_PROPERTY)
+        if _in_local_terms(condition, set.values()):
+            plan = matched_rows_plan(self.spark, table, _bound(table, condition), mode, updated_columns(table, set))
+        else:
+            check_writable_columns(table)
+            values = {n: as_column(v, f"the value of {n!r}") for n, v in set.items()}
+            pruning = pruning_filter(self.spark, table, condition)
+            plan = update_plan(self.spark, table, condition_column(condition, table.schema()), values, mode, pruning)
+        return run_dml(table, "update", plan, idempotency=idempotency)
 
-        def plan() -> Any:
-            target = target_rows(self.spark, table, pruning)
-            matched = _resolved("bad update condition", InvalidFilterError, lambda: target.rows.filter(_condition(condition)))
-            values = {f.name: _column(set[f.name]) if f.name in set else F.col(f"`{f.name}`") for f in table.schema().fields}
-            changes = _resolved(
-                "bad update value", InvalidArgumentError,
-                lambda: matched.select(
-                    F.col(FILE_COLUMN), F.col(POS_COLUMN), F.lit(True).alias(WRITE_COLUMN),
-                    *[c.alias(n) for c, n in zip(_stored(table, matched, values), values)],
-                    *_row_ids(target, F.col(ROW_ID_NAME)),
-                ),
-            )  # fmt: skip
-            return apply_changes(self.spark, table, target, changes, "update", mode, pruning)
-
-        return run_dml(table, "update", plan)
-
-    def merge(self, source: DataFrame, condition: ColumnLike) -> MorMergeBuilder:
-        """A MERGE of `source` into this table on `condition` (over both aliases); add clauses,
-        then `execute()`."""
+    def merge(self, source: DataFrame, condition: ColumnLike | Sequence[str]) -> MorMergeBuilder:
+        """A MERGE of `source` into this table on `condition` (over both aliases), or on key
+        columns (a list of names, matched null-safely); add clauses, then `execute()`."""
         return MorMergeBuilder(self, source, condition)
+
+    @spark_errors()
+    def upsert(
+        self,
+        source: DataFrame,
+        on: Sequence[str],
+        *,
+        mode: str | None = None,
+        path: str = "auto",
+        idempotency: tuple[str, int] | None = None,
+    ) -> Snapshot | None:
+        """Replace the live rows holding a key (`on`) of `source` with its row, insert the rest
+        (`table.upsert`, mor/spark/dml_merge.py). `path` as `MorMergeBuilder.execute`'s."""
+        table = self._writable()
+        return upsert_on_keys(self.spark, table, source, list(on), write_mode(table, mode, MERGE_MODE_PROPERTY), path, idempotency)
 
     # -- helpers ---------------------------------------------------------------------------------
 
     def _fresh(self) -> Table:
-        if not self.table.read_only:  # a catalog table: see commits made since
+        if self._refresh and not self.table.read_only:  # a catalog table: see commits made since
             self.table.refresh()
         return self.table
 
@@ -223,22 +229,6 @@ class MorTable:
         check_metadata_columns_free(table.schema())
         return table
 
-    def _pruning(self, condition: ColumnLike | None) -> BooleanExpression:
-        """The mor filter of a text condition that is one (files it cannot match are not read),
-        else AlwaysTrue."""
-        if not isinstance(condition, str):
-            return AlwaysTrue()
-        try:
-            row_filter = parse_filter(condition)
-            bind_filter(self.table.schema(), row_filter)
-        except MorError:
-            return AlwaysTrue()
-        if not _session_in_utc(self.spark) and _reads_timestamptz(self.table.schema(), row_filter):
-            # A zone-less time means UTC to mor's filter but the session's zone to Spark's condition:
-            # pruning by mor's reading could skip files that Spark's condition matches.
-            return AlwaysTrue()
-        return row_filter
-
     @staticmethod
     def _check_columns(table: Table, values: Mapping[str, Any], verb: str) -> None:
         names = {f.name for f in table.schema().fields}
@@ -247,54 +237,48 @@ class MorTable:
             raise InvalidArgumentError(f"{verb} names columns {unknown} that table {table.identifier} does not have")
 
 
-def _stored(table: Table, rows: DataFrame, values: Mapping[str, Column]) -> list[Column]:
-    """`values` (one per table column) cast to the table's Spark types, after checking that each
-    stores into its column (SchemaMismatchError before anything is written)."""
-    fields = table.schema().fields
-    typed = rows.select(*[values[f.name].alias(f.name) for f in fields]).schema
-    try:
-        arrow = spark_to_arrow_schema(typed, timezone="UTC")
-    except (TypeError, NotImplementedError) as e:
-        raise SchemaMismatchError(f"values of {typed.simpleString()} cannot be written: {e}") from e
-    check_assignable(arrow, table.schema())
-    return [values[f.name].cast(spark_type(f.field_type)) for f in fields]
+def _in_local_terms(condition: Any, values: Iterable[Any]) -> bool:
+    """Does a call speak the local API's language? Yes when a value is a pyarrow expression
+    (then text is a literal, a text condition a mor filter), or when the condition is a
+    pyiceberg filter or none and no value is text or a Column; a Column then is refused."""
+    values = list(values)
+    if any(isinstance(v, pc.Expression) for v in values):
+        if isinstance(condition, Column) or any(isinstance(v, Column) for v in values):
+            raise InvalidArgumentError("give pyarrow expressions or Spark Columns, not both, in one call")
+        return True
+    return (condition is None or isinstance(condition, BooleanExpression)) and not any(isinstance(v, (str, Column)) for v in values)
 
 
-def _row_ids(target: TargetRows, row_id: Column) -> list[Column]:
-    return [row_id.alias(ROW_ID_NAME)] if target.row_ids else []
-
-
-@dataclass(frozen=True)
-class _Clause:
-    condition: ColumnLike | None
-    values: Mapping[str, ColumnLike] | None = None  # None: every column from the source (`*_all`)
-    delete: bool = False
+def _bound(table: Table, condition: BooleanExpression | str | None) -> BooleanExpression:
+    row_filter = parse_filter(condition)
+    bind_filter(table.schema(), row_filter)  # InvalidFilterError now, not in a task
+    return row_filter
 
 
 @dataclass(frozen=True)
 class MorMergeBuilder:
-    """The clauses of a MERGE, added in order (each method returns a new builder)."""
+    """The clauses of a MERGE (a `MergeClauses`, mor/dml/merge_clauses.py), added in order: each
+    method returns a new builder."""
 
     table: MorTable
     source: DataFrame
-    condition: ColumnLike
-    matched: tuple[_Clause, ...] = ()
-    not_matched: tuple[_Clause, ...] = field(default=())
+    condition: ColumnLike | Sequence[str]
+    clauses: MergeClauses = MergeClauses()
 
-    def when_matched_update(self, set: Mapping[str, ColumnLike], condition: ColumnLike | None = None) -> MorMergeBuilder:
-        return replace(self, matched=(*self.matched, _Clause(condition, dict(set))))
+    def when_matched_update(self, set: Mapping[str, Any], condition: Any = None) -> MorMergeBuilder:
+        return replace(self, clauses=self.clauses.when_matched_update(set, condition))
 
-    def when_matched_update_all(self, condition: ColumnLike | None = None) -> MorMergeBuilder:
-        return replace(self, matched=(*self.matched, _Clause(condition)))
+    def when_matched_update_all(self, condition: Any = None) -> MorMergeBuilder:
+        return replace(self, clauses=self.clauses.when_matched_update_all(condition))
 
-    def when_matched_delete(self, condition: ColumnLike | None = None) -> MorMergeBuilder:
-        return replace(self, matched=(*self.matched, _Clause(condition, delete=True)))
+    def when_matched_delete(self, condition: Any = None) -> MorMergeBuilder:
+        return replace(self, clauses=self.clauses.when_matched_delete(condition))
 
-    def when_not_matched_insert(self, values: Mapping[str, ColumnLike], condition: ColumnLike | None = None) -> MorMergeBuilder:
-        return replace(self, not_matched=(*self.not_matched, _Clause(condition, dict(values))))
+    def when_not_matched_insert(self, values: Mapping[str, Any], condition: Any = None) -> MorMergeBuilder:
+        return replace(self, clauses=self.clauses.when_not_matched_insert(values, condition))
 
-    def when_not_matched_insert_all(self, condition: ColumnLike | None = None) -> MorMergeBuilder:
-        return replace(self, not_matched=(*self.not_matched, _Clause(condition)))
+    def when_not_matched_insert_all(self, condition: Any = None) -> MorMergeBuilder:
+        return replace(self, clauses=self.clauses.when_not_matched_insert_all(condition))
 
     # Delta's names, so Delta code ports with a rename of the table class.
     whenMatchedUpdate = when_matched_update
@@ -304,95 +288,35 @@ class MorMergeBuilder:
     whenNotMatchedInsertAll = when_not_matched_insert_all
 
     @spark_errors()
-    def execute(self) -> Snapshot | None:
-        """Run the MERGE: one snapshot, or None when no clause changed anything."""
-        if not self.matched and not self.not_matched:
-            raise InvalidArgumentError("merge needs at least one when_matched_* or when_not_matched_* clause")
+    def execute(self, *, mode: str | None = None, path: str = "auto", idempotency: tuple[str, int] | None = None) -> Snapshot | None:
+        """Run the MERGE: one snapshot, or None when no clause changed anything. `path`, for a
+        MERGE on key columns that the key engine runs: "auto" (a small source merged on the
+        driver), "driver" or "distributed" (mor/spark/dml_merge.py)."""
+        clauses = self.clauses
+        clauses.check()
+        if path not in PATHS:
+            raise InvalidArgumentError(f"path must be one of {list(PATHS)}, got {path!r}")
         table = self.table._writable()
-        if any(not c.delete for c in self.matched) or self.not_matched:
-            check_writable_columns(table)
-        for clause in (*self.matched, *self.not_matched):
+        for clause in clauses:
             if clause.values is not None:
                 MorTable._check_columns(table, clause.values, "merge")
-        mode = write_mode(table, None, MERGE_MODE_PROPERTY)
-        source = _aliased(self.source)
-
-        def plan() -> Any:
-            target = target_rows(self.table.spark, table)
-            changes = self._changes(table, source, target)
-            return apply_changes(self.table.spark, table, target, changes, "merge", mode)
-
-        return run_dml(table, "merge", plan)
-
-    def _changes(self, table: Table, source: DataFrame, target: TargetRows) -> DataFrame:
-        names = [f.name for f in table.schema().fields]
-        rows = target.rows.alias(self.table._alias or "target")
-        how = "left" if self.not_matched else "inner"  # unmatched source rows only matter to inserts
-        joined = _resolved("bad merge condition", InvalidFilterError, lambda: source.join(rows, _column(self.condition), how))
-        matched = rows[FILE_COLUMN].isNotNull()
-        chosen: Column | None = None  # the number of the clause that applies to each joined row
-        for i, clause in enumerate(self.matched):
-            chosen = _first(chosen, matched & _condition(clause.condition), i)
-        for j, clause in enumerate(self.not_matched):
-            chosen = _first(chosen, ~matched & _condition(clause.condition), len(self.matched) + j)
-        assert chosen is not None
-        clauses = [*self.matched, *self.not_matched]
-        writes = [i for i, c in enumerate(clauses) if not c.delete]
-        values = {}
-        for i in writes:
-            clause, is_update = clauses[i], i < len(self.matched)
-            given = clause.values if clause.values is not None else {n: _source_column(source, n) for n in names}
-            default: Callable[[str], Column] = (lambda n: rows[f"`{n}`"]) if is_update else (lambda n: F.lit(None))
-            raw = {n: _column(given[n]) if n in given else default(n) for n in names}
-            what = "merge update value" if is_update else "merge insert value"
-            values[i] = _resolved(f"bad {what}", InvalidArgumentError, lambda raw=raw: _stored(table, joined, raw))  # type: ignore[misc]
-        action = F.col("__mor_clause")
-        columns = [
-            reduce(
-                lambda acc, i: acc.when(action == i, values[i][k]), writes[1:], F.when(action == writes[0], values[writes[0]][k])
-            ).alias(n)
-            for k, n in enumerate(names)
-        ] if writes else []  # fmt: skip
-        removes = action < len(self.matched)
-        checked = _resolved("bad merge clause condition", InvalidFilterError, lambda: joined.withColumn("__mor_clause", chosen))
-        row_id = [F.when(removes, rows[ROW_ID_NAME]).alias(ROW_ID_NAME)] if target.row_ids and writes else []
-        return checked.where(action.isNotNull()).select(
-            F.when(removes, rows[FILE_COLUMN]).alias(FILE_COLUMN),
-            F.when(removes, rows[POS_COLUMN]).alias(POS_COLUMN),
-            action.isin(writes).alias(WRITE_COLUMN) if writes else F.lit(False).alias(WRITE_COLUMN),
-            *columns,
-            *row_id,
-        )
+        mode = write_mode(table, mode, MERGE_MODE_PROPERTY)
+        keys = _key_names(self.condition)
+        if keys is not None and _in_local_terms(None, clauses.expressions()):
+            return merge_on_keys(self.table.spark, table, self.source, keys, clauses, mode, path, idempotency)
+        if any(isinstance(e, pc.Expression) for e in clauses.expressions()):
+            raise InvalidArgumentError("pyarrow expressions in MERGE clauses need key columns for the condition: merge(source, ['id'])")
+        if clauses.has_update or clauses.has_insert:
+            check_writable_columns(table)
+        condition = keys if keys is not None else as_column(self.condition, "the merge condition")
+        plan = merge_plan(self.table.spark, table, aliased(self.source), condition, clauses, self.table._alias or "target", mode)
+        return run_dml(table, "merge", plan, idempotency=idempotency)
 
 
-def _first(chosen: Column | None, condition: Column, number: int) -> Column:
-    return F.when(condition, F.lit(number)) if chosen is None else chosen.when(condition, F.lit(number))
-
-
-def _source_column(source: DataFrame, name: str) -> Column:
-    if name not in source.columns:
-        raise SchemaMismatchError(f"*_all clauses need source column {name!r}, which the source does not have")
-    return source[f"`{name}`"]
-
-
-def _aliased(source: DataFrame) -> DataFrame:
-    """The source under its own alias, else "source"."""
-    try:
-        plan = source._jdf.queryExecution().analyzed()  # classic Spark: is the top of the plan an alias?
-        if plan.nodeName() == "SubqueryAlias":
-            return source
-    except Exception:
-        pass
-    return source.alias("source")
-
-
-_UTC_ZONES = {"UTC", "Etc/UTC", "GMT", "Etc/GMT", "Z", "+00:00", "Zulu", "UCT", "Etc/UCT", "Universal", "Etc/Universal"}
-
-
-def _session_in_utc(spark: SparkSession) -> bool:
-    return (spark.conf.get("spark.sql.session.timeZone") or "UTC") in _UTC_ZONES
-
-
-def _reads_timestamptz(schema: Schema, row_filter: BooleanExpression) -> bool:
-    ids = filter_field_ids(schema, row_filter)
-    return any(isinstance(schema.find_field(i).field_type, TimestamptzType) for i in ids)
+def _key_names(condition: object) -> list[str] | None:
+    """The key columns of a condition given as a list of names; None for SQL text or a Column."""
+    if isinstance(condition, (str, Column)):
+        return None
+    if isinstance(condition, Sequence) and condition and all(isinstance(k, str) for k in condition):
+        return list(condition)
+    raise InvalidArgumentError(f"a merge condition is Spark SQL text, a Column or a list of key columns, got {condition!r}")

@@ -21,15 +21,17 @@ from test_concurrent_writers import Op, check_history, rows_at
 from writer import SCHEMA, initial_rows
 
 import mor
-from mor.commit.faults import ENV, POINTS
+from mor.commit.steps import POINTS
 from mor.io.fileio import to_local_path
 
 HERE = Path(__file__).parent
+FAULTS = HERE.parent / "faults"  # its sitecustomize kills a writer at step $MOR_FAULT_POINT of a commit
+ENV = "MOR_FAULT_POINT"
 KINDS = ["append", "delete", "delete-copy-on-write", "update", "upsert", "delete_rows"]
 
 
 def _env(**extra: str) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), *sys.path]), **extra}
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(FAULTS), str(HERE), *sys.path]), **extra}
 
 
 def _new_table(warehouse: Path) -> mor.Table:

@@ -5,7 +5,7 @@ never waits on a clock. Its log (stderr) goes to a file, shown when it fails to 
     with running_rest_server(warehouse, uri=None, token_file=None) as server:
         RestCatalog("rest", uri=server.url, token=...)
 
-`server.process` is the Popen (a fault-injection test sets `env={"MOR_FAULT_POINT": ...}`
+`server.process` is the Popen (a fault-injection test sets `env={"MOR_FAULT_POINT": ...}`, see tests/faults
 and waits for it to die); `server.stop()` ends it with SIGTERM (uvicorn shuts down cleanly).
 `Served` bundles a server with what its clients need: pyiceberg's RestCatalog on it, mor's own
 catalog on the same warehouse and database.
@@ -77,6 +77,9 @@ def start_rest_server(
     command += list(args)
     environment = {k: v for k, v in os.environ.items() if k != "MOR_FAULT_POINT"}
     environment.update(env or {})
+    if "MOR_FAULT_POINT" in environment:  # tests/faults/sitecustomize.py kills the server at that step of a commit
+        faults = str(Path(__file__).resolve().parents[1] / "faults")
+        environment["PYTHONPATH"] = os.pathsep.join([faults, *filter(None, [environment.get("PYTHONPATH")])])
     log_fd, log_name = tempfile.mkstemp(prefix="mor-serve-", suffix=".log")
     with os.fdopen(log_fd, "w") as log:
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, text=True, env=environment)

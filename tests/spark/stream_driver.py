@@ -5,7 +5,7 @@ checkpoint `checkpoint`, until every file present at start is written (available
     python stream_driver.py <input> <warehouse> <checkpoint>
 
 Run with MOR_FAULT_POINT / MOR_FAULT_KILL=group in its environment, a commit kills this
-process, its JVM and its workers (mor/commit/faults.py); run again, it resumes from the
+process, its JVM and its workers (tests/faults/sitecustomize.py); run again, it resumes from the
 checkpoint."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 def main(source: str, warehouse: str, checkpoint: str) -> None:
     os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["MOR_FAULT_PGID"] = str(os.getpgid(0))  # a fault kills this driver whole (mor/commit/faults.py)
+    os.environ["MOR_FAULT_PGID"] = str(os.getpgid(0))  # a fault kills this driver whole (tests/faults)
     for candidate in sorted(Path("/usr/lib/jvm").glob("*17*")):
         if not os.environ.get("JAVA_HOME") and (candidate / "bin" / "java").exists():
             os.environ["JAVA_HOME"] = str(candidate)

@@ -22,8 +22,9 @@ from spark_helpers import SCHEMA, canonical, rows, source_rows
 import mor
 from foreign_writes import commit_as_another_engine
 from mor.io.fileio import to_local_path
-from mor.spark.dml import delete, update
-from mor.spark.dml_merge import DRIVER_SOURCE_CONF, merge, upsert
+from mor.spark.functions import delete, update
+from mor.spark.dml_merge import DRIVER_SOURCE_CONF
+from mor.spark.functions import merge, upsert
 
 FILE_PATH_ID, POS_ID = 2147483546, 2147483545
 

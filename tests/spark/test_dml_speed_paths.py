@@ -11,8 +11,10 @@ import pytest
 from spark_helpers import canonical, rows, source_rows
 
 import mor
-from mor.spark.dml import JOB_DESCRIPTION, delete, job_description, update
-from mor.spark.dml_merge import DRIVER_SOURCE_CONF, merge, upsert
+from mor.spark.dml import JOB_DESCRIPTION, job_description
+from mor.spark.functions import delete, update
+from mor.spark.dml_merge import DRIVER_SOURCE_CONF
+from mor.spark.functions import merge, upsert
 from test_dml import MERGE_CLAUSES, MERGE_SOURCE, UPSERT_SOURCE, make_table
 
 VERBS = {

@@ -51,7 +51,7 @@ def test_spark_reads_writes_and_deletes_through_the_rest_catalog(spark: Any, ser
     assert ids_of(spark.read.format("mor").options(**options(server)).load("db.created")) == [4, 5]
 
     mor.spark.delete(spark, catalog.load_table("db.t"), "id >= 4")
-    mor.spark.update(spark, catalog.load_table("db.t"), {"v": "z"}, "id = 1")
+    mor.spark.update(spark, catalog.load_table("db.t"), {"v": "'z'"}, "id = 1")  # Spark SQL: a quoted text
     expected = [{"id": 1, "v": "z"}, {"id": 3, "v": "c"}]
     df = spark.read.format("mor").options(**options(server)).load("db.t")
     assert sorted((r.asDict() for r in df.collect()), key=lambda r: r["id"]) == expected

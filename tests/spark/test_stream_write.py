@@ -103,7 +103,9 @@ def test_an_app_id_option_keys_the_commits_and_a_version_option_is_refused(spark
 def _run_driver(source: Path, warehouse: Path, checkpoint: Path, fault: str | None) -> int:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MOR_FAULT")}
     if fault is not None:
-        env.update({"MOR_FAULT_POINT": fault, "MOR_FAULT_KILL": "group"})
+        faults = Path(__file__).resolve().parents[1] / "faults"  # its sitecustomize kills at the step, in every worker
+        pythonpath = os.pathsep.join([str(faults), *filter(None, [env.get("PYTHONPATH")])])
+        env.update({"MOR_FAULT_POINT": fault, "MOR_FAULT_KILL": "group", "PYTHONPATH": pythonpath})
     run = subprocess.run(
         [sys.executable, str(DRIVER), str(source), str(warehouse), str(checkpoint)],
         env=env, start_new_session=True, capture_output=True, text=True, timeout=600,

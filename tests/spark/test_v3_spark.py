@@ -20,8 +20,8 @@ from mor.api.table import StaticTable
 from mor.format.spec import ManifestContent
 from mor.planning.planner import live_entries
 from mor.spark import read_table
-from mor.spark.dml import delete, update
-from mor.spark.dml_merge import merge, upsert
+from mor.spark.functions import delete, update
+from mor.spark.functions import merge, upsert
 
 LINEAGE = ["_row_id", "_last_updated_sequence_number"]
 V3_FIXTURES = sorted({s.table for s in JAVA_SNAPSHOTS if s.format_version >= 3})

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import mor
@@ -67,6 +69,28 @@ def test_compact_dry_run_then_compact(tmp_path: Path, capsys: pytest.CaptureFixt
     assert all(not t.delete_files for t in table.scan().plan_files())
     assert main(["compact", "demo.events", "--warehouse", str(tmp_path), "--min-delete-ratio", "2"]) == 2
     assert "InvalidArgumentError" in capsys.readouterr().err
+
+
+def sorted_rows(table: pa.Table) -> list[dict]:
+    return sorted(table.to_pylist(), key=lambda r: r["id"])
+
+
+def test_compact_sorts_or_z_orders_as_the_table_verb_does(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["quickstart", "--warehouse", str(tmp_path)]) == 0
+    table = mor.load_catalog(tmp_path).load_table("demo.events")
+    rows = sorted_rows(table.scan().to_arrow())
+    assert main(["compact", "demo.events", "--warehouse", str(tmp_path), "--min-input-files", "1", "--sort-by", "id desc"]) == 0
+    for task in table.refresh().scan().plan_files():  # each file's rows in the order asked for
+        ids = pq.read_table(to_local_path(task.data_file.file_path), columns=["id"]).column("id").to_pylist()
+        assert ids == sorted(ids, reverse=True)
+    assert sorted_rows(table.scan().to_arrow()) == rows
+    args = ["compact", "demo.events", "--warehouse", str(tmp_path), "--min-input-files", "1"]
+    capsys.readouterr()
+    assert main([*args, "--zorder-by", "id,ts", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["rewritten_data_files"] > 0  # Z-order rewrites every file in scope
+    assert sorted_rows(table.refresh().scan().to_arrow()) == rows
+    with pytest.raises(SystemExit):  # argparse: one order at a time
+        main([*args, "--sort-by", "id", "--zorder-by", "id,ts"])
 
 
 def test_remove_orphans_lists_then_removes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

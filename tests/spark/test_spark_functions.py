@@ -1,0 +1,127 @@
+"""`mor.spark.delete/update/merge/upsert/compact`: functions over MorTable that take Spark SQL
+text and Columns (as Delta's Python API does) and still take pyarrow expressions, recognised by
+type; each leaves the rows the local verb leaves. Mixed languages are refused, table unchanged."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+from pyiceberg.expressions import GreaterThanOrEqual
+from spark_helpers import SCHEMA, canonical, rows, source_rows
+
+import mor
+from mor import MergeClauses
+from mor.errors import InvalidArgumentError, InvalidFilterError
+
+
+def twins(catalog: mor.Catalog) -> tuple[mor.Table, mor.Table]:
+    tables = []
+    for name in ("db.local", "db.spark"):
+        t = catalog.create_table(name, SCHEMA)
+        t.append(rows(range(0, 40)))
+        t.append(rows(range(40, 80)))
+        tables.append(t)
+    return tables[0], tables[1]
+
+
+def live(table: mor.Table) -> list[tuple]:
+    return canonical(table.refresh().scan().to_arrow())
+
+
+def test_sql_text_values_are_evaluated_not_written(spark: Any, catalog: mor.Catalog) -> None:
+    local, remote = twins(catalog)
+    local.update({"category": pc.utf8_upper(pc.field("category")), "n": pc.field("n") + 1}, where="id < 10")
+    mor.spark.update(spark, remote, {"category": "upper(category)", "n": "n + 1"}, where="id < 10")
+    assert live(remote) == live(local)
+    assert "A" in {r[1] for r in live(remote)}  # not the text "upper(category)"
+
+
+def test_spark_only_conditions_and_columns(spark: Any, catalog: mor.Catalog) -> None:
+    from pyspark.sql import functions as F
+
+    local, remote = twins(catalog)
+    local.delete("id % 7 = 3")
+    mor.spark.delete(spark, remote, "pmod(id, 7) = 3")  # a Spark function mor's filter does not have
+    local.update({"n": pc.scalar(-1)}, where="category = 'b'")
+    mor.spark.update(spark, remote, {"n": F.lit(-1)}, where=F.col("category") == "b")
+    assert live(remote) == live(local)
+
+
+def test_pyarrow_and_pyiceberg_expressions_still_work(spark: Any, catalog: mor.Catalog) -> None:
+    local, remote = twins(catalog)
+    local.update({"n": pc.field("n") * 10, "category": "moved"}, where="id >= 60")
+    mor.spark.update(spark, remote, {"n": pc.field("n") * 10, "category": "moved"}, where="id >= 60")
+    local.delete(GreaterThanOrEqual("id", 75))
+    mor.spark.delete(spark, remote, GreaterThanOrEqual("id", 75))
+    assert live(remote) == live(local)
+    assert "moved" in {r[1] for r in live(remote)}  # in the local API's terms text is a literal
+
+
+def test_mixed_languages_and_bad_text_are_refused_and_change_nothing(spark: Any, catalog: mor.Catalog) -> None:
+    from pyspark.sql import functions as F
+
+    _, remote = twins(catalog)
+    before = live(remote)
+    snapshots = len(remote.snapshots())
+    with pytest.raises(InvalidArgumentError, match="not both"):
+        mor.spark.update(spark, remote, {"n": pc.field("n") + 1, "category": F.lit("x")}, where="id < 3")
+    with pytest.raises(InvalidFilterError):
+        mor.spark.delete(spark, remote, "no_such_column = 1")
+    with pytest.raises(InvalidArgumentError):
+        mor.spark.update(spark, remote, {"n": "no_such_column + 1"}, where="id < 3")
+    with pytest.raises(InvalidArgumentError, match="need key columns"):
+        mor.spark.MorTable(spark, remote).merge(spark.createDataFrame(rows([1], n=5)), "target.id = source.id").when_matched_update(
+            {"n": pc.field("source.n")}
+        ).execute()
+    assert live(remote) == before and len(remote.refresh().snapshots()) == snapshots
+
+
+@pytest.mark.parametrize("mode", ["merge-on-read", "copy-on-write"])
+def test_merge_with_sql_clauses_on_keys_matches_the_local_merge(spark: Any, catalog: mor.Catalog, mode: str) -> None:
+    local, remote = twins(catalog)
+    source = source_rows(list(range(30, 100, 3)), n=1000)
+    local.merge(
+        source, on=["id"], mode=mode,
+        clauses=MergeClauses()
+        .when_matched_delete(pc.field("source.id") > 70)
+        .when_matched_update({"n": pc.field("source.n") + pc.field("n")}, pc.field("category") == "a")
+        .when_matched_update({"category": pc.scalar("other")})
+        .when_not_matched_insert_all(pc.field("source.id") < 95),
+    )  # fmt: skip
+    mor.spark.merge(
+        spark, remote, spark.createDataFrame(source), on=["id"], mode=mode,
+        clauses=MergeClauses()
+        .when_matched_delete("source.id > 70")
+        .when_matched_update({"n": "source.n + target.n"}, "target.category = 'a'")
+        .when_matched_update({"category": "'other'"})
+        .when_not_matched_insert_all("source.id < 95"),
+    )  # fmt: skip
+    assert live(remote) == live(local)
+
+
+def test_keyword_merge_in_sql_and_upsert(spark: Any, catalog: mor.Catalog) -> None:
+    local, remote = twins(catalog)
+    source = source_rows([5, 6, 200], n=7)
+    local.merge(source, on=["id"], when_matched_update={"n": pc.field("source.n") * 2}, when_not_matched_insert="*")
+    mor.spark.merge(spark, remote, spark.createDataFrame(source), on=["id"], when_matched_update={"n": "source.n * 2"},
+                    when_not_matched_insert="*")  # fmt: skip
+    more = source_rows([6, 7, 300], n=50)
+    local.upsert(more, on=["id"])
+    mor.spark.upsert(spark, remote, spark.createDataFrame(more), on=["id"])
+    assert live(remote) == live(local)
+
+
+def test_compact_on_spark_takes_every_option_of_the_local_compact(spark: Any, catalog: mor.Catalog) -> None:
+    local, remote = twins(catalog)
+    for t in (local, remote):
+        t.delete("id in (1, 2, 41)")
+    expected = local.compact(min_input_files=1, sort_by=["n desc"])
+    result = mor.spark.compact(spark, remote, min_input_files=1, sort_by=["n desc"])
+    assert (result.rewritten_data_files, result.written_rows) == (expected.rewritten_data_files, expected.written_rows)
+    assert live(remote) == live(local)
+    for task in remote.scan().plan_files():  # every rewritten file holds its rows in the order asked for
+        n = pq.read_table(task.data_file.file_path.removeprefix("file://"), columns=["n"]).column("n").to_pylist()
+        assert n == sorted(n, reverse=True)
