@@ -8,6 +8,8 @@ cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 if [ "${1:-}" = "fast" ]; then
   shift
+  # The stateful models run 100 random programs each here (the whole suite runs 150-250).
+  export MOR_STATEFUL_EXAMPLES="${MOR_STATEFUL_EXAMPLES:-100}"
   workers=$(.venv/bin/python -c "import os; print(min(4, max(1, len(os.sched_getaffinity(0)))))")
   exec .venv/bin/python -m pytest -m fast -p no:cacheprovider -n "$workers" --dist loadfile tests/unit tests/property tests/stateful "$@"
 fi
