@@ -147,7 +147,11 @@ def test_a_writer_killed_at_a_random_moment(tmp_path: Path, seed: int) -> None:
             break
     time.sleep(random.Random(seed).uniform(0.0, 1.5))
     proc.send_signal(signal.SIGKILL)
-    rest, err = proc.communicate(timeout=60)
+    proc.wait(timeout=60)
+    # Read the rest through the same buffered reader the loop used: lines it already buffered
+    # (a "start" right after the first "end") would be lost to communicate(), which reads the pipe.
+    with proc.stdout, proc.stderr:  # type: ignore[union-attr]
+        rest, err = proc.stdout.read(), proc.stderr.read()  # type: ignore[union-attr]
     started, ended = {}, []
     for line in "".join(seen + [rest]).splitlines():
         try:
