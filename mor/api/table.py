@@ -377,14 +377,9 @@ class Table(TableMaintenance, TableDefinition):
         reporter = Progress.delayed("merge", progress)
         keywords = (when_matched_delete, when_matched_update, when_matched_update_if, when_not_matched_insert, when_not_matched_insert_if)
         if clauses is None:
-            check_keyword_clauses(*keywords)
-            clauses = MergeClauses.of_keywords(*keywords)
-        elif any(k is not None and k is not False for k in keywords):
-            raise InvalidArgumentError("give the MERGE clauses either as keywords or as clauses=MergeClauses(...), not both")
-        elif not isinstance(clauses, MergeClauses):
-            raise InvalidArgumentError(f"clauses is a MergeClauses, got {type(clauses).__name__}")
+            check_keyword_clauses(*keywords)  # in the local API's terms: pyarrow expressions
+        chosen = MergeClauses.of_call(clauses, *keywords)
         source_rows = as_table(source, "the MERGE source")
-        chosen = clauses
         mode = write_mode(self, mode, MERGE_MODE_PROPERTY)  # fixed for every re-plan
         return run_dml(self, "merge", lambda: merge_rows(self, source_rows, on, chosen, mode, reporter), idempotency=idempotency)
 

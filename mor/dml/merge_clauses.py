@@ -117,6 +117,18 @@ class MergeClauses:
             clauses = replace(clauses, not_matched=(Clause(INSERT, when_not_matched_insert_if, _values(when_not_matched_insert)),))
         return clauses
 
+    @classmethod
+    def of_call(cls, clauses: MergeClauses | None, *keywords: Any) -> MergeClauses:
+        """The clauses of a `merge` call: `clauses=` or the keyword form (`of_keywords`'s
+        arguments, in its order), not both."""
+        if clauses is None:
+            return cls.of_keywords(*keywords)
+        if any(k is not None and k is not False for k in keywords):
+            raise InvalidArgumentError("give the MERGE clauses either as keywords or as clauses=MergeClauses(...), not both")
+        if not isinstance(clauses, MergeClauses):
+            raise InvalidArgumentError(f"clauses is a MergeClauses, got {type(clauses).__name__}")
+        return clauses
+
     # -- reading -------------------------------------------------------------------------------
 
     def check(self) -> None:

@@ -192,6 +192,10 @@ class TableMetadata:
 
     # -- JSON ----------------------------------------------------------------------------
     def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The metadata as its JSON object (what `to_json` writes)."""
         d: dict[str, Any] = {
             "format-version": self.format_version,
             "table-uuid": self.table_uuid,
@@ -217,7 +221,7 @@ class TableMetadata:
         if self.format_version >= 3:
             d["next-row-id"] = self.next_row_id or 0
         d.update(self.extra)
-        return json.dumps(d, indent=2)
+        return d
 
     @classmethod
     def from_json(cls, text: str | bytes) -> TableMetadata:

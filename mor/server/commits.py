@@ -199,5 +199,6 @@ class Committer:
         return replace(metadata, table_uuid=uuid.uuid) if isinstance(uuid, AssignUuid) else metadata
 
     def _result(self, p: _Planned, location: str) -> Committed:
-        text = p.metadata.to_json() if p.metadata is not None else self.io.read_bytes(location).decode("utf-8")
-        return Committed(p.change.namespace, p.change.name, location, json.loads(text))
+        if p.metadata is not None:
+            return Committed(p.change.namespace, p.change.name, location, p.metadata.to_dict())
+        return Committed(p.change.namespace, p.change.name, location, json.loads(self.io.read_bytes(location)))

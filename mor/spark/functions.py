@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 from mor.api.table import Table
 from mor.dml.merge_clauses import MergeClauses
-from mor.errors import InvalidArgumentError
 from mor.spark.table import MorMergeBuilder, MorTable
 
 if TYPE_CHECKING:
@@ -69,11 +68,7 @@ def merge(
     `Table.merge`'s, or `clauses=` a `MergeClauses`. `path`: "auto" (a small source on the
     driver, else distributed), "driver" or "distributed"."""
     keywords = (when_matched_delete, when_matched_update, when_matched_update_if, when_not_matched_insert, when_not_matched_insert_if)
-    if clauses is None:
-        clauses = MergeClauses.of_keywords(*keywords)
-    elif any(k is not None and k is not False for k in keywords):
-        raise InvalidArgumentError("give the MERGE clauses either as keywords or as clauses=MergeClauses(...), not both")
-    builder = MorMergeBuilder(MorTable(spark, table, refresh=False), source, list(on), clauses)
+    builder = MorMergeBuilder(MorTable(spark, table, refresh=False), source, list(on), MergeClauses.of_call(clauses, *keywords))
     return builder.execute(mode=mode, path=path, idempotency=idempotency)
 
 

@@ -63,7 +63,6 @@ if TYPE_CHECKING:
 
     from mor.format.metadata import Snapshot
     from mor.maintenance.compact import CompactionResult
-    from mor.progress import ProgressArg
 
 ColumnLike = str | Column
 
@@ -133,25 +132,12 @@ class MorTable:
         ]  # fmt: skip
         return self.spark.createDataFrame(rows, HISTORY_SCHEMA)
 
-    def compact(
-        self,
-        where: Any = None,
-        target_file_size: int | None = None,
-        min_delete_ratio: float = 0.0,
-        min_input_files: int = 5,
-        min_delete_files: int | None = None,
-        *,
-        sort_by: list[str] | None = None,
-        zorder_by: list[str] | None = None,
-        dry_run: bool = False,
-        progress: ProgressArg = None,
-    ) -> CompactionResult:
-        """`Table.compact` (every option of it) with the bins rewritten on Spark's executors
-        (mor/spark/maintenance.py)."""
+    def compact(self, *args: Any, **options: Any) -> CompactionResult:
+        """`Table.compact` (its arguments, every option of it) with the bins rewritten on Spark's
+        executors: `mor.spark.compact` (mor/spark/maintenance.py) on the table as of now."""
         from mor.spark.maintenance import compact  # imported on first use
 
-        sizes = (target_file_size, min_delete_ratio, min_input_files, min_delete_files)
-        return compact(self.spark, self._fresh(), where, *sizes, sort_by=sort_by, zorder_by=zorder_by, dry_run=dry_run, progress=progress)
+        return compact(self.spark, self._fresh(), *args, **options)
 
     # -- DML -------------------------------------------------------------------------------------
 
