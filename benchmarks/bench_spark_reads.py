@@ -10,11 +10,12 @@ Tables (10M rows in 10 files by default; one warehouse each, built from the same
     `delete_rows` (one equality delete file that applies to every data file).
 Readers, each aggregated by the same sum over every column (spark_aggregate.py):
   - Spark 4 (this environment, local[N]): `spark.read.parquet` of the data files with deletes
-    ignored (the floor), `spark.read.format("mor")`, `mor.spark.read_table` (each file by its
-    cheapest path), and `read_table(..., path="dataframe")` (native Parquet anti-joined with the
-    deletes, no Python on the executors) where this mor has it;
-  - Spark 3.5.9 + Iceberg 1.10.2 (the oracle's environment, `.oracle-venv`): its own
-    `spark.read.parquet` floor and `spark.read.format("iceberg")`, run by oracle_spark_read.py.
+    ignored (the floor), `mor.spark.read_table` (delete-free files native, the rest native
+    filtered by mor's JVM delete functions), `read_table(..., path="python")` and
+    `spark.read.format("mor")` (the Python source, the fallback);
+  - Spark 3.5.9 with Iceberg 1.10.2's runtime jar (the oracle's jars) and mor in one session
+    (the Spark 3.5 env, `.spark35-venv`): its own `spark.read.parquet` floor,
+    `spark.read.format("iceberg")` and `mor.spark.read_table`, run by oracle_spark_read.py.
 Each reader: one checked warm-up (row count and id sum against the generated data), then
 `--repeat` interleaved rounds; wall time and CPU of the whole process tree (proc_cpu.py). The
 ratios compare each reader with the floor of the same Spark, measured in the same run: speed =
@@ -62,6 +63,7 @@ from spark_aggregate import sum_every_column  # noqa: E402
 
 ORACLE_DIR = REPO_ROOT.parent / "shared" / "tools" / "iceberg-oracle"
 ORACLE_VENV = Path(os.environ.get("MOR_ORACLE_VENV", REPO_ROOT / ".oracle-venv"))
+SPARK35_ENV = REPO_ROOT / "tests" / "spark35" / "spark35_env.py"  # builds .spark35-venv, prints its python
 CASES = ("every_file_10pct", "one_file_10pct", "dv_every_file_10pct", "equality_1pct")
 
 
@@ -115,23 +117,26 @@ def mor_readers(spark: Any, root: Path, table: Any, paths: list[str]) -> dict[st
 
     readers: dict[str, Callable[[], Any]] = {
         "native_parquet": lambda: spark.read.parquet(*paths),
-        "format_mor": lambda: spark.read.format("mor").option("warehouse", str(root)).load(TABLE_NAME),
         "read_table": lambda: mor.spark.read_table(spark, table),
+        "format_mor": lambda: spark.read.format("mor").option("warehouse", str(root)).load(TABLE_NAME),
     }
     if "path" in inspect.signature(mor.spark.read_table).parameters:
-        readers["read_table_dataframe_plan"] = lambda: mor.spark.read_table(spark, table, path="dataframe")
+        readers["read_table_python"] = lambda: mor.spark.read_table(spark, table, path="python")
     return readers
 
 
 def run_oracle(cases: list[dict[str, Any]], args: argparse.Namespace) -> dict[str, Any]:
-    """Iceberg-Spark's numbers for the same tables, from the oracle's own environment."""
+    """Iceberg-Spark's and mor's numbers for the same tables on Spark 3.5, in one session of the
+    Spark 3.5 env with the oracle's Iceberg jars."""
     env = {**os.environ, "ORACLE_VENV": str(ORACLE_VENV)}
     subprocess.run(["bash", str(ORACLE_DIR / "setup.sh")], check=True, env=env, capture_output=True)
+    spark35 = subprocess.run([sys.executable, str(SPARK35_ENV)], check=True, capture_output=True, text=True).stdout.strip()
     request = args.data_dir / "oracle-request.json"
     result = args.data_dir / "oracle-result.json"
-    request.write_text(json.dumps({"repeat": args.repeat, "cases": cases}))
+    request.write_text(json.dumps({"repeat": args.repeat, "cores": args.cores, "cases": cases}))
     script = Path(__file__).with_name("oracle_spark_read.py")
-    done = subprocess.run([str(ORACLE_VENV / "bin" / "python"), str(script), str(ORACLE_DIR), str(request), str(result)], env=env)
+    jars = ORACLE_VENV / "iceberg-oracle" / "jars.txt"
+    done = subprocess.run([spark35, str(script), str(jars), str(request), str(result)], env=env)
     if done.returncode != 0:
         raise BenchmarkError(f"the Iceberg-Spark run failed (exit {done.returncode})")
     return json.loads(result.read_text())
@@ -151,9 +156,9 @@ def markdown(result: dict[str, Any]) -> str:
     for case, r in result["cases"].items():
         for name, q in r["mor_ratios"].items():
             lines.append(f"| {case} | mor {name} (Spark {result['spark_version']}) | {q['speed_vs_native']:.2f}x | {q['cpu_vs_native']:.2f}x |")
-        if "iceberg_ratios" in r:
-            q = r["iceberg_ratios"]["iceberg_spark"]
-            lines.append(f"| {case} | Iceberg-Spark (Spark {result['oracle_spark_version']}) | {q['speed_vs_native']:.2f}x | {q['cpu_vs_native']:.2f}x |")
+        for name, q in r.get("iceberg_ratios", {}).items():
+            reader = "Iceberg-Spark" if name == "iceberg_spark" else f"mor {name}"
+            lines.append(f"| {case} | {reader} (Spark {result['oracle_spark_version']}) | {q['speed_vs_native']:.2f}x | {q['cpu_vs_native']:.2f}x |")
     return "\n".join(lines)
 
 

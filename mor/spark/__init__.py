@@ -1,5 +1,6 @@
-"""PySpark integration: `spark.read/write/readStream.format("mor")`, a fast read path, and
-distributed DELETE/UPDATE/MERGE. Needs the `mor[spark]` extra (pyspark >= 4.1).
+"""PySpark integration: `spark.read/write/readStream.format("mor")`, a fast read path (Spark's
+native Parquet scan filtered by mor's delete functions, a small jar added to the session), and
+distributed DELETE/UPDATE/MERGE. Needs the `mor[spark]` extra (pyspark >= 4.1; reads also on 3.5).
 
     import mor.spark                     # registers format "mor" with the active session, if any
     mor.spark.register(spark)            # or explicitly
@@ -71,10 +72,20 @@ __all__ = [
 
 
 def register(spark: SparkSession) -> None:
-    """Register format "mor" with `spark`. Spark runs the data source in Python processes of
-    its own; the session's filter-pushdown setting and default parallelism reach them through
-    the environment captured here, so call this again after changing
-    `spark.sql.python.filterPushdown.enabled`."""
+    """Add mor's delete functions (a small jar, mor/spark/delete_functions.py) to `spark`, and
+    register format "mor" where pyspark has Python data sources. Spark runs the data source in
+    Python processes of its own; the session's filter-pushdown setting and default parallelism
+    reach them through the environment captured here, so call this again after changing
+    `spark.sql.python.filterPushdown.enabled`. Reads add the jar themselves when it is missing."""
+    import logging
+
+    from mor.spark.delete_functions import install
+
+    reason = install(spark)
+    if reason is not None:
+        logging.getLogger("mor.spark").info("mor.spark: deletes are applied by the Python source: %s", reason)
+    if not HAS_PYTHON_SOURCE:
+        return
     from mor.spark.source import PARALLELISM_ENV, PUSHDOWN_ENV, MorDataSource
     from mor.spark.store_assignment import SESSION_ZONE_ENV
 

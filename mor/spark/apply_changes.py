@@ -18,7 +18,6 @@ task that holds that file, before the commit.
 
 from __future__ import annotations
 
-import json
 import pickle
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -43,8 +42,8 @@ from mor.io.fileio import FileIO
 from mor.planning.task import FileScanTask
 from mor.read.position_deletes import DeleteFileCache
 from mor.spark.dml import TaskResult, found_changes, run_task
-from mor.spark.scan import FILE_COLUMN, POS_COLUMN
-from mor.spark.source import FORMAT
+from mor.spark.fast_path import read_located_rows
+from mor.spark.file_paths import FILE_COLUMN, POS_COLUMN
 from mor.write.arrow_schema import conform
 
 if TYPE_CHECKING:
@@ -75,20 +74,10 @@ class TargetRows:
 def target_rows(spark: SparkSession, table: Table, row_filter: BooleanExpression = AlwaysTrue()) -> TargetRows:
     """The table's live rows in the files that `row_filter` may match, read from exactly the
     metadata the commit will validate against."""
-    from mor.spark import register  # mor.spark imports the modules that import this one
-
-    register(spark)
     tasks = table.scan(filter=row_filter).plan_files()
     row_ids = table.metadata.format_version >= 3
     columns = [f.name for f in table.schema().fields] + ([ROW_ID_NAME] if row_ids else [])
-    rows = (
-        spark.read.format(FORMAT)
-        .option("metadata-columns", "true")
-        .option("columns", ",".join(columns))
-        .option("data-files", json.dumps([t.data_file.file_path for t in tasks]))
-        .options(**table.io.properties)
-        .load(table.metadata_location)
-    )
+    rows = read_located_rows(spark, table, tasks, columns)
     return TargetRows(rows, {t.data_file.file_path: t for t in tasks}, row_ids)
 
 

@@ -53,7 +53,6 @@ key columns of the target unless the clauses read others) while it writes.
 
 from __future__ import annotations
 
-import json
 import pickle
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -93,8 +92,8 @@ from mor.read.position_deletes import DeleteFileCache
 from mor.read.task_reader import POSITION_COLUMN
 from mor.spark.columns import to_column
 from mor.spark.dml import TaskResult, found_changes, job_description, run_task
-from mor.spark.scan import FILE_COLUMN, check_metadata_columns_free
-from mor.spark.source import FORMAT
+from mor.spark.fast_path import read_located_rows
+from mor.spark.file_paths import FILE_COLUMN, check_metadata_columns_free
 from mor.spark.types import spark_arrow_schema, spark_type
 from mor.write.arrow_schema import conform
 
@@ -307,19 +306,9 @@ def _key_filter(table: Table, renamed: DataFrame, job: MergeJob) -> tuple[Boolea
 def _target(spark: SparkSession, table: Table, job: MergeJob, key_filter: BooleanExpression) -> tuple[MergeJob, DataFrame]:
     """The live target rows that may hold a key, with `_file` and `_pos`, read from exactly the
     metadata and files the driver planned (the commit validates against that metadata)."""
-    from mor.spark import register  # mor.spark imports this module
-
-    register(spark)
     tasks = table.scan(filter=key_filter).plan_files()
     columns = [*job.target_columns, *([ROW_ID_NAME] if job.row_ids else [])]
-    target = (
-        spark.read.format(FORMAT)
-        .option("metadata-columns", "true")
-        .option("columns", ",".join(columns))
-        .option("data-files", json.dumps([t.data_file.file_path for t in tasks]))
-        .options(**table.io.properties)
-        .load(table.metadata_location)
-    )
+    target = read_located_rows(spark, table, tasks, columns)
     if not isinstance(key_filter, AlwaysTrue):  # the rows outside it hold no key; pushed down, it skips row groups
         target = target.filter(to_column(bind_filter(table.schema(), key_filter)))
     return replace(job, tasks={t.data_file.file_path: t for t in tasks}), target

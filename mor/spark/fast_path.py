@@ -4,21 +4,18 @@
   reading is sure to see the table's columns: the file's columns carry the table's names for
   their field ids and the projected types are ones Spark reads natively (not uuid or time).
 - Files with deletes (and delete-free files whose columns were renamed or re-typed since) go
-  through the mor Python data source (format "mor", mor/spark/source.py), or through the
-  DataFrame plan (mor/spark/dataframe_plan.py: native Parquet reads plus anti-joins against
-  broadcast deletes, no Python on executors). `path="auto"` takes the Python source where
-  pyspark has Python data sources (4.x) and the DataFrame plan where it has not (Spark 3.5);
-  `path="python"` or `path="dataframe"` asks for one. `auto` has no cost rule between the two
-  yet: no numbers were measured for one (see benchmarks/bench_spark_reads.py for the tool).
-- Reading the row lineage columns of a v3 table (`columns=[..., "_row_id",
-  "_last_updated_sequence_number"]`) takes the Python source for every file: their values are
-  mostly inherited from manifest entries, not stored.
+  through the JVM path (mor/spark/dataframe_plan.py): Spark's native Parquet scan filtered by
+  mor's delete functions (mor/spark/delete_functions.py, a jar added to the session), no Python
+  on executors. Where that cannot read the scan (Spark Connect, uuid or time columns, the v3
+  row lineage columns, equality deletes on float columns) they go through the mor Python data
+  source (format "mor", mor/spark/source.py; pyspark >= 4), and the reason is logged.
+  `path="jvm"` or `path="python"` asks for one path (an error where it cannot read the scan).
 - A table in object storage reads natively only when the session has a Hadoop filesystem for
   `s3a` (`s3://bucket/key` is read as `s3a://bucket/key`); otherwise through the Python source.
 
 How many files took each path is logged (logger `mor.spark`, INFO) and named in the plan: each
-part of the union is aliased `mor_native_<n>_files`, `mor_python_<n>_files` or
-`mor_dataframe_<n>_files` (`df.explain(True)` shows them).
+part of the union is aliased `mor_native_<n>_files`, `mor_jvm_<n>_files` or
+`mor_python_<n>_files` (`df.explain(True)` shows them).
 """
 
 from __future__ import annotations
@@ -39,7 +36,7 @@ from mor.api.table import Table
 from mor.errors import InvalidArgumentError, UnsupportedFeatureError
 from mor.expr.filters import FilterLike, bind_filter, filter_field_ids
 from mor.expr.residual import has_residual
-from mor.format.lineage import LINEAGE_FIELD_IDS
+from mor.format.lineage import LINEAGE_FIELD_IDS, LINEAGE_FIELDS
 from mor.format.metadata import Snapshot
 from mor.io.fileio import is_object_store
 from mor.planning.task import FileScanTask
@@ -48,15 +45,14 @@ from mor.spark import HAS_PYTHON_SOURCE
 from mor.spark.columns import to_column
 from mor.spark.dataframe_plan import read_dataframe_plan, unsupported_reason
 from mor.spark.errors import spark_errors
-from mor.spark.file_paths import has_s3a, spark_read_path
+from mor.spark.file_paths import check_metadata_columns_free, has_s3a, native_parquet
 from mor.spark.options import TableRef
 from mor.spark.types import spark_schema
 
 logger = logging.getLogger("mor.spark")
 
-ReadPath = Literal["auto", "python", "dataframe"]
-READ_PATHS = ("auto", "python", "dataframe")
-# Python data sources (pyspark.sql.datasource) arrived in Spark 4.
+ReadPath = Literal["auto", "jvm", "python"]
+READ_PATHS = ("auto", "jvm", "python")
 CASE_SENSITIVE = False  # Spark resolves column names case-insensitively by default (as mor.spark.scan)
 
 
@@ -76,12 +72,12 @@ def read_table(
     """The live rows of `table` (a mor Table, a `namespace.table` name with `warehouse`/`uri`,
     or a metadata location) as a DataFrame: the rows `table.scan(...).to_arrow()` returns.
     `properties`: file access (`s3.endpoint`, ...), as `load_catalog`'s. `path`: how files with
-    deletes are read ("auto", "python": the mor Python source, "dataframe": the DataFrame plan);
-    delete-free files are read natively whatever it says."""
+    deletes are read ("auto"; "jvm": native scans filtered by mor's delete functions; "python":
+    the mor Python source); delete-free files are read natively whatever it says."""
     if path not in READ_PATHS:
         raise InvalidArgumentError(f"path must be one of {', '.join(READ_PATHS)}, not {path!r}")
     if path == "python" and not HAS_PYTHON_SOURCE:
-        raise UnsupportedFeatureError("path='python' needs Python data sources (pyspark >= 4); use path='dataframe'")
+        raise UnsupportedFeatureError("path='python' needs Python data sources (pyspark >= 4); use path='jvm'")
     if not isinstance(table, Table):
         table = TableRef(table, warehouse, uri, tuple(sorted((properties or {}).items()))).open()
     scan = table.scan(filter=filter, columns=columns, snapshot_id=snapshot_id, as_of=as_of, case_sensitive=CASE_SENSITIVE)
@@ -105,15 +101,15 @@ def read_table(
         native = [t for t in native if _file_matches(table, t, read_schema)]
     native_paths = {t.data_file.file_path for t in native}
     rest = [t for t in tasks if t.data_file.file_path not in native_paths]
-    use_dataframe = _use_dataframe_plan(spark, path, scan.schema, read_schema, rest, native_ok)
+    use_jvm = bool(rest or not native) and _use_jvm(spark, path, scan.schema, read_schema, rest, native_ok)
 
     parts = []
     if native:
-        df = spark.read.schema(spark_schema(read_schema)).parquet(*[spark_read_path(t.data_file.file_path) for t in native])
+        df = native_parquet(spark, spark_schema(read_schema), [t.data_file.file_path for t in native])
         parts.append(df.alias(f"mor_native_{len(native)}_files"))
-    if use_dataframe and (rest or not native):
+    if use_jvm:
         df = read_dataframe_plan(spark, table, scan.schema, read_schema, rest)
-        parts.append(df.alias(f"mor_dataframe_{len(rest)}_files"))
+        parts.append(df.alias(f"mor_jvm_{len(rest)}_files"))
     elif rest or not native:
         parts.append(
             _python_source(spark, table, scan.snapshot.snapshot_id if scan.snapshot else None, read_schema, rest, filter).alias(
@@ -123,7 +119,7 @@ def read_table(
     logger.info(
         "read_table %s (snapshot %s): %d files native, %d through the %s",
         table.metadata_location, scan.snapshot.snapshot_id if scan.snapshot else None,
-        len(native), len(rest), "DataFrame plan" if use_dataframe else "Python source",
+        len(native), len(rest), "JVM delete functions" if use_jvm else "Python source",
     )  # fmt: skip
     if condition is not None:
         parts = [p.filter(condition) for p in parts]
@@ -132,6 +128,34 @@ def read_table(
     for other in parts[1:]:
         result = result.unionByName(other)
     return result
+
+
+def read_located_rows(spark: SparkSession, table: Table, tasks: Sequence[FileScanTask], columns: Sequence[str]) -> DataFrame:
+    """The live rows of exactly `tasks` (planned on `table`'s current metadata), columns
+    `columns` (`_row_id` among them on v3) with `_file` (the data file as the table spells it)
+    and `_pos`: the target rows of Spark's DML. Through the JVM path where it can read them,
+    else through the Python source (the reason logged)."""
+    check_metadata_columns_free(table.schema())
+    schema = table.schema()
+    read_schema = Schema(*[LINEAGE_FIELDS[c] if c in LINEAGE_FIELDS else schema.find_field(c) for c in columns])
+    reason = unsupported_reason(spark, schema, read_schema, tasks)
+    if reason is None:
+        return read_dataframe_plan(spark, table, schema, read_schema, tasks, metadata_columns=True)
+    if not HAS_PYTHON_SOURCE:
+        raise UnsupportedFeatureError(f"mor's JVM read path cannot read this table's rows: {reason}")
+    logger.info("%s: the target rows go through the Python source: %s", table.metadata_location, reason)
+    from mor.spark import register  # mor.spark imports the modules that import this one
+    from mor.spark.source import FORMAT  # only where pyspark has Python data sources
+
+    register(spark)
+    return (
+        spark.read.format(FORMAT)
+        .option("metadata-columns", "true")
+        .option("columns", ",".join(columns))
+        .option("data-files", json.dumps([t.data_file.file_path for t in tasks]))
+        .options(**table.io.properties)
+        .load(table.metadata_location)
+    )
 
 
 def _residual_read(
@@ -152,29 +176,29 @@ def _residual_read(
     return df.select(*[f"`{name}`" for name in output])
 
 
-def _use_dataframe_plan(
-    spark: SparkSession, path: str, schema: Schema, read_schema: Schema, rest: list[FileScanTask], native_ok: bool
-) -> bool:
-    """Do the files that do not go native take the DataFrame plan (else the Python source)?
-    "auto" takes the Python source wherever pyspark has one: measured per file with deletes
-    (benchmarks/bench_spark_reads.py, 10M rows, local[2]), the DataFrame plan's joins cost more
-    than the Python hop in every case: 0.37x vs 0.82x of native speed with 10% of every file
-    position-deleted, 0.79x vs 0.95x with one file of ten, 0.34x vs 0.68x with deletion
-    vectors, 0.58x vs 0.64x with 1% of keys equality-deleted. On pyspark 3.5 it is the only way."""
-    if path == "python" or (path == "auto" and HAS_PYTHON_SOURCE):
+def _use_jvm(spark: SparkSession, path: str, schema: Schema, read_schema: Schema, rest: list[FileScanTask], native_ok: bool) -> bool:
+    """Do the files that do not go native take the JVM path (else the Python source)? Wherever
+    it can read them, unless asked for the Python source: measured (benchmarks/bench_spark_reads.py)
+    it is the faster of the two in every state."""
+    if path == "python":
         return False
     reason = "object storage needs an s3a Hadoop filesystem in the session (hadoop-aws)" if not native_ok else None
     reason = reason or unsupported_reason(spark, schema, read_schema, rest)
     if reason is None:
         return True
-    raise UnsupportedFeatureError(f"mor's DataFrame plan cannot read this scan: {reason}")
+    if path == "jvm" or not HAS_PYTHON_SOURCE:
+        raise UnsupportedFeatureError(f"mor's JVM read path cannot read this scan: {reason}")
+    logger.info("read_table: files with deletes go through the Python source: %s", reason)
+    return False
 
 
 def _python_source(
     spark: SparkSession, table: Table, snapshot_id: int | None, read_schema: Schema, rest: list[FileScanTask], filter: FilterLike
 ) -> DataFrame:
+    from mor.spark import register  # mor.spark imports the modules that import this one
     from mor.spark.source import FORMAT  # only where pyspark has Python data sources
 
+    register(spark)  # a session of its own (spark.newSession()) has no format "mor" yet
     python = (
         spark.read.format(FORMAT)
         .option("snapshot-id", "" if snapshot_id is None else str(snapshot_id))

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import pyarrow as pa
+from pyiceberg.schema import Schema
 from pyiceberg.types import IcebergType, ListType, MapType, NestedField, StructType, TimeType, UUIDType
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -28,7 +29,7 @@ from pyspark.sql import types as st
 from mor.errors import UnsupportedFeatureError
 from mor.format.arrow_types import FIELD_ID_KEY
 from mor.read.field_resolution import FileProjection
-from mor.spark.types import spark_type
+from mor.spark.types import spark_schema, spark_type
 
 Convert = Callable[[Column], Column]
 
@@ -56,6 +57,12 @@ def file_read(file_schema: pa.Schema, projection: FileProjection) -> FileRead:
         read_fields.append(st.StructField(c.column, read_type, nullable=True))
         columns.append(convert(F.col(quoted(c.column))).alias(c.field.name))
     return FileRead(st.StructType(read_fields), columns)
+
+
+def table_read(fields: list[NestedField]) -> FileRead:
+    """The native read of a file written in the table's own names and types for `fields`."""
+    read_schema = spark_schema(Schema(*fields))
+    return FileRead(read_schema, [F.col(quoted(f.name)) for f in fields])
 
 
 def quoted(name: str) -> str:

@@ -3,9 +3,8 @@
 mor keeps locations as the table metadata spells them (`/tmp/w/x.parquet`, `file:/...`,
 `s3://bucket/key`). Spark's reader wants a Hadoop path, and reports the file a row came from
 (`_metadata.file_path`) as that path's URI: `file:/tmp/a%20b.parquet` for `/tmp/a b.parquet`
-(no authority, percent-encoded). Anti-joins on the file therefore compare against
-`spark_file_key`, which encodes the location the way Java's URI does (through the JVM, so
-every character is encoded exactly as Spark will).
+(no authority, percent-encoded); mor's delete functions key files the same way, in Java
+(jvm/src/mor/jvm/Descriptor.java, `fileKey`).
 
 Object storage reads natively only when the session has a Hadoop filesystem for `s3a` (the
 hadoop-aws jar and its credentials, configured by the user); `s3://bucket/key` is then read as
@@ -14,12 +13,22 @@ hadoop-aws jar and its credentials, configured by the user); `s3://bucket/key` i
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
+import re
+from collections.abc import Sequence
 
 from py4j.protocol import Py4JJavaError
-from pyspark.sql import SparkSession
+from pyiceberg.schema import Schema
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
 
+from mor.errors import CorruptMetadataError, UnsupportedFeatureError
 from mor.io.fileio import is_object_store, to_local_path
+from mor.read.task_reader import POSITION_COLUMN
+
+# The metadata columns of a read with positions (format "mor" with option metadata-columns, and
+# the DML target rows): the row's data file as the table spells it, and its position there.
+FILE_COLUMN = "_file"
+POS_COLUMN = POSITION_COLUMN
 
 
 def spark_read_path(location: str) -> str:
@@ -29,20 +38,22 @@ def spark_read_path(location: str) -> str:
     return to_local_path(location)
 
 
-def spark_file_key(spark: SparkSession, location: str) -> str:
-    """`location` as Spark reports it in `_metadata.file_path`."""
-    if is_object_store(location):
-        parts = urlsplit(location)
-        scheme, authority, path = "s3a", parts.netloc, location.split("://", 1)[1][len(parts.netloc) :]
-    else:
-        scheme, authority, path = "file", None, to_local_path(location)
-    return _uri(spark, scheme, authority, path)
+def native_parquet(spark: SparkSession, schema: StructType, locations: Sequence[str]) -> DataFrame:
+    """Spark's native Parquet read of these data files with `schema`. A missing file is the
+    CorruptMetadataError the local reader raises (Spark lists the files right away), chained to
+    Spark's error."""
+    from pyspark.errors import AnalysisException
+
+    try:
+        return spark.read.schema(schema).parquet(*[spark_read_path(location) for location in locations])
+    except AnalysisException as e:
+        found = _MISSING.search(str(e))
+        if found is None:
+            raise
+        raise CorruptMetadataError(f"data file {found.group(1)} is missing") from e
 
 
-def _uri(spark: SparkSession, scheme: str, authority: str | None, path: str) -> str:
-    jvm = spark._jvm
-    assert jvm is not None  # a live session's gateway (pyspark asserts the same)
-    return str(jvm.java.net.URI(scheme, authority, path, None, None).toString())
+_MISSING = re.compile(r"\[PATH_NOT_FOUND\] Path does not exist: (\S+?)\.?(?:\s|$)")
 
 
 def has_s3a(spark: SparkSession) -> bool:
@@ -56,3 +67,14 @@ def has_s3a(spark: SparkSession) -> bool:
     except Py4JJavaError:  # ClassNotFoundException, or "No FileSystem for scheme"
         return False
     return True
+
+
+def check_metadata_columns_free(schema: Schema) -> None:
+    """UnsupportedFeatureError when a table column has the name of a metadata column (a table
+    another engine made: mor refuses such names, RESERVED_COLUMNS)."""
+    clash = next((f.name for f in schema.fields if f.name in (FILE_COLUMN, POS_COLUMN)), None)
+    if clash is not None:
+        raise UnsupportedFeatureError(
+            f"the table has a column named {clash!r}, the name of a metadata column: metadata-columns (and Spark's "
+            "MERGE/UPSERT, which read them) cannot run on it; rename the column"
+        )

@@ -14,13 +14,13 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from mor.api.scan import Scan
 from mor.api.table import Table
-from mor.errors import UnsupportedFeatureError
 from mor.format.lineage import LINEAGE_FIELDS, with_lineage
 from mor.planning.packing import pack_tasks
 from mor.planning.planner import plan_files
 from mor.planning.task import FileScanTask
 from mor.read.position_deletes import DeleteFileCache
-from mor.read.task_reader import POSITION_COLUMN, TaskReader
+from mor.read.task_reader import TaskReader
+from mor.spark.file_paths import FILE_COLUMN, POS_COLUMN, check_metadata_columns_free
 from mor.spark.filters import to_row_filter
 from mor.spark.options import ReadOptions, TableRef
 from mor.spark.types import (
@@ -31,8 +31,6 @@ from mor.spark.types import (
 )
 
 CASE_SENSITIVE = False  # Spark resolves column names case-insensitively by default
-FILE_COLUMN = "_file"  # with option metadata-columns: the data file's path ...
-POS_COLUMN = POSITION_COLUMN  # ... and the row's position in it (what position deletes name)
 METADATA_FIELDS = [StructField(FILE_COLUMN, StringType(), False), StructField(POS_COLUMN, LongType(), False)]
 
 
@@ -73,17 +71,6 @@ class ScanPlan:
 
     def packed_tasks(self, groups: int) -> list[list[FileScanTask]]:
         return pack_tasks(self.tasks(), groups)
-
-
-def check_metadata_columns_free(schema: Schema) -> None:
-    """UnsupportedFeatureError when a table column has the name of a metadata column (a table
-    another engine made: mor refuses such names, RESERVED_COLUMNS)."""
-    clash = next((f.name for f in schema.fields if f.name in (FILE_COLUMN, POS_COLUMN)), None)
-    if clash is not None:
-        raise UnsupportedFeatureError(
-            f"the table has a column named {clash!r}, the name of a metadata column: metadata-columns (and Spark's "
-            "MERGE/UPSERT, which read them) cannot run on it; rename the column"
-        )
 
 
 def plan_scan(ref: TableRef, options: ReadOptions, requested: StructType | None) -> ScanPlan:

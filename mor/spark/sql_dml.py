@@ -39,7 +39,7 @@ from mor.expr.filters import bind_filter, filter_field_ids, parse_filter
 from mor.format.spec import ROW_ID_NAME
 from mor.spark.apply_changes import WRITE_COLUMN, TargetRows, apply_changes, target_rows
 from mor.spark.columns import to_column
-from mor.spark.scan import FILE_COLUMN, POS_COLUMN
+from mor.spark.file_paths import FILE_COLUMN, POS_COLUMN
 from mor.spark.store_assignment import check_assignable
 from mor.spark.types import spark_type
 

@@ -54,8 +54,8 @@ from mor.spark.dml import matched_rows_plan
 from mor.spark.dml_merge import PATHS, merge_on_keys, upsert_on_keys
 from mor.spark.errors import spark_errors
 from mor.spark.fast_path import read_table
+from mor.spark.file_paths import check_metadata_columns_free
 from mor.spark.options import TableRef
-from mor.spark.scan import check_metadata_columns_free
 from mor.spark.sql_dml import aliased, as_column, condition_column, delete_plan, merge_plan, pruning_filter, update_plan
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""The DataFrame plan (native Parquet + anti-joins, mor/spark/dataframe_plan.py) and
+"""The JVM path (native Parquet scans filtered by mor's delete functions, mor/spark/dataframe_plan.py) and
 mor.spark.read_table on each of its paths: exactly the local reader's rows and mor's Spark types,
 at every snapshot of tables with every kind of delete and evolution, and of the Iceberg Java
 fixtures."""
@@ -22,13 +22,13 @@ import mor
 import mor.spark
 from mor.errors import InvalidArgumentError, UnsupportedFeatureError
 from mor.spark.dataframe_plan import read_dataframe_plan
-from mor.spark.file_paths import has_s3a, spark_file_key, spark_read_path
+from mor.spark.file_paths import has_s3a, spark_read_path
 from mor.spark.types import spark_schema
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # for tests.servers, as test_s3_spark.py
 from tests.servers.s3 import s3_server  # noqa: E402,F401  (the session fixture)
 
-PATHS = ["auto", "python", "dataframe"]
+PATHS = ["auto", "python", "jvm"]
 
 
 def json_rows(table_rows: list[dict[str, Any]]) -> list[str]:
@@ -58,7 +58,7 @@ def assert_every_snapshot(spark: Any, table: mor.Table, columns: list[str] | Non
     for snapshot in table.metadata.snapshots:
         sid = snapshot.snapshot_id
         assert_reads_as_local(plan_of_every_file(spark, table, sid, columns), table, sid, columns)
-        assert_reads_as_local(mor.spark.read_table(spark, table, columns=columns, snapshot_id=sid, path="dataframe"), table, sid, columns)
+        assert_reads_as_local(mor.spark.read_table(spark, table, columns=columns, snapshot_id=sid, path="jvm"), table, sid, columns)
     for path in ("auto", "python"):
         assert_reads_as_local(mor.spark.read_table(spark, table, columns=columns, path=path), table, None, columns)
 
@@ -79,6 +79,60 @@ def test_deletion_vectors(spark: Any, catalog: mor.Catalog) -> None:
     table.delete_rows(pa.table({"id": pa.array([1, 2, 201], pa.int64())}))
     table.upsert(rows([3, 4, 999], n=5), on=["id"])
     assert_every_snapshot(spark, table)
+
+
+def test_row_lineage_columns_stored_or_inherited(spark: Any, catalog: mor.Catalog) -> None:
+    """v3 `_row_id` and `_last_updated_sequence_number` through the JVM path: stored in files
+    an UPDATE or compaction wrote, inherited (first row id + position, data sequence number)
+    elsewhere; with every kind of delete in between."""
+    table = catalog.create_table("db.lineage", schema=SCHEMA, partition_by=["category"], format_version=3)
+    table.append(rows(range(0, 80)))
+    table.append(rows(range(80, 120)))
+    table.delete(In("id", list(range(0, 120, 9))))
+    table.update({"n": pc.field("n") + 1}, where="id < 30")
+    table.delete_rows(pa.table({"id": pa.array([31, 95], pa.int64())}))
+    table.compact()
+    table.append(rows(range(120, 130)))
+    table.delete("id > 125")
+    columns = ["id", "n", "_row_id", "_last_updated_sequence_number"]
+    for snapshot in table.metadata.snapshots:
+        sid = snapshot.snapshot_id
+        df = mor.spark.read_table(spark, table, columns=columns, snapshot_id=sid, path="jvm")
+        assert_reads_as_local(df, table, sid, columns)
+
+
+def test_reads_leave_nothing_in_the_session(spark: Any, catalog: mor.Catalog) -> None:
+    """The read's deletes are in the session conf only while Spark resolves the functions."""
+    table = catalog.create_table("db.t", schema=SCHEMA)
+    table.append(rows(range(0, 40)))
+    table.delete("id < 10")
+    df = mor.spark.read_table(spark, table, path="jvm")
+    assert df.count() == 30
+    left = [r[0] for r in spark.sql("SET").collect() if r[0].startswith("mor.deletes.")]
+    assert left == []
+    assert df.filter("id < 20").count() == 10  # the DataFrame still reads: its plan carries the deletes
+
+
+def test_a_session_without_the_jar_reads_through_the_python_source(spark: Any, catalog: mor.Catalog, monkeypatch: Any, caplog: Any) -> None:
+    import mor.spark.delete_functions as delete_functions
+
+    table = catalog.create_table("db.t", schema=SCHEMA)
+    table.append(rows(range(0, 40)))
+    table.delete("id < 10")
+    catalog_key = f"spark.sql.catalog.{delete_functions.CATALOG}"
+    monkeypatch.setattr(delete_functions, "jar_path", lambda: Path("/nonexistent/mor-deletes.jar"))
+    spark.conf.unset(catalog_key)  # as in a session the jar was never added to
+    try:
+        with caplog.at_level(logging.INFO, logger="mor.spark"):
+            df = mor.spark.read_table(spark, table)
+        assert "jar is missing" in caplog.text and "0 files native, 1 through the Python source" in caplog.text
+        assert sorted(r.id for r in df.collect()) == list(range(10, 40))
+        with pytest.raises(UnsupportedFeatureError, match="jar is missing"):
+            mor.spark.read_table(spark, table, path="jvm")
+    finally:
+        monkeypatch.undo()
+        assert delete_functions.install(spark) is None
+    assert spark.conf.get(catalog_key) == delete_functions.CATALOG_CLASS
 
 
 def test_position_delete_file_naming_other_files_deletes_only_where_it_applies(spark: Any, catalog: mor.Catalog) -> None:
@@ -206,7 +260,7 @@ def test_columns_and_filters(spark: Any, catalog: mor.Catalog) -> None:
         for path in PATHS:
             assert_reads_as_local(mor.spark.read_table(spark, table, columns=columns, path=path), table, None, columns)
     local = table.scan(filter="n > 100 and category = 'a'", columns=["id"]).to_arrow()
-    df = mor.spark.read_table(spark, table, filter="n > 100 and category = 'a'", columns=["id"], path="dataframe")
+    df = mor.spark.read_table(spark, table, filter="n > 100 and category = 'a'", columns=["id"], path="jvm")
     assert json_rows(df.toArrow().to_pylist()) == json_rows(local.to_pylist())
 
 
@@ -215,7 +269,7 @@ def test_java_fixture_snapshots(spark: Any, java_fixtures: Path, snap: JavaSnaps
     table = mor.StaticTable.from_metadata(str(java_fixtures / snap.final_metadata_file))
     columns = natively_typed_columns(table, snap.snapshot_id)
     assert_reads_as_local(plan_of_every_file(spark, table, snap.snapshot_id, columns), table, snap.snapshot_id, columns)
-    df = mor.spark.read_table(spark, table, snapshot_id=snap.snapshot_id, columns=columns, path="dataframe")
+    df = mor.spark.read_table(spark, table, snapshot_id=snap.snapshot_id, columns=columns, path="jvm")
     assert_reads_as_local(df, table, snap.snapshot_id, columns)
 
 
@@ -248,9 +302,9 @@ def test_uuid_and_time_columns_are_refused_by_the_plan(spark: Any, catalog: mor.
     table.append(pa.table({"id": pa.array([1, 2], pa.int64()), "u": pa.array([uuid.uuid4().bytes, None], pa.binary(16))}))
     table.delete("id = 2")
     with pytest.raises(UnsupportedFeatureError, match="uuid"):
-        mor.spark.read_table(spark, table, path="dataframe")
+        mor.spark.read_table(spark, table, path="jvm")
     assert [r.id for r in mor.spark.read_table(spark, table, path="auto").collect()] == [1]  # the Python source
-    assert [r.id for r in mor.spark.read_table(spark, table, columns=["id"], path="dataframe").collect()] == [1]
+    assert [r.id for r in mor.spark.read_table(spark, table, columns=["id"], path="jvm").collect()] == [1]
 
 
 def test_bad_path_is_a_clear_error(spark: Any, catalog: mor.Catalog) -> None:
@@ -266,33 +320,32 @@ def test_the_path_each_file_took_is_logged_and_named_in_the_plan(spark: Any, cat
     table.append(rows(range(100, 150)))
     table.delete("id < 10")
     with caplog.at_level(logging.INFO, logger="mor.spark"):
-        df = mor.spark.read_table(spark, table, path="dataframe")
-    assert "2 files native, 1 through the DataFrame plan" in caplog.text
+        df = mor.spark.read_table(spark, table, path="jvm")
+    assert "2 files native, 1 through the JVM delete functions" in caplog.text
     plan = df._jdf.queryExecution().analyzed().toString()
-    assert "mor_native_2_files" in plan and "mor_dataframe_1_files" in plan
+    assert "mor_native_2_files" in plan and "mor_jvm_1_files" in plan
     physical = df._jdf.queryExecution().executedPlan().toString()
-    assert "BatchScan mor" not in physical and "BroadcastHashJoin" in physical and "LeftAnti" in physical
+    assert "BatchScan mor" not in physical and "Join" not in physical and "KeepPositions" in physical
 
 
-def test_file_keys_match_what_spark_reports(spark: Any, tmp_path: Path) -> None:
-    """Anti-joins compare `_metadata.file_path` with spark_file_key: same for odd names."""
-    import pyarrow.parquet as pq
-
-    folder = tmp_path / "a dir+x"
-    folder.mkdir()
-    for name in ["plain.parquet", "sp ace%41+plus.parquet", "ünï.parquet"]:
-        path = folder / name
-        pq.write_table(pa.table({"a": [1]}), path)
-        for location in (str(path), "file://" + str(path), "file:" + str(path)):
-            reported = spark.read.parquet(spark_read_path(location)).select("_metadata.file_path").first()[0]
-            assert reported == spark_file_key(spark, location), location
+@pytest.mark.parametrize("folder", ["a dir+x", "sp ace%41+plus", "ünï,\tcomma"])
+def test_odd_file_names_are_found_by_the_delete_functions(spark: Any, tmp_path: Path, folder: str) -> None:
+    """The JVM functions find each file's deletes by the path Spark reports
+    (`_metadata.file_path`, percent-encoded by Java's URI): spaces, '%', '+', tabs and letters
+    beyond ASCII in the table's location."""
+    catalog = mor.load_catalog(tmp_path / folder, create=True)
+    table = catalog.create_table("db.t", schema=SCHEMA)
+    table.append(rows(range(0, 30)))
+    table.append(rows(range(30, 60)))
+    table.delete("id % 4 = 0")
+    table.delete_rows(pa.table({"id": pa.array([1, 31], pa.int64())}))
+    assert_reads_as_local(mor.spark.read_table(spark, table, path="jvm"), table, None)
 
 
 def test_s3a_detection_and_paths(spark: Any) -> None:
     """No hadoop-aws jar here (offline): s3a is not found; s3:// locations map to s3a:// ones."""
     assert has_s3a(spark) is False
     assert spark_read_path("s3://bucket/some/key.parquet") == "s3a://bucket/some/key.parquet"
-    assert spark_file_key(spark, "s3://bucket/a b/key.parquet") == "s3a://bucket/a%20b/key.parquet"
 
 
 def test_object_storage_without_s3a_reads_through_the_python_source(spark: Any, s3_server: Any, tmp_path: Path, caplog: Any) -> None:
@@ -306,4 +359,4 @@ def test_object_storage_without_s3a_reads_through_the_python_source(spark: Any, 
     assert "0 files native, 2 through the Python source" in caplog.text
     assert_reads_as_local(df, table, None)
     with pytest.raises(UnsupportedFeatureError, match="s3a"):
-        mor.spark.read_table(spark, table, path="dataframe")
+        mor.spark.read_table(spark, table, path="jvm")

@@ -16,10 +16,11 @@ import mor.spark
 from mor.io.fileio import to_local_path
 
 
-def plan_kinds(df: Any) -> tuple[bool, bool]:
-    """(uses Spark's Parquet scan, uses the mor Python source) in the physical plan."""
+def plan_kinds(df: Any) -> tuple[bool, bool, bool]:
+    """(uses Spark's Parquet scan, filters it by mor's JVM delete function, uses the mor Python
+    source) in the physical plan."""
     plan = df._jdf.queryExecution().executedPlan().toString()
-    return "FileScan parquet" in plan, "BatchScan mor" in plan
+    return "FileScan parquet" in plan, "mor.jvm.Keep" in plan, "BatchScan mor" in plan
 
 
 @pytest.mark.parametrize("partition_by", [None, ["category", "day(ts)"], ["bucket(4, id)"]], ids=["unpart", "cat-day", "bucket"])
@@ -33,11 +34,12 @@ def test_every_snapshot_reads_as_the_local_reader(spark: Any, catalog: mor.Catal
 def test_delete_free_files_go_native_and_the_rest_through_mor(spark: Any, catalog: mor.Catalog) -> None:
     table = catalog.create_table("db.t", schema=SCHEMA)
     table.append(rows(range(0, 100)))
-    assert plan_kinds(mor.spark.read_table(spark, table)) == (True, False)
+    assert plan_kinds(mor.spark.read_table(spark, table)) == (True, False, False)
     table.append(rows(range(100, 200)))
     table.delete("id < 10")
     df = mor.spark.read_table(spark, table)
-    assert plan_kinds(df) == (True, True)
+    assert plan_kinds(df) == (True, True, False)
+    assert plan_kinds(mor.spark.read_table(spark, table, path="python")) == (True, False, True)
     assert spark_rows(df) == canonical(table.scan().to_arrow())
 
 
@@ -117,7 +119,7 @@ def test_uuid_columns_fall_back_to_the_mor_source(spark: Any, catalog: mor.Catal
     u = uuid.UUID("12345678-1234-5678-1234-567812345678")
     table.append(pa.table({"id": pa.array([1, 2], pa.int64()), "u": pa.array([u.bytes, None], pa.binary(16))}))
     df = mor.spark.read_table(spark, table)
-    assert plan_kinds(df) == (False, True)
+    assert plan_kinds(df) == (False, False, True)
     assert sorted((r.id, r.u) for r in df.collect()) == [(1, str(u)), (2, None)]
 
 
@@ -158,7 +160,7 @@ def test_lists_maps_and_structs_read_natively_and_through_mor(spark: Any, catalo
         return sorted((r["id"], r["tags"], sorted(r["attrs"] or []), r["point"]) for r in t.to_pylist())
 
     df = mor.spark.read_table(spark, table)
-    assert plan_kinds(df) == (True, True)
+    assert plan_kinds(df) == (True, True, False)
     got = [(r["id"], r["tags"], sorted((r["attrs"] or {}).items()),
             None if r["point"] is None else {"x": r["point"]["x"], "ys": r["point"]["ys"]}) for r in df.collect()]  # fmt: skip
     assert sorted(got) == rows_of(table.scan().to_arrow())

@@ -1,0 +1,133 @@
+package mor.jvm;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.unsafe.types.UTF8String;
+
+/**
+ * One task's view of a read's deletes: the deletes of the data file its rows come from, loaded
+ * when the file changes. Spark hands every row of a file the same {@code file_path} object, so
+ * the file is looked up by identity first and by content only when that object changes.
+ */
+final class FileCursor {
+  private final Descriptor descriptor;
+  private final ValueKind[] kinds;
+  private UTF8String lastObject;
+  private UTF8String lastPath;
+  private Current current;
+
+  /** {@code kinds}: the equality arguments' kinds, or null for a cursor that reads no deletes. */
+  FileCursor(String text, ValueKind[] kinds) {
+    this.descriptor = DeleteLoader.descriptor(text);
+    this.kinds = kinds;
+    if (kinds != null && kinds.length != descriptor.argFieldIds.length) {
+      throw new IllegalArgumentException(
+          "mor's delete function got " + kinds.length + " equality columns for " + descriptor.argFieldIds.length + " field ids");
+    }
+  }
+
+  Current at(UTF8String path) {
+    if (path == lastObject) return current;
+    if (lastPath == null || !path.equals(lastPath)) {
+      current = load(path.toString());
+      lastPath = path.clone();
+    }
+    lastObject = path;
+    return current;
+  }
+
+  private Current load(String key) {
+    Descriptor.DataFile file = descriptor.files.get(key);
+    if (file == null) {
+      throw new IllegalStateException("mor: no deletes are known for " + key + " (this read planned " + descriptor.files.size()
+          + " data files); a file outside the read's plan must not be filtered here");
+    }
+    if (kinds == null) {
+      return new Current(file, null, new EqualityGroup[0]);
+    }
+    PositionSet positions = DeleteLoader.positions(file);
+    Map<String, List<Descriptor.DeleteFile>> byIds = new LinkedHashMap<>();
+    for (Descriptor.DeleteFile d : file.deletes) {
+      if (d.kind == Descriptor.Kind.EQUALITY) {
+        byIds.computeIfAbsent(Arrays.toString(d.fieldIds), k -> new ArrayList<>()).add(d);
+      }
+    }
+    List<EqualityGroup> groups = new ArrayList<>();
+    for (List<Descriptor.DeleteFile> files : byIds.values()) {
+      long[] ids = files.get(0).fieldIds;
+      int[] ordinals = new int[ids.length];
+      ValueKind[] groupKinds = new ValueKind[ids.length];
+      for (int i = 0; i < ids.length; i++) {
+        int arg = argOf(ids[i]);
+        ordinals[i] = arg + 2;
+        groupKinds[i] = kinds[arg];
+      }
+      groups.add(new EqualityGroup(ordinals, groupKinds, DeleteLoader.equalityKeys(files, ids, groupKinds)));
+    }
+    return new Current(file, positions, groups.toArray(new EqualityGroup[0]));
+  }
+
+  private int argOf(long fieldId) {
+    for (int i = 0; i < descriptor.argFieldIds.length; i++) {
+      if (descriptor.argFieldIds[i] == fieldId) return i;
+    }
+    throw new IllegalStateException("mor's delete function was not given equality column " + fieldId);
+  }
+
+  /** The current data file: what the metadata says of it, and its deletes. */
+  static final class Current {
+    final UTF8String tablePath;
+    final Long firstRowId;
+    final Long dataSequence;
+    private final PositionSet positions;
+    private final EqualityGroup[] groups;
+
+    Current(Descriptor.DataFile file, PositionSet positions, EqualityGroup[] groups) {
+      this.tablePath = UTF8String.fromString(file.tablePath);
+      this.firstRowId = file.firstRowId;
+      this.dataSequence = file.dataSequence;
+      this.positions = positions;
+      this.groups = groups;
+    }
+
+    boolean keepsPosition(long pos) {
+      return positions == null || !positions.contains(pos);
+    }
+
+    boolean keepsValues(InternalRow row) {
+      for (EqualityGroup g : groups) {
+        if (g.matches(row)) return false;
+      }
+      return true;
+    }
+  }
+
+  /** The deleted keys over one set of equality columns, from every file with that set. */
+  static final class EqualityGroup {
+    private final int[] ordinals;
+    private final ValueKind[] kinds;
+    private final Set<Object> keys;
+
+    EqualityGroup(int[] ordinals, ValueKind[] kinds, Set<Object> keys) {
+      this.ordinals = ordinals;
+      this.kinds = kinds;
+      this.keys = keys;
+    }
+
+    boolean matches(InternalRow row) {
+      if (ordinals.length == 1) {
+        return keys.contains(kinds[0].fromRow(row, ordinals[0]));
+      }
+      Object[] key = new Object[ordinals.length];
+      for (int i = 0; i < ordinals.length; i++) {
+        key[i] = kinds[i].fromRow(row, ordinals[i]);
+      }
+      return keys.contains(Arrays.asList(key));
+    }
+  }
+}
