@@ -23,6 +23,8 @@ floor time / reader time (1.0 = as fast as native Parquet), CPU = reader CPU / f
 
     .venv/bin/python benchmarks/bench_spark_reads.py                          # 10M rows, 10 files
     .venv/bin/python benchmarks/bench_spark_reads.py --rows 200000 --files 4 --repeat 1   # smoke
+    .venv/bin/python benchmarks/bench_spark_reads.py --rows 100000000 --files 100 --repeat 3 --no-fallback \
+        --out benchmarks/results/spark_reads_100m.json                                      # the large scale
 """
 
 from __future__ import annotations
@@ -112,16 +114,18 @@ def time_readers(readers: dict[str, Callable[[], Any]], repeat: int, expected: d
     }
 
 
-def mor_readers(spark: Any, root: Path, table: Any, paths: list[str]) -> dict[str, Callable[[], Any]]:
+def mor_readers(spark: Any, root: Path, table: Any, paths: list[str], fallback: bool = True) -> dict[str, Callable[[], Any]]:
+    """The floor and mor's readers; `fallback`: the Python source's two forms too."""
     import mor.spark
 
     readers: dict[str, Callable[[], Any]] = {
         "native_parquet": lambda: spark.read.parquet(*paths),
         "read_table": lambda: mor.spark.read_table(spark, table),
-        "format_mor": lambda: spark.read.format("mor").option("warehouse", str(root)).load(TABLE_NAME),
     }
-    if "path" in inspect.signature(mor.spark.read_table).parameters:
-        readers["read_table_python"] = lambda: mor.spark.read_table(spark, table, path="python")
+    if fallback:
+        readers["format_mor"] = lambda: spark.read.format("mor").option("warehouse", str(root)).load(TABLE_NAME)
+        if "path" in inspect.signature(mor.spark.read_table).parameters:
+            readers["read_table_python"] = lambda: mor.spark.read_table(spark, table, path="python")
     return readers
 
 
@@ -172,7 +176,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--delete-fraction", type=float, default=0.1)
     p.add_argument("--equality-fraction", type=float, default=0.01)
     p.add_argument("--cases", default=",".join(CASES))
-    p.add_argument("--no-oracle", action="store_true", help="skip Iceberg-Spark")
+    p.add_argument("--no-oracle", action="store_true", help="skip Spark 3.5 (Iceberg-Spark and mor there)")
+    p.add_argument("--no-fallback", action="store_true", help="skip the Python source's readers (format mor, path=python)")
     p.add_argument("--out", type=Path, default=REPO_ROOT / "benchmarks" / "results" / "spark_reads.json")
     p.add_argument("--data-dir", type=Path, default=REPO_ROOT / "benchmarks" / "data")
     p.add_argument("--keep", action="store_true")
@@ -205,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         paths = [t.data_file.file_path for t in tasks]
         expected = expected_sums(data, deleted)
         log(f"({name}) {len(deleted):,} rows deleted; {sum(1 for t in tasks if t.delete_files)} of {len(tasks)} files have deletes")
-        readers = mor_readers(spark, root, table, paths)
+        readers = mor_readers(spark, root, table, paths, fallback=not args.no_fallback)
         timings = time_readers(readers, args.repeat, {n: native_expected if n == "native_parquet" else expected for n in readers})
         result["cases"][name] = {"deleted_rows": len(deleted), "mor_timings": timings, "mor_ratios": ratios(timings)}
         log(f"({name}) " + ", ".join(f"{k} {v['speed_vs_native']:.2f}x speed, {v['cpu_vs_native']:.2f}x CPU" for k, v in result["cases"][name]["mor_ratios"].items()))

@@ -6,9 +6,9 @@ Tables (the generated rows, `ctx.scale.files` data files, deletes merge-on-read)
     their rows (`id < <end of those files> and value < 0.1`); the other files are delete-free;
   - every_file_10pct: `value < 0.1` (a position delete file for every data file).
 Readers, in one Spark session (this environment's pyspark, local[2]), each aggregated by the same
-sum over every column (spark_aggregate.py): the floor, `mor.spark.read_table` (delete-free files
-natively, the rest by the Python source), `spark.read.format("mor")` and, where this mor has it,
-`read_table(path="dataframe")`. The readers, the checked warm-up and the interleaved timed rounds
+sum over every column (spark_aggregate.py): the floor, `mor.spark.read_table` (every file
+natively, files with deletes filtered by mor's JVM delete functions), `spark.read.format("mor")`
+and, where this mor has it, `read_table(path="python")` (the Python source, the fallback). The readers, the checked warm-up and the interleaved timed rounds
 (wall, and CPU of the process tree: driver, JVM, Python workers) are bench_spark_reads.py's.
 """
 
@@ -38,7 +38,7 @@ LABELS = {
     "native_parquet": "`spark.read.parquet` (floor, deletes ignored)",
     "read_table": "`mor.spark.read_table` (default path)",
     "format_mor": '`spark.read.format("mor")`',
-    "read_table_dataframe_plan": '`read_table(path="dataframe")`',
+    "read_table_python": '`read_table(path="python")`',
 }
 TARGET_SPEED = 0.7
 

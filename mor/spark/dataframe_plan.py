@@ -64,7 +64,7 @@ from mor.planning.task import FileScanTask
 from mor.read.field_resolution import FileProjection, parse_name_mapping
 from mor.read.scan_reader import parallel_map
 from mor.read.task_reader import free_name
-from mor.spark.delete_functions import install, read_functions
+from mor.spark.delete_functions import ReadFunctions, install, read_functions
 from mor.spark.file_columns import FileRead, file_read, quoted, table_read
 from mor.spark.file_paths import FILE_COLUMN, POS_COLUMN, has_s3a, native_parquet
 from mor.spark.types import spark_schema
@@ -153,8 +153,7 @@ def read_dataframe_plan(
         # Spark resolves the functions inside the block, while the read's deletes are in the conf.
         with read_functions(spark, group.tasks, eq_ids) as functions:
             if group.has_deletes:
-                equality = [quoted(schema.find_field(i).name) for i in eq_ids]
-                df = df.filter(F.expr(functions.keep([file_column, pos_column, *equality])))
+                df = df.filter(F.expr(_keep(functions, schema, eq_ids, file_column, pos_column)))
             for f in lineage:
                 inherited = (
                     f"{functions.first_row_id(file_column)} + {pos_column}"
@@ -166,6 +165,17 @@ def read_dataframe_plan(
                 df = df.withColumn(FILE_COLUMN, F.expr(functions.table_path(file_column))).withColumn(POS_COLUMN, F.col(pos_column))
         parts.append(df.select(*[F.col(quoted(n)) for n in names]))
     return functools.reduce(DataFrame.union, parts)
+
+
+def _keep(functions: ReadFunctions, schema: Schema, eq_ids: list[int], file_column: str, pos_column: str) -> str:
+    """The keep filter: one integer or string equality column (an id, the common case) takes a
+    form Spark calls directly; other columns go in as a row."""
+    columns = [schema.find_field(i) for i in eq_ids]
+    if len(columns) == 1 and isinstance(columns[0].field_type, (IntegerType, LongType)):
+        return functions.keep_by_long(file_column, pos_column, quoted(columns[0].name))
+    if len(columns) == 1 and isinstance(columns[0].field_type, StringType):
+        return functions.keep_by_string(file_column, pos_column, quoted(columns[0].name))
+    return functions.keep(file_column, pos_column, [quoted(f.name) for f in columns])
 
 
 def _equality_ids(tasks: Sequence[FileScanTask]) -> set[int]:

@@ -78,9 +78,18 @@ class ReadFunctions:
 
     token: str
 
-    def keep(self, arguments: Sequence[str]) -> str:
-        """True for a row no delete removes: (file_path, row_index, equality columns...)."""
-        return f"{CATALOG}.keep_{self.token}({', '.join(arguments)})"
+    def keep(self, file_path: str, row_index: str, equality: Sequence[str] = ()) -> str:
+        """True for a row no delete removes, given its equality columns (in the read's order)."""
+        return f"{CATALOG}.keep_{self.token}({', '.join([file_path, row_index, *equality])})"
+
+    def keep_by_long(self, file_path: str, row_index: str, key: str) -> str:
+        """`keep` for one integer equality column: called directly, no row object or boxing."""
+        arguments = [file_path, row_index, f"coalesce(cast({key} as bigint), 0L)", f"{key} is null"]
+        return f"{CATALOG}.keep_long_{self.token}({', '.join(arguments)})"
+
+    def keep_by_string(self, file_path: str, row_index: str, key: str) -> str:
+        """`keep` for one string equality column: called directly, no row object."""
+        return f"{CATALOG}.keep_string_{self.token}({file_path}, {row_index}, {key})"
 
     def table_path(self, file_path: str) -> str:
         """The row's data file as the table's metadata spells it."""

@@ -45,7 +45,7 @@ from mor.spark import HAS_PYTHON_SOURCE
 from mor.spark.columns import to_column
 from mor.spark.dataframe_plan import read_dataframe_plan, unsupported_reason
 from mor.spark.errors import spark_errors
-from mor.spark.file_paths import check_metadata_columns_free, has_s3a, native_parquet
+from mor.spark.file_paths import FILE_COLUMN, POS_COLUMN, check_metadata_columns_free, has_s3a, native_parquet
 from mor.spark.options import TableRef
 from mor.spark.types import spark_schema
 
@@ -68,12 +68,15 @@ def read_table(
     uri: str | None = None,
     properties: Mapping[str, str] | None = None,
     path: ReadPath = "auto",
+    metadata_columns: bool = False,
 ) -> DataFrame:
     """The live rows of `table` (a mor Table, a `namespace.table` name with `warehouse`/`uri`,
     or a metadata location) as a DataFrame: the rows `table.scan(...).to_arrow()` returns.
     `properties`: file access (`s3.endpoint`, ...), as `load_catalog`'s. `path`: how files with
     deletes are read ("auto"; "jvm": native scans filtered by mor's delete functions; "python":
-    the mor Python source); delete-free files are read natively whatever it says."""
+    the mor Python source); delete-free files are read natively whatever it says.
+    `metadata_columns`: also `_file` (each row's data file, as the table spells it) and `_pos`
+    (its position there), every file then read by the JVM path (or the Python source)."""
     if path not in READ_PATHS:
         raise InvalidArgumentError(f"path must be one of {', '.join(READ_PATHS)}, not {path!r}")
     if path == "python" and not HAS_PYTHON_SOURCE:
@@ -81,7 +84,9 @@ def read_table(
     if not isinstance(table, Table):
         table = TableRef(table, warehouse, uri, tuple(sorted((properties or {}).items()))).open()
     scan = table.scan(filter=filter, columns=columns, snapshot_id=snapshot_id, as_of=as_of, case_sensitive=CASE_SENSITIVE)
-    output = [f.name for f in scan.projection.fields]
+    if metadata_columns:
+        check_metadata_columns_free(scan.schema)
+    output = [f.name for f in scan.projection.fields] + ([FILE_COLUMN, POS_COLUMN] if metadata_columns else [])
     # Read the filter's columns too, so Spark can apply the filter before projecting.
     read_ids = {f.field_id for f in scan.projection.fields} | filter_field_ids(scan.schema, scan.row_filter, CASE_SENSITIVE)
     lineage = [f for f in scan.projection.fields if f.field_id in LINEAGE_FIELD_IDS]
@@ -89,14 +94,16 @@ def read_table(
     bound = None if isinstance(scan.row_filter, AlwaysTrue) else bind_filter(scan.schema, scan.row_filter, CASE_SENSITIVE)
     tasks = scan.plan_files()
     if bound is not None and has_residual(bound):
-        return _residual_read(spark, table, scan.snapshot, read_schema, tasks, filter, output)
+        return _residual_read(spark, table, scan.snapshot, read_schema, tasks, filter, output, metadata_columns)
     condition = None if bound is None else to_column(bound)
 
     object_store = is_object_store(table.location) or any(is_object_store(t.data_file.file_path) for t in tasks)
     native_ok = not object_store or has_s3a(spark)
-    # Row lineage is inherited from the file's manifest entry (first row id plus position,
-    # its data sequence number) where the file stores none: only the Python reader knows that.
-    native = [t for t in tasks if not t.delete_files] if native_ok and _natively_readable(read_schema) and not lineage else []
+    # Row lineage is inherited from the file's manifest entry (first row id plus position, its
+    # data sequence number) where the file stores none, and `_file` is the table's spelling of
+    # the file: the JVM functions know those, a plain native read does not.
+    plain = native_ok and _natively_readable(read_schema) and not lineage and not metadata_columns
+    native = [t for t in tasks if not t.delete_files] if plain else []
     if native and len(table.metadata.schemas) > 1:  # names or types may have changed
         native = [t for t in native if _file_matches(table, t, read_schema)]
     native_paths = {t.data_file.file_path for t in native}
@@ -108,13 +115,13 @@ def read_table(
         df = native_parquet(spark, spark_schema(read_schema), [t.data_file.file_path for t in native])
         parts.append(df.alias(f"mor_native_{len(native)}_files"))
     if use_jvm:
-        df = read_dataframe_plan(spark, table, scan.schema, read_schema, rest)
+        df = read_dataframe_plan(spark, table, scan.schema, read_schema, rest, metadata_columns)
         parts.append(df.alias(f"mor_jvm_{len(rest)}_files"))
     elif rest or not native:
         parts.append(
-            _python_source(spark, table, scan.snapshot.snapshot_id if scan.snapshot else None, read_schema, rest, filter).alias(
-                f"mor_python_{len(rest)}_files"
-            )
+            _python_source(
+                spark, table, scan.snapshot.snapshot_id if scan.snapshot else None, read_schema, rest, filter, metadata_columns
+            ).alias(f"mor_python_{len(rest)}_files")
         )
     logger.info(
         "read_table %s (snapshot %s): %d files native, %d through the %s",
@@ -160,7 +167,7 @@ def read_located_rows(spark: SparkSession, table: Table, tasks: Sequence[FileSca
 
 def _residual_read(
     spark: SparkSession, table: Table, snapshot: Snapshot | None, read_schema: Schema, tasks: list[FileScanTask],
-    filter: FilterLike, output: list[str],
+    filter: FilterLike, output: list[str], metadata_columns: bool,
 ) -> DataFrame:  # fmt: skip
     """A filter with arithmetic or functions (a residual) has no Spark Column here: every file
     goes through the Python source, whose reader evaluates the whole filter on the rows."""
@@ -172,7 +179,7 @@ def _residual_read(
     snapshot_id = snapshot.snapshot_id if snapshot else None
     logger.info("read_table %s (snapshot %s): %d files through the Python source (a residual filter)",
                 table.metadata_location, snapshot_id, len(tasks))  # fmt: skip
-    df = _python_source(spark, table, snapshot_id, read_schema, tasks, filter).alias(f"mor_python_{len(tasks)}_files")
+    df = _python_source(spark, table, snapshot_id, read_schema, tasks, filter, metadata_columns).alias(f"mor_python_{len(tasks)}_files")
     return df.select(*[f"`{name}`" for name in output])
 
 
@@ -193,8 +200,9 @@ def _use_jvm(spark: SparkSession, path: str, schema: Schema, read_schema: Schema
 
 
 def _python_source(
-    spark: SparkSession, table: Table, snapshot_id: int | None, read_schema: Schema, rest: list[FileScanTask], filter: FilterLike
-) -> DataFrame:
+    spark: SparkSession, table: Table, snapshot_id: int | None, read_schema: Schema, rest: list[FileScanTask], filter: FilterLike,
+    metadata_columns: bool = False,
+) -> DataFrame:  # fmt: skip
     from mor.spark import register  # mor.spark imports the modules that import this one
     from mor.spark.source import FORMAT  # only where pyspark has Python data sources
 
@@ -204,6 +212,7 @@ def _python_source(
         .option("snapshot-id", "" if snapshot_id is None else str(snapshot_id))
         .option("columns", ",".join(f.name for f in read_schema.fields))
         .option("data-files", json.dumps([t.data_file.file_path for t in rest]))
+        .option("metadata-columns", "true" if metadata_columns else "false")
         .options(**table.io.properties)
     )
     if isinstance(filter, str):

@@ -70,6 +70,17 @@ def test_position_equality_deletes_upserts_and_merges(spark: Any, catalog: mor.C
     assert_every_snapshot(spark, table)
 
 
+def test_interop_scenarios_at_every_snapshot(spark: Any, tmp_path: Path) -> None:
+    """The tables every other reader is judged on (tests/interop/test_readers_matrix.py), at
+    every snapshot, through the JVM path."""
+    from interop_tables import scenario_tables
+
+    for table in scenario_tables(mor.load_catalog(tmp_path / "warehouse", create=True)):
+        for snapshot in table.metadata.snapshots:
+            df = mor.spark.read_table(spark, table, snapshot_id=snapshot.snapshot_id, path="jvm")
+            assert_reads_as_local(df, table, snapshot.snapshot_id)
+
+
 def test_deletion_vectors(spark: Any, catalog: mor.Catalog) -> None:
     table = catalog.create_table("db.v3", schema=SCHEMA, partition_by=["category"], format_version=3)
     table.append(rows(range(0, 200)))
@@ -99,6 +110,50 @@ def test_row_lineage_columns_stored_or_inherited(spark: Any, catalog: mor.Catalo
         sid = snapshot.snapshot_id
         df = mor.spark.read_table(spark, table, columns=columns, snapshot_id=sid, path="jvm")
         assert_reads_as_local(df, table, sid, columns)
+
+
+def test_files_split_across_tasks(spark: Any, catalog: mor.Catalog) -> None:
+    """A data file Spark splits (by row group) across tasks: each split's rows meet the file's
+    sorted deleted positions from wherever the split starts."""
+    from mor.format.properties import PARQUET_ROW_GROUP_LIMIT
+
+    table = catalog.create_table("db.split", schema=SCHEMA, properties={PARQUET_ROW_GROUP_LIMIT: "500"})
+    table.append(rows(range(0, 6000)))
+    table.delete(In("id", [0, 1, 499, 500, 501, 2999, 3000, 5999] + list(range(1200, 1900, 3))))
+    table.delete_rows(pa.table({"id": pa.array([4000, 4001], pa.int64())}))
+    previous = spark.conf.get("spark.sql.files.maxPartitionBytes")
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "4096")
+    try:
+        df = mor.spark.read_table(spark, table, path="jvm")
+        assert df.rdd.getNumPartitions() > 2
+        assert_reads_as_local(df, table, None)
+    finally:
+        spark.conf.set("spark.sql.files.maxPartitionBytes", previous)
+
+
+@pytest.mark.parametrize("format_version", [2, 3])
+def test_metadata_columns_name_each_row_as_the_table_does(spark: Any, catalog: mor.Catalog, format_version: int) -> None:
+    """`_file` (the table's spelling of the data file) and `_pos` through the JVM path are the
+    Python source's, and name the rows the local reader reads at those positions."""
+    import pyarrow.parquet as pq
+
+    from mor.io.fileio import to_local_path
+
+    table = catalog.create_table("db.meta", schema=SCHEMA, partition_by=["category"], format_version=format_version)
+    table.append(rows(range(0, 60)))
+    table.append(rows(range(60, 90)))
+    table.delete(In("id", list(range(0, 90, 4))))
+    table.delete_rows(pa.table({"id": pa.array([5, 61], pa.int64())}))
+    columns = ["id", "n", "_file", "_pos"]
+    jvm = mor.spark.read_table(spark, table, columns=["id", "n"], path="jvm", metadata_columns=True)
+    python = mor.spark.read_table(spark, table, columns=["id", "n"], path="python", metadata_columns=True)
+    assert jvm.columns == python.columns == columns
+    got = sorted(tuple(r) for r in jvm.collect())
+    assert got == sorted(tuple(r) for r in python.collect())
+    paths = {t.data_file.file_path for t in table.scan().plan_files()}
+    assert {r[2] for r in got} <= paths
+    for id_, _, file, pos in got:
+        assert pq.read_table(to_local_path(file), columns=["id"]).column("id")[pos].as_py() == id_
 
 
 def test_reads_leave_nothing_in_the_session(spark: Any, catalog: mor.Catalog) -> None:
@@ -154,6 +209,30 @@ def test_nulls_in_equality_keys(spark: Any, catalog: mor.Catalog) -> None:
     table.delete_rows(pa.table({"k": pa.array([None], pa.string()), "g": pa.array([None], pa.int64())}))
     table.delete_rows(pa.table({"k": pa.array(["a"], pa.string())}))
     table.append(pa.table({"k": [None, "a"], "g": [None, 1], "v": [7.0, 8.0]}, schema=schema))  # newer: not deleted
+    assert_every_snapshot(spark, table)
+
+
+@pytest.mark.parametrize("column", ["s", "i", "id"])
+def test_one_key_column_with_nulls(spark: Any, catalog: mor.Catalog, column: str) -> None:
+    """Equality deletes on one string or integer column take the direct forms of the keep
+    function (keep_string, keep_long): a null delete value deletes the null rows, newer rows stay."""
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("s", pa.string()), ("i", pa.int32())])
+    table = catalog.create_table("db.keys", schema=schema)
+
+    def batch(ids: range) -> pa.Table:
+        return pa.table({"id": list(ids), "s": [None if i % 5 == 0 else f"s{i % 7}" for i in ids],
+                         "i": [None if i % 4 == 0 else i % 9 for i in ids]}, schema=schema)  # fmt: skip
+
+    table.append(batch(range(0, 60)))
+    table.append(batch(range(60, 90)))
+    deleted = {"s": pa.array([None, "s3"], pa.string()), "i": pa.array([None, 2, -1], pa.int32()),
+               "id": pa.array([1, 61, -5], pa.int64())}[column]  # fmt: skip
+    table.delete_rows(pa.table({column: deleted}))
+    table.append(batch(range(90, 100)))  # newer than the deletes: kept
+    table.delete("id = 95")
+    df = mor.spark.read_table(spark, table, path="jvm")
+    kind = {"s": "KeepKey$OfString", "i": "KeepKey$OfLong", "id": "KeepKey$OfLong"}[column]
+    assert kind in df._jdf.queryExecution().executedPlan().toString()
     assert_every_snapshot(spark, table)
 
 

@@ -1,5 +1,6 @@
 """Runs in the Spark 3.5 env (tests/spark35/spark35_env.py): reads tables through
-mor.spark.read_table (the DataFrame plan: Spark 3.5 has no Python data sources) and writes each
+mor.spark.read_table (native scans filtered by mor's delete functions: Spark 3.5 has no Python
+data sources) and writes each
 result with Spark's own Parquet writer, for the test to compare with the local reader.
 
     python driver35.py requests.json

@@ -1,7 +1,8 @@
-"""mor.spark.read_table on Spark 3.5 (no Python data sources: the DataFrame plan) gives exactly
-the local reader's rows and mor's Spark types, at every snapshot of mor-written tables (position
-and equality deletes, upserts, merges, deletion vectors, schema evolution) and of the Iceberg
-Java fixtures.
+"""mor.spark.read_table on Spark 3.5 (no Python data sources: native scans filtered by mor's
+delete functions, the same jar as on Spark 4) gives exactly the local reader's rows and mor's
+Spark types, at every snapshot of mor-written tables (position and equality deletes, upserts,
+merges, deletion vectors, schema evolution, the interop scenarios) and of the Iceberg Java
+fixtures.
 
 The tables are built and the local reader runs here (pyspark 4 env); one subprocess in the
 Spark 3.5 env (.spark35-venv, built once by spark35_env.py) reads every snapshot and writes the
@@ -25,6 +26,7 @@ from pyiceberg.expressions import In
 from pyiceberg.types import TimeType, UUIDType
 
 import mor
+from interop_tables import scenario_tables
 from spark35_env import ensure_spark35
 
 pytestmark = pytest.mark.spark
@@ -67,7 +69,7 @@ def build_tables(catalog: mor.Catalog) -> list[mor.Table]:
     v3_deletion_vectors(v3)
     evo = catalog.create_table("db.evo", schema=spark_helpers.SCHEMA)
     evolved(evo)
-    return [unpartitioned, partitioned, v3, evo]
+    return [unpartitioned, partitioned, v3, evo, *scenario_tables(catalog)]
 
 
 def natively_typed_columns(table: mor.Table, snapshot_id: int) -> list[str] | None:

@@ -85,18 +85,59 @@ final class FileCursor {
     final Long firstRowId;
     final Long dataSequence;
     private final PositionSet positions;
+    private final int[] sorted; // the positions in order, walked with the rows: a merge
+    private int next; // the first sorted position not below the last row's
+    private long last = -1;
     private final EqualityGroup[] groups;
+    private LongKeys longKeys;
 
     Current(Descriptor.DataFile file, PositionSet positions, EqualityGroup[] groups) {
       this.tablePath = UTF8String.fromString(file.tablePath);
       this.firstRowId = file.firstRowId;
       this.dataSequence = file.dataSequence;
       this.positions = positions;
+      this.sorted = positions == null ? null : positions.sorted();
       this.groups = groups;
     }
 
+    /**
+     * Is row {@code pos} not deleted? Spark reads a file's rows in order of position (a split
+     * starting anywhere), so the sorted positions are merged with them; a position before the
+     * last one (another split of the same file) starts the merge again by binary search.
+     */
     boolean keepsPosition(long pos) {
-      return positions == null || !positions.contains(pos);
+      int[] s = sorted;
+      if (s == null) return positions == null || !positions.contains(pos);
+      int i = next;
+      if (pos < last || last < 0) i = lowerBound(s, pos);
+      last = pos;
+      while (i < s.length && (s[i] & 0xFFFFFFFFL) < pos) i++;
+      next = i;
+      return i == s.length || (s[i] & 0xFFFFFFFFL) != pos;
+    }
+
+    private static int lowerBound(int[] s, long pos) {
+      int lo = 0;
+      int hi = s.length;
+      while (lo < hi) {
+        int mid = (lo + hi) >>> 1;
+        if ((s[mid] & 0xFFFFFFFFL) < pos) lo = mid + 1;
+        else hi = mid;
+      }
+      return lo;
+    }
+
+    /** For reads whose one equality column is an integer: is {@code key} (or null) deleted? */
+    boolean deletesLong(long key, boolean isNull) {
+      if (groups.length == 0) return false;
+      LongKeys keys = longKeys;
+      if (keys == null) keys = longKeys = LongKeys.of(groups[0].keys);
+      return isNull ? keys.hasNull : keys.contains(key);
+    }
+
+    /** For reads whose one equality column is a string: is {@code key} (or null) deleted? */
+    boolean deletesString(UTF8String key) {
+      return groups.length != 0 && groups[0].keys.contains(key);
     }
 
     boolean keepsValues(InternalRow row) {

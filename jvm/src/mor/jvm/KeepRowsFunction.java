@@ -11,12 +11,17 @@ import org.apache.spark.sql.types.StructType;
 final class KeepRowsFunction implements UnboundFunction {
   private static final long serialVersionUID = 1L;
 
+  /** The arguments after (file_path, row_index): any columns, or one key in a fast form. */
+  enum Shape { ROWS, LONG_KEY, STRING_KEY }
+
   private final String name;
   private final String descriptor;
+  private final Shape shape;
 
-  KeepRowsFunction(String name, String descriptor) {
+  KeepRowsFunction(String name, String descriptor, Shape shape) {
     this.name = name;
     this.descriptor = descriptor;
+    this.shape = shape;
   }
 
   @Override
@@ -24,6 +29,14 @@ final class KeepRowsFunction implements UnboundFunction {
     StructField[] fields = inputType.fields();
     if (fields.length < 2 || !(fields[0].dataType() instanceof StringType) || !(fields[1].dataType() instanceof LongType)) {
       throw new UnsupportedOperationException(name + " takes (file_path string, row_index bigint, equality columns...)");
+    }
+    if (shape == Shape.LONG_KEY) {
+      if (fields.length != 4) throw new UnsupportedOperationException(name + " takes (file_path, row_index, bigint key, key is null)");
+      return new KeepKey.OfLong(name, descriptor);
+    }
+    if (shape == Shape.STRING_KEY) {
+      if (fields.length != 3) throw new UnsupportedOperationException(name + " takes (file_path, row_index, string key)");
+      return new KeepKey.OfString(name, descriptor);
     }
     if (fields.length == 2) {
       return new KeepPositions(name, descriptor);

@@ -7,8 +7,12 @@ import org.roaringbitmap.longlong.Roaring64NavigableMap;
 
 /** The deleted positions of one data file: a Roaring bitmap, 64-bit only past 2^32 rows. */
 final class PositionSet {
+  /** Up to this many positions are also kept as a sorted array, for a merge with the rows. */
+  private static final int MAX_SORTED = 1 << 25;
+
   private final RoaringBitmap low = new RoaringBitmap();
   private Roaring64NavigableMap high;
+  private volatile int[] sorted;
 
   void add(long pos) {
     if (pos >= 0 && pos <= 0xFFFFFFFFL) {
@@ -52,5 +56,17 @@ final class PositionSet {
 
   void optimize() {
     low.runOptimize();
+  }
+
+  /**
+   * The positions in order (unsigned ints), or null when there are too many or some lie past
+   * 2^32: then {@link #contains} answers. Built once, shared by the tasks of a JVM.
+   */
+  int[] sorted() {
+    int[] s = sorted;
+    if (s == null && high == null && low.getLongCardinality() <= MAX_SORTED) {
+      s = sorted = low.toArray();
+    }
+    return s;
   }
 }
