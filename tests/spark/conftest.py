@@ -42,6 +42,8 @@ CLUSTER_TESTS: tuple[str, ...] = (
     "test_fast_path.py::test_lists_maps_and_structs_read_natively_and_through_mor",
     "test_dataframe_plan.py::test_position_equality_deletes_upserts_and_merges[cat-day]",
     "test_dataframe_plan.py::test_deletion_vectors",
+    "test_dataframe_plan.py::test_one_key_column_with_nulls[i]",
+    "test_dataframe_plan.py::test_metadata_columns_name_each_row_as_the_table_does[3]",
     "test_table_api.py::test_delete_and_update_change_the_rows_the_local_verbs_change[v2]",
     "test_table_api.py::test_merge_changes_the_rows_the_local_merge_changes[3]",
     "test_table_api.py::test_bad_input_is_a_typed_error_and_leaves_the_table_unchanged[unknown-column]",
