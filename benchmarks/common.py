@@ -39,6 +39,7 @@ TABLE_NAME = "bench.events"
 CATEGORIES = [f"cat-{i:02d}" for i in range(12)]
 TS_BASE_US = 1_704_067_200_000_000  # 2024-01-01T00:00:00Z in microseconds
 TS_STEP_US = 3_000_000  # ids are 3 s apart, plus up to 1 s of random jitter
+PAYLOAD_PIECE = 20_000_000
 V3_LINEAGE_COLUMNS = {"_row_id", "_last_updated_sequence_number"}  # format v3 row lineage
 
 
@@ -68,9 +69,13 @@ def generate_events(rows: int, seed: int) -> pa.Table:
     ts_us = pc.add(pc.add(pc.multiply(ids, TS_STEP_US), TS_BASE_US), jitter_us)
     ts = pc.cast(ts_us, pa.timestamp("us", tz="UTC"))
     payload_number = pc.cast(pc.floor(pc.multiply(u_payload, 1e12)), pa.int64())
-    payload = pc.binary_join_element_wise(
-        category, pc.cast(ids, pa.string()), pc.cast(payload_number, pa.string()), "/"
-    )
+    id_text, number_text = pc.cast(ids, pa.string()), pc.cast(payload_number, pa.string())
+    # In pieces: one string array holds at most 2 GiB (100M payloads are about 2.7 GB).
+    payload = pa.chunked_array([
+        pc.binary_join_element_wise(category.slice(at, PAYLOAD_PIECE), id_text.slice(at, PAYLOAD_PIECE),
+                                    number_text.slice(at, PAYLOAD_PIECE), "/")
+        for at in range(0, rows, PAYLOAD_PIECE)
+    ], pa.string())  # fmt: skip
     schema = pa.schema(
         [
             pa.field("id", pa.int64()),

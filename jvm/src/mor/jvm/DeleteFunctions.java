@@ -13,7 +13,7 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * for a row no delete removes ({@code keep_long_<token>} and {@code keep_string_<token>}: the
  * same for one integer or string equality column, see {@link KeepKey}); {@code path_<token>},
  * {@code first_row_id_<token>} and {@code data_sequence_<token>} of {@code file_path}, what the
- * table's metadata says of a file (see {@link FileValue}).
+ * table's metadata says of a file ({@link TablePath}, {@link FileNumber}).
  *
  * <p>The read's deletes (which delete files apply to which data file) reach the catalog as the
  * session conf {@code mor.deletes.<token>}, set by mor on the driver just for the time Spark
@@ -44,23 +44,10 @@ public final class DeleteFunctions implements FunctionCatalog {
     String function = ident.name();
     int split = function.lastIndexOf('_');
     if (ident.namespace().length != 0 || split < 0) throw new NoSuchFunctionException(ident);
-    String kind = function.substring(0, split);
     String text = SQLConf.get().getConfString(CONF_PREFIX + function.substring(split + 1), null);
     if (text == null) throw new NoSuchFunctionException(ident);
-    String descriptor = Descriptor.check(text);
-    switch (kind) {
-      case "keep": return new KeepRowsFunction(function, descriptor, KeepRowsFunction.Shape.ROWS);
-      case "keep_long": return new KeepRowsFunction(function, descriptor, KeepRowsFunction.Shape.LONG_KEY);
-      case "keep_string": return new KeepRowsFunction(function, descriptor, KeepRowsFunction.Shape.STRING_KEY);
-      case "path": return new FileValue(function, descriptor, FileValue.Kind.PATH);
-      case "first_row_id": return new FileValue(function, descriptor, FileValue.Kind.FIRST_ROW_ID);
-      case "data_sequence": return new FileValue(function, descriptor, FileValue.Kind.DATA_SEQUENCE);
-      default: throw new NoSuchFunctionException(ident);
-    }
-  }
-
-  /** The catalog's version, asked by mor to check that the jar it added is the one it ships. */
-  public static String version() {
-    return Descriptor.VERSION;
+    UnboundReadFunction.Kind kind = UnboundReadFunction.Kind.of(function.substring(0, split));
+    if (kind == null) throw new NoSuchFunctionException(ident);
+    return new UnboundReadFunction(function, Descriptor.check(text), kind);
   }
 }

@@ -1,7 +1,5 @@
 package mor.jvm;
 
-import java.io.Serializable;
-import org.apache.spark.sql.connector.catalog.functions.ScalarFunction;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.unsafe.types.UTF8String;
@@ -13,24 +11,11 @@ import org.apache.spark.unsafe.types.UTF8String;
  * Spark skips a magic method whose nullable primitive argument is null, and a null key must
  * still be looked up (a null delete value deletes rows whose value is null).
  */
-public abstract class KeepKey implements ScalarFunction<Boolean>, Serializable {
+public abstract class KeepKey extends ReadFunction<Boolean> {
   private static final long serialVersionUID = 1L;
 
-  private final String name;
-  private final String descriptor;
-  private final ValueKind kind;
-  private transient FileCursor cursor;
-
-  KeepKey(String name, String descriptor, ValueKind kind) {
-    this.name = name;
-    this.descriptor = descriptor;
-    this.kind = kind;
-  }
-
-  final FileCursor.Current file(UTF8String path) {
-    FileCursor c = cursor;
-    if (c == null) c = cursor = new FileCursor(descriptor, new ValueKind[] {kind});
-    return c.at(path);
+  KeepKey(String name, String descriptor, DataType key) {
+    super(name, descriptor, new ValueKind[] {ValueKind.of(key)});
   }
 
   @Override
@@ -38,27 +23,12 @@ public abstract class KeepKey implements ScalarFunction<Boolean>, Serializable {
     return DataTypes.BooleanType;
   }
 
-  @Override
-  public boolean isResultNullable() {
-    return false;
-  }
-
-  @Override
-  public String name() {
-    return name;
-  }
-
-  @Override
-  public String canonicalName() {
-    return "mor." + name;
-  }
-
   /** (file_path, row_index, bigint key or 0, key is null). */
   public static final class OfLong extends KeepKey {
     private static final long serialVersionUID = 1L;
 
     OfLong(String name, String descriptor) {
-      super(name, descriptor, ValueKind.of(DataTypes.LongType));
+      super(name, descriptor, DataTypes.LongType);
     }
 
     public boolean invoke(UTF8String path, long pos, long key, boolean isNull) {
@@ -77,7 +47,7 @@ public abstract class KeepKey implements ScalarFunction<Boolean>, Serializable {
     private static final long serialVersionUID = 1L;
 
     OfString(String name, String descriptor) {
-      super(name, descriptor, ValueKind.of(DataTypes.StringType));
+      super(name, descriptor, DataTypes.StringType);
     }
 
     public boolean invoke(UTF8String path, long pos, UTF8String key) {

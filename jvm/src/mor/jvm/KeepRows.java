@@ -1,8 +1,6 @@
 package mor.jvm;
 
-import java.io.Serializable;
 import org.apache.spark.sql.catalyst.InternalRow;
-import org.apache.spark.sql.connector.catalog.functions.ScalarFunction;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructField;
@@ -13,30 +11,20 @@ import org.apache.spark.sql.types.StructType;
  * columns come in as a row (their types vary), checked against the deleted keys of the file's
  * equality delete files after its position deletes.
  */
-public final class KeepRows implements ScalarFunction<Boolean>, Serializable {
+public final class KeepRows extends ReadFunction<Boolean> {
   private static final long serialVersionUID = 1L;
 
-  private final String name;
-  private final String descriptor;
-  private final ValueKind[] kinds;
   private final StructType input;
-  private transient FileCursor cursor;
 
   KeepRows(String name, String descriptor, ValueKind[] kinds, StructType input) {
-    this.name = name;
-    this.descriptor = descriptor;
-    this.kinds = kinds;
+    super(name, descriptor, kinds);
     this.input = input;
   }
 
   @Override
   public Boolean produceResult(InternalRow row) {
-    FileCursor c = cursor;
-    if (c == null) {
-      c = cursor = new FileCursor(descriptor, kinds);
-    }
-    FileCursor.Current file = c.at(row.getUTF8String(0));
-    return file.keepsPosition(row.getLong(1)) && file.keepsValues(row);
+    FileCursor.Current f = file(row.getUTF8String(0));
+    return f.keepsPosition(row.getLong(1)) && f.keepsValues(row);
   }
 
   @Override
@@ -52,20 +40,5 @@ public final class KeepRows implements ScalarFunction<Boolean>, Serializable {
   @Override
   public DataType resultType() {
     return DataTypes.BooleanType;
-  }
-
-  @Override
-  public boolean isResultNullable() {
-    return false;
-  }
-
-  @Override
-  public String name() {
-    return name;
-  }
-
-  @Override
-  public String canonicalName() {
-    return "mor." + name;
   }
 }

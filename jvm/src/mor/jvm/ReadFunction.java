@@ -1,0 +1,47 @@
+package mor.jvm;
+
+import java.io.Serializable;
+import org.apache.spark.sql.connector.catalog.functions.ScalarFunction;
+import org.apache.spark.unsafe.types.UTF8String;
+
+/**
+ * A bound function of one read: it travels with the plan (its name and the read's descriptor)
+ * and, in each task, looks up the data file a row comes from through a {@link FileCursor} made
+ * on first use.
+ */
+public abstract class ReadFunction<R> implements ScalarFunction<R>, Serializable {
+  private static final long serialVersionUID = 1L;
+
+  private final String name;
+  private final String descriptor;
+  private final ValueKind[] kinds; // the equality arguments' kinds; null: no deletes read
+  private transient FileCursor cursor;
+
+  ReadFunction(String name, String descriptor, ValueKind[] kinds) {
+    this.name = name;
+    this.descriptor = descriptor;
+    this.kinds = kinds;
+  }
+
+  /** The data file of the row whose {@code _metadata.file_path} this is. */
+  final FileCursor.Current file(UTF8String path) {
+    FileCursor c = cursor;
+    if (c == null) c = cursor = new FileCursor(descriptor, kinds);
+    return c.at(path);
+  }
+
+  @Override
+  public boolean isResultNullable() {
+    return false;
+  }
+
+  @Override
+  public String name() {
+    return name;
+  }
+
+  @Override
+  public String canonicalName() {
+    return "mor." + name;
+  }
+}
