@@ -43,6 +43,7 @@ final class DeleteLoader {
   private static final Map<String, Descriptor> DESCRIPTORS = lru(16);
   private static final Map<String, PositionSet> POSITIONS = lru(CACHED);
   private static final Map<String, Set<Object>> KEYS = lru(CACHED);
+  private static final Map<String, LongKeys> LONG_KEYS = lru(CACHED);
   private static Configuration conf;
 
   private DeleteLoader() {}
@@ -67,13 +68,25 @@ final class DeleteLoader {
 
   /** The deleted keys (a value, or a list of values) of equality delete files over {@code ids}. */
   static Set<Object> equalityKeys(List<Descriptor.DeleteFile> files, long[] ids, ValueKind[] kinds) {
-    StringBuilder key = new StringBuilder(Arrays.toString(ids));
-    for (Descriptor.DeleteFile d : files) key.append('\n').append(d.path);
-    return cached(KEYS, key.toString(), k -> {
+    return cached(KEYS, keysKey(files, ids), k -> {
       Set<Object> keys = new HashSet<>();
       for (Descriptor.DeleteFile d : files) readKeys(d, ids, kinds, keys);
       return keys;
     });
+  }
+
+  /**
+   * The same keys of one integer column as a {@link LongKeys}, built once per JVM: every data
+   * file the delete files apply to shares it (a million keys are not hashed again per file).
+   */
+  static LongKeys longKeys(List<Descriptor.DeleteFile> files, long[] ids, ValueKind[] kinds) {
+    return cached(LONG_KEYS, keysKey(files, ids), k -> LongKeys.of(equalityKeys(files, ids, kinds)));
+  }
+
+  private static String keysKey(List<Descriptor.DeleteFile> files, long[] ids) {
+    StringBuilder key = new StringBuilder(Arrays.toString(ids));
+    for (Descriptor.DeleteFile d : files) key.append('\n').append(d.path);
+    return key.toString();
   }
 
   private static PositionSet readPositions(Descriptor.DataFile file) {

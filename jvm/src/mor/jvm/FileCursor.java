@@ -67,7 +67,7 @@ final class FileCursor {
         ordinals[i] = arg + 2;
         groupKinds[i] = kinds[arg];
       }
-      groups.add(new EqualityGroup(ordinals, groupKinds, DeleteLoader.equalityKeys(files, ids, groupKinds)));
+      groups.add(new EqualityGroup(ordinals, groupKinds, files, ids));
     }
     return new Current(file, positions, groups.toArray(new EqualityGroup[0]));
   }
@@ -131,13 +131,13 @@ final class FileCursor {
     boolean deletesLong(long key, boolean isNull) {
       if (groups.length == 0) return false;
       LongKeys keys = longKeys;
-      if (keys == null) keys = longKeys = LongKeys.of(groups[0].keys);
+      if (keys == null) keys = longKeys = groups[0].longKeys();
       return isNull ? keys.hasNull : keys.contains(key);
     }
 
     /** For reads whose one equality column is a string: is {@code key} (or null) deleted? */
     boolean deletesString(UTF8String key) {
-      return groups.length != 0 && groups[0].keys.contains(key);
+      return groups.length != 0 && groups[0].keys().contains(key);
     }
 
     boolean keepsValues(InternalRow row) {
@@ -148,27 +148,44 @@ final class FileCursor {
     }
   }
 
-  /** The deleted keys over one set of equality columns, from every file with that set. */
+  /**
+   * The deleted keys over one set of equality columns, from every file with that set: read when
+   * first asked for, in the form asked for (a set of values, or of longs).
+   */
   static final class EqualityGroup {
     private final int[] ordinals;
     private final ValueKind[] kinds;
-    private final Set<Object> keys;
+    private final List<Descriptor.DeleteFile> files;
+    private final long[] ids;
+    private Set<Object> keys;
 
-    EqualityGroup(int[] ordinals, ValueKind[] kinds, Set<Object> keys) {
+    EqualityGroup(int[] ordinals, ValueKind[] kinds, List<Descriptor.DeleteFile> files, long[] ids) {
       this.ordinals = ordinals;
       this.kinds = kinds;
-      this.keys = keys;
+      this.files = files;
+      this.ids = ids;
+    }
+
+    Set<Object> keys() {
+      Set<Object> k = keys;
+      if (k == null) k = keys = DeleteLoader.equalityKeys(files, ids, kinds);
+      return k;
+    }
+
+    LongKeys longKeys() {
+      return DeleteLoader.longKeys(files, ids, kinds);
     }
 
     boolean matches(InternalRow row) {
+      Set<Object> deleted = keys();
       if (ordinals.length == 1) {
-        return keys.contains(kinds[0].fromRow(row, ordinals[0]));
+        return deleted.contains(kinds[0].fromRow(row, ordinals[0]));
       }
       Object[] key = new Object[ordinals.length];
       for (int i = 0; i < ordinals.length; i++) {
         key[i] = kinds[i].fromRow(row, ordinals[i]);
       }
-      return keys.contains(Arrays.asList(key));
+      return deleted.contains(Arrays.asList(key));
     }
   }
 }
