@@ -14,12 +14,15 @@ import test_readers_matrix as matrix  # noqa: E402
 from test_pyiceberg_reads_ours import LAYOUTS  # noqa: E402
 
 
-def scenario_tables(catalog: mor.Catalog) -> list[mor.Table]:
-    """Every scenario on every layout, one table each (9 tables, 4 to 15 snapshots each)."""
+def scenario_tables(catalog: mor.Catalog, layouts: tuple[str, ...] | None = None) -> list[mor.Table]:
+    """Every scenario on every layout (or those of `layouts`, by id), one table each (9 tables
+    for all three layouts, 4 to 15 snapshots each)."""
     scenarios = [("dml", matrix.SCENARIO, {}), ("keys_off", matrix.KEYS_OFF_SCENARIO, matrix.NO_EQUALITY_DELETES),
                  ("v3", matrix.V3_SCENARIO, matrix.V3)]  # fmt: skip
     tables = []
     for layout in LAYOUTS:
+        if layouts is not None and layout.id not in layouts:
+            continue
         (partition_by,) = layout.values
         for name, steps, properties in scenarios:
             table, _ = matrix.build(catalog, f"db.{name}_{layout.id.replace('-', '_')}", partition_by, steps, **properties)
