@@ -82,10 +82,11 @@ def unsupported_reason(spark: SparkSession, schema: Schema, read_schema: Schema,
     odd = [f.name for f in fields if _has_type(f.field_type, (UUIDType, TimeType))]
     if odd:
         return f"uuid and time columns have no native Spark Parquet type ({', '.join(odd)})"
-    missing = [i for i in eq_ids if schema.find_field(i, case_sensitive=True) is None] if eq_ids else []
+    columns = {f.field_id: f for f in schema.fields}
+    missing = sorted(i for i in eq_ids if i not in columns)
     if missing:
-        return f"equality deletes on columns the table no longer has (field ids {missing})"
-    odd = [schema.find_field(i).name for i in eq_ids if not isinstance(schema.find_field(i).field_type, _EQUALITY_TYPES)]
+        return f"equality deletes on fields that are not columns of the table's schema (dropped, or inside a struct: ids {missing})"
+    odd = [columns[i].name for i in eq_ids if not isinstance(columns[i].field_type, _EQUALITY_TYPES)]
     if odd:
         return f"the JVM functions compare no equality delete column of these types ({', '.join(odd)})"
     if any(is_object_store(t.data_file.file_path) for t in tasks) and not has_s3a(spark):

@@ -6,8 +6,9 @@
 - Files with deletes (and delete-free files whose columns were renamed or re-typed since) go
   through the JVM path (mor/spark/dataframe_plan.py): Spark's native Parquet scan filtered by
   mor's delete functions (mor/spark/delete_functions.py, a jar added to the session), no Python
-  on executors. Where that cannot read the scan (Spark Connect, uuid or time columns, the v3
-  row lineage columns, equality deletes on float columns) they go through the mor Python data
+  on executors; the v3 row lineage columns too (stored, else inherited through the functions).
+  Where that cannot read the scan (Spark Connect, uuid or time columns, equality deletes on
+  float columns or on fields that are no top-level column) they go through the mor Python data
   source (format "mor", mor/spark/source.py; pyspark >= 4), and the reason is logged.
   `path="jvm"` or `path="python"` asks for one path (an error where it cannot read the scan).
 - A table in object storage reads natively only when the session has a Hadoop filesystem for
@@ -151,18 +152,7 @@ def read_located_rows(spark: SparkSession, table: Table, tasks: Sequence[FileSca
     if not HAS_PYTHON_SOURCE:
         raise UnsupportedFeatureError(f"mor's JVM read path cannot read this table's rows: {reason}")
     logger.info("%s: the target rows go through the Python source: %s", table.metadata_location, reason)
-    from mor.spark import register  # mor.spark imports the modules that import this one
-    from mor.spark.source import FORMAT  # only where pyspark has Python data sources
-
-    register(spark)
-    return (
-        spark.read.format(FORMAT)
-        .option("metadata-columns", "true")
-        .option("columns", ",".join(columns))
-        .option("data-files", json.dumps([t.data_file.file_path for t in tasks]))
-        .options(**table.io.properties)
-        .load(table.metadata_location)
-    )
+    return _python_source(spark, table, table.metadata.current_snapshot_id, read_schema, list(tasks), None, metadata_columns=True)
 
 
 def _residual_read(

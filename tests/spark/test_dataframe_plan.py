@@ -386,6 +386,40 @@ def test_uuid_and_time_columns_are_refused_by_the_plan(spark: Any, catalog: mor.
     assert [r.id for r in mor.spark.read_table(spark, table, columns=["id"], path="jvm").collect()] == [1]
 
 
+def test_equality_deletes_outside_the_columns_are_a_reason_not_a_crash(spark: Any, catalog: mor.Catalog) -> None:
+    """An equality delete on a field that is no top-level column (another engine dropped it, or
+    it lies inside a struct) sends the read to the Python source, with the reason."""
+    import dataclasses
+
+    from mor.format.content_file import make_content_file
+    from mor.format.spec import FileContent
+    from mor.spark.dataframe_plan import unsupported_reason
+
+    table = catalog.create_table("db.t", schema=SCHEMA)
+    table.append(rows(range(10)))
+    delete = make_content_file(FileContent.EQUALITY_DELETES, file_path="/elsewhere/eq.parquet", file_format="PARQUET", spec_id=0,
+                               partition={}, record_count=1, file_size_in_bytes=10, equality_ids=(999,))  # fmt: skip
+    task = dataclasses.replace(table.scan().plan_files()[0], delete_files=(delete,))
+    reason = unsupported_reason(spark, table.schema(), table.schema(), [task])
+    assert reason is not None and "999" in reason
+
+
+def test_dml_target_rows_the_jvm_path_cannot_read_go_through_the_python_source(spark: Any, catalog: mor.Catalog, caplog: Any) -> None:
+    """A time column has no native Spark type: Spark's DELETE reads its target rows (`_file`,
+    `_pos`) through the Python source, and removes what the local verb removes."""
+    import datetime as dt
+
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import LongType, NestedField, TimeType
+
+    table = catalog.create_table("db.times", schema=Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "t", TimeType())))
+    table.append(pa.table({"id": pa.array(range(6), pa.int64()), "t": pa.array([dt.time(1, i) for i in range(6)], pa.time64("us"))}))
+    with caplog.at_level(logging.INFO, logger="mor.spark"):
+        mor.spark.delete(spark, table, "id < 3")
+    assert "target rows go through the Python source" in caplog.text and "uuid and time" in caplog.text
+    assert sorted(catalog.load_table("db.times").scan().to_arrow().column("id").to_pylist()) == [3, 4, 5]
+
+
 def test_bad_path_is_a_clear_error(spark: Any, catalog: mor.Catalog) -> None:
     table = catalog.create_table("db.t", schema=SCHEMA)
     with pytest.raises(InvalidArgumentError, match="path"):
