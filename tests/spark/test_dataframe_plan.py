@@ -236,6 +236,29 @@ def test_one_key_column_with_nulls(spark: Any, catalog: mor.Catalog, column: str
     assert_every_snapshot(spark, table)
 
 
+LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
+
+
+@pytest.mark.parametrize(
+    "deleted",
+    [[3, 5, 6, 7, 40, None], [LONG_MIN, LONG_MAX, 0, -1, 7], [LONG_MAX - 5, LONG_MAX - 1], [LONG_MIN, LONG_MIN + 2, 12]],
+    ids=["dense", "both-ends", "dense-at-the-top", "dense-at-the-bottom"],
+)
+def test_long_keys_close_together_far_apart_and_at_the_ends_of_the_range(spark: Any, catalog: mor.Catalog, deleted: list[int | None]) -> None:
+    """The JVM keeps one-column integer keys as a bitset over their range when they lie close
+    together, else hashed: each form deletes exactly its keys, near the ends of the long range too."""
+    schema = pa.schema([("k", pa.int64()), ("n", pa.int32())])
+    table = catalog.create_table("db.long_keys", schema=schema)
+    near_ends = [LONG_MIN + i for i in range(0, 70, 3)] + [LONG_MAX - i for i in range(0, 70, 3)] + [LONG_MAX - 1]
+    keys = [*range(-5, 50), *near_ends, None]
+    table.append(pa.table({"k": keys, "n": list(range(len(keys)))}, schema=schema))
+    table.delete_rows(pa.table({"k": pa.array(deleted, pa.int64())}))
+    left = mor.spark.read_table(spark, table, path="jvm")
+    assert "KeepKey$OfLong" in left._jdf.queryExecution().executedPlan().toString()
+    assert sorted(r["k"] for r in left.collect() if r["k"] is not None) == sorted(k for k in keys if k is not None and k not in deleted)
+    assert_every_snapshot(spark, table)
+
+
 def test_schema_evolution(spark: Any, catalog: mor.Catalog) -> None:
     schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("a", pa.int32()), ("f", pa.float32()), ("s", pa.string()),
                         ("info", pa.struct([("x", pa.int32()), ("y", pa.string())]))])  # fmt: skip

@@ -10,6 +10,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
 import java.util.zip.CRC32;
 import org.apache.hadoop.conf.Configuration;
@@ -44,6 +45,7 @@ final class DeleteLoader {
   private static final Map<String, PositionSet> POSITIONS = lru(CACHED);
   private static final Map<String, Set<Object>> KEYS = lru(CACHED);
   private static final Map<String, LongKeys> LONG_KEYS = lru(CACHED);
+  private static final Map<List<Object>, Object> LOADING = new ConcurrentHashMap<>();
   private static Configuration conf;
 
   private DeleteLoader() {}
@@ -184,16 +186,27 @@ final class DeleteLoader {
     return conf;
   }
 
+  /**
+   * The cached value, else loaded once: tasks asking for the same key at once (every task's
+   * first file needs the same equality deletes) wait for one load, while loads of other keys go
+   * on beside it.
+   */
   private static <V> V cached(Map<String, V> cache, String key, Function<String, V> load) {
-    synchronized (cache) {
-      V hit = cache.get(key);
-      if (hit != null) return hit;
+    V hit = cache.get(key);
+    if (hit != null) return hit;
+    List<Object> loading = Arrays.asList(System.identityHashCode(cache), key);
+    Object lock = LOADING.computeIfAbsent(loading, k -> new Object());
+    try {
+      synchronized (lock) {
+        hit = cache.get(key);
+        if (hit != null) return hit;
+        V value = load.apply(key);
+        cache.put(key, value);
+        return value;
+      }
+    } finally {
+      LOADING.remove(loading, lock);
     }
-    V value = load.apply(key); // outside the lock: another task's read of another file goes on
-    synchronized (cache) {
-      cache.put(key, value);
-    }
-    return value;
   }
 
   private static <V> Map<String, V> lru(int capacity) {
