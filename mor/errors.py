@@ -9,6 +9,7 @@
     │                             path) or that the catalog points at; also a StorageError
     ├── NoSuchNamespaceError
     ├── NoSuchSnapshotError       time travel to a snapshot id or time the table does not have
+    │   ├── NoSuchRefError        a branch or tag the table does not have
     │   └── ExpiredHistoryError   a change feed asked to start where the table's history was
     │                             expired; names the oldest snapshot it can start from
     ├── TableAlreadyExistsError
@@ -21,6 +22,7 @@
     │   ├── DuplicateKeyError     UPSERT/MERGE source rows that repeat a key
     │   ├── RowsOutsideWhereError  overwrite(data, where=...) data holding rows `where` does not
     │   │                         select (a rerun would keep them twice)
+    │   ├── RefAlreadyExistsError  creating (or renaming to) a branch or tag name the table has
     │   ├── RetentionTooShortError  expiring or vacuuming closer to now than the table allows
     │   ├── PartitionEvolutionError  a partition spec change the table cannot take (a field added
     │   │                         twice, removing one it lacks, a duplicate name, a bad transform)
@@ -72,6 +74,10 @@ class NoSuchSnapshotError(MorError):
     pass
 
 
+class NoSuchRefError(NoSuchSnapshotError):
+    """The table has no branch or tag of that name."""
+
+
 class ExpiredHistoryError(NoSuchSnapshotError):
     """The change feed cannot start there: the snapshots it would diff against were expired.
     `oldest_snapshot_id` and `oldest_timestamp_ms`: the earliest start the table still has
@@ -115,6 +121,10 @@ class DuplicateKeyError(InvalidArgumentError):
 class RowsOutsideWhereError(InvalidArgumentError):
     """`overwrite(data, where=...)` with rows for which `where` is not TRUE: they would survive
     the next overwrite of the same `where`. Nothing was written."""
+
+
+class RefAlreadyExistsError(InvalidArgumentError):
+    """The table already has a branch or tag of that name."""
 
 
 class RetentionTooShortError(InvalidArgumentError):

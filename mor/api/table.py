@@ -18,6 +18,7 @@ from pyiceberg.schema import Schema
 
 from mor.api.inputs import Rows, as_table, as_tables, known_row_count
 from mor.api.scan import Scan
+from mor.api.snapshot_management import TableSnapshots, ref_snapshot_id
 from mor.api.table_definition import TableDefinition
 from mor.api.table_maintenance import TableMaintenance
 from mor.commit.idempotency import Idempotency
@@ -55,7 +56,7 @@ class HistoryEntry:
     is_current_ancestor: bool
 
 
-class Table(TableMaintenance, TableDefinition):
+class Table(TableMaintenance, TableDefinition, TableSnapshots):
     # The rest of the catalog, for maintenance that deletes files (set by the catalog that
     # opens the table): the files other tables own must stay. (Declared in TableParts.)
 
@@ -113,10 +114,16 @@ class Table(TableMaintenance, TableDefinition):
         case_sensitive: bool = True,
         limit: int | None = None,
         progress: ProgressArg = None,
+        branch: str | None = None,
     ) -> Scan:
         """What to read; nothing is read until `to_arrow()`, `to_batches()`, `count()`... (see
         mor/api/scan.py). `limit`: at most this many rows, reading only the files they need.
-        `progress`: files read, stage "read files" (mor/progress.py; a bar after 2 s)."""
+        `progress`: files read, stage "read files" (mor/progress.py; a bar after 2 s).
+        `branch`: the head of a branch, or a tag's snapshot (by name), instead of main's."""
+        if branch is not None:
+            if snapshot_id is not None or as_of is not None:
+                raise InvalidArgumentError("give branch, snapshot_id or as_of, not two of them")
+            snapshot_id = ref_snapshot_id(self.metadata, branch)
         return Scan(self, filter, columns, snapshot_id, as_of, case_sensitive, limit, progress)
 
     def changes(
@@ -150,8 +157,9 @@ class Table(TableMaintenance, TableDefinition):
 
     # -- writing ---------------------------------------------------------------------------
     def append(
-        self, data: Rows, schema_mode: str | None = None, *, progress: ProgressArg = None, idempotency: tuple[str, int] | None = None
-    ) -> Snapshot | None:
+        self, data: Rows, schema_mode: str | None = None, *, progress: ProgressArg = None, idempotency: tuple[str, int] | None = None,
+        branch: str | None = None,
+    ) -> Snapshot | None:  # fmt: skip
         """Add rows in one `append` snapshot: a pyarrow Table, RecordBatch, RecordBatchReader or
         iterable of batches, a pandas or polars DataFrame, or any Arrow stream
         (`__arrow_c_stream__`); see mor/api/inputs.py. A reader, stream or iterator of batches
@@ -163,12 +171,15 @@ class Table(TableMaintenance, TableDefinition):
         (int64 data for an int column makes it long) and writes missing optional columns as
         nulls, in the same commit; by default ("strict") data that does not fit the schema is a
         SchemaMismatchError. See prepare_append in mor/api/schema_update.py.
-        `progress`: rows and bytes written, stage "write rows" (mor/progress.py)."""
+        `progress`: rows and bytes written, stage "write rows" (mor/progress.py).
+        `branch`: commit to that branch instead of main (as every write verb takes it)."""
         from mor.api.schema_update import prepare_append  # imported on first use: a read needs no writer
         from mor.commit.snapshot_producer import Changes
         from mor.write.parquet_files import WriteOptions
         from mor.write.rolling import RollingDataWriter, write_rows
 
+        if branch is not None:
+            return self._on(branch, lambda t: t.append(data, schema_mode, progress=progress, idempotency=idempotency))
         self.operations()
         reporter = Progress.delayed("append", progress)
         idem = Idempotency.of(idempotency)
@@ -215,13 +226,16 @@ class Table(TableMaintenance, TableDefinition):
         return snapshot
 
     def delete(
-        self, where: FilterLike, mode: str | None = None, *, progress: ProgressArg = None, idempotency: tuple[str, int] | None = None
-    ) -> Snapshot | None:
+        self, where: FilterLike, mode: str | None = None, *, progress: ProgressArg = None, idempotency: tuple[str, int] | None = None,
+        branch: str | None = None,
+    ) -> Snapshot | None:  # fmt: skip
         """Delete the rows matching `where` (every row: `"true"` or `truncate()`). Returns the
         new snapshot, or None if none matched. `progress`: stages "scan files" and "write
         files" (mor/progress.py), as for update, upsert, merge and delete_rows."""
         from mor.dml.delete import delete_where  # imported on first use: a read needs no DML
 
+        if branch is not None:
+            return self._on(branch, lambda t: t.delete(where, mode, progress=progress, idempotency=idempotency))
         self.operations()
         reporter = Progress.delayed("delete", progress)
         if where is None:
@@ -240,6 +254,7 @@ class Table(TableMaintenance, TableDefinition):
         progress: ProgressArg = None,
         idempotency: tuple[str, int] | None = None,
         allow_rows_outside_where: bool = False,
+        branch: str | None = None,
     ) -> Snapshot | None:
         """Replace the rows matching `where` (every row by default) with `data`, in one
         `overwrite` snapshot. `data` is any input `append` takes, written (streamed) and fitted
@@ -256,6 +271,10 @@ class Table(TableMaintenance, TableDefinition):
         from mor.write.parquet_files import WriteOptions
         from mor.write.rolling import RollingDataWriter, write_rows
 
+        if branch is not None:
+            return self._on(branch, lambda t: t.overwrite(
+                data, where, mode, progress=progress, idempotency=idempotency, allow_rows_outside_where=allow_rows_outside_where
+            ))  # fmt: skip
         self.operations()
         reporter = Progress.delayed("overwrite", progress)
         idem = Idempotency.of(idempotency)
@@ -288,18 +307,22 @@ class Table(TableMaintenance, TableDefinition):
                 self.io.delete_quietly(f.file_path)
             raise
 
-    def truncate(self, *, idempotency: tuple[str, int] | None = None) -> Snapshot | None:
+    def truncate(self, *, idempotency: tuple[str, int] | None = None, branch: str | None = None) -> Snapshot | None:
         """Delete every row: the live data files leave the table, nothing is read or written
         but metadata. None when the table holds no rows."""
-        return self.delete(AlwaysTrue(), idempotency=idempotency)
+        return self.delete(AlwaysTrue(), idempotency=idempotency, branch=branch)
 
-    def delete_rows(self, keys: Rows, *, progress: ProgressArg = None, idempotency: tuple[str, int] | None = None) -> Snapshot | None:
+    def delete_rows(
+        self, keys: Rows, *, progress: ProgressArg = None, idempotency: tuple[str, int] | None = None, branch: str | None = None
+    ) -> Snapshot | None:
         """Blind delete by value: an equality delete file on `keys`' columns (any input
         `append` takes); reads no data.
         With `mor.write.equality-deletes.enabled=false`: the rows holding the keys are found
         and removed as `delete` removes them (position deletes). None if nothing went."""
         from mor.dml.delete_rows import delete_rows_changes  # imported on first use: a read needs no DML
 
+        if branch is not None:
+            return self._on(branch, lambda t: t.delete_rows(keys, progress=progress, idempotency=idempotency))
         self.operations()
         reporter = Progress.delayed("delete_rows", progress)
         key_rows = as_table(keys, "the keys to delete")
@@ -313,12 +336,15 @@ class Table(TableMaintenance, TableDefinition):
         *,
         progress: ProgressArg = None,
         idempotency: tuple[str, int] | None = None,
+        branch: str | None = None,
     ) -> Snapshot | None:
         """Set columns (literals or `pyarrow.compute` expressions of the old row) where
         `where` matches; `where` is required (every row: `"true"` or `True`), as `delete`'s
         predicate is. Returns the new snapshot, or None if no row matched."""
         from mor.dml.update import update_where  # imported on first use: a read needs no DML
 
+        if branch is not None:
+            return self._on(branch, lambda t: t.update(set, where, mode, progress=progress, idempotency=idempotency))
         self.operations()
         reporter = Progress.delayed("update", progress)
         if where is None:
@@ -337,6 +363,7 @@ class Table(TableMaintenance, TableDefinition):
         *,
         progress: ProgressArg = None,
         idempotency: tuple[str, int] | None = None,
+        branch: str | None = None,
     ) -> Snapshot | None:
         """Replace the rows whose key (`on`) exists, insert the others, in one snapshot (`rows`:
         any input `append` takes).
@@ -344,6 +371,8 @@ class Table(TableMaintenance, TableDefinition):
         (equality deletes on the keys, no scan)."""
         from mor.dml.merge import upsert_rows  # imported on first use: a read needs no DML
 
+        if branch is not None:
+            return self._on(branch, lambda t: t.upsert(rows, on, mode, strategy, progress=progress, idempotency=idempotency))
         self.operations()
         reporter = Progress.delayed("upsert", progress)
         mode = write_mode(self, mode, MERGE_MODE_PROPERTY)  # fixed for every re-plan
@@ -364,6 +393,7 @@ class Table(TableMaintenance, TableDefinition):
         clauses: MergeClauses | None = None,
         progress: ProgressArg = None,
         idempotency: tuple[str, int] | None = None,
+        branch: str | None = None,
     ) -> Snapshot | None:
         """MERGE INTO on the key columns `on` (matched null-safely; a key once in the source):
         see mor/dml/merge.py. The keyword clauses are one of each kind, the delete tried first;
@@ -373,6 +403,11 @@ class Table(TableMaintenance, TableDefinition):
         from mor.dml.merge import check_keyword_clauses, merge_rows  # imported on first use: a read needs no DML
         from mor.dml.merge_clauses import MergeClauses
 
+        if branch is not None:
+            return self._on(branch, lambda t: t.merge(
+                source, on, when_matched_update, when_matched_delete, when_not_matched_insert, when_matched_update_if,
+                when_not_matched_insert_if, mode, clauses=clauses, progress=progress, idempotency=idempotency,
+            ))  # fmt: skip
         self.operations()
         reporter = Progress.delayed("merge", progress)
         keywords = (when_matched_delete, when_matched_update, when_matched_update_if, when_not_matched_insert, when_not_matched_insert_if)

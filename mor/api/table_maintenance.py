@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from mor.api.table_parts import TableParts
 from mor.dml.runner import run_dml
+from mor.errors import InvalidArgumentError
 from mor.expr.filters import FilterLike
 from mor.maintenance.orphans import DEFAULT_MIN_AGE, OrphanResult, remove_orphans
 from mor.maintenance.ownership import REFUSE_SAME, REFUSE_SAME_OR_INNER, Ownership
@@ -25,6 +26,15 @@ if TYPE_CHECKING:
     from mor.maintenance.expire import ExpireResult
     from mor.maintenance.policy import MaintainResult
     from mor.maintenance.rewrite_deletes import RewritePlan, RewriteResult
+
+
+def whole_table(ops: object, verb: str) -> None:
+    """Expiry and orphan removal keep what every ref needs: they run on the table, never
+    through a branch's or a staged handle (whose metadata shows one line as main)."""
+    from mor.commit.branch_ops import BranchOperations
+
+    if isinstance(ops, BranchOperations):
+        raise InvalidArgumentError(f"{verb} works on the whole table (every branch and tag): call it on the table, not a branch handle")
 
 
 class TableMaintenance(TableParts):
@@ -40,7 +50,7 @@ class TableMaintenance(TableParts):
         (mor/maintenance/ownership.py); a table whose location is another's or holds it raises
         MaintenanceRefusedError, as does a file the metadata spells with another
         scheme or authority than the listing found."""
-        self.operations()
+        whole_table(self.operations(), "remove_orphan_files")
         self.refresh()
         ownership = Ownership(
             self.io, self.identifier, self.metadata.location, self.catalog_view, "remove_orphan_files", REFUSE_SAME_OR_INNER
@@ -68,6 +78,7 @@ class TableMaintenance(TableParts):
         from mor.maintenance.expire import expire_snapshots  # imported on first use: a read needs no maintenance
 
         ops = self.operations()
+        whole_table(ops, "expire_snapshots")
         self.refresh()
         result, self.metadata, self.metadata_location = expire_snapshots(
             self.io,
@@ -95,6 +106,7 @@ class TableMaintenance(TableParts):
         zorder_by: list[str] | None = None,
         dry_run: bool = False,
         progress: ProgressArg = None,
+        branch: str | None = None,
     ) -> CompactionResult:
         """Rewrite the data files that carry deletes (deleted share >= `min_delete_ratio`, or
         at least `min_delete_files` delete files), and small files, with their deletes applied,
@@ -102,9 +114,18 @@ class TableMaintenance(TableParts):
         delete files that then apply to nothing leave in the same `replace` commit. `where`
         limits it to files that may hold matching rows. See mor/maintenance/compact.py.
         `sort_by=["a", "b desc"]` or `zorder_by=["a", "b"]` (2 to 4 columns) rewrite every
-        file in scope with each partition's rows in that order (mor/maintenance/clustering.py)."""
+        file in scope with each partition's rows in that order (mor/maintenance/clustering.py).
+        `branch`: compact the files of that branch's head, committing to the branch."""
         from mor.dml.compaction import compact_table  # imported on first use: a read needs no maintenance
 
+        if branch is not None:
+            on_branch = self.branch(branch)
+            result = on_branch.compact(
+                where, target_file_size, min_delete_ratio, min_input_files, min_delete_files,
+                sort_by=sort_by, zorder_by=zorder_by, dry_run=dry_run, progress=progress,
+            )  # fmt: skip
+            self.refresh()
+            return result
         return compact_table(
             self, where, target_file_size, min_delete_ratio, min_input_files, min_delete_files,
             sort_by=sort_by, zorder_by=zorder_by, dry_run=dry_run, progress=progress,

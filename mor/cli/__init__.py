@@ -1,5 +1,6 @@
 """Command line: look around (`tables`, `describe`, `history`, `snapshots`, `files`, `scan`,
-`changes`), change rows (`delete`, `update`), try it (`quickstart`), keep tables healthy
+`changes`, `refs`), change rows (`delete`, `update`), undo (`rollback`, `set-current`, `cherrypick`,
+`publish`), name versions (`branch`, `tag`), try it (`quickstart`), keep tables healthy
 (`compact`, `rewrite-deletes`, `expire`, `remove-orphans`, `maintain`) and `serve` the catalog
 over the Iceberg REST protocol. `--json` on every verb prints machine-readable output."""
 
@@ -9,12 +10,12 @@ import argparse
 import os
 import sys
 
-from mor.cli import dml, inspection, maintenance, quickstart, rows
+from mor.cli import dml, inspection, maintenance, quickstart, refs, rows
 from mor.cli.options import resolve_catalog_settings
 from mor.errors import MorError
 
 # One module per group of verbs; each adds its parsers, with `run` the function to call.
-VERB_MODULES = (quickstart, inspection, rows, dml, maintenance)
+VERB_MODULES = (quickstart, inspection, rows, dml, refs, maintenance)
 
 
 def build_parser() -> argparse.ArgumentParser:

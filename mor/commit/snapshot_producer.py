@@ -67,6 +67,8 @@ class Changes:
     # The rules (required columns, CHECK constraints) the added rows were checked against
     # (mor/commit/row_rules.py): checked again on a base where they changed.
     row_rules: RowRules | None = None
+    # Summary properties the operation adds (a cherry-pick's `source-snapshot-id`).
+    summary: dict[str, str] = field(default_factory=dict)
 
 
 # validate(base the operation read, current base) raises CommitConflictError when our changes
@@ -137,7 +139,7 @@ def commit_changes(
                 [*changes.added_data, *changes.added_deletes],
                 [*changes.removed_data, *changes.removed_deletes],
                 parent.summary if parent else None,
-                changes.idempotency.summary() if changes.idempotency else None,
+                {**changes.summary, **(changes.idempotency.summary() if changes.idempotency else {})},
             )
             snapshot = Snapshot(
                 snapshot_id=snapshot_id,

@@ -122,4 +122,6 @@ def commit(
             if f.file_path not in kept_paths:
                 table.io.delete_quietly(f.file_path)
         raise
-    return table.metadata.current_snapshot()
+    # The snapshot this commit added (apply_updates appends it): on a branch its head, and
+    # staged for write-audit-publish no ref's head at all.
+    return table.metadata.snapshots[-1]

@@ -66,6 +66,8 @@ PARQUET_ROW_GROUP_SIZE_BYTES = "write.parquet.row-group-size-bytes"
 MAX_SNAPSHOT_AGE_MS = "history.expire.max-snapshot-age-ms"
 MIN_SNAPSHOTS_TO_KEEP = "history.expire.min-snapshots-to-keep"
 MAX_REF_AGE_MS = "history.expire.max-ref-age-ms"
+# Write-audit-publish: writes with a wap.id are staged, not published (mor/commit/branch_ops.py).
+WAP_ENABLED = "write.wap.enabled"
 # table.maintain()'s policy (mor/maintenance/policy.py): `mor.maintain.<name>`.
 MAINTAIN_PREFIX = "mor.maintain."
 
@@ -129,6 +131,7 @@ CHECKS: dict[str, Callable[[str], str | None]] = {
     MAX_SNAPSHOT_AGE_MS: _whole_number(0, INT64_MAX),
     MIN_SNAPSHOTS_TO_KEEP: _whole_number(1),
     MAX_REF_AGE_MS: _whole_number(0, INT64_MAX),
+    WAP_ENABLED: _one_of(("true", "false"), case_sensitive=False),
     # table.maintain() policy (mor/maintenance/policy.py)
     MAINTAIN_PREFIX + "compact.enabled": _one_of(("true", "false"), case_sensitive=False),
     MAINTAIN_PREFIX + "compact.min-delete-ratio": _fraction,

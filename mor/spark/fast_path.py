@@ -70,6 +70,7 @@ def read_table(
     properties: Mapping[str, str] | None = None,
     path: ReadPath = "auto",
     metadata_columns: bool = False,
+    branch: str | None = None,
 ) -> DataFrame:
     """The live rows of `table` (a mor Table, a `namespace.table` name with `warehouse`/`uri`,
     or a metadata location) as a DataFrame: the rows `table.scan(...).to_arrow()` returns.
@@ -77,14 +78,15 @@ def read_table(
     deletes are read ("auto"; "jvm": native scans filtered by mor's delete functions; "python":
     the mor Python source); delete-free files are read natively whatever it says.
     `metadata_columns`: also `_file` (each row's data file, as the table spells it) and `_pos`
-    (its position there), every file then read by the JVM path (or the Python source)."""
+    (its position there), every file then read by the JVM path (or the Python source).
+    `branch`: the head of that branch, or a tag's snapshot, instead of main's."""
     if path not in READ_PATHS:
         raise InvalidArgumentError(f"path must be one of {', '.join(READ_PATHS)}, not {path!r}")
     if path == "python" and not HAS_PYTHON_SOURCE:
         raise UnsupportedFeatureError("path='python' needs Python data sources (pyspark >= 4); use path='jvm'")
     if not isinstance(table, Table):
         table = TableRef(table, warehouse, uri, tuple(sorted((properties or {}).items()))).open()
-    scan = table.scan(filter=filter, columns=columns, snapshot_id=snapshot_id, as_of=as_of, case_sensitive=CASE_SENSITIVE)
+    scan = table.scan(filter=filter, columns=columns, snapshot_id=snapshot_id, as_of=as_of, case_sensitive=CASE_SENSITIVE, branch=branch)
     if metadata_columns:
         check_metadata_columns_free(scan.schema)
     output = [f.name for f in scan.projection.fields] + ([FILE_COLUMN, POS_COLUMN] if metadata_columns else [])

@@ -108,6 +108,7 @@ class ReadOptions:
     partitions: int | None = None
     metadata_columns: bool = False  # add _file and _pos (row position in the data file)
     data_files: frozenset[str] | None = None  # read only these data files (the fast path's share)
+    branch: str | None = None  # the head of a branch, or a tag's snapshot (options "branch", "tag")
 
 
 def read_options(options: Mapping[str, str]) -> ReadOptions:
@@ -120,7 +121,16 @@ def read_options(options: Mapping[str, str]) -> ReadOptions:
         partitions=positive_option(options, "partitions"),
         metadata_columns=bool_option(options, "metadata-columns"),
         data_files=string_set_option(options, "data-files"),
+        branch=ref_option(options),
     )
+
+
+def ref_option(options: Mapping[str, str]) -> str | None:
+    """The `branch` or `tag` option (Iceberg's names), at most one of them."""
+    given = [options[k] for k in ("branch", "tag") if options.get(k)]
+    if len(given) > 1:
+        raise InvalidArgumentError("give the branch option or the tag option, not both")
+    return given[0] if given else None
 
 
 def int_option(options: Mapping[str, str], key: str) -> int | None:

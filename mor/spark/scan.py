@@ -12,7 +12,6 @@ from pyiceberg.schema import Schema
 from pyspark.sql.datasource import Filter
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from mor.api.scan import Scan
 from mor.api.table import Table
 from mor.format.lineage import LINEAGE_FIELDS, with_lineage
 from mor.planning.packing import pack_tasks
@@ -77,7 +76,7 @@ def plan_scan(ref: TableRef, options: ReadOptions, requested: StructType | None)
     """Resolve the table, snapshot (time travel uses that snapshot's schema) and columns: the
     `columns` option, else the user's `.schema(...)`, else every column."""
     table = ref.open()
-    scan = Scan(table, options.filter, options.columns, options.snapshot_id, options.as_of_ms, CASE_SENSITIVE)
+    scan = table.scan(options.filter, options.columns, options.snapshot_id, options.as_of_ms, CASE_SENSITIVE, branch=options.branch)
     projection, output = scan.projection, spark_schema(scan.projection)
     if options.metadata_columns:
         check_metadata_columns_free(scan.schema)

@@ -106,6 +106,11 @@ class MorTable:
         with spark_errors():
             return cls(spark, TableRef(location, properties=tuple(sorted((properties or {}).items()))).open())
 
+    def branch(self, name: str) -> MorTable:
+        """This table's branch `name`: reads see its head, DML and compaction commit to it."""
+        with spark_errors():
+            return MorTable(self.spark, self.table.branch(name), self._alias, refresh=self._refresh)
+
     def alias(self, name: str) -> MorTable:
         """This table under `name` in MERGE conditions and values."""
         return MorTable(self.spark, self.table, name, refresh=self._refresh)

@@ -21,7 +21,9 @@ that meets it, so nothing is committed; with true, the nullable column itself is
 columns; default: environment variable MOR_SESSION_TIME_ZONE, which `mor.spark.register` sets);
 `txn-app-id` and `txn-version` (both or neither: an idempotent write, as Delta Lake names them;
 a job whose app id already committed that version or a later one commits nothing and deletes
-the files it wrote: mor/commit/idempotency.py).
+the files it wrote: mor/commit/idempotency.py); `branch` (commit to that branch, not main) or
+`wap-id` (write-audit-publish on a table with `write.wap.enabled=true`: the snapshot is staged
+with that `wap.id`, no branch moves; `Table.publish` publishes it): mor/commit/branch_ops.py.
 
 Column types convert as Iceberg-Spark's store assignment does (mor/spark/store_assignment.py):
 a TIMESTAMP into a `timestamp` column as its wall clock in the session time zone, TIMESTAMP_NTZ
@@ -67,6 +69,7 @@ from pyspark.sql.pandas.types import to_arrow_schema as spark_to_arrow_schema
 from pyspark.sql.types import StructType
 
 from mor.api.catalog import DEFAULT_PROPERTIES, Catalog
+from mor.commit.branch_ops import BranchOperations, branch_head
 from mor.commit.idempotency import AlreadyCommitted, Idempotency
 from mor.commit.snapshot_producer import Changes, TableOperations, Validator, commit_changes
 from mor.commit.table_ops import read_metadata
@@ -82,8 +85,8 @@ from mor.errors import (
 from mor.format.arrow_types import from_arrow_schema
 from mor.format.content_file import DataFile, DeleteFile
 from mor.format.metadata import TableMetadata, new_table_metadata, parse_format_version
-from mor.format.properties import TARGET_FILE_SIZE_BYTES
-from mor.format.spec import FORMAT_VERSION, ManifestContent, Operation
+from mor.format.properties import TARGET_FILE_SIZE_BYTES, WAP_ENABLED
+from mor.format.spec import FORMAT_VERSION, MAIN_BRANCH, ManifestContent, Operation
 from mor.io.fileio import FileIO
 from mor.planning.conflicts import validate_no_new_deletes_for, validate_no_new_matching_data
 from mor.planning.planner import live_entries
@@ -135,6 +138,9 @@ class MorWriter(DataSourceArrowWriter):
         self.target_file_bytes = _target_file_bytes(options, self.target.properties)
         self.file_prefix = f"{uuid.uuid4().hex}-"  # names this job's files, so abort can find them all
         self.idempotency = idempotency_option(options)
+        self.branch, self.wap_id = _line_options(options, self.target)
+        if self.branch is not None and self.target.base_location is not None:  # a tag or no such branch: refused before any task
+            branch_head(read_metadata(ref.catalog().io, self.target.base_location), self.branch)
 
     # -- executors -------------------------------------------------------------------------
     def write(self, iterator: Iterator[pa.RecordBatch]) -> MorCommitMessage:
@@ -210,10 +216,13 @@ class MorWriter(DataSourceArrowWriter):
         if t.base_location is None:
             metadata = new_table_metadata(t.schema, t.spec, UNSORTED_SORT_ORDER, t.location, dict(t.properties), t.format_version)
             return catalog.new_table_operations(t.identifier), metadata, ""
-        ops = catalog.table_operations(t.identifier)
+        ops: TableOperations = catalog.table_operations(t.identifier)
+        if self.branch is not None or self.wap_id is not None:
+            ops = BranchOperations(ops, branch=self.branch or MAIN_BRANCH, wap_id=self.wap_id)
         if self.overwrite:
             # Replace what the job saw; the validator refuses what others committed since.
-            return ops, read_metadata(catalog.io, t.base_location), t.base_location
+            seen = read_metadata(catalog.io, t.base_location)
+            return ops, ops.view(seen, t.base_location) if isinstance(ops, BranchOperations) else seen, t.base_location
         base, location = ops.refresh()
         self._check_same_table(base)
         return ops, base, location
@@ -330,6 +339,19 @@ def _column_renames(schema: StructType, table_schema: Schema) -> dict[str, str]:
     exact = {f.name for f in table_schema.fields}
     by_lower = {f.name.lower(): f.name for f in table_schema.fields}
     return {f.name: by_lower[f.name.lower()] for f in schema.fields if f.name not in exact and f.name.lower() in by_lower}
+
+
+def _line_options(options: Mapping[str, str], target: WriteTarget) -> tuple[str | None, str | None]:
+    """The `branch` to commit to and the `wap-id` to stage the write with (write-audit-publish:
+    the table must have write.wap.enabled=true), checked before any task writes a file."""
+    branch, wap_id = options.get("branch") or None, options.get("wap-id") or None
+    if branch is not None and wap_id is not None:
+        raise InvalidArgumentError("give the branch option or the wap-id option, not both")
+    if (branch or wap_id) and target.base_location is None:
+        raise InvalidArgumentError(f"table {target.identifier} does not exist yet: create it before writing to a branch or staging")
+    if wap_id is not None and target.properties.get(WAP_ENABLED, "false").lower() != "true":
+        raise InvalidArgumentError(f"option wap-id stages the write only on a table with {WAP_ENABLED}=true")
+    return branch, wap_id
 
 
 def idempotency_option(options: Mapping[str, str]) -> Idempotency | None:

@@ -71,16 +71,10 @@ def mor_rows(client: mor.Catalog, name: str, snapshot_id: int | None = None) -> 
 
 
 def delete_contents(table: mor.Table) -> set[str]:
-    return {
-        "dv" if f.is_deletion_vector else FileContent(f.content).name
-        for task in table.scan().plan_files()
-        for f in task.delete_files
-    }
+    return {"dv" if f.is_deletion_vector else FileContent(f.content).name for task in table.scan().plan_files() for f in task.delete_files}
 
 
-def test_java_writes_branches_and_tags_mor_reads_maintains_and_java_reads_again(
-    java: JavaSql, client: mor.Catalog
-) -> None:
+def test_java_writes_branches_and_tags_mor_reads_maintains_and_java_reads_again(java: JavaSql, client: mor.Catalog) -> None:
     name = unique("java")
     java.sql(f"CREATE TABLE rc.db.{name} (id bigint, status string, amount double) USING iceberg "
              f"TBLPROPERTIES ('format-version'='2', {MERGE_ON_READ})")  # fmt: skip
@@ -140,6 +134,84 @@ def test_java_reads_mor_equality_deletes(java: JavaSql, client: mor.Catalog) -> 
     name = unique("eq")
     table = client.create_table(f"db.{name}", schema=SCHEMA)
     table.append(pa.table({"id": range(20), "status": ["open"] * 20, "amount": [float(i) for i in range(20)]}, SCHEMA))
-    table.upsert(pa.table({"id": [3, 7, 100], "status": ["up", "up", "new"], "amount": [0.0, 0.0, 0.0]}, SCHEMA), on=["id"], strategy="equality")
+    table.upsert(
+        pa.table({"id": [3, 7, 100], "status": ["up", "up", "new"], "amount": [0.0, 0.0, 0.0]}, SCHEMA), on=["id"], strategy="equality"
+    )
     assert delete_contents(table) == {"EQUALITY_DELETES"}
     assert java_rows(java, name) == mor_rows(client, name)
+
+
+def test_mor_branches_tags_and_undo_read_the_same_in_java(java: JavaSql, client: mor.Catalog) -> None:
+    """mor's tags, branches (with retention), rollback and set-current, as Java reads them:
+    each ref's rows, main's rows, and Java's `refs` metadata table."""
+    name = unique("refs")
+    table = client.create_table(f"db.{name}", schema=SCHEMA)
+    table.append(pa.table({"id": range(10), "status": ["a"] * 10, "amount": [1.0] * 10}, SCHEMA))
+    s1 = table.metadata.current_snapshot_id
+    table.append(pa.table({"id": range(10, 20), "status": ["b"] * 10, "amount": [2.0] * 10}, SCHEMA))
+    s2 = table.metadata.current_snapshot_id
+    table.delete("id < 5")
+    s3 = table.metadata.current_snapshot_id
+    assert s1 is not None and s2 is not None and s3 is not None
+    with table.manage_snapshots() as refs:
+        refs.create_tag("first", s1, max_ref_age_ms=7 * 86_400_000)
+        refs.create_branch("audit", s2, min_snapshots_to_keep=2, max_snapshot_age_ms=86_400_000)
+        refs.rollback_to(s2)
+    assert java_rows(java, name) == mor_rows(client, name) == mor_rows(client, name, s2)
+    assert java_rows(java, name, "first") == mor_rows(client, name, s1)
+    assert java_rows(java, name, "audit") == mor_rows(client, name, s2)
+    java_refs = {
+        r["name"]: (r["type"], r["snapshot_id"], r["max_reference_age_in_ms"], r["min_snapshots_to_keep"], r["max_snapshot_age_in_ms"])
+        for r in java.rows(f"SELECT * FROM rc.db.{name}.refs").to_pylist()
+    }
+    assert java_refs == {
+        "main": ("BRANCH", s2, None, None, None),
+        "first": ("TAG", s1, 7 * 86_400_000, None, None),
+        "audit": ("BRANCH", s2, None, 2, 86_400_000),
+    }
+    table.delete("id < 3", branch="audit")  # a write on the branch, through mor's REST client
+    table.append(pa.table({"id": [99], "status": ["c"], "amount": [9.0]}, SCHEMA), branch="audit")
+    assert java_rows(java, name, "audit") == rows(table.scan(branch="audit").to_arrow())
+    assert [r[0] for r in java_rows(java, name, "audit")] == [*range(3, 20), 99]
+    table.set_current_snapshot(s3)  # undo the rollback
+    assert java_rows(java, name) == mor_rows(client, name, s3)
+    history = java.rows(f"SELECT snapshot_id, is_current_ancestor FROM rc.db.{name}.history").to_pylist()
+    assert [r["snapshot_id"] for r in history] == [s1, s2, s3, s2, s3]
+
+
+def test_publish_and_cherrypick_agree_with_java(java: JavaSql, client: mor.Catalog) -> None:
+    """Twin tables: Java stages a write-audit-publish append and a branch's append on both,
+    then publishes and cherry-picks on one with its procedures while mor does it on the other.
+    Java reads the same rows from both, and both new snapshots name their source alike."""
+    twins = [unique("wap_java"), unique("wap_mor")]
+    staged: dict[str, int] = {}
+    for name in twins:
+        java.sql(f"CREATE TABLE rc.db.{name} (id bigint, status string, amount double) USING iceberg "
+                 f"TBLPROPERTIES ('format-version'='2', 'write.wap.enabled'='true')")  # fmt: skip
+        java.sql(f"INSERT INTO rc.db.{name} VALUES (1, 'main', 1.0), (2, 'main', 2.0)")
+        java.sql(f"ALTER TABLE rc.db.{name} CREATE BRANCH dev")
+        java.sql(f"INSERT INTO rc.db.{name}.branch_dev VALUES (30, 'dev', 3.0)")
+        java.sql("SET spark.wap.id = nightly-1")
+        java.sql(f"INSERT INTO rc.db.{name} VALUES (10, 'staged', 10.0)")
+        java.sql("RESET spark.wap.id")
+        java.sql(f"INSERT INTO rc.db.{name} VALUES (3, 'main', 3.0)")  # main moves on meanwhile
+        table = client.load_table(f"db.{name}")
+        staged[name] = next(s.snapshot_id for s in table.snapshots() if s.summary.get("wap.id") == "nightly-1")
+        assert java_rows(java, name) == [(1, "main", 1.0), (2, "main", 2.0), (3, "main", 3.0)]
+    by_java, by_mor = twins
+    dev_head = {name: client.load_table(f"db.{name}").metadata.refs["dev"]["snapshot-id"] for name in twins}
+
+    java.sql(f"CALL rc.system.publish_changes('db.{by_java}', 'nightly-1')")
+    java.sql(f"CALL rc.system.cherrypick_snapshot('db.{by_java}', {dev_head[by_java]})")
+    table = client.load_table(f"db.{by_mor}")
+    published = table.publish("nightly-1")
+    picked = table.cherrypick(dev_head[by_mor])
+    assert java_rows(java, by_mor) == java_rows(java, by_java) == mor_rows(client, by_mor)
+    assert {r[0] for r in mor_rows(client, by_mor)} == {1, 2, 3, 10, 30}
+    assert published.summary["published-wap-id"] == "nightly-1"
+    assert published.summary["source-snapshot-id"] == str(staged[by_mor])
+    assert picked.summary["source-snapshot-id"] == str(dev_head[by_mor])
+    java_summaries = [s.summary for s in client.load_table(f"db.{by_java}").snapshots()[-2:]]
+    assert java_summaries[0]["published-wap-id"] == "nightly-1" and java_summaries[0]["source-snapshot-id"] == str(staged[by_java])
+    with pytest.raises(mor.InvalidArgumentError, match="published already"):
+        table.publish("nightly-1")

@@ -1,0 +1,345 @@
+"""Snapshot management: branches and tags, and undo (roll back, set the current snapshot,
+cherry-pick, restore), as Iceberg's ManageSnapshots and Spark procedures do it.
+
+    table.rollback_to(snapshot_id)                     # main back to one of its ancestors
+    table.rollback_to_time(datetime(2026, 11, 1))      # ... to the newest one before that time
+    table.set_current_snapshot(snapshot_id)            # main at any snapshot
+    table.cherrypick(snapshot_id)                      # a staged or other branch's append, onto main
+    table.create_branch("audit", max_ref_age_ms=...)   # at the current snapshot, or snapshot_id=
+    with table.manage_snapshots() as refs:             # several ref changes, one commit
+        refs.create_tag("eoy-2026").rollback_to(snapshot_id)
+
+Each verb is one commit that asserts every ref it touches is still where it was planned (a
+concurrent move of that ref fails it, a retry re-checks it on the fresh table); nothing else
+of the table changes. The snapshots main left stay in the table until expiry, so undo can be
+undone (`set_current_snapshot` back to them). Expiry keeps what every ref still needs: each
+ref's head, and each branch's ancestors within its retention (mor/maintenance/expire.py).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import replace
+from types import TracebackType
+from typing import TYPE_CHECKING, TypeVar
+
+from mor.api.scan import _as_of_ms
+from mor.api.table_parts import TableParts
+from mor.commit.branch_ops import WAP_ID, BranchOperations
+from mor.commit.ref_commits import BRANCH, MAX_REF_AGE_MS, MAX_SNAPSHOT_AGE_MS, MIN_SNAPSHOTS_TO_KEEP, TAG, RefEdits, is_ancestor
+from mor.errors import InvalidArgumentError, NoSuchRefError, NoSuchSnapshotError
+from mor.format.content_file import DataFile
+from mor.format.manifest import read_manifest
+from mor.format.manifest_list import read_manifest_list
+from mor.format.metadata import Snapshot, TableMetadata
+from mor.format.properties import WAP_ENABLED
+from mor.format.spec import MAIN_BRANCH, ManifestContent, ManifestEntryStatus
+
+if TYPE_CHECKING:
+    from mor.api.table import Table
+
+_T = TypeVar("_T")
+
+SOURCE_SNAPSHOT_ID = "source-snapshot-id"  # a cherry-picked snapshot's origin, in the new one's summary
+PUBLISHED_WAP_ID = "published-wap-id"
+
+
+class ManageSnapshots:
+    """Ref changes made together: each method checks its change at once (bad input raises
+    here, not at commit) and returns the builder; `commit()`, or leaving a `with` block without
+    an error, commits them all as one."""
+
+    def __init__(self, table: Table):
+        self._table = table
+        self._edits: list[Callable[[RefEdits], object]] = []
+        self.committed = False
+
+    def create_branch(
+        self, name: str, snapshot_id: int | None = None, *,
+        min_snapshots_to_keep: int | None = None, max_snapshot_age_ms: int | None = None, max_ref_age_ms: int | None = None,
+    ) -> ManageSnapshots:  # fmt: skip
+        """A branch at `snapshot_id` (default: the current snapshot), with its own retention."""
+        retention = {MIN_SNAPSHOTS_TO_KEEP: min_snapshots_to_keep, MAX_SNAPSHOT_AGE_MS: max_snapshot_age_ms, MAX_REF_AGE_MS: max_ref_age_ms}
+        return self._add(lambda e: e.create(name, BRANCH, snapshot_id, retention))
+
+    def create_tag(self, name: str, snapshot_id: int | None = None, *, max_ref_age_ms: int | None = None) -> ManageSnapshots:
+        """A tag (a fixed name for one snapshot) at `snapshot_id` (default: the current one)."""
+        return self._add(lambda e: e.create(name, TAG, snapshot_id, {MAX_REF_AGE_MS: max_ref_age_ms}))
+
+    def replace_branch(self, name: str, snapshot_id: int) -> ManageSnapshots:
+        """Point a branch at any snapshot (`fast_forward` only moves it ahead on its line)."""
+        return self._add(lambda e: e.replace(name, BRANCH, snapshot_id))
+
+    def replace_tag(self, name: str, snapshot_id: int) -> ManageSnapshots:
+        return self._add(lambda e: e.replace(name, TAG, snapshot_id))
+
+    def fast_forward(self, branch: str, to: str | int) -> ManageSnapshots:
+        """Move `branch` to `to` (a branch, a tag or a snapshot id) that descends from it."""
+        return self._add(lambda e: e.fast_forward(branch, to))
+
+    def rename_branch(self, name: str, new_name: str) -> ManageSnapshots:
+        return self._add(lambda e: e.rename(name, new_name))
+
+    def remove_branch(self, name: str) -> ManageSnapshots:
+        return self._add(lambda e: e.remove(name, BRANCH))
+
+    def remove_tag(self, name: str) -> ManageSnapshots:
+        return self._add(lambda e: e.remove(name, TAG))
+
+    def set_retention(
+        self, name: str, *,
+        min_snapshots_to_keep: int | None = None, max_snapshot_age_ms: int | None = None, max_ref_age_ms: int | None = None,
+    ) -> ManageSnapshots:  # fmt: skip
+        """Change a ref's retention (None: as it is). Tags take only `max_ref_age_ms`."""
+        retention = {MIN_SNAPSHOTS_TO_KEEP: min_snapshots_to_keep, MAX_SNAPSHOT_AGE_MS: max_snapshot_age_ms, MAX_REF_AGE_MS: max_ref_age_ms}
+        return self._add(lambda e: e.set_retention(name, retention))
+
+    def rollback_to(self, snapshot_id: int) -> ManageSnapshots:
+        """Main back to `snapshot_id`, one of its ancestors."""
+        return self._add(lambda e: e.rollback_to(snapshot_id))
+
+    def rollback_to_time(self, timestamp: dt.datetime | int) -> ManageSnapshots:
+        """Main back to its newest ancestor committed before `timestamp` (a datetime, naive is
+        UTC, or milliseconds since the epoch)."""
+        ms = _as_of_ms(timestamp)
+        return self._add(lambda e: e.rollback_to_time(ms))
+
+    def set_current_snapshot(self, snapshot_id: int) -> ManageSnapshots:
+        """Main at any snapshot of the table (another branch's, or one main left behind)."""
+        return self._add(lambda e: e.set_current(snapshot_id))
+
+    def commit(self) -> None:
+        if self.committed:
+            raise InvalidArgumentError("these snapshot changes were committed already")
+        self._table._commit_metadata(lambda base: self._replay(base).commit(), "change the table's branches and tags")
+        self.committed = True
+
+    def __enter__(self) -> ManageSnapshots:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        if kind is None:
+            self.commit()
+
+    def _add(self, edit: Callable[[RefEdits], object]) -> ManageSnapshots:
+        if self.committed:
+            raise InvalidArgumentError("these snapshot changes were committed already: start another manage_snapshots()")
+        self._replay(self._table.metadata, edit)  # raises now for a change that cannot apply
+        self._edits.append(edit)
+        return self
+
+    def _replay(self, base: TableMetadata, *more: Callable[[RefEdits], object]) -> RefEdits:
+        edits = RefEdits(base)
+        for edit in [*self._edits, *more]:
+            edit(edits)
+        return edits
+
+
+class TableSnapshots(TableParts):
+    """Mixed into Table: every method here runs on a Table. Each verb is one commit."""
+
+    def manage_snapshots(self) -> ManageSnapshots:
+        """A builder of branch, tag and rollback changes committed together."""
+        self.operations()
+        return ManageSnapshots(self._table())
+
+    def rollback_to(self, snapshot_id: int) -> Snapshot:
+        """Make `snapshot_id`, an ancestor of the current snapshot, current again."""
+        self.manage_snapshots().rollback_to(snapshot_id).commit()
+        return self._current()
+
+    def rollback_to_time(self, timestamp: dt.datetime | int) -> Snapshot:
+        """Make the newest ancestor committed before `timestamp` current again; returns it."""
+        self.manage_snapshots().rollback_to_time(timestamp).commit()
+        return self._current()
+
+    def set_current_snapshot(self, snapshot_id: int) -> Snapshot:
+        """Make any snapshot of the table current (also one a rollback left, or a branch's)."""
+        self.manage_snapshots().set_current_snapshot(snapshot_id).commit()
+        return self._current()
+
+    def restore(self, version: int | dt.datetime) -> Snapshot:
+        """Delta's RESTORE: the table as it was at `version`, a snapshot id, or at a time (a
+        datetime: the snapshot current then). The main branch points at that snapshot again."""
+        if isinstance(version, dt.datetime):
+            try:
+                found = self.metadata.snapshot_as_of(_as_of_ms(version))
+            except KeyError:
+                raise NoSuchSnapshotError(f"the snapshot of {self.identifier} current at {version} has expired") from None
+            if found is None:
+                raise NoSuchSnapshotError(f"{self.identifier} had no snapshot at {version}")
+            version = found.snapshot_id
+        return self.set_current_snapshot(version)
+
+    def create_branch(
+        self, name: str, snapshot_id: int | None = None, *,
+        min_snapshots_to_keep: int | None = None, max_snapshot_age_ms: int | None = None, max_ref_age_ms: int | None = None,
+    ) -> None:  # fmt: skip
+        self.manage_snapshots().create_branch(
+            name, snapshot_id, min_snapshots_to_keep=min_snapshots_to_keep, max_snapshot_age_ms=max_snapshot_age_ms,
+            max_ref_age_ms=max_ref_age_ms,
+        ).commit()  # fmt: skip
+
+    def create_tag(self, name: str, snapshot_id: int | None = None, *, max_ref_age_ms: int | None = None) -> None:
+        self.manage_snapshots().create_tag(name, snapshot_id, max_ref_age_ms=max_ref_age_ms).commit()
+
+    def replace_branch(self, name: str, snapshot_id: int) -> None:
+        self.manage_snapshots().replace_branch(name, snapshot_id).commit()
+
+    def replace_tag(self, name: str, snapshot_id: int) -> None:
+        self.manage_snapshots().replace_tag(name, snapshot_id).commit()
+
+    def fast_forward(self, branch: str, to: str | int) -> None:
+        self.manage_snapshots().fast_forward(branch, to).commit()
+
+    def rename_branch(self, name: str, new_name: str) -> None:
+        self.manage_snapshots().rename_branch(name, new_name).commit()
+
+    def remove_branch(self, name: str) -> None:
+        self.manage_snapshots().remove_branch(name).commit()
+
+    def remove_tag(self, name: str) -> None:
+        self.manage_snapshots().remove_tag(name).commit()
+
+    def branch(self, name: str) -> Table:
+        """A handle on branch `name`: it reads the branch's head, and every write verb on it
+        (append, delete, update, upsert, merge, overwrite, compact...) commits to the branch,
+        with the conflict checks main's writes have. Schema and properties are the table's."""
+        return self._handle(BranchOperations(self.operations(), branch=name))
+
+    def staged(self, wap_id: str) -> Table:
+        """Write-audit-publish: a handle whose writes are staged, not published: each adds a
+        snapshot with `wap.id` = `wap_id` on top of main's head but moves no branch (read it by
+        its snapshot id; `publish(wap_id)` puts it on main). The table must have
+        `write.wap.enabled=true`, as Iceberg requires."""
+        if self.metadata.properties.get(WAP_ENABLED, "false").lower() != "true":
+            raise InvalidArgumentError(f"staged writes need the table property {WAP_ENABLED}=true (set_properties)")
+        if not isinstance(wap_id, str) or not wap_id:
+            raise InvalidArgumentError(f"a wap.id is a non-empty string, not {wap_id!r}")
+        return self._handle(BranchOperations(self.operations(), wap_id=wap_id))
+
+    def _handle(self, ops: BranchOperations) -> Table:
+        from mor.api.table import Table
+
+        metadata = ops.view(self.metadata, self.metadata_location)
+        handle = Table(self.identifier, metadata, self.metadata_location, self.io, ops)
+        handle.catalog_view = self.catalog_view
+        return handle
+
+    def _on(self, branch: str, write: Callable[[Table], _T]) -> _T:
+        """`write` on a handle of `branch`; this handle then sees the table as it is after it."""
+        result = write(self.branch(branch))
+        self.refresh()
+        return result
+
+    def refs(self) -> dict[str, dict[str, object]]:
+        """The table's branches and tags: name -> the ref as the metadata holds it."""
+        return {name: dict(ref) for name, ref in sorted(self.metadata.refs.items())}
+
+    def cherrypick(self, snapshot_id: int) -> Snapshot:
+        """Apply `snapshot_id`'s change on the current snapshot, as Iceberg's cherry-pick does:
+        a snapshot whose parent is the current one is made current (fast-forward); otherwise
+        an append (staged, or another branch's) is committed again on main as a new append
+        whose summary names it (`source-snapshot-id`, and `published-wap-id` for a staged
+        write). Anything else, or a snapshot main already has, is refused."""
+        from mor.commit.snapshot_producer import Changes, commit_changes  # imported on first use: a read commits nothing
+
+        table = self._table()
+        self.operations()
+        self.refresh()
+        picked = _snapshot(self.metadata, snapshot_id)
+        if picked.parent_snapshot_id == self.metadata.current_snapshot_id:
+            return self.set_current_snapshot(snapshot_id)
+        _check_pickable(self.metadata, picked)
+        summary = {SOURCE_SNAPSHOT_ID: str(snapshot_id)}
+        wap_id = picked.summary.get(WAP_ID)
+        if wap_id is not None:
+            summary[PUBLISHED_WAP_ID] = wap_id
+        added = [replace(f, first_row_id=None) for f in _added_data_files(table, picked)]
+
+        def still_pickable(_: TableMetadata, base: TableMetadata) -> None:
+            _check_pickable(base, picked)
+
+        self.metadata, self.metadata_location = commit_changes(
+            self.io, self.operations(), self.metadata, self.metadata_location,
+            Changes("append", added_data=added, summary=summary), validate=still_pickable,
+        )  # fmt: skip
+        return self._current()
+
+    def publish(self, wap_id: str) -> Snapshot:
+        """Publish the write staged with `wap.id` = `wap_id` (write-audit-publish): cherry-pick
+        its snapshot onto main."""
+        self.operations()
+        self.refresh()  # the write was staged through another handle
+        staged = [s for s in self.metadata.snapshots if s.summary.get(WAP_ID) == wap_id]
+        if not staged:
+            raise NoSuchSnapshotError(f"{self.identifier} has no snapshot staged with wap.id {wap_id!r}")
+        return self.cherrypick(max(staged, key=lambda s: s.sequence_number).snapshot_id)
+
+    def _current(self) -> Snapshot:
+        snapshot = self.metadata.current_snapshot()
+        assert snapshot is not None  # a verb above just made one current
+        return snapshot
+
+    def _table(self) -> Table:
+        from mor.api.table import Table
+
+        assert isinstance(self, Table)
+        return self
+
+
+def ref_snapshot_id(metadata: TableMetadata, name: str) -> int:
+    """The snapshot a branch or tag points at; NoSuchRefError when the table has none so named."""
+    ref = metadata.refs.get(name)
+    if ref is None:
+        names = ", ".join(sorted(metadata.refs)) or "none"
+        raise NoSuchRefError(f"the table has no branch or tag {name!r} (it has: {names})")
+    snapshot_id: int = ref["snapshot-id"]
+    return snapshot_id
+
+
+def _snapshot(metadata: TableMetadata, snapshot_id: int) -> Snapshot:
+    if isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int):
+        raise InvalidArgumentError(f"a snapshot id is an integer, not {snapshot_id!r}")
+    try:
+        return metadata.snapshot_by_id(snapshot_id)
+    except KeyError:
+        raise NoSuchSnapshotError(f"the table has no snapshot {snapshot_id}") from None
+
+
+def _check_pickable(metadata: TableMetadata, picked: Snapshot) -> None:
+    """Refuse a cherry-pick that is no append, or whose change main already has."""
+    current = metadata.current_snapshot_id
+    if is_ancestor(metadata, picked.snapshot_id, current):
+        raise InvalidArgumentError(f"cannot cherry-pick snapshot {picked.snapshot_id}: the current snapshot already descends from it")
+    wap_id = picked.summary.get(WAP_ID)
+    for s in metadata.ancestors(current):
+        if wap_id is not None and s.summary.get(PUBLISHED_WAP_ID) == wap_id:
+            raise InvalidArgumentError(f"cannot cherry-pick snapshot {picked.snapshot_id}: wap.id {wap_id!r} was published already")
+        if s.summary.get(SOURCE_SNAPSHOT_ID) == str(picked.snapshot_id):
+            raise InvalidArgumentError(
+                f"cannot cherry-pick snapshot {picked.snapshot_id}: it was picked already, as snapshot {s.snapshot_id}"
+            )
+    if picked.operation != "append":
+        raise InvalidArgumentError(
+            f"cannot cherry-pick snapshot {picked.snapshot_id} ({picked.operation}): only an append, or a snapshot whose parent is "
+            "the current one (a fast-forward), can be applied on the current snapshot"
+        )
+
+
+def _added_data_files(table: Table, snapshot: Snapshot) -> list[DataFile]:
+    """The data files `snapshot` added (entries ADDED by it)."""
+    metadata = table.metadata
+    out: list[DataFile] = []
+    for manifest in read_manifest_list(table.io, snapshot.manifest_list):
+        if manifest.content != ManifestContent.DATA or manifest.added_snapshot_id != snapshot.snapshot_id:
+            continue
+        for entry in read_manifest(table.io, manifest, metadata.specs(), metadata.schema()):
+            if entry.status == ManifestEntryStatus.ADDED and entry.snapshot_id == snapshot.snapshot_id:
+                assert isinstance(entry.file, DataFile)  # a data manifest
+                out.append(entry.file)
+    return out
+
+
+__all__ = ["MAIN_BRANCH", "ManageSnapshots", "TableSnapshots", "ref_snapshot_id"]
