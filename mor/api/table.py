@@ -44,6 +44,7 @@ from mor.progress import Progress, ProgressArg
 # 0.3 s to the start of every `mor scan` (issue 26).
 if TYPE_CHECKING:
     from mor.api.changes import ChangeScan
+    from mor.api.inspect import InspectTable
     from mor.commit.snapshot_producer import TableOperations
     from mor.dml.merge_clauses import MergeClauses
 
@@ -104,6 +105,15 @@ class Table(TableMaintenance, TableDefinition, TableSnapshots):
             HistoryEntry(ts, sid, by_id[sid].parent_snapshot_id if sid in by_id else None, sid in ancestors)
             for ts, sid in self.metadata.snapshot_log
         ]
+
+    @property
+    def inspect(self) -> InspectTable:
+        """The metadata tables (snapshots, history, refs, files, entries, manifests, partitions,
+        position_deletes, ... and the all_ forms) as Arrow tables with Iceberg Java's columns:
+        `table.inspect.files()` (mor/api/inspect.py)."""
+        from mor.api.inspect import InspectTable  # imported on first use: a read needs none
+
+        return InspectTable(self)
 
     def scan(
         self,

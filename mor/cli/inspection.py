@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from mor.cli.options import catalog_args, json_arg, open_catalog, open_table, table_args
-from mor.cli.output import Grid, fields_grid, human_time, print_grids, print_json, rich_console, short_time
-from mor.errors import NoSuchSnapshotError
+from mor.cli.output import Grid, fields_grid, human_time, json_line, print_grids, print_json, rich_console, short_time, text
+from mor.errors import InvalidArgumentError, NoSuchSnapshotError
 
 if TYPE_CHECKING:
     from pyiceberg.schema import Schema
@@ -62,6 +62,36 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     table_args(f)
     f.add_argument("--snapshot", type=int, default=None, metavar="ID", help="a snapshot id (default: the current snapshot)")
     f.set_defaults(run=files)
+    i = sub.add_parser("inspect", help="a metadata table, with Iceberg Java's columns: snapshots, files, entries, partitions, ...")
+    table_args(i)
+    i.add_argument(
+        "metadata_table",
+        metavar="TABLE",
+        help="snapshots, history, refs, metadata_log_entries, manifests, entries, "
+        "files, data_files, delete_files, partitions, position_deletes, or all_ of manifests, entries and the files",
+    )
+    i.add_argument("--snapshot", type=int, default=None, metavar="ID", help="of this snapshot (the tables that take one)")
+    i.set_defaults(run=inspect_table)
+
+
+def inspect_table(args: argparse.Namespace) -> None:
+    """JSON lines with --json, else a grid of the scalar columns (nested ones as JSON text)."""
+    from mor.api.inspect import METADATA_TABLES, SNAPSHOT_TABLES  # imported on first use: `mor --help` reads no manifests
+
+    if args.metadata_table not in METADATA_TABLES:
+        raise InvalidArgumentError(f"no metadata table {args.metadata_table!r}; there are {', '.join(sorted(METADATA_TABLES))}")
+    if args.snapshot is not None and args.metadata_table not in SNAPSHOT_TABLES:
+        raise InvalidArgumentError(f"--snapshot goes with {', '.join(sorted(SNAPSHOT_TABLES))}, not {args.metadata_table}")
+    table = open_table(args)
+    read = getattr(table.inspect, args.metadata_table)
+    rows = (read() if args.snapshot is None else read(args.snapshot)).to_pylist()
+    if args.json:
+        for row in rows:
+            print(json_line(row))
+        return
+    columns = list(rows[0]) if rows else []
+    cells = [[text(r[c]) if not isinstance(r[c], (dict, list)) else json_line({"v": r[c]})[5:-1] for c in columns] for r in rows]
+    print_grids(Grid(columns, cells, title=f"{args.metadata_table} of {table.identifier}"))
 
 
 # -- tables --------------------------------------------------------------------------------

@@ -137,6 +137,20 @@ class MorTable:
         ]  # fmt: skip
         return self.spark.createDataFrame(rows, HISTORY_SCHEMA)
 
+    @spark_errors()
+    def inspect(self, name: str, snapshot_id: int | None = None) -> DataFrame:
+        """A metadata table (`"files"`, `"snapshots"`, `"partitions"`, ...: mor/api/inspect.py)
+        as a DataFrame, with the columns Iceberg-Spark's `db.t.<name>` has; `snapshot_id` for
+        the tables of one snapshot (default: the current one)."""
+        from mor.api.inspect import METADATA_TABLES, SNAPSHOT_TABLES  # imported on first use
+
+        if name not in METADATA_TABLES:
+            raise InvalidArgumentError(f"no metadata table {name!r}; there are {', '.join(sorted(METADATA_TABLES))}")
+        read = getattr(self._fresh().inspect, name)
+        if snapshot_id is not None and name not in SNAPSHOT_TABLES:
+            raise InvalidArgumentError(f"snapshot_id goes with {', '.join(sorted(SNAPSHOT_TABLES))}, not {name}")
+        return self.spark.createDataFrame(read() if snapshot_id is None else read(snapshot_id))
+
     def compact(self, *args: Any, **options: Any) -> CompactionResult:
         """`Table.compact` (its arguments, every option of it) with the bins rewritten on Spark's
         executors: `mor.spark.compact` (mor/spark/maintenance.py) on the table as of now."""

@@ -5,7 +5,8 @@ usage: python oracle_driver.py <oracle dir> <requests.json>
 requests: [{"metadata": path, "snapshot_id": int, "out": path.parquet}, ...]; a request may also
 hold "columns": [names] (metadata columns such as _row_id and _last_updated_sequence_number
 too), else every column of the snapshot's schema is read; and "sort": false, to get the rows in
-the order Spark returns them (sorting them all costs about half of each read).
+the order Spark returns them (sorting them all costs about half of each read); or
+"metadata_table": a name, for that metadata table of the table (snapshot_id ignored).
 """
 
 import json
@@ -18,6 +19,8 @@ import oracle  # noqa: E402
 
 
 def read(spark, request):
+    if request.get("metadata_table"):  # e.g. "files": Iceberg Java's metadata table of that name
+        return spark.read.format("iceberg").load(request["metadata"] + "#" + request["metadata_table"])
     if request.get("sort", True):
         return oracle.read_rows(spark, request["metadata"], request["snapshot_id"], columns=request.get("columns"))
     df = spark.read.format("iceberg").option("snapshot-id", str(request["snapshot_id"])).load(request["metadata"])

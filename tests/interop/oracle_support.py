@@ -26,6 +26,11 @@ def ensure_oracle() -> Path:
     return ORACLE_VENV / "bin" / "python"
 
 
+def java_metadata_tables(requests: Sequence[tuple[str, str]], workdir: Path) -> list[pa.Table]:
+    """Iceberg Java's metadata table of each (metadata location, name), e.g. "files"."""
+    return _run_oracle([{"metadata": m, "metadata_table": name} for m, name in requests], workdir)
+
+
 def read_with_iceberg_java(
     requests: Sequence[tuple[str, int] | tuple[str, int, Sequence[str] | None]], workdir: Path, sort: bool = True
 ) -> list[pa.Table]:
@@ -37,15 +42,21 @@ def read_with_iceberg_java(
     Without it (or with None) every column of the snapshot's schema is read. The rows come
     sorted by every column; `sort=False` leaves them in Spark's order, which halves the cost of
     each read, for callers that compare rows as multisets."""
-    python = ensure_oracle()
     payload = []
-    for i, (metadata, snapshot_id, *rest) in enumerate(requests):
-        request: dict[str, Any] = {"metadata": metadata, "snapshot_id": snapshot_id, "out": str(workdir / f"oracle-{i}.parquet")}
+    for metadata, snapshot_id, *rest in requests:
+        request: dict[str, Any] = {"metadata": metadata, "snapshot_id": snapshot_id}
         if rest and rest[0] is not None:
             request["columns"] = list(rest[0])
         if not sort:
             request["sort"] = False
         payload.append(request)
+    return _run_oracle(payload, workdir)
+
+
+def _run_oracle(payload: list[dict[str, Any]], workdir: Path) -> list[pa.Table]:
+    python = ensure_oracle()
+    for i, request in enumerate(payload):
+        request["out"] = str(workdir / f"oracle-{i}.parquet")
     request_file = workdir / "oracle-requests.json"
     request_file.write_text(json.dumps(payload))
     env = {**os.environ, "ORACLE_VENV": str(ORACLE_VENV), "PYSPARK_PYTHON": str(python)}

@@ -70,3 +70,19 @@ def test_dataframe_writes_to_a_branch_and_staged(spark: Any, catalog: mor.Catalo
     assert sorted(table.refresh().scan().to_arrow()["id"].to_pylist()) == [*range(10), 30]
     with pytest.raises(InvalidArgumentError):
         MorTable(spark, table).branch("t").delete("id = 1")
+
+
+def test_metadata_tables_as_dataframes(spark: Any, catalog: mor.Catalog, warehouse: Path) -> None:
+    table = catalog.create_table("db.m", SCHEMA, partition_by=["category"])
+    table.append(rows(range(0, 30)))
+    table.delete("id < 4")
+    t = MorTable.for_name(spark, "db.m", warehouse=str(warehouse))
+    for name in ("snapshots", "files", "entries", "partitions", "refs", "position_deletes"):
+        df = t.inspect(name)
+        arrow = getattr(table.inspect, name)()
+        assert df.columns == arrow.column_names and df.count() == arrow.num_rows, name
+    first = table.snapshots()[0].snapshot_id
+    assert t.inspect("files", first).count() == table.inspect.files(first).num_rows
+    assert t.inspect("snapshots").schema["committed_at"].dataType.simpleString() == "timestamp"
+    with pytest.raises(InvalidArgumentError):
+        t.inspect("nope")

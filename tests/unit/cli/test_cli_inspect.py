@@ -240,3 +240,14 @@ def test_quickstart_as_one_json_document(tmp_path: Path, capsys: pytest.CaptureF
     assert document["rows"] == table.scan().count() == 1948
     assert [s["snapshot_id"] for s in document["snapshots"]] == [s.snapshot_id for s in table.snapshots()]
     assert document["snapshots"][-1]["pyiceberg"] == "cannot read (equality deletes)"
+
+
+def test_inspect_prints_a_metadata_table(table: mor.Table, warehouse: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lines = run(capsys, "inspect", "db.t", "files", "--warehouse", str(warehouse), "--json").splitlines()
+    assert sorted(json.loads(line)["file_path"] for line in lines) == sorted(table.inspect.files()["file_path"].to_pylist())
+    first = table.snapshots()[0].snapshot_id
+    out = run(capsys, "inspect", "db.t", "partitions", "--snapshot", str(first), "--warehouse", str(warehouse))
+    assert "record_count" in out and "last_updated_snapshot_id" in out and str(first) in out
+    assert main(["inspect", "db.t", "refs", "--snapshot", str(first), "--warehouse", str(warehouse)]) != 0
+    assert main(["inspect", "db.t", "nope", "--warehouse", str(warehouse)]) != 0
+    assert "no metadata table 'nope'" in capsys.readouterr().err
