@@ -418,7 +418,15 @@ def new_table_parts(
     check_properties(properties or {})
     given = dict(properties or {})
     version = _format_version(format_version, given.pop(FORMAT_VERSION_PROPERTY, None))
-    return iceberg_schema, spec, {**DEFAULT_PROPERTIES, **given}, version
+    return iceberg_schema, spec, {**default_properties(version), **given}, version
+
+
+def default_properties(format_version: int) -> dict[str, str]:
+    """mor's properties for a table it creates: merge-on-read, except on format v1, which has
+    no delete files (its writes rewrite the rows, as Iceberg's default copy-on-write does)."""
+    if format_version == 1:
+        return {k: v for k, v in DEFAULT_PROPERTIES.items() if v != MERGE_ON_READ}
+    return dict(DEFAULT_PROPERTIES)
 
 
 def _iceberg_schema(schema: pa.Schema | Schema) -> Schema:

@@ -29,6 +29,7 @@ import pyarrow as pa
 from pyiceberg.conversions import from_bytes
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
+from pyiceberg.transforms import VoidTransform
 from pyiceberg.types import (
     DateType,
     IcebergType,
@@ -168,10 +169,12 @@ class InspectTable:
             return []
         types = self._spec_types(spec)
         out = []
-        for summary, (_, t) in zip(m.partitions, types):
+        for summary, (_, t), pf in zip(m.partitions, types, spec.fields):
+            void = isinstance(pf.transform, VoidTransform)  # Java prints its bounds as "null", whatever they are
             out.append({
                 "contains_null": summary.contains_null, "contains_nan": summary.contains_nan,
-                "lower_bound": _human(t, summary.lower_bound), "upper_bound": _human(t, summary.upper_bound),
+                "lower_bound": "null" if void else _human(t, summary.lower_bound),
+                "upper_bound": "null" if void else _human(t, summary.upper_bound),
             })  # fmt: skip
         return out
 
@@ -319,12 +322,18 @@ class InspectTable:
         """The union of the partition fields whose source column the table still has, by field id."""
         schema = self._table.schema()
         found: dict[int, tuple[str, IcebergType]] = {}
+        void: set[int] = set()  # v1 drops a field by making it void: an older spec's type is the real one
         for spec in sorted(self._m.specs().values(), key=lambda s: -s.spec_id):
             for pf in spec.fields:
                 source = schema._lazy_id_to_field.get(pf.source_id)
-                if source is None or pf.field_id in found:
+                if source is None or (pf.field_id in found and pf.field_id not in void):
                     continue
-                found[pf.field_id] = (pf.name, pf.transform.result_type(source.field_type))
+                is_void = isinstance(pf.transform, VoidTransform)
+                if pf.field_id in found and is_void:
+                    continue
+                name = found[pf.field_id][0] if pf.field_id in found else pf.name
+                found[pf.field_id] = (name, pf.transform.result_type(source.field_type))
+                (void.add if is_void else void.discard)(pf.field_id)
         return [(fid, name, t) for fid, (name, t) in sorted(found.items())]
 
     def _partition_values(self, f: ContentFile, partition_type: list[tuple[int, str, IcebergType]]) -> dict[str, Any]:

@@ -27,13 +27,13 @@ from mor.commit.row_rules import RowRules
 from mor.commit.summary import build_summary
 from mor.commit.table_commits import snapshot_commit
 from mor.commit.table_ops import CommitFailedError, refresh_same_table
-from mor.errors import CatalogUnavailableError, CommitConflictError, CommitStateUnknownError, CorruptMetadataError
+from mor.errors import CatalogUnavailableError, CommitConflictError, CommitStateUnknownError, CorruptMetadataError, UnsupportedFeatureError
 from mor.format.content_file import ContentFile, DataFile, DeleteFile
 from mor.format.manifest import EntryToWrite, ManifestFile, read_manifests, write_manifest
 from mor.format.manifest_list import read_manifest_list, write_manifest_list
 from mor.format.metadata import Snapshot, TableMetadata, now_ms, same_schema, with_schema, with_spec
 from mor.format.properties import COMMIT_NUM_RETRIES, COMMIT_TOTAL_TIMEOUT_MS
-from mor.format.spec import FileContent, ManifestContent, ManifestEntryStatus
+from mor.format.spec import INITIAL_SEQUENCE_NUMBER, FileContent, ManifestContent, ManifestEntryStatus
 from mor.format.updates import TableCommit
 from mor.io.fileio import FileIO, is_object_store
 from mor.io.threads import IO_POOL
@@ -109,6 +109,7 @@ def commit_changes(
                 catalog_base, base_location = refresh_same_table(ops, planned_on)  # never commit into another table
                 base = _with_new_schema(_with_added_spec(catalog_base, changes), planned_on, changes)
                 _check_format_version(base, planned_on, changes)
+            _check_no_v1_deletes(base, changes)
             check_not_committed(base, changes.idempotency)
             if changes.row_rules is not None:
                 changes.row_rules.hold_on(catalog_base, base)
@@ -120,7 +121,8 @@ def commit_changes(
                 io, base, schema, snapshot_id, new_manifests + rewritten, carried,
                 _merged_manifest_location(base, snapshot_id),
             )  # fmt: skip
-            sequence_number = base.last_sequence_number + 1
+            # Format v1 has no sequence numbers: every snapshot and file is at 0.
+            sequence_number = base.last_sequence_number + 1 if base.format_version > 1 else INITIAL_SEQUENCE_NUMBER
             manifest_list = f"{base.location.rstrip('/')}/metadata/snap-{snapshot_id}-{attempt + 1}-{uuid.uuid4()}.avro"
             parent = base.current_snapshot()
             _, added_rows = write_manifest_list(
@@ -200,6 +202,14 @@ def _with_new_schema(base: TableMetadata, planned_on: TableMetadata, changes: Ch
             f"{base.last_column_id}); this write added columns to schema {planned_on.current_schema_id}"
         )
     return with_schema(base, changes.schema)
+
+
+def _check_no_v1_deletes(base: TableMetadata, changes: Changes) -> None:
+    if base.format_version == 1 and changes.added_deletes:
+        raise UnsupportedFeatureError(
+            "format v1 tables have no delete files: rewrite the rows instead (copy-on-write), or upgrade the table first "
+            "with table.upgrade(format_version=2)"
+        )
 
 
 def _check_format_version(base: TableMetadata, planned_on: TableMetadata, changes: Changes) -> None:

@@ -22,10 +22,11 @@ from pyiceberg.schema import Schema
 from mor.commit.snapshot_producer import Changes, Validator
 from mor.dml.keys import is_partition_scoped, key_fields, key_range
 from mor.dml.row_changes import build_changes, find_key_matches, rows_validator
+from mor.dml.runner import write_mode
 from mor.errors import InvalidArgumentError, SchemaMismatchError
 from mor.format.content_file import DeleteFile
 from mor.format.metadata import unpartitioned_spec
-from mor.format.properties import DELETE_MODE_PROPERTY, MERGE_ON_READ, MODES, equality_deletes_enabled
+from mor.format.properties import DELETE_MODE_PROPERTY, equality_deletes_enabled
 from mor.format.spec import Operation
 from mor.planning.planner import live_data_spec_ids
 from mor.progress import Progress
@@ -44,8 +45,8 @@ def delete_rows_changes(table: TableHandle, keys: pa.Table, progress: Progress) 
     keys = distinct_keys(table, keys)
     if keys.num_rows == 0:
         return None
-    if not equality_deletes_enabled(table.metadata.properties):
-        return _position_delete_changes(table, keys, progress)
+    if table.metadata.format_version == 1 or not equality_deletes_enabled(table.metadata.properties):
+        return _position_delete_changes(table, keys, progress)  # v1 has no delete files: the rows are rewritten
     with progress.stage("write equality deletes", keys.num_rows, "rows", with_bytes=True) as step:
         files, added_spec = _write_distinct_key_deletes(table, keys)
         step.advance(keys.num_rows, bytes=sum(f.file_size_in_bytes for f in files))
@@ -57,9 +58,7 @@ def delete_rows_changes(table: TableHandle, keys: pa.Table, progress: Progress) 
 def _position_delete_changes(table: TableHandle, keys: pa.Table, progress: Progress) -> tuple[Changes, Validator] | None:
     """Remove the live rows holding one of `keys` (distinct, in the table's types) as DELETE
     does, in the table's delete mode."""
-    mode = table.metadata.properties.get(DELETE_MODE_PROPERTY, MERGE_ON_READ)
-    if mode not in MODES:
-        raise InvalidArgumentError(f"table property {DELETE_MODE_PROPERTY} must be one of {MODES}, got {mode!r}")
+    mode = write_mode(table, None, DELETE_MODE_PROPERTY)
     key_set = EqualityKeySet(keys.column_names, keys)
     rows_range = key_range(table.metadata.schema(), keys)
     matches = find_key_matches(table, key_set, rows_range, progress, all_columns=False)

@@ -179,8 +179,8 @@ def upsert_rows(
 ) -> tuple[Changes, Validator | None] | None:
     if strategy not in STRATEGIES:
         raise InvalidArgumentError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
-    if strategy == "equality" and not equality_deletes_enabled(table.metadata.properties):
-        strategy = "position"  # the table asks for no equality deletes: same rows, found by a join
+    if strategy == "equality" and (table.metadata.format_version == 1 or not equality_deletes_enabled(table.metadata.properties)):
+        strategy = "position"  # the table asks for (or, on v1, has) no equality deletes: same rows, found by a join
     _check_is_table("UPSERT rows", rows)
     key_fields(table.schema(), on)
     rows = conform(rows, table.schema())

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from mor.commit.idempotency import AlreadyCommitted, Idempotency, check_not_committed
 from mor.commit.retry import RetryPolicy
 from mor.dml.constraints import added_rows_rules
-from mor.errors import CommitConflictError, CommitStateUnknownError, InvalidArgumentError
+from mor.errors import CommitConflictError, CommitStateUnknownError, InvalidArgumentError, UnsupportedFeatureError
 from mor.format.properties import COPY_ON_WRITE, MERGE_ON_READ, MODES
 from mor.format.spec import Operation
 
@@ -33,11 +33,22 @@ Plan = Callable[[], "tuple[Changes, Validator | None] | None"]
 
 
 def write_mode(table: TableHandle, mode: str | None, property_name: str) -> str:
-    """`mode`, else the table's `property_name` (`write.delete.mode`, ...), else merge-on-read."""
-    mode = mode or table.metadata.properties.get(property_name, MERGE_ON_READ)
-    if mode not in MODES:
-        raise InvalidArgumentError(f"mode must be {MERGE_ON_READ!r} or {COPY_ON_WRITE!r}, got {mode!r}")
-    return mode
+    """`mode`, else the table's `property_name` (`write.delete.mode`, ...), else merge-on-read;
+    on a format v1 table (no delete files) copy-on-write, and merge-on-read asked for is refused."""
+    v1 = table.metadata.format_version == 1
+    chosen = mode or table.metadata.properties.get(property_name, COPY_ON_WRITE if v1 else MERGE_ON_READ)
+    if chosen not in MODES:
+        raise InvalidArgumentError(f"mode must be {MERGE_ON_READ!r} or {COPY_ON_WRITE!r}, got {chosen!r}")
+    if v1 and chosen == MERGE_ON_READ:
+        raise UnsupportedFeatureError(v1_refusal(f"merge-on-read ({property_name if mode is None else 'mode'} says so)"))
+    return chosen
+
+
+def v1_refusal(what: str) -> str:
+    return (
+        f"format v1 tables have no delete files, so {what} cannot be written: rewrite the rows instead "
+        "(mode='copy-on-write'), or upgrade the table first with table.upgrade(format_version=2)"
+    )
 
 
 def committed_before(table: TableHandle, idempotency: Idempotency | tuple[str, int] | None) -> Snapshot | None:

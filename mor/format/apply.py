@@ -187,7 +187,8 @@ class _Builder:
         m = self.m
         if any(s.snapshot_id == snapshot.snapshot_id for s in m.snapshots):
             raise InvalidArgumentError(f"snapshot {snapshot.snapshot_id} already exists")
-        if snapshot.parent_snapshot_id is not None and snapshot.sequence_number <= m.last_sequence_number:
+        v1 = m.format_version == 1 and snapshot.sequence_number == 0  # v1 has no sequence numbers
+        if snapshot.parent_snapshot_id is not None and snapshot.sequence_number <= m.last_sequence_number and not v1:
             raise CommitFailedError(
                 f"snapshot {snapshot.snapshot_id} has sequence number {snapshot.sequence_number}, not above the table's "
                 f"last-sequence-number {m.last_sequence_number}: the table moved on"

@@ -144,6 +144,8 @@ def manifest_entry_schema(spec: PartitionSpec, schema: Schema, format_version: i
             *(v3_fields if format_version >= 3 else [_optional(143, "referenced_data_file", "string")]),
         ],
     }
+    if format_version == 1:
+        return _v1_manifest_entry(data_file)
     return {
         "type": "record",
         "name": "manifest_entry",
@@ -153,6 +155,28 @@ def manifest_entry_schema(spec: PartitionSpec, schema: Schema, format_version: i
             _optional(3, "sequence_number", "long"),
             _optional(4, "file_sequence_number", "long"),
             _required(2, "data_file", data_file),
+        ],
+    }
+
+
+# v1 data files carry a block size, which v2 dropped; Iceberg Java writes this constant.
+V1_BLOCK_SIZE_BYTES = 64 * 1024 * 1024
+
+
+def _v1_manifest_entry(data_file: dict[str, Any]) -> dict[str, Any]:
+    """The v1 manifest entry: a required snapshot id, no sequence numbers, and data files
+    without content, equality ids or a referenced data file, with `block_size_in_bytes`."""
+    dropped = {"content", "equality_ids", "referenced_data_file"}
+    fields = [f for f in data_file["fields"] if f["name"] not in dropped]
+    at = next(i for i, f in enumerate(fields) if f["name"] == "file_size_in_bytes") + 1
+    fields.insert(at, _required(105, "block_size_in_bytes", "long", "Deprecated. Always write a default in v1"))
+    return {
+        "type": "record",
+        "name": "manifest_entry",
+        "fields": [
+            _required(0, "status", "int"),
+            _required(1, "snapshot_id", "long"),
+            _required(2, "data_file", {**data_file, "fields": fields}),
         ],
     }
 
@@ -194,6 +218,16 @@ MANIFEST_FILE_SCHEMA_V2: dict[str, Any] = {
             "Summary for each partition",
         ),
         _optional(519, "key_metadata", "bytes"),
+    ],
+}
+
+# v1 lists: no content (data manifests only), no sequence numbers, the counts optional.
+MANIFEST_FILE_SCHEMA_V1: dict[str, Any] = {
+    **MANIFEST_FILE_SCHEMA_V2,
+    "fields": [
+        {**f, "type": ["null", f["type"]], "default": None} if f["name"].endswith("_count") else f
+        for f in MANIFEST_FILE_SCHEMA_V2["fields"]
+        if f["name"] not in ("content", "sequence_number", "min_sequence_number")
     ],
 }
 

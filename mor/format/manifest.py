@@ -18,7 +18,7 @@ from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 
 from mor.errors import CorruptMetadataError, MorError
-from mor.format.avro_schemas import manifest_entry_schema
+from mor.format.avro_schemas import V1_BLOCK_SIZE_BYTES, manifest_entry_schema
 from mor.format.content_file import ContentFile, ManifestEntry, content_file_from_fields, manifest_entry
 from mor.format.partition_values import avro_record_keys, to_avro_record, to_internal
 from mor.format.spec import FileContent, ManifestContent, ManifestEntryStatus
@@ -93,6 +93,9 @@ def write_manifest(
     entries = list(entries)
     partition_type = spec.partition_type(schema)
     records = [_entry_to_avro(e, partition_type) for e in entries]
+    if format_version == 1:
+        for record in records:
+            record["data_file"]["block_size_in_bytes"] = V1_BLOCK_SIZE_BYTES
     metadata = {
         "schema": schema.model_dump_json(),
         "schema-id": str(schema.schema_id),
@@ -253,6 +256,9 @@ class _EntryDecoder:
         file_seq = record.get("file_sequence_number")
         if snapshot_id is None:  # inherited in every status, as Iceberg Java does (DuckDB writes DELETED entries so)
             snapshot_id = manifest.added_snapshot_id
+        if data_seq is None and "sequence_number" not in record:
+            # A v1 manifest: no sequence numbers at all; every file is at its manifest's (0).
+            data_seq = file_seq = manifest.sequence_number
         if status is ManifestEntryStatus.ADDED:
             if data_seq is None:
                 data_seq = manifest.sequence_number

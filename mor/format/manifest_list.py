@@ -10,12 +10,15 @@ from typing import Any
 import fastavro
 
 from mor.errors import CorruptMetadataError
-from mor.format.avro_schemas import MANIFEST_FILE_SCHEMA_V2, MANIFEST_FILE_SCHEMA_V3
+from mor.format.avro_schemas import MANIFEST_FILE_SCHEMA_V1, MANIFEST_FILE_SCHEMA_V2, MANIFEST_FILE_SCHEMA_V3
 from mor.format.manifest import ManifestFile, PartitionFieldSummary, read_avro_records
 from mor.format.spec import INITIAL_SEQUENCE_NUMBER, ManifestContent
 from mor.io.fileio import FileIO
 
-_PARSED_SCHEMAS = {2: fastavro.parse_schema(MANIFEST_FILE_SCHEMA_V2), 3: fastavro.parse_schema(MANIFEST_FILE_SCHEMA_V3)}
+_PARSED_SCHEMAS = {
+    version: fastavro.parse_schema(schema)
+    for version, schema in ((1, MANIFEST_FILE_SCHEMA_V1), (2, MANIFEST_FILE_SCHEMA_V2), (3, MANIFEST_FILE_SCHEMA_V3))
+}
 
 
 def write_manifest_list(
@@ -42,10 +45,12 @@ def write_manifest_list(
         "sequence-number": str(sequence_number),
         "format-version": str(format_version),
     }
+    if format_version == 1:
+        del metadata["sequence-number"]
     if format_version >= 3:
         metadata["first-row-id"] = str(first_row_id or 0)
     buffer = io.BytesIO()
-    schema = _PARSED_SCHEMAS[3 if format_version >= 3 else 2]
+    schema = _PARSED_SCHEMAS[min(format_version, 3)]
     fastavro.writer(buffer, schema, [_to_avro(m) for m in final], codec="deflate", metadata=metadata)
     io_.write_bytes_exclusive(location, buffer.getvalue())
     return final, reserved

@@ -216,6 +216,8 @@ class TableMetadata:
             d["current-snapshot-id"] = self.current_snapshot_id
         d["refs"] = self.refs
         d["snapshots"] = [s.to_dict() for s in self.snapshots]
+        if self.format_version == 1:
+            _as_v1(d, self)
         d["snapshot-log"] = [{"timestamp-ms": ts, "snapshot-id": sid} for ts, sid in self.snapshot_log]
         d["metadata-log"] = [{"timestamp-ms": ts, "metadata-file": f} for ts, f in self.metadata_log]
         if self.format_version >= 3:
@@ -256,6 +258,8 @@ class TableMetadata:
             raise UnsupportedFeatureError(
                 f"table format-version {version!r} is not supported (mor reads and writes {SUPPORTED_FORMAT_VERSIONS})"
             )
+        if version == 1:
+            d = _from_v1(d)
         known = {
             "format-version", "table-uuid", "location", "last-sequence-number", "last-updated-ms",
             "last-column-id", "current-schema-id", "schemas", "default-spec-id", "partition-specs",
@@ -292,6 +296,39 @@ class TableMetadata:
             # A v3 table without it has handed out no row ids yet.
             next_row_id=(d.get("next-row-id") or 0) if version >= 3 else None,
         )
+
+
+def _from_v1(d: dict[str, Any]) -> dict[str, Any]:
+    """A v1 metadata object in the v2 shape: the fields v1 may leave out filled in as the spec
+    says (one `schema`, one `partition-spec` as spec 0, no sequence numbers, no sort orders)."""
+    d = dict(d)
+    if "schemas" not in d:
+        schema = dict(d["schema"])
+        schema.setdefault("schema-id", 0)
+        d["schemas"] = [schema]
+        d.setdefault("current-schema-id", schema["schema-id"])
+    if "partition-specs" not in d:
+        d["partition-specs"] = [{"spec-id": 0, "fields": d["partition-spec"]}]
+        d.setdefault("default-spec-id", 0)
+    if "last-partition-id" not in d:
+        ids = [f["field-id"] for spec in d["partition-specs"] for f in spec["fields"] if "field-id" in f]
+        d["last-partition-id"] = max(ids, default=999)
+    d.setdefault("last-sequence-number", INITIAL_SEQUENCE_NUMBER)
+    d.setdefault("sort-orders", [{"order-id": 0, "fields": []}])
+    d.setdefault("default-sort-order-id", 0)
+    d.pop("schema", None)
+    d.pop("partition-spec", None)
+    return d
+
+
+def _as_v1(d: dict[str, Any], m: TableMetadata) -> None:
+    """Write `d` as v1 metadata: the current schema and default spec also in their v1 fields
+    (v1 readers read only those), and no sequence numbers."""
+    d["schema"] = json.loads(m.schema().model_dump_json())
+    d["partition-spec"] = json.loads(m.spec().model_dump_json())["fields"]
+    d.pop("last-sequence-number", None)
+    for snapshot in d["snapshots"]:
+        snapshot.pop("sequence-number", None)
 
 
 # -- pure transitions (each returns new metadata) -----------------------------------------

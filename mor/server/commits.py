@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 
-from mor.api.catalog import DEFAULT_PROPERTIES
+from mor.api.catalog import default_properties
 from mor.catalog.sql import SqlCatalogStore
 from mor.catalog.sqlite_reads import SqliteCatalogReader
 from mor.commit import steps
@@ -188,13 +188,14 @@ class Committer:
         spec, order = first(AddSpec), first(AddSortOrder)
         version, uuid = first(UpgradeFormatVersion), first(AssignUuid)
         locations = [u.location for u in updates if isinstance(u, SetLocation)]
+        format_version = version.format_version if isinstance(version, UpgradeFormatVersion) else FORMAT_VERSION
         metadata = new_table_metadata(
             schema.schema,
             spec.spec if isinstance(spec, AddSpec) else PartitionSpec(spec_id=0),
             order.sort_order if isinstance(order, AddSortOrder) else UNSORTED_SORT_ORDER,
             locations[-1].rstrip("/") if locations else self.default_location(change.namespace, change.name),
-            dict(DEFAULT_PROPERTIES),
-            version.format_version if isinstance(version, UpgradeFormatVersion) else FORMAT_VERSION,
+            default_properties(format_version),
+            format_version,
         )
         return replace(metadata, table_uuid=uuid.uuid) if isinstance(uuid, AssignUuid) else metadata
 

@@ -25,7 +25,7 @@ from pyiceberg.partitioning import PartitionSpec, assign_fresh_partition_spec_id
 from pyiceberg.schema import Schema, assign_fresh_schema_ids
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER, SortOrder, assign_fresh_sort_order_ids
 
-from mor.api.catalog import DEFAULT_PROPERTIES
+from mor.api.catalog import default_properties
 from mor.api.sql_catalog import SqlCatalog
 from mor.commit.table_ops import create_in_catalog, read_metadata
 from mor.errors import (
@@ -110,7 +110,7 @@ class Tables:
         check_inside(self.catalog.warehouse, location, "table location")
         self.catalog.check_unshared(f"{namespace}.{name}", location, None, "create")  # SharedTableError (409)
         schema, spec, order = _fresh_ids(body)
-        metadata = new_table_metadata(schema, spec, order, location, {**DEFAULT_PROPERTIES, **properties}, version)
+        metadata = new_table_metadata(schema, spec, order, location, {**default_properties(version), **properties}, version)
         # A client may write manifests there before its first commit (DuckDB's CREATE TABLE AS
         # does, and does not make the folder itself).
         self.io.make_parent_dirs(f"{location}/metadata/manifest.avro")

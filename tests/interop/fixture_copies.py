@@ -55,7 +55,7 @@ def relocate_fixture(name: str, root: Path) -> str:
     for manifest in manifests:
         with open(manifest, "rb") as f:
             for r in fastavro.reader(f):
-                if r["data_file"]["content"] == 1:
+                if r["data_file"].get("content", 0) == 1:  # v1 manifests hold data files only, without content
                     delete_files[r["data_file"]["file_path"]] = r["data_file"]["file_format"]
     new_sizes: dict[str, int] = {}
     for location, file_format in sorted(delete_files.items()):

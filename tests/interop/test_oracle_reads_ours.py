@@ -87,12 +87,27 @@ def constrained_and_idempotent(table: mor.Table) -> None:
     table.update({"value": pc.field("value") + 1}, where="id between 10 and 20", idempotency=("job", 2))
 
 
+def format_v1_then_upgraded(table: mor.Table) -> None:
+    """Format v1: every verb rewrites rows (no delete files); after the upgrade to v2, merge-on-read."""
+    table.append(rows(range(0, 60)))
+    table.delete("id % 7 = 0")
+    table.update({"value": pc.field("value") + 1}, where="id < 10")
+    table.upsert(rows([1, 2, 900], tag="up-"), on=["id"], strategy="equality")  # a join on v1
+    table.delete_rows(keys(id=[20, 21]))
+    table.overwrite(rows([30], tag="ow-"), where="id = 30")
+    table.upgrade(format_version=2)
+    table.delete("id between 40 and 45")
+    table.delete_rows(keys(id=[50]))
+
+
 SCENARIOS: dict[str, tuple[list[str] | None, Callable[[mor.Table], None]]] = {
     "unpartitioned": (None, unpartitioned_global_deletes),
     "by_category": (["category"], partitioned_scoped_and_global),
     "by_bucket": (["bucket(4, id)"], bucketed_dml),
     "constrained": (["category"], constrained_and_idempotent),
+    "v1": (["category"], format_v1_then_upgraded),
 }
+FORMAT_VERSIONS = {"v1": 1}  # the others: mor's default
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +119,7 @@ def java_reads(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     requests, ours, where = [], [], []
     kinds: dict[str, set[str]] = {}
     for name, (partition_by, build) in SCENARIOS.items():
-        table = catalog.create_table(f"db.{name}", schema=SCHEMA, partition_by=partition_by)
+        table = catalog.create_table(f"db.{name}", schema=SCHEMA, partition_by=partition_by, format_version=FORMAT_VERSIONS.get(name))
         build(table)
         kinds[name] = {_kind(table, d) for task in table.scan().plan_files() for d in task.delete_files}
         for snapshot in table.snapshots():
@@ -143,4 +158,5 @@ def test_scenarios_exercise_what_they_claim(java_reads: dict) -> None:
         "by_category": {"equality-scoped", "equality-global"},
         "by_bucket": {"equality-scoped", "position"},
         "constrained": {"position"},
+        "v1": {"equality-global", "position"},
     }

@@ -207,3 +207,22 @@ def test_sort_order_and_clustering_through_the_rest_catalog(rest_server: RestSer
     loaded = pyiceberg_client(rest_server).load_table("db.sorted")
     assert loaded.sort_order().order_id == 1 and [o.order_id for o in loaded.metadata.sort_orders] == [0, 1]
     assert sorted(loaded.scan().to_arrow()["id"].to_pylist()) == ids(table) == list(range(50))
+
+
+def test_format_v1_tables_through_the_server(rest_server: RestServer) -> None:
+    """pyiceberg creates and writes a v1 table through `mor serve`, mor rewrites its rows (v1 has
+    no delete files), and mor's own client creates one too."""
+    theirs = pyiceberg_client(rest_server)
+    theirs.create_namespace("v1")
+    table = theirs.create_table("v1.p", schema=SCHEMA, properties={"format-version": "1"})
+    table.append(rows(10))
+    ours = rest_server.client().load_table("v1.p")
+    assert ours.metadata.format_version == 1
+    ours.delete("id < 3")
+    assert not any(t.delete_files for t in ours.scan().plan_files())
+    assert sorted(theirs.load_table("v1.p").scan().to_arrow()["id"].to_pylist()) == list(range(3, 10))
+    made = rest_server.client().create_table("v1.m", schema=SCHEMA, format_version=1)
+    made.append(rows(5))
+    made.update({"v": "x"}, where="id = 1")
+    loaded = theirs.load_table("v1.m")
+    assert loaded.format_version == 1 and loaded.scan().to_arrow().num_rows == 5

@@ -333,7 +333,7 @@ def test_summaries_count_dvs_by_blob(v3: mor.Table) -> None:
     "args",
     [
         {"format_version": 4},
-        {"format_version": 1},
+        {"format_version": 0},
         {"format_version": "x"},
         {"format_version": True},
         {"format_version": 2.5},
