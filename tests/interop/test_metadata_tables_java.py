@@ -4,13 +4,11 @@ Arrow's names for list and map children) and the same rows. One JVM reads all of
 
 from __future__ import annotations
 
-import datetime as dt
-import json
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pytest
+from arrow_rows import row_texts
 from fixture_copies import relocate_fixture
 from java_fixtures import FIXTURE_TABLES
 from oracle_support import java_metadata_tables
@@ -36,26 +34,6 @@ def canonical_type(t: pa.DataType) -> str:
     return str(t)
 
 
-def canonical(value: Any) -> Any:
-    if isinstance(value, dt.datetime):
-        return value.astimezone(dt.UTC).isoformat() if value.tzinfo else value.isoformat()
-    if isinstance(value, (dt.date, dt.time)):
-        return value.isoformat()
-    if isinstance(value, bytes):
-        return value.hex()
-    if isinstance(value, dict):
-        return {k: canonical(v) for k, v in value.items()}
-    if isinstance(value, list):
-        if value and all(isinstance(x, tuple) and len(x) == 2 for x in value):  # a map
-            return sorted(([canonical(k), canonical(v)] for k, v in value), key=str)
-        return [canonical(v) for v in value]
-    return value
-
-
-def rows(table: pa.Table) -> list[str]:
-    return sorted(json.dumps(canonical(r), sort_keys=True, default=str) for r in table.to_pylist())
-
-
 @pytest.fixture(scope="module")
 def compared(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, str, pa.Table, pa.Table]]:
     """(fixture, metadata table, mor's, Java's) for every pair Java can read."""
@@ -77,7 +55,7 @@ def test_every_metadata_table_of_every_fixture_equals_iceberg_javas(compared: li
         types = [c for c in java.column_names if canonical_type(mine.schema.field(c).type) != canonical_type(java.schema.field(c).type)]
         if types:
             differences.append(f"{fixture}#{name}: types of {types} differ")
-        if rows(mine) != rows(java):
+        if row_texts(mine) != row_texts(java):
             differences.append(f"{fixture}#{name}: {mine.num_rows} rows, Java {java.num_rows}, or their values differ")
     assert not differences, "\n".join(differences)
     kinds = {(name, mine.num_rows > 0) for _, name, mine, _ in compared}

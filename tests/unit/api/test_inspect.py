@@ -4,40 +4,17 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from collections.abc import Callable
-from typing import Any
 
-import pyarrow as pa
 import pytest
+from arrow_rows import canonical, row_texts
 from pyiceberg.table import StaticTable as PyicebergTable
 from unit_helpers import make_rows
 
 import mor
 
 MakeTable = Callable[..., mor.Table]
-
-
-def canonical(value: Any) -> Any:
-    """Times as UTC text (pyiceberg's are naive UTC), bytes as hex, maps sorted."""
-    if isinstance(value, dt.datetime):
-        return (value if value.tzinfo else value.replace(tzinfo=dt.UTC)).astimezone(dt.UTC).isoformat()
-    if isinstance(value, dt.date):
-        return value.isoformat()
-    if isinstance(value, bytes):
-        return value.hex()
-    if isinstance(value, dict):
-        return {k: canonical(v) for k, v in value.items()}
-    if isinstance(value, list):
-        if value and all(isinstance(x, tuple) and len(x) == 2 for x in value):
-            return sorted(([canonical(k), canonical(v)] for k, v in value), key=str)
-        return [canonical(v) for v in value]
-    return value
-
-
-def rows(table: pa.Table, columns: list[str]) -> list[str]:
-    return sorted(json.dumps(canonical(r), sort_keys=True, default=str) for r in table.select(columns).to_pylist())
 
 
 @pytest.fixture
@@ -59,14 +36,15 @@ def test_rows_agree_with_pyiceberg(history: mor.Table, name: str) -> None:
     mine = getattr(history.inspect, name)()
     theirs = getattr(PyicebergTable.from_metadata(history.metadata_location).inspect, name)()
     common = [c for c in theirs.column_names if c in mine.column_names]
-    assert set(mine.column_names) - set(theirs.column_names) <= {"first_row_id", "referenced_data_file", "content_offset", "content_size_in_bytes"}
+    v3_columns = {"first_row_id", "referenced_data_file", "content_offset", "content_size_in_bytes"}
+    assert set(mine.column_names) - set(theirs.column_names) <= v3_columns
     if name == "entries":  # pyiceberg's data_file struct lacks the v3 fields: compare those it has
         keys = [f.name for f in theirs.schema.field("data_file").type]
         common.remove("data_file")
         mine_files = [json.dumps(canonical({k: r[k] for k in keys}), sort_keys=True, default=str) for r in mine["data_file"].to_pylist()]
         theirs_files = [json.dumps(canonical(r), sort_keys=True, default=str) for r in theirs["data_file"].to_pylist()]
         assert sorted(mine_files) == sorted(theirs_files)
-    assert mine.num_rows > 0 and rows(mine, common) == rows(theirs, common)
+    assert mine.num_rows > 0 and row_texts(mine, common) == row_texts(theirs, common)
 
 
 def test_what_the_tables_say(history: mor.Table) -> None:
