@@ -223,13 +223,13 @@ class SchemaEditor:
         return Schema(*self.fields, schema_id=0, identifier_field_ids=self.identifier_field_ids)
 
     # -- the changes -----------------------------------------------------------------------
-    def add_column(self, path: str, field_type: object, doc: str | None = None, required: bool = False) -> None:
+    def add_column(self, path: str, field_type: object, doc: str | None = None, required: bool = False, default: object = None) -> None:
         if not isinstance(path, str):
             raise SchemaEvolutionError(f"a column path is a string, got {type(path).__name__}")
-        if required:
+        if required and default is None:
             raise SchemaEvolutionError(
-                f"cannot add required column {path!r}: rows written before have no value for it (format v2 has "
-                "no default values); add it as optional"
+                f"cannot add required column {path!r} without a default: rows written before have no value for it; add "
+                "it as optional, or with default= (format v3)"
             )
         parent_path, _, name = path.rpartition(".")
         check_name(name)
@@ -248,7 +248,9 @@ class SchemaEditor:
         ids = count(self.last_column_id + 1)
         field_id = next(ids)
         new_type = with_fresh_ids(iceberg_type(field_type, f"column {path!r}"), ids, path)
-        new = NestedField(field_id, name, new_type, required=False, doc=doc)
+        defaults = {} if default is None else {"initial_default": _checked_default(path, new_type, default)}
+        defaults["write_default"] = defaults.get("initial_default")
+        new = NestedField(field_id, name, new_type, required=required, doc=doc, **defaults)
         self._apply(edit_fields(self.fields, on_struct=lambda h, fs: fs + (new,) if h == holder else fs))
         self.last_column_id = next(ids) - 1
         self._note(field_id, "add")
@@ -335,6 +337,13 @@ class SchemaEditor:
         self._apply(self._edit_field(field_id, lambda f: f.model_copy(update={"field_type": new})))
         self._note(field_id, "widen")
 
+    def set_default(self, path: str, value: object) -> None:
+        located = self._find(path, struct_field_only="set the default of")
+        field = located.field
+        checked = None if value is None else _checked_default(path, field.field_type, value)
+        self._apply(self._edit_field(field.field_id, lambda f: f.model_copy(update={"write_default": checked})))
+        self._note(field.field_id, "set default")
+
     def set_doc(self, path: str, doc: str | None) -> None:
         located = self._find(path, struct_field_only="document")
         field_id = located.field.field_id
@@ -411,3 +420,18 @@ class SchemaEditor:
         if self._protected is None:
             self._protected = self._protected_source() if self._protected_source is not None else {}
         return self._protected
+
+
+def _checked_default(path: str, field_type: IcebergType, value: object) -> object:
+    """`value` as a default of a column of `field_type` (a primitive: Iceberg has no defaults of
+    structs, lists or maps but null), or SchemaEvolutionError when it does not fit."""
+    import pyarrow as pa
+
+    from mor.format.arrow_types import to_arrow_type
+
+    if not field_type.is_primitive:
+        raise SchemaEvolutionError(f"a default of column {path!r} ({field_type}) can only be null")
+    try:
+        return pa.scalar(value, to_arrow_type(field_type)).as_py()
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as e:
+        raise SchemaEvolutionError(f"default {value!r} does not fit column {path!r} of type {field_type}: {e}") from None

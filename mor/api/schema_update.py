@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyiceberg.schema import Schema
-from pyiceberg.types import IcebergType, ListType, MapType, NestedField, StructType
+from pyiceberg.types import IcebergType, ListType, MapType, NestedField, StructType, UnknownType
 
 from mor.api.schema_rules import SchemaEditor, iceberg_type, is_promotion, protected_fields
 from mor.commit.retry import RetryPolicy
@@ -31,7 +31,7 @@ from mor.commit.snapshot_producer import TableOperations
 from mor.commit.table_commits import schema_commit
 from mor.commit.table_ops import CommitFailedError, refresh_same_table
 from mor.errors import CommitConflictError, InvalidArgumentError, SchemaEvolutionError, SchemaMismatchError
-from mor.format.arrow_types import to_arrow_type
+from mor.format.arrow_types import default_array, to_arrow_type
 from mor.format.metadata import TableMetadata, same_schema
 from mor.write.arrow_schema import check_unique_names, conform
 
@@ -53,10 +53,22 @@ class UpdateSchema:
         self._calls: list[tuple[str, tuple[Any, ...]]] = []
         self._committed = False
 
-    def add_column(self, path: str, type: pa.DataType | IcebergType, doc: str | None = None, required: bool = False) -> UpdateSchema:
-        """Add an optional column ("info.c": field c of struct info), at the end of its struct.
-        `type` is a pyarrow DataType or a pyiceberg type; nested fields get new ids."""
-        return self._record("add_column", path, type, doc, required)
+    def add_column(
+        self, path: str, type: pa.DataType | IcebergType, doc: str | None = None, required: bool = False, default: Any = None
+    ) -> UpdateSchema:
+        """Add a column ("info.c": field c of struct info), at the end of its struct. `type` is a
+        pyarrow DataType or a pyiceberg type; nested fields get new ids. `default` (format v3):
+        the value rows written before read as (`initial-default`) and writes that leave the
+        column out get (`write-default`); a required column needs one."""
+        if default is not None:
+            self._need_v3("a default value")
+        return self._record("add_column", path, type, doc, required, default)
+
+    def set_default(self, path: str, value: Any) -> UpdateSchema:
+        """The value writes that leave the column out get from now on (`write-default`, format
+        v3; None: none). Rows already written keep theirs."""
+        self._need_v3("a default value")
+        return self._record("set_default", path, value)
 
     def rename_column(self, path: str, new_name: str) -> UpdateSchema:
         return self._record("rename_column", path, new_name)
@@ -124,6 +136,12 @@ class UpdateSchema:
         self._calls.append((method, args))
         return self
 
+    def _need_v3(self, what: str) -> None:
+        if self._base.format_version < 3:
+            raise SchemaEvolutionError(
+                f"{what} needs table format v3; this table is v{self._base.format_version} (upgrade(format_version=3))"
+            )
+
     def _check_open(self) -> None:
         if self._committed:
             raise InvalidArgumentError("this schema update was committed already; start another with table.update_schema()")
@@ -173,7 +191,7 @@ def prepare_append(
     """
     schema = metadata.schema()
     if check_schema_mode(schema_mode) == STRICT:
-        return schema, (conform(rows, schema) for rows in tables), None
+        return schema, (conform(with_write_defaults(rows, schema), schema) for rows in tables), None
     first = next(tables, None)
     if first is None:
         return schema, iter(()), None
@@ -233,11 +251,25 @@ def with_missing_as_nulls(data: pa.Table, schema: Schema) -> pa.Table:
                 column = _fill_struct(column.combine_chunks(), field.field_type)
             columns.append(column)
             names.append(field.name)
-        elif not field.required:
-            columns.append(pa.nulls(data.num_rows, to_arrow_type(field.field_type)))
+        elif not field.required or field.write_default is not None:
+            columns.append(default_array(field, data.num_rows, write=True))
             names.append(field.name)
     extra = [n for n in data.column_names if n not in names]
     return pa.table(columns + [data.column(n) for n in extra], names=names + extra)
+
+
+def with_write_defaults(data: pa.Table, schema: Schema) -> pa.Table:
+    """`data` with the top-level columns it lacks that have a write default (v3), filled with
+    it, and those of type `unknown` (always null); any other missing column stays missing
+    (conform names it)."""
+    missing = [
+        f
+        for f in schema.fields
+        if (f.write_default is not None or isinstance(f.field_type, UnknownType)) and f.name not in data.column_names
+    ]
+    for field in missing:
+        data = data.append_column(field.name, default_array(field, data.num_rows, write=True))
+    return data
 
 
 def _fill_struct(array: pa.StructArray, struct: StructType) -> pa.StructArray:
@@ -252,8 +284,8 @@ def _fill_struct(array: pa.StructArray, struct: StructType) -> pa.StructArray:
                 child = _fill_struct(child, f.field_type)
             children.append(child)
             fields.append(arrow_type.field(i).with_type(child.type))
-        elif not f.required:
-            children.append(pa.nulls(len(array), to_arrow_type(f.field_type)))
+        elif not f.required or f.write_default is not None:
+            children.append(default_array(f, len(array), write=True))
             fields.append(pa.field(f.name, to_arrow_type(f.field_type)))
     for i in present.values():
         children.append(array.field(i))

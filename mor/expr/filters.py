@@ -85,7 +85,7 @@ from pyiceberg.types import (
     UUIDType,
 )
 
-from mor.errors import InvalidFilterError
+from mor.errors import InvalidFilterError, UnsupportedFeatureError
 from mor.expr.literals import exact_predicate
 from mor.expr.parse import parse, set_predicate
 from mor.expr.residual import Residual, bound_field_ids, pushed_not, without_residuals
@@ -151,6 +151,11 @@ def bind_filter(schema: Schema, expr: BooleanExpression, case_sensitive: bool = 
         try:
             return _bind(schema, shaped(expr, DERIVED_MAX_TERMS), case_sensitive, check=True)
         except (ValueError, TypeError) as e:
+            if "timestamp_ns" in str(e) or "timestamptz_ns" in str(e):  # pyiceberg has no nanosecond literals
+                raise UnsupportedFeatureError(
+                    f"filter {expr}: filters on nanosecond timestamp columns (timestamp_ns, timestamptz_ns) are not supported "
+                    "yet; read the rows and filter them (pyarrow.compute, pandas, DuckDB)"
+                ) from e
             columns = ", ".join(schema.column_names[:30])
             raise InvalidFilterError(f"filter {expr} does not fit the table schema: {e} (columns: {columns})") from e
 

@@ -14,7 +14,7 @@ from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 
 from mor.errors import InvalidArgumentError, UnsupportedFeatureError
-from mor.format.metadata import Snapshot, TableMetadata, now_ms, same_schema, sort_order_json, upgraded
+from mor.format.metadata import Snapshot, TableMetadata, check_schema_fits_version, now_ms, same_schema, sort_order_json, upgraded
 from mor.format.requirements import CommitFailedError
 from mor.format.spec import MAIN_BRANCH, STATISTICS_KEYS
 from mor.format.updates import (
@@ -149,6 +149,7 @@ class _Builder:
         """An identical schema already there is reused with its id, as Iceberg does; otherwise
         the schema gets the next id. last-column-id rises to cover its field ids."""
         m = self.m
+        check_schema_fits_version(u.schema, m.format_version)
         existing = next((s for s in m.schemas if same_schema(s, u.schema)), None)
         schemas = m.schemas
         if existing is None:

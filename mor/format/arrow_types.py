@@ -3,6 +3,7 @@ and a new Iceberg schema (fresh field ids) for a user's Arrow schema. Types only
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from itertools import count
 
@@ -24,9 +25,12 @@ from pyiceberg.types import (
     NestedField,
     StringType,
     StructType,
+    TimestampNanoType,
     TimestampType,
+    TimestamptzNanoType,
     TimestamptzType,
     TimeType,
+    UnknownType,
     UUIDType,
 )
 
@@ -49,6 +53,9 @@ _PRIMITIVE_TO_ARROW: dict[type, pa.DataType] = {
     TimeType: pa.time64("us"),
     TimestampType: pa.timestamp("us"),
     TimestamptzType: pa.timestamp("us", tz="UTC"),
+    TimestampNanoType: pa.timestamp("ns"),  # format v3
+    TimestamptzNanoType: pa.timestamp("ns", tz="UTC"),  # format v3
+    UnknownType: pa.null(),  # format v3: always null, and stored in no data file
     StringType: pa.string(),
     UUIDType: pa.binary(16),
     BinaryType: pa.binary(),
@@ -76,18 +83,37 @@ def to_arrow_type(t: IcebergType, in_parquet: bool = False) -> pa.DataType:
     raise SchemaMismatchError(f"no Arrow type for Iceberg type {t}")
 
 
+def default_array(f: NestedField, length: int, write: bool = False) -> pa.Array:
+    """`length` copies of the field's default (v3: `initial-default`, what readers give rows of
+    files written before the field existed; `write`: `write-default`, what writers give rows
+    that do not supply it), nulls when it has none."""
+    value = f.write_default if write else f.initial_default
+    arrow_type = to_arrow_type(f.field_type)
+    if value is None:
+        return pa.nulls(length, arrow_type)
+    if isinstance(value, uuid.UUID):
+        value = value.bytes
+    return pa.array([value] * length, arrow_type)
+
+
 def to_arrow_field(f: NestedField, in_parquet: bool = False) -> pa.Field:
     return pa.field(f.name, to_arrow_type(f.field_type, in_parquet), nullable=not f.required, metadata={FIELD_ID_KEY: str(f.field_id)})
 
 
 def to_arrow_schema(schema: Schema, in_parquet: bool = False) -> pa.Schema:
-    return pa.schema([to_arrow_field(f, in_parquet) for f in schema.fields])
+    """The Arrow schema of `schema`; `in_parquet`: of the data files written for it, which hold
+    no column of type `unknown` (the spec keeps those out of files: they read as null)."""
+    fields = [f for f in schema.fields if not (in_parquet and isinstance(f.field_type, UnknownType))]
+    return pa.schema([to_arrow_field(f, in_parquet) for f in fields])
 
 
 def to_parquet_rows(rows: pa.Table, parquet_schema: pa.Schema) -> pa.Table:
     """`rows` (in mor's Arrow types) as the Parquet writer takes them (`to_arrow_schema(...,
-    in_parquet=True)`): uuid columns become the uuid extension type; nothing else changes."""
-    return rows if rows.schema.equals(parquet_schema) else rows.cast(parquet_schema)
+    in_parquet=True)`): uuid columns become the uuid extension type, `unknown` ones are left
+    out; nothing else changes."""
+    if rows.schema.equals(parquet_schema):
+        return rows
+    return rows.select(parquet_schema.names).cast(parquet_schema)
 
 
 def from_arrow_schema(arrow_schema: pa.Schema) -> Schema:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import time
 import uuid
 from dataclasses import dataclass, field, replace
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any, SupportsInt, cast
 
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
+from pyiceberg.types import ListType, MapType, NestedField, StructType, TimestampNanoType, TimestamptzNanoType, UnknownType
 
 from mor.errors import CorruptMetadataError, InvalidArgumentError, UnsupportedFeatureError
 from mor.format.metadata_checks import check_metadata
@@ -246,6 +248,11 @@ class TableMetadata:
         except KeyError as e:
             raise CorruptMetadataError(f"required field {e.args[0]!r} is missing") from e
         except (ValueError, TypeError, AttributeError) as e:
+            unsupported = _UNSUPPORTED_TYPE.search(str(e))
+            if unsupported is not None:  # a type of a newer spec (variant, geometry, ...) pyiceberg cannot model
+                raise UnsupportedFeatureError(
+                    f"the table has a column of type {unsupported.group(1)!r}, which mor cannot read or write yet"
+                ) from e
             detail = " ".join(line.strip() for line in str(e).strip().splitlines()[:3])
             raise CorruptMetadataError(f"invalid table metadata: {type(e).__name__}: {detail}") from e
 
@@ -298,6 +305,9 @@ class TableMetadata:
         )
 
 
+_UNSUPPORTED_TYPE = re.compile(r"Unsupported field type: '([^']+)'")
+
+
 def _from_v1(d: dict[str, Any]) -> dict[str, Any]:
     """A v1 metadata object in the v2 shape: the fields v1 may leave out filled in as the spec
     says (one `schema`, one `partition-spec` as spec 0, no sequence numbers, no sort orders)."""
@@ -345,6 +355,7 @@ def new_table_metadata(
     """The metadata of a new table (`sort_order` None: unsorted)."""
     check_properties(properties)
     check_format_version(format_version)
+    check_schema_fits_version(schema, format_version)
     return TableMetadata(
         format_version=format_version,
         next_row_id=0 if format_version >= 3 else None,
@@ -367,6 +378,38 @@ def new_table_metadata(
 def sort_order_json(order: SortOrder) -> dict[str, Any]:
     """A sort order as metadata JSON holds it."""
     return json.loads(order.model_dump_json())
+
+
+def check_schema_fits_version(schema: Schema, format_version: int) -> None:
+    """InvalidArgumentError for what only format v3 has (nanosecond timestamps, `unknown`,
+    default values) in a schema of an older table."""
+    if format_version >= 3:
+        return
+    for f in _all_fields(schema.fields):
+        if isinstance(f.field_type, (TimestampNanoType, TimestamptzNanoType, UnknownType)):
+            what = f"type {f.field_type}"
+        elif f.initial_default is not None or f.write_default is not None:
+            what = "a default value"
+        else:
+            continue
+        raise InvalidArgumentError(
+            f"column {f.name!r} has {what}, which needs table format v3; this table is v{format_version} "
+            "(create it with format_version=3, or upgrade(format_version=3) first)"
+        )
+
+
+def _all_fields(fields: tuple[NestedField, ...] | list[NestedField]) -> list[NestedField]:
+    out: list[NestedField] = []
+    for f in fields:
+        out.append(f)
+        t = f.field_type
+        if isinstance(t, StructType):
+            out += _all_fields(t.fields)
+        elif isinstance(t, ListType):
+            out += _all_fields([t.element_field])
+        elif isinstance(t, MapType):
+            out += _all_fields([t.key_field, t.value_field])
+    return out
 
 
 def check_format_version(version: object) -> None:

@@ -26,7 +26,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import IcebergType, ListType, MapType, NestedField, StructType
 
 from mor.errors import CorruptMetadataError
-from mor.format.arrow_types import FIELD_ID_KEY, to_arrow_field, to_arrow_type
+from mor.format.arrow_types import FIELD_ID_KEY, default_array, to_arrow_field, to_arrow_type
 from mor.format.properties import NAME_MAPPING_PROPERTY
 
 if TYPE_CHECKING:  # importing pyiceberg.table costs a read ~0.2 s: only tables with a mapping pay it
@@ -63,8 +63,8 @@ class FileColumn:
     convert: Converter
 
     def read(self, batch: pa.RecordBatch) -> pa.Array:
-        if self.column is None:
-            return pa.nulls(batch.num_rows, to_arrow_type(self.field.field_type))
+        if self.column is None:  # a file from before the field: its initial default (v3), else nulls
+            return default_array(self.field, batch.num_rows)
         return self.convert(batch.column(self.column))
 
     @property
@@ -217,7 +217,8 @@ def _struct_converter(file_type: pa.DataType, target: StructType, ids: dict[Path
         if isinstance(array, pa.ChunkedArray):
             return pa.chunked_array([convert(c) for c in array.chunks], type=pa.struct(arrow_fields))
         children = [
-            pa.nulls(len(array), af.type) if index is None else conv(array.field(index)) for (index, conv), af in zip(parts, arrow_fields)
+            default_array(child, len(array)) if index is None else conv(array.field(index))
+            for (index, conv), child in zip(parts, target.fields)
         ]
         mask = array.is_null() if array.null_count else None
         return pa.StructArray.from_arrays(children, fields=arrow_fields, mask=mask)

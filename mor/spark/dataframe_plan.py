@@ -82,6 +82,9 @@ def unsupported_reason(spark: SparkSession, schema: Schema, read_schema: Schema,
     odd = [f.name for f in fields if _has_type(f.field_type, (UUIDType, TimeType))]
     if odd:
         return f"uuid and time columns have no native Spark Parquet type ({', '.join(odd)})"
+    defaults = [f.name for f in fields if f.initial_default is not None]
+    if defaults:  # Spark's reader gives a file without the column nulls, not the default
+        return f"columns with an initial default (format v3) read as nulls natively ({', '.join(defaults)})"
     columns = {f.field_id: f for f in schema.fields}
     missing = sorted(i for i in eq_ids if i not in columns)
     if missing:

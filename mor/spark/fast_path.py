@@ -218,9 +218,10 @@ def _natively_readable(schema: Schema) -> bool:
 
 def _native_type(field: NestedField) -> bool:
     """Can Spark's Parquet reader give this column as mor does? Not uuid or time (Spark has no
-    such type); nested types when every field inside them can."""
+    such type), not one with an initial default (Spark reads a file without it as nulls);
+    nested types when every field inside them can."""
     t = field.field_type
-    if isinstance(t, (UUIDType, TimeType)):
+    if isinstance(t, (UUIDType, TimeType)) or field.initial_default is not None:
         return False
     if isinstance(t, PrimitiveType):
         return True

@@ -6,15 +6,17 @@ tables are built first, then one JVM reads every snapshot of every table.
 
 from __future__ import annotations
 
+import datetime as dt
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from oracle_support import read_with_iceberg_java
 
 import mor
-from oracle_support import read_with_iceberg_java
 
 pytestmark = [pytest.mark.interop, pytest.mark.oracle]
 
@@ -126,11 +128,40 @@ def java_reads(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             requests.append((table.metadata_location, snapshot.snapshot_id))
             ours.append(table.scan(snapshot_id=snapshot.snapshot_id).to_arrow())
             where.append((name, snapshot.snapshot_id))
+    defaults = catalog.create_table("db.v3_defaults", schema=SCHEMA, format_version=3)
+    build_with_defaults(defaults)
+    for snapshot in defaults.snapshots():
+        requests.append((defaults.metadata_location, snapshot.snapshot_id))
+        ours.append(defaults.scan(snapshot_id=snapshot.snapshot_id).to_arrow())
+        where.append(("v3_defaults", snapshot.snapshot_id))
     theirs = read_with_iceberg_java(requests, Path(workdir))
     out: dict[str, Any] = {"kinds": kinds}
     for (name, snapshot_id), a, b in zip(where, ours, theirs):
         out.setdefault(name, []).append((snapshot_id, a, b))
     return out
+
+
+def build_with_defaults(table: mor.Table) -> None:
+    """Format v3 default values: columns added with one (rows from before read it), a write
+    default changed, writes that leave the columns out."""
+    table.append(rows(range(0, 20)))
+    with table.update_schema() as u:
+        u.add_column("n", pa.int32(), default=7)
+        u.add_column("day", pa.date32(), required=True, default=dt.date(2025, 1, 2))
+    table.append(rows(range(20, 30)))  # without n and day: their write defaults
+    table.update_schema().set_default("n", 9).commit()
+    table.append(rows(range(30, 35)))
+    table.delete("id % 4 = 1")
+
+
+def test_iceberg_java_reads_default_values_as_we_do(java_reads: dict) -> None:
+    snapshots = java_reads["v3_defaults"]
+    assert len(snapshots) == 4
+    for snapshot_id, ours, theirs in snapshots:
+        assert ours.column_names == theirs.column_names, snapshot_id
+        assert sorted(map(str, ours.to_pylist())) == sorted(map(str, theirs.to_pylist())), f"snapshot {snapshot_id}"
+    final = snapshots[-1][1]
+    assert {r["n"] for r in final.to_pylist()} == {7, 9} and {r["day"] for r in final.to_pylist()} == {dt.date(2025, 1, 2)}
 
 
 def _kind(table: mor.Table, delete_file: mor.DeleteFile) -> str:
