@@ -33,6 +33,7 @@ raises mor errors as themselves, not wrapped by Spark (mor/spark/errors.py).
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -111,6 +112,18 @@ class MorTable:
         with spark_errors():
             return MorTable(self.spark, self.table.branch(name), self._alias, refresh=self._refresh)
 
+    @spark_errors()
+    def restore(self, version: int | dt.datetime | str) -> Snapshot:
+        """Delta's RESTORE TABLE ... TO VERSION / TIMESTAMP AS OF: the table as it was at
+        `version` (a snapshot id, or a time: a datetime or ISO text, the snapshot current then)
+        made current again, in one commit (`Table.restore`)."""
+        if isinstance(version, str):
+            try:
+                version = dt.datetime.fromisoformat(version)
+            except ValueError:
+                raise InvalidArgumentError(f"restore takes a snapshot id or a time (ISO text), not {version!r}") from None
+        return self._writable().restore(version)
+
     def alias(self, name: str) -> MorTable:
         """This table under `name` in MERGE conditions and values."""
         return MorTable(self.spark, self.table, name, refresh=self._refresh)
@@ -127,8 +140,6 @@ class MorTable:
     @spark_errors()
     def history(self) -> DataFrame:
         """The snapshots, newest first: id, parent, sequence number, time, operation, summary."""
-        import datetime as dt
-
         snapshots: list[Snapshot] = sorted(self._fresh().snapshots(), key=lambda s: (s.sequence_number, s.timestamp_ms), reverse=True)
         rows = [
             (s.snapshot_id, s.parent_snapshot_id, s.sequence_number, dt.datetime.fromtimestamp(s.timestamp_ms / 1000, dt.UTC),

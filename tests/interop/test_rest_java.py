@@ -112,6 +112,30 @@ def test_java_writes_branches_and_tags_mor_reads_maintains_and_java_reads_again(
     java.sql(f"DELETE FROM rc.db.{name} WHERE id = 1")  # Java on top of mor's commits
     assert mor_rows(client, name) == java_rows(java, name) == [r for r in after if r[0] != 1]
 
+    # mor writes on the branch Java made; Java reads it, and its own write on it follows mor's.
+    table = client.load_table(f"db.{name}")
+    table.delete("id < 20", branch="audit")
+    table.append(pa.table({"id": [2000], "status": ["mor"], "amount": [2.0]}, SCHEMA), branch="audit")
+    on_branch = rows(table.scan(branch="audit").to_arrow())
+    assert java_rows(java, name, "audit") == on_branch and (2000, "mor", 2.0) in on_branch
+    java.sql(f"INSERT INTO rc.db.{name}.branch_audit VALUES (3000, 'java', 3.0)")
+    assert rows(client.load_table(f"db.{name}").scan(branch="audit").to_arrow()) == sorted([*on_branch, (3000, "java", 3.0)])
+
+
+def test_mor_writes_on_a_v3_branch_java_made(java: JavaSql, client: mor.Catalog) -> None:
+    name = unique("v3branch")
+    java.sql(f"CREATE TABLE rc.db.{name} (id bigint, status string, amount double) USING iceberg "
+             f"TBLPROPERTIES ('format-version'='3', {MERGE_ON_READ})")  # fmt: skip
+    java.sql(f"INSERT INTO rc.db.{name} SELECT id, 'open', id * 0.5 FROM range(0, 30)")
+    java.sql(f"ALTER TABLE rc.db.{name} CREATE BRANCH dev")
+    java.sql(f"DELETE FROM rc.db.{name}.branch_dev WHERE id % 3 = 0")  # a deletion vector on the branch
+    table = client.load_table(f"db.{name}")
+    table.delete("id % 3 = 1", branch="dev")  # mor's vector merges Java's
+    table.update({"status": "x"}, where="id = 2", branch="dev")
+    assert java_rows(java, name, "dev") == rows(table.scan(branch="dev").to_arrow())
+    assert [r[0] for r in java_rows(java, name, "dev")] == [i for i in range(30) if i % 3 == 2]
+    assert len(java_rows(java, name)) == 30  # main untouched
+
 
 def test_java_reads_mor_deletion_vectors_and_replaces_them(java: JavaSql, client: mor.Catalog) -> None:
     name = unique("dv")

@@ -86,3 +86,20 @@ def test_metadata_tables_as_dataframes(spark: Any, catalog: mor.Catalog, warehou
     assert t.inspect("snapshots").schema["committed_at"].dataType.simpleString() == "timestamp"
     with pytest.raises(InvalidArgumentError):
         t.inspect("nope")
+
+
+def test_restore_in_the_delta_shape(spark: Any, catalog: mor.Catalog, warehouse: Path) -> None:
+    table = catalog.create_table("db.r", SCHEMA)
+    table.append(rows(range(0, 10)))
+    first = table.metadata.current_snapshot_id
+    table.delete("id < 5")
+    t = MorTable.for_name(spark, "db.r", warehouse=str(warehouse))
+    assert t.restore(first).snapshot_id == first
+    assert t.to_df().count() == 10
+    at = table.refresh().snapshots()[1].timestamp_ms
+    import datetime as dt
+
+    assert t.restore(dt.datetime.fromtimestamp(at / 1000, dt.UTC).isoformat()).operation == "delete"
+    assert t.to_df().count() == 5
+    with pytest.raises(InvalidArgumentError):
+        t.restore("not a time")

@@ -291,3 +291,18 @@ def test_expiry_and_orphan_removal_refuse_a_branch_handle(three: tuple[mor.Table
         with pytest.raises(InvalidArgumentError, match="whole table"):
             verb(table.branch("dev"))
     assert len(table.refresh().snapshots()) == 3
+
+
+def test_pyiceberg_reads_branches_and_tags_mor_writes(three: tuple[mor.Table, list[int]]) -> None:
+    from pyiceberg.table import StaticTable as PyicebergTable
+
+    table, (s1, _, _) = three
+    table.create_tag("t", s1)
+    table.create_branch("dev", s1, max_ref_age_ms=86_400_000)
+    table.append(make_rows([77]), branch="dev")
+    theirs = PyicebergTable.from_metadata(table.metadata_location)
+    refs = theirs.refs()
+    assert set(refs) == {"main", "t", "dev"} and refs["dev"].max_ref_age_ms == 86_400_000
+    for name in ("t", "dev", "main"):
+        ids = sorted(theirs.scan(snapshot_id=refs[name].snapshot_id).to_arrow()["id"].to_pylist())
+        assert ids == scan_ids(table, branch=name), name
