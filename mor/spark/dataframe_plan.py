@@ -13,14 +13,15 @@ position, equality deletes by key (null matching null, columns compared as the t
 types, an older file's int keys matching a widened bigint column).
 
 A table that never changed its schema and maps no names (no imported files) has every file in
-the table's own names: those files are read without looking at their footers.
+the table's own names: those files are read without looking at their footers. A column a file
+lacks reads as its initial default (format v3), else null.
 
 The result has the table's column names and mor's Spark types (mor/spark/types.py). Not
 supported (UnsupportedFeatureError, `unsupported_reason` says why before reading): uuid and time
 columns (Spark's Parquet reader has no such types), equality deletes on float, double or
 nested columns, object storage without an `s3a` Hadoop filesystem, a session the jar cannot be added to (Spark
-Connect). Like the local reader, a column a file does not hold reads as null (identity partition
-values are not filled from partition data).
+Connect). Like the local reader, a column a file does not hold reads as its default or null
+(identity partition values are not filled from partition data).
 """
 
 from __future__ import annotations
@@ -82,9 +83,6 @@ def unsupported_reason(spark: SparkSession, schema: Schema, read_schema: Schema,
     odd = [f.name for f in fields if _has_type(f.field_type, (UUIDType, TimeType))]
     if odd:
         return f"uuid and time columns have no native Spark Parquet type ({', '.join(odd)})"
-    defaults = [f.name for f in fields if f.initial_default is not None]
-    if defaults:  # Spark's reader gives a file without the column nulls, not the default
-        return f"columns with an initial default (format v3) read as nulls natively ({', '.join(defaults)})"
     columns = {f.field_id: f for f in schema.fields}
     missing = sorted(i for i in eq_ids if i not in columns)
     if missing:

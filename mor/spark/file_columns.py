@@ -49,8 +49,8 @@ def file_read(file_schema: pa.Schema, projection: FileProjection) -> FileRead:
     columns = []
     for c in projection.columns:
         wanted = spark_type(c.field.field_type)
-        if c.column is None:  # no such field id in the file: the column was added after it
-            columns.append(F.lit(None).cast(wanted).alias(c.field.name))
+        if c.column is None:  # no such field id in the file: added after it (its initial default, v3, else null)
+            columns.append(F.lit(c.field.initial_default).cast(wanted).alias(c.field.name))
             continue
         file_field = file_schema.field(c.column)
         read_type, convert = _resolve(file_field.type, c.field.field_type, f"column {c.field.name!r}")
@@ -136,7 +136,9 @@ def _resolve_struct(file_type: pa.DataType, target: StructType, where: str) -> t
 
     def convert_struct(column: Column) -> Column:
         values = [
-            (F.lit(None).cast(spark_type(child.field_type)) if name is None else convert(column.getField(name))).alias(child.name)
+            (F.lit(child.initial_default).cast(spark_type(child.field_type)) if name is None else convert(column.getField(name))).alias(
+                child.name
+            )
             for child, name, convert in parts
         ]
         return F.when(column.isNull(), F.lit(None).cast(wanted)).otherwise(F.struct(*values))
