@@ -306,3 +306,25 @@ def test_pyiceberg_reads_branches_and_tags_mor_writes(three: tuple[mor.Table, li
     for name in ("t", "dev", "main"):
         ids = sorted(theirs.scan(snapshot_id=refs[name].snapshot_id).to_arrow()["id"].to_pylist())
         assert ids == scan_ids(table, branch=name), name
+
+
+def test_expiry_honours_the_retention_set_on_refs(make_table: MakeTable) -> None:
+    """A branch's min-snapshots-to-keep keeps its ancestors; a tag past its max-ref-age goes,
+    and with it what only it kept."""
+    import time
+
+    from mor.format.metadata import now_ms
+
+    table = make_table(range(0, 5))
+    for i in range(5, 9):
+        table.append(make_rows([i]))
+    line = [s.snapshot_id for s in table.snapshots()]
+    table.create_branch("keep3", line[-1], min_snapshots_to_keep=3)
+    table.create_tag("short", line[0], max_ref_age_ms=1)
+    while now_ms() - table.metadata.snapshot_by_id(line[0]).timestamp_ms <= 1:  # until the tag is older than its 1 ms
+        time.sleep(0.001)
+    result = table.expire_snapshots(older_than=dt.timedelta(0), retain_last=1, allow_short_retention=True)
+    assert "short" in result.removed_refs and "short" not in table.refresh().refs()
+    kept = {s.snapshot_id for s in table.snapshots()}
+    assert set(line[-3:]) <= kept and line[0] not in kept
+    assert scan_ids(table, branch="keep3") == list(range(9))
