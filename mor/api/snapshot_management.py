@@ -29,12 +29,10 @@ from mor.api.table_parts import TableParts
 from mor.commit.branch_ops import WAP_ID, BranchOperations
 from mor.commit.ref_commits import BRANCH, MAX_REF_AGE_MS, MAX_SNAPSHOT_AGE_MS, MIN_SNAPSHOTS_TO_KEEP, TAG, RefEdits, is_ancestor
 from mor.errors import InvalidArgumentError, NoSuchRefError, NoSuchSnapshotError
-from mor.format.content_file import DataFile
-from mor.format.manifest import read_manifest
-from mor.format.manifest_list import read_manifest_list
 from mor.format.metadata import Snapshot, TableMetadata
 from mor.format.properties import WAP_ENABLED
-from mor.format.spec import MAIN_BRANCH, ManifestContent, ManifestEntryStatus
+from mor.format.spec import MAIN_BRANCH
+from mor.planning.planner import added_data_files
 
 if TYPE_CHECKING:
     from mor.api.table import Table
@@ -245,7 +243,6 @@ class TableSnapshots(TableParts):
         write). Anything else, or a snapshot main already has, is refused."""
         from mor.commit.snapshot_producer import Changes, commit_changes  # imported on first use: a read commits nothing
 
-        table = self._table()
         self.operations()
         self.refresh()
         picked = _snapshot(self.metadata, snapshot_id)
@@ -256,7 +253,7 @@ class TableSnapshots(TableParts):
         wap_id = picked.summary.get(WAP_ID)
         if wap_id is not None:
             summary[PUBLISHED_WAP_ID] = wap_id
-        added = [replace(f, first_row_id=None) for f in _added_data_files(table, picked)]
+        added = [replace(f, first_row_id=None) for f in added_data_files(self.io, self.metadata, picked)]
 
         def still_pickable(_: TableMetadata, base: TableMetadata) -> None:
             _check_pickable(base, picked)
@@ -326,20 +323,6 @@ def _check_pickable(metadata: TableMetadata, picked: Snapshot) -> None:
             f"cannot cherry-pick snapshot {picked.snapshot_id} ({picked.operation}): only an append, or a snapshot whose parent is "
             "the current one (a fast-forward), can be applied on the current snapshot"
         )
-
-
-def _added_data_files(table: Table, snapshot: Snapshot) -> list[DataFile]:
-    """The data files `snapshot` added (entries ADDED by it)."""
-    metadata = table.metadata
-    out: list[DataFile] = []
-    for manifest in read_manifest_list(table.io, snapshot.manifest_list):
-        if manifest.content != ManifestContent.DATA or manifest.added_snapshot_id != snapshot.snapshot_id:
-            continue
-        for entry in read_manifest(table.io, manifest, metadata.specs(), metadata.schema()):
-            if entry.status == ManifestEntryStatus.ADDED and entry.snapshot_id == snapshot.snapshot_id:
-                assert isinstance(entry.file, DataFile)  # a data manifest
-                out.append(entry.file)
-    return out
 
 
 __all__ = ["MAIN_BRANCH", "ManageSnapshots", "TableSnapshots", "ref_snapshot_id"]

@@ -22,7 +22,7 @@ from mor.format.manifest import ManifestFile
 from mor.format.manifest_list import read_manifest_list
 from mor.format.metadata import Snapshot, TableMetadata
 from mor.format.properties import NAME_MAPPING_PROPERTY
-from mor.format.spec import ManifestContent
+from mor.format.spec import ManifestContent, ManifestEntryStatus
 from mor.io.fileio import FileIO
 from mor.planning.delete_index import DeleteFileIndex
 from mor.planning.manifest_cache import PlanScope, gc_paused, read_entries
@@ -46,6 +46,17 @@ def live_entries(
 
 def manifests_of(io: FileIO, snapshot: Snapshot) -> list[ManifestFile]:
     return read_manifest_list(io, snapshot.manifest_list)
+
+
+def added_data_files(io: FileIO, metadata: TableMetadata, snapshot: Snapshot) -> list[DataFile]:
+    """The data files `snapshot` adds: ADDED entries of the data manifests it wrote."""
+    manifests = [m for m in manifests_of(io, snapshot) if m.content == ManifestContent.DATA and m.added_snapshot_id == snapshot.snapshot_id]
+    out = []
+    for entries in read_entries(io, manifests, metadata.specs(), metadata.schema()):
+        for entry in entries:
+            if entry.status == ManifestEntryStatus.ADDED and entry.snapshot_id == snapshot.snapshot_id and isinstance(entry.file, DataFile):
+                out.append(entry.file)
+    return out
 
 
 def live_data_spec_ids(io: FileIO, snapshot: Snapshot) -> set[int]:

@@ -23,13 +23,11 @@ from collections.abc import Sequence
 from mor.commit.row_rules import table_rules
 from mor.dml.constraints import check_files, table_constraints
 from mor.errors import SchemaEvolutionError
-from mor.format.content_file import DataFile
-from mor.format.metadata import Snapshot, TableMetadata
-from mor.format.spec import ManifestContent, ManifestEntryStatus, Operation
+from mor.format.metadata import TableMetadata
+from mor.format.spec import Operation
 from mor.format.updates import AddSnapshot, Update
 from mor.io.fileio import FileIO
-from mor.planning.manifest_cache import read_entries
-from mor.planning.planner import manifests_of
+from mor.planning.planner import added_data_files
 
 
 def check_added_rows(io: FileIO, new: TableMetadata, updates: Sequence[Update], checked: set[object]) -> None:
@@ -45,17 +43,6 @@ def check_added_rows(io: FileIO, new: TableMetadata, updates: Sequence[Update], 
         if (constrained or snapshot.schema_id != new.current_schema_id) and key not in checked:
             check_files(io, new, added_data_files(io, new, snapshot), f"a data file snapshot {snapshot.snapshot_id} adds")
             checked.add(key)
-
-
-def added_data_files(io: FileIO, metadata: TableMetadata, snapshot: Snapshot) -> list[DataFile]:
-    """The data files `snapshot` adds: ADDED entries of the data manifests it wrote."""
-    manifests = [m for m in manifests_of(io, snapshot) if m.content == ManifestContent.DATA and m.added_snapshot_id == snapshot.snapshot_id]
-    out = []
-    for entries in read_entries(io, manifests, metadata.specs(), metadata.schema()):
-        for entry in entries:
-            if entry.status == ManifestEntryStatus.ADDED and entry.snapshot_id == snapshot.snapshot_id and isinstance(entry.file, DataFile):
-                out.append(entry.file)
-    return out
 
 
 def check_constraint_columns(base: TableMetadata | None, new: TableMetadata) -> None:
