@@ -7,6 +7,11 @@ their own with MOR_SPARK_MASTER=spark://127.0.0.1:<port>, since one process hold
 SparkContext. A test joins that set with `@pytest.mark.cluster` (or a module-wide
 `pytestmark = pytest.mark.cluster`), or by its node id in CLUSTER_TESTS below; tests that lean
 on the driver's process state (monkeypatching mor, timing) stay out of it.
+
+The session has Hadoop's s3a filesystem (hadoop-aws, tests/servers/hadoop_aws.py) pointed at the
+run's moto S3 server, as a Spark deployment on S3 has, so tables there read through Spark's
+native scan and mor's JVM delete functions, on the cluster too. A session without s3a falls back
+to the Python source; its tests stand in for that session by hiding s3a from mor.
 """
 
 from __future__ import annotations
@@ -20,14 +25,18 @@ import pytest
 
 import mor
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # for tests.servers
+from tests.servers.hadoop_aws import hadoop_aws_jars, s3a_settings
+from tests.servers.s3 import s3_server  # noqa: F401  (the session fixture, for the s3a settings)
+
 pytest.importorskip("pyspark", reason="the Spark tests need the mor[spark] extra")
 
 MASTER_ENV = "MOR_SPARK_MASTER"
 LOCAL_MASTER = "local[2]"
 LOOPBACK = "127.0.0.1"
 
-# More of the cluster set, by node id relative to this folder: a test with its parameters, or
-# without them for every parameterization. For tests whose module carries no `cluster` mark of
+# More of the cluster set, by node id relative to this folder: a test with its parameters,
+# without them for every parameterization, or ending in `*` for every id it begins. For tests whose module carries no `cluster` mark of
 # its own, and for a subset of a parametrized test (keeping the cluster run within minutes).
 CLUSTER_TESTS: tuple[str, ...] = (
     "test_dml.py::test_spark_verb_leaves_the_rows_the_local_verb_leaves[partitioned-delete]",
@@ -44,6 +53,8 @@ CLUSTER_TESTS: tuple[str, ...] = (
     "test_dataframe_plan.py::test_deletion_vectors",
     "test_dataframe_plan.py::test_one_key_column_with_nulls[i]",
     "test_dataframe_plan.py::test_metadata_columns_name_each_row_as_the_table_does[3]",
+    "test_dataframe_plan.py::test_java_fixture_snapshots[v3_dv_multi-*",
+    "test_dataframe_plan.py::test_java_fixture_snapshots[eq_v2_part-*",
     "test_table_api.py::test_delete_and_update_change_the_rows_the_local_verbs_change[v2]",
     "test_table_api.py::test_merge_changes_the_rows_the_local_merge_changes[3]",
     "test_table_api.py::test_bad_input_is_a_typed_error_and_leaves_the_table_unchanged[unknown-column]",
@@ -67,12 +78,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if here in path.parents:
             item.add_marker(pytest.mark.spark)
             node = f"{path.relative_to(here).as_posix()}::{item.name}"
-            if any(node == test or (node.startswith(test + "[") and "[" not in test) for test in CLUSTER_TESTS):
+            if any(_names(test, node) for test in CLUSTER_TESTS):
                 item.add_marker(pytest.mark.cluster)
 
 
+def _names(test: str, node: str) -> bool:
+    """Does the CLUSTER_TESTS entry `test` name the node id `node`?"""
+    if test.endswith("*"):
+        return node.startswith(test[:-1])
+    return node == test or ("[" not in test and node.startswith(test + "["))
+
+
 @pytest.fixture(scope="session")
-def spark() -> Iterator[object]:
+def spark(request: pytest.FixtureRequest) -> Iterator[object]:
     # Workers must run this interpreter, where mor is installed (no sys.path tricks).
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
@@ -100,6 +118,9 @@ def spark() -> Iterator[object]:
             .config("spark.executor.memory", "1g")
             .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
         )
+    builder = builder.config("spark.jars", ",".join(str(jar) for jar in hadoop_aws_jars()))
+    for key, value in s3a_settings(request.getfixturevalue("s3_server")).items():
+        builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     mor.spark.register(session)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +23,6 @@ from mor.errors import InvalidArgumentError, UnsupportedFeatureError
 from mor.spark.dataframe_plan import read_dataframe_plan
 from mor.spark.file_paths import has_s3a, spark_read_path
 from mor.spark.types import spark_schema
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # for tests.servers, as test_s3_spark.py
-from tests.servers.s3 import s3_server  # noqa: E402,F401  (the session fixture)
 
 PATHS = ["auto", "python", "jvm"]
 
@@ -479,12 +475,43 @@ def test_odd_file_names_are_found_by_the_delete_functions(spark: Any, tmp_path: 
 
 
 def test_s3a_detection_and_paths(spark: Any) -> None:
-    """No hadoop-aws jar here (offline): s3a is not found; s3:// locations map to s3a:// ones."""
-    assert has_s3a(spark) is False
+    """The test session has hadoop-aws (tests/spark/conftest.py); s3:// locations map to s3a://."""
+    assert has_s3a(spark) is True
     assert spark_read_path("s3://bucket/some/key.parquet") == "s3a://bucket/some/key.parquet"
 
 
-def test_object_storage_without_s3a_reads_through_the_python_source(spark: Any, s3_server: Any, tmp_path: Path, caplog: Any) -> None:
+@pytest.mark.cluster
+def test_object_storage_reads_natively_at_every_snapshot(spark: Any, s3_server: Any, tmp_path: Path, caplog: Any) -> None:
+    """Tables on the S3 test server through s3a: the interop scenarios (every delete kind, v2
+    and v3) at every snapshot through the JVM path, the executors loading delete files and
+    deletion vectors from S3 themselves; read_table's automatic choice goes the same way."""
+    from interop_tables import scenario_tables
+
+    catalog = mor.load_catalog(s3_server.fresh_prefix(), uri=f"sqlite:///{tmp_path}/catalog.db", properties=s3_server.properties)
+    tables = scenario_tables(catalog, layouts=("category-day",))
+    assert {t.metadata.format_version for t in tables} == {2, 3}
+    for table in tables:
+        assert table.location.startswith("s3://")
+        for snapshot in table.metadata.snapshots:
+            df = mor.spark.read_table(spark, table, snapshot_id=snapshot.snapshot_id, path="jvm")
+            assert_reads_as_local(df, table, snapshot.snapshot_id)
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="mor.spark"):
+            df = mor.spark.read_table(spark, table)
+        assert "through the JVM delete functions" in caplog.text, caplog.text
+        assert_reads_as_local(df, table, None)
+
+
+def test_object_storage_without_s3a_reads_through_the_python_source(
+    spark: Any, s3_server: Any, tmp_path: Path, caplog: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session without hadoop-aws (this one, with s3a hidden from mor's check): tables on S3
+    read through the Python source, and the JVM path asked for by name is a typed error."""
+    import mor.spark.dataframe_plan
+    import mor.spark.fast_path
+
+    for module in (mor.spark.dataframe_plan, mor.spark.fast_path):
+        monkeypatch.setattr(module, "has_s3a", lambda spark: False)
     catalog = mor.load_catalog(s3_server.fresh_prefix(), uri=f"sqlite:///{tmp_path}/catalog.db", properties=s3_server.properties)
     table = catalog.create_table("db.t", schema=SCHEMA)
     table.append(rows(range(0, 30)))

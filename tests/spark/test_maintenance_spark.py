@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
-import sys
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -24,9 +23,6 @@ from mor.io.fileio import to_local_path
 from mor.maintenance.reachable import referenced_locations
 from mor.spark import maintenance
 from mor.spark.maintenance import compact, remove_orphan_files, rewrite_position_deletes
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # for tests.servers, as test_s3_spark.py
-from tests.servers.s3 import s3_server  # noqa: E402,F401  (the session fixture)
 
 
 def build(catalog: mor.Catalog, name: str, version: int, partition_by: list[str] | None, evolve: bool = False) -> mor.Table:
@@ -102,7 +98,7 @@ def test_compact_matches_the_local_verb(spark: Any, catalog: mor.Catalog, kwargs
         k: v for k, v in local.current_snapshot().summary.items() if "size" not in k
     }
     if kwargs["version"] == 3:  # rows keep their lineage
-        lineage = lambda t: canonical(t.scan(columns=["id", "_row_id", "_last_updated_sequence_number"]).to_arrow())  # noqa: E731
+        lineage = lambda t: canonical(t.scan(columns=["id", "_row_id", "_last_updated_sequence_number"]).to_arrow())
         assert lineage(distributed) == lineage(local)
 
 
@@ -297,7 +293,7 @@ def test_unreadable_manifest_removes_nothing(spark: Any, catalog: mor.Catalog) -
     assert files_under(table) == files
 
 
-def test_on_s3_orphans_and_compaction_match_the_local_verbs(spark: Any, s3_server: Any, tmp_path: Path) -> None:  # noqa: F811
+def test_on_s3_orphans_and_compaction_match_the_local_verbs(spark: Any, s3_server: Any, tmp_path: Path) -> None:
     catalog = mor.load_catalog(s3_server.fresh_prefix(), uri=f"sqlite:///{tmp_path}/catalog.db", properties=s3_server.properties)
     local, distributed = twins(catalog, version=2, partition_by=["category"])
     stray = {}

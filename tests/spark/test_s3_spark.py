@@ -16,8 +16,7 @@ import mor
 import mor.spark
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # for tests.servers
-from tests.servers.postgres import postgres_server_fixture  # noqa: E402,F401  (the session fixture postgres_server)
-from tests.servers.s3 import s3_server  # noqa: E402,F401  (the session fixture)
+from tests.servers.postgres import postgres_server_fixture  # noqa: F401  (the session fixture postgres_server)
 
 pytestmark = pytest.mark.cluster  # every test here also runs on the standalone cluster
 
@@ -30,7 +29,7 @@ def rows(ids) -> pa.Table:
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def s3_table(request, s3_server, tmp_path: Path):  # noqa: F811
+def s3_table(request, s3_server, tmp_path: Path):
     if request.param == "postgres":
         server = request.getfixturevalue("postgres_server")
         uri = server.uri(server.create_database())
@@ -45,11 +44,11 @@ def s3_table(request, s3_server, tmp_path: Path):  # noqa: F811
     return catalog, table, warehouse, uri
 
 
-def _options(s3_server, warehouse: str, uri: str) -> dict[str, str]:  # noqa: F811
+def _options(s3_server, warehouse: str, uri: str) -> dict[str, str]:
     return {"warehouse": warehouse, "uri": uri, **s3_server.properties}
 
 
-def test_spark_reads_and_writes_s3(spark, s3_server, s3_table):  # noqa: F811
+def test_spark_reads_and_writes_s3(spark, s3_server, s3_table):
     catalog, table, warehouse, uri = s3_table
     options = _options(s3_server, warehouse, uri)
     table.delete("id < 10")
@@ -65,7 +64,7 @@ def test_spark_reads_and_writes_s3(spark, s3_server, s3_table):  # noqa: F811
     assert all(t.data_file.file_path.startswith("s3://") for t in table.scan().plan_files())
 
 
-def test_spark_dml_on_s3(spark, s3_server, s3_table):  # noqa: F811
+def test_spark_dml_on_s3(spark, s3_server, s3_table):
     catalog, table, warehouse, uri = s3_table
     mor.spark.delete(spark, table, "id < 10")
     mor.spark.update(spark, table, {"n": pc.field("n") + 1}, where="id = 50")
