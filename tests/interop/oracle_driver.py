@@ -1,8 +1,12 @@
 """Runs under the iceberg-oracle venv (pyspark 3.5 + Iceberg Java): reads the requested table
-snapshots with Iceberg Java and writes each result as Parquet. One JVM for all reads.
+snapshots with Iceberg Java and writes each result as Parquet. One JVM for every read of a test
+process: it serves request files until its input ends.
 
-usage: python oracle_driver.py <oracle dir> <requests.json>
-requests: [{"metadata": path, "snapshot_id": int, "out": path.parquet}, ...]; a request may also
+usage: python oracle_driver.py <oracle dir>
+Protocol (oracle_support.DriverProcess), one JSON object a line: the caller writes {"requests":
+path of a requests.json}; the driver answers with a line starting REPLY_MARK, {"ok": true} once
+every result is written, or {"error": message}. READY_MARK is printed once the session started.
+requests.json: [{"metadata": path, "snapshot_id": int, "out": path.parquet}, ...]; a request may also
 hold "columns": [names] (metadata columns such as _row_id and _last_updated_sequence_number
 too), else every column of the snapshot's schema is read; and "sort": false, to get the rows in
 the order Spark returns them (sorting them all costs about half of each read); or
@@ -11,8 +15,12 @@ the order Spark returns them (sorting them all costs about half of each read); o
 
 import json
 import sys
+import traceback
 
 import pyarrow.parquet as pq
+
+READY_MARK = "ORACLE-READY"
+REPLY_MARK = "ORACLE-REPLY "
 
 sys.path.insert(0, sys.argv[1])
 import oracle  # noqa: E402
@@ -28,7 +36,13 @@ def read(spark, request):
 
 
 spark = oracle.spark_session()
-for request in json.load(open(sys.argv[2])):
-    rows = oracle.collect_arrow(read(spark, request))
-    pq.write_table(rows, request["out"])
+print(READY_MARK, flush=True)
+for line in sys.stdin:
+    try:
+        for request in json.load(open(json.loads(line)["requests"])):
+            pq.write_table(oracle.collect_arrow(read(spark, request)), request["out"])
+        reply = {"ok": True}
+    except Exception as e:  # the caller raises it, with Java's message
+        reply = {"error": f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"}
+    print(REPLY_MARK + json.dumps(reply), flush=True)
 spark.stop()

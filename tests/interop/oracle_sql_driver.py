@@ -17,8 +17,8 @@ import traceback
 
 import pyarrow.parquet as pq
 
-READY_MARK = "ORACLE-SQL-READY"
-REPLY_MARK = "ORACLE-SQL-REPLY "
+READY_MARK = "ORACLE-READY"  # oracle_support.DriverProcess's
+REPLY_MARK = "ORACLE-REPLY "
 
 sys.path.insert(0, sys.argv[1])
 import oracle  # noqa: E402
