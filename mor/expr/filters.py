@@ -79,14 +79,16 @@ from pyiceberg.types import (
     NestedField,
     PrimitiveType,
     StringType,
+    TimestampNanoType,
     TimestampType,
+    TimestamptzNanoType,
     TimestamptzType,
     TimeType,
     UUIDType,
 )
 
-from mor.errors import InvalidFilterError, UnsupportedFeatureError
-from mor.expr.literals import exact_predicate
+from mor.errors import InvalidFilterError
+from mor.expr.literals import TimestampNanoLiteral, exact_predicate
 from mor.expr.parse import parse, set_predicate
 from mor.expr.residual import Residual, bound_field_ids, pushed_not, without_residuals
 from mor.expr.shape import DERIVED_MAX_TERMS, shaped
@@ -151,11 +153,6 @@ def bind_filter(schema: Schema, expr: BooleanExpression, case_sensitive: bool = 
         try:
             return _bind(schema, shaped(expr, DERIVED_MAX_TERMS), case_sensitive, check=True)
         except (ValueError, TypeError) as e:
-            if "timestamp_ns" in str(e) or "timestamptz_ns" in str(e):  # pyiceberg has no nanosecond literals
-                raise UnsupportedFeatureError(
-                    f"filter {expr}: filters on nanosecond timestamp columns (timestamp_ns, timestamptz_ns) are not supported "
-                    "yet; read the rows and filter them (pyarrow.compute, pandas, DuckDB)"
-                ) from e
             columns = ", ".join(schema.column_names[:30])
             raise InvalidFilterError(f"filter {expr} does not fit the table schema: {e} (columns: {columns})") from e
 
@@ -231,6 +228,7 @@ _CONVERT_TO_THEMSELVES: dict[type, tuple[type, ...]] = {
     DateLiteral: (DateType,),
     TimeLiteral: (TimeType,),
     TimestampLiteral: (TimestampType, TimestamptzType),
+    TimestampNanoLiteral: (TimestampNanoType, TimestamptzNanoType),
     UUIDLiteral: (UUIDType,),
     BinaryLiteral: (BinaryType,),
 }

@@ -8,6 +8,10 @@ and refuses another zone rather than ignore it. A typed literal keeps its type:
 `timestamp '2025-06-05 10:00'` against a date column compares each date as its midnight, and
 `date '2025-06-05'` against a timestamp column is that midnight.
 
+Nanosecond timestamp columns (timestamp_ns, timestamptz_ns) compare with `TimestampNanoLiteral`
+(pyiceberg has none): text keeps its digits to the nanosecond, a microsecond literal (a Python
+datetime) is that many thousand nanoseconds.
+
 A value finer than the column (1.234 on decimal(10,2), 1.5 on an int, 10:00 against a date) or
 beyond its range is compared exactly, not rounded: `=` is never true, `<` becomes `<=` the value
 rounded down, `>` becomes `>` it. Such a rewrite stays NULL for a null operand, so that `not`
@@ -22,8 +26,10 @@ import re
 from collections.abc import Callable
 from decimal import Decimal
 from fractions import Fraction
+from functools import singledispatchmethod
 from typing import Any, NamedTuple
 
+from pydantic import model_serializer
 from pyiceberg.expressions import (
     And,
     BooleanExpression,
@@ -48,11 +54,23 @@ from pyiceberg.expressions.literals import (
     StringLiteral,
     TimestampLiteral,
 )
-from pyiceberg.types import DateType, DecimalType, IcebergType, IntegerType, LongType, NestedField, TimestampType, TimestamptzType
+from pyiceberg.types import (
+    DateType,
+    DecimalType,
+    IcebergType,
+    IntegerType,
+    LongType,
+    NestedField,
+    TimestampNanoType,
+    TimestampType,
+    TimestamptzNanoType,
+    TimestamptzType,
+)
 
 from mor.errors import InvalidFilterError
 
 MICROS_PER_DAY = 86_400_000_000
+NANOS_PER_DAY = 86_400_000_000_000
 _EPOCH_ORDINAL = dt.date(1970, 1, 1).toordinal()
 _INT_RANGES = {IntegerType: (-(2**31), 2**31 - 1), LongType: (-(2**63), 2**63 - 1)}
 _TEMPORAL = re.compile(
@@ -78,14 +96,46 @@ TYPED_TEXT: dict[str, type[StringLiteral]] = {"date": DateText, "timestamp": Tim
 _TYPED_CLASSES = set(TYPED_TEXT.values())
 
 
+class TimestampNanoLiteral(TimestampLiteral):
+    """Nanoseconds since 1970-01-01 (UTC for timestamptz_ns), for nanosecond timestamp columns.
+    A TimestampLiteral to pyiceberg's transforms (day, hour, ... take its value as nanoseconds
+    from the column's type), and converting only to the nanosecond types (and dates)."""
+
+    @model_serializer
+    def ser_model(self) -> str:
+        seconds, nanos = divmod(self.value, 1_000_000_000)
+        return (dt.datetime(1970, 1, 1) + dt.timedelta(seconds=seconds)).isoformat() + f".{nanos:09d}"
+
+    def increment(self) -> Literal[int]:
+        return TimestampNanoLiteral(self.value + 1)
+
+    def decrement(self) -> Literal[int]:
+        return TimestampNanoLiteral(self.value - 1)
+
+    @singledispatchmethod
+    def to(self, type_var: IcebergType) -> Literal[Any]:
+        raise TypeError(f"Cannot convert TimestampNanoLiteral into {type_var}")
+
+    @to.register(TimestampNanoType)
+    @to.register(TimestamptzNanoType)
+    def _(self, _: IcebergType) -> Literal[Any]:
+        return self
+
+    @to.register(DateType)
+    def _(self, _: DateType) -> Literal[Any]:
+        return DateLiteral(self.value // NANOS_PER_DAY)
+
+
 class Temporal(NamedTuple):
     """A date or date-time as written: days since 1970-01-01, microseconds into the day (None
-    for a date alone; digits beyond micros are cut, as a cast cuts them) and the zone's offset
-    in microseconds (None when none is written)."""
+    for a date alone; digits beyond micros are cut, as a cast cuts them, and kept apart as
+    `nanos` for nanosecond columns) and the zone's offset in microseconds (None when none is
+    written)."""
 
     days: int
     micros_of_day: int | None
     offset: int | None
+    nanos: int = 0  # the 7th to 9th digits of the fraction (beyond: cut)
 
     def wall_micros(self) -> int:
         return self.days * MICROS_PER_DAY + (self.micros_of_day or 0)
@@ -104,9 +154,9 @@ def parse_temporal(text: str) -> Temporal:
     hour, minute, second = int(m["H"]), int(m["M"]), int(m["S"] or 0)
     if hour > 23 or minute > 59 or second > 59:
         raise ValueError(f"{text!r}: no such time of day")
-    fraction = int((m["f"] or "").ljust(6, "0")[:6])
-    micros = ((hour * 60 + minute) * 60 + second) * 1_000_000 + fraction
-    return Temporal(days, micros, _offset(m["zone"]))
+    digits = (m["f"] or "").ljust(9, "0")
+    micros = ((hour * 60 + minute) * 60 + second) * 1_000_000 + int(digits[:6])
+    return Temporal(days, micros, _offset(m["zone"]), int(digits[6:9]))
 
 
 def _offset(zone: str | None) -> int | None:
@@ -131,7 +181,7 @@ def exact_predicate(field: NestedField, expr: BooleanExpression) -> BooleanExpre
     domain = _domain(field)
     literals = [expr.literal] if isinstance(expr, LiteralPredicate) else list(expr.literals)
     classes = {type(lit) for lit in literals}  # one pass over a long list
-    if classes & _TYPED_CLASSES and (domain is None or domain.make not in (DateLiteral, TimestampLiteral)):
+    if classes & _TYPED_CLASSES and (domain is None or domain.make not in (DateLiteral, TimestampLiteral, TimestampNanoLiteral)):
         typed = next(lit for lit in literals if type(lit) in _TYPED_CLASSES)
         raise InvalidFilterError(
             f"{_typed_name(typed)} '{typed.value}' cannot be compared with column {field.name!r} of type {field.field_type}"
@@ -166,6 +216,9 @@ def _domain(field: NestedField) -> _Domain | None:
     if isinstance(ftype, (TimestampType, TimestamptzType)):
         zoned = isinstance(ftype, TimestamptzType)
         return _Domain(field, _is_text, lambda lit: Fraction(_timestamp_micros(field, lit, zoned)), TimestampLiteral, None)
+    if isinstance(ftype, (TimestampNanoType, TimestamptzNanoType)):
+        zoned = isinstance(ftype, TimestamptzNanoType)
+        return _Domain(field, _not_nanos, lambda lit: Fraction(_timestamp_nanos(field, lit, zoned)), TimestampNanoLiteral, None)
     if isinstance(ftype, DecimalType):
         scale, limit = ftype.scale, 10**ftype.precision - 1
         return _Domain(
@@ -182,6 +235,8 @@ def _domain(field: NestedField) -> _Domain | None:
 
 
 def _needs_exactness(domain: _Domain, literals: list[Literal[Any]], classes: set[type]) -> bool:
+    if domain.make is TimestampNanoLiteral:
+        return classes != {TimestampNanoLiteral}
     if classes <= {DateLiteral, TimestampLiteral}:
         return False  # already in the column's type (or a type bind refuses)
     if domain.make is LongLiteral and classes == {LongLiteral}:  # a long list of ints
@@ -249,6 +304,25 @@ def _timestamp_micros(field: NestedField, lit: Literal[Any], zoned: bool) -> int
     if value.offset not in (None, 0):
         raise ValueError(f"{lit.value!r} has a zone, and the column holds timestamps without zone: write the time without it")
     return value.wall_micros()
+
+
+def _not_nanos(lit: Literal[Any]) -> bool:
+    return type(lit) is not TimestampNanoLiteral
+
+
+def _timestamp_nanos(field: NestedField, lit: Literal[Any], zoned: bool) -> int:
+    """A literal against a nanosecond column, in nanoseconds: text to its ninth digit, a
+    microsecond timestamp (a datetime) or a date scaled. InvalidFilterError-bound ValueError for
+    anything else (a number is no instant)."""
+    if isinstance(lit, TimestampNanoLiteral):
+        return lit.value
+    if isinstance(lit, TimestampLiteral):
+        return lit.value * 1000
+    if isinstance(lit, DateLiteral):
+        return lit.value * NANOS_PER_DAY
+    if not isinstance(lit, StringLiteral):
+        raise ValueError(f"{lit.value!r} is not a timestamp (write it as text, '2025-06-05 10:00:00.123456789')")
+    return _timestamp_micros(field, lit, zoned) * 1000 + parse_temporal(lit.value).nanos
 
 
 def _utc_micros(lit: Literal[Any], value: Temporal) -> int:

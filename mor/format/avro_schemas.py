@@ -23,7 +23,9 @@ from pyiceberg.types import (
     IntegerType,
     LongType,
     StringType,
+    TimestampNanoType,
     TimestampType,
+    TimestamptzNanoType,
     TimestamptzType,
     TimeType,
     UUIDType,
@@ -80,6 +82,8 @@ def partition_value_avro_type(iceberg_type: IcebergType) -> Any:
         return {"type": "long", "logicalType": "timestamp-micros", "adjust-to-utc": True}
     if isinstance(iceberg_type, TimestampType):
         return {"type": "long", "logicalType": "timestamp-micros", "adjust-to-utc": False}
+    if isinstance(iceberg_type, (TimestampNanoType, TimestamptzNanoType)):
+        return {"type": "long", "logicalType": "timestamp-nanos", "adjust-to-utc": isinstance(iceberg_type, TimestamptzNanoType)}
     if isinstance(iceberg_type, StringType):
         return "string"
     if isinstance(iceberg_type, BinaryType):

@@ -8,8 +8,9 @@ from uuid import UUID
 
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
+from pyiceberg.transforms import IdentityTransform
 from pyiceberg.typedef import Record
-from pyiceberg.types import StructType
+from pyiceberg.types import StructType, TimestampNanoType, TimestamptzNanoType
 
 from mor.format.content_file import PartitionValues
 
@@ -79,9 +80,19 @@ def partition_path(spec: PartitionSpec, schema: Schema, values: PartitionValues)
     parts = []
     for pfield, value in zip(spec.fields, values, strict=True):
         source_type = schema.find_field(pfield.source_id).field_type
-        text = pfield.transform.to_human_string(source_type, value)
+        if isinstance(source_type, (TimestampNanoType, TimestamptzNanoType)) and isinstance(pfield.transform, IdentityTransform):
+            text = _nanos_text(value, isinstance(source_type, TimestamptzNanoType))  # pyiceberg prints the integer
+        else:
+            text = pfield.transform.to_human_string(source_type, value)
         parts.append(f"{escape_path_part(pfield.name)}={escape_path_part(text)}")
     return "/".join(parts)
+
+
+def _nanos_text(value: int | None, utc: bool) -> str:
+    if value is None:
+        return "null"
+    seconds, nanos = divmod(value, 1_000_000_000)
+    return (dt.datetime(1970, 1, 1) + dt.timedelta(seconds=seconds)).isoformat() + f".{nanos:09d}" + ("+00:00" if utc else "")
 
 
 def escape_path_part(text: str) -> str:

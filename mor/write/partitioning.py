@@ -11,8 +11,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
-from pyiceberg.transforms import Transform, parse_transform
-from pyiceberg.types import ListType, MapType, NestedField, StructType
+from pyiceberg.transforms import TimeTransform, Transform, parse_transform
+from pyiceberg.types import (
+    IcebergType,
+    ListType,
+    MapType,
+    NestedField,
+    StructType,
+    TimestampNanoType,
+    TimestampType,
+    TimestamptzNanoType,
+    TimestamptzType,
+)
 
 from mor.errors import InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
 from mor.format.content_file import PartitionValues
@@ -156,14 +166,27 @@ def _split_term(text: str) -> tuple[str, str, str]:
 
 def partition_column(field: PartitionField, schema: Schema, data: pa.Table) -> pa.Array:
     source = schema.find_field(field.source_id)
+    source_type, values = source.field_type, source_values(schema, field.source_id, data)
+    if isinstance(source_type, (TimestampNanoType, TimestamptzNanoType)) and isinstance(field.transform, TimeTransform):
+        # pyiceberg-core's hour transform takes no zoned nanoseconds; a year, month, day or
+        # hour is the same of the instant's microsecond (rounded down).
+        source_type, values = _floor_micros(source_type, values)
     try:
-        fn = field.transform.pyarrow_transform(source.field_type)
+        fn = field.transform.pyarrow_transform(source_type)
     except (NotImplementedError, ModuleNotFoundError) as e:
         raise UnsupportedFeatureError(f"partition transform {field.transform} on Arrow data: {e}") from e
-    column = fn(source_values(schema, field.source_id, data))
+    column = fn(values)
     if pa.types.is_decimal(column.type):
         _check_precision(field, source, column)
     return column
+
+
+def _floor_micros(source_type: IcebergType, values: pa.Array) -> tuple[IcebergType, pa.Array]:
+    nanos = values.cast(pa.int64())
+    floored = pc.divide(pc.subtract(nanos, pc.if_else(pc.less(nanos, 0), 999, 0)), 1000)  # divide rounds toward 0
+    utc = isinstance(source_type, TimestamptzNanoType)
+    micros_type = TimestamptzType() if utc else TimestampType()
+    return micros_type, floored.cast(pa.timestamp("us", tz="UTC" if utc else None))
 
 
 def source_values(schema: Schema, source_id: int, data: pa.Table) -> pa.Array:
@@ -221,6 +244,12 @@ def _grouping_key(column: pa.Array) -> pa.Array:
     return canonical.view(pa.int32() if column.type.bit_width == 32 else pa.int64())
 
 
+def _internal_storage(column: pa.Array) -> pa.Array:
+    """Timestamps as the integers Iceberg keeps (micros, or nanos for timestamp_ns): Python's
+    datetime would cut nanoseconds."""
+    return column.cast(pa.int64()) if pa.types.is_timestamp(column.type) else column
+
+
 def split_by_partition(spec: PartitionSpec, schema: Schema, data: pa.Table) -> Iterator[tuple[PartitionValues, pa.Table]]:
     """(partition values, rows) for each partition present in `data`, in a stable order."""
     if not spec.fields:
@@ -230,7 +259,7 @@ def split_by_partition(spec: PartitionSpec, schema: Schema, data: pa.Table) -> I
     key_table = pa.table({**{k: _grouping_key(c) for k, c in keys.items()}, _ROW: pa.array(range(data.num_rows), pa.int64())})
     groups = key_table.group_by(list(keys), use_threads=False).aggregate([(_ROW, "list")])
     groups = groups.sort_by([(k, "ascending") for k in keys])
-    columns = [groups.column(k).combine_chunks().view(keys[k].type) for k in keys]
+    columns = [_internal_storage(groups.column(k).combine_chunks().view(keys[k].type)) for k in keys]
     for row in range(groups.num_rows):
         values = tuple(to_internal(c[row].as_py()) for c in columns)
         indices = groups.column(f"{_ROW}_list")[row].values

@@ -33,6 +33,7 @@ from pyiceberg.types import DateType, DecimalType, DoubleType, IntegerType, Long
 
 import mor
 from mor.expr import filters
+from mor.expr.literals import TimestampNanoLiteral
 from mor.expr.filters import bind_filter, parse_filter
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("i", pa.int64()), ("f", pa.float64()), ("s", pa.string())])
@@ -180,7 +181,7 @@ def test_binding_gives_what_pyiceberg_binding_gives(expr: In) -> None:
 def test_literals_kept_as_they_are_are_those_pyiceberg_converts_to_themselves() -> None:
     samples = [LongLiteral(5), DoubleLiteral(1.5), FloatLiteral(1.5), StringLiteral("x"), BooleanLiteral(True),
                DateLiteral(19000), TimeLiteral(1000), TimestampLiteral(10**15), UUIDLiteral(uuid.uuid4().bytes),
-               BinaryLiteral(b"x")]  # fmt: skip
+               BinaryLiteral(b"x"), TimestampNanoLiteral(10**18)]  # fmt: skip
     assert {type(lit) for lit in samples} == set(filters._CONVERT_TO_THEMSELVES)
     for lit in samples:
         for ftype in filters._CONVERT_TO_THEMSELVES[type(lit)]:
