@@ -138,14 +138,30 @@ class DriverProcess:
 _reader: DriverProcess | None = None
 
 
+def java_generic_rows(requests: Sequence[tuple[str, int]], workdir: Path) -> list[list[dict[str, Any]]]:
+    """Rows of each (metadata location, snapshot id) as Iceberg core's generic reader reads them
+    (no Spark: types Spark has not, such as time, timestamp_ns and unknown, read too), with
+    temporal values in epoch units (days, micros; nanos for the timestamp_ns types), binary as
+    hex, decimals as text, maps as [key, value] pairs."""
+    payload = [{"metadata": m, "snapshot_id": s, "generic": True} for m, s in requests]
+    _ask_oracle(payload, workdir, "json")
+    return [[json.loads(line) for line in Path(p["out"]).read_text().splitlines()] for p in payload]
+
+
 def _run_oracle(payload: list[dict[str, Any]], workdir: Path) -> list[pa.Table]:
+    _ask_oracle(payload, workdir, "parquet")
+    return [pq.read_table(p["out"]) for p in payload]
+
+
+def _ask_oracle(payload: list[dict[str, Any]], workdir: Path, suffix: str) -> None:
+    """Each request's result written to the file its "out" names (set here)."""
     global _reader
     if _reader is None or not _reader.alive:
         _reader = DriverProcess(Path(__file__).with_name("oracle_driver.py"))
         atexit.register(_reader.close)
+    n = len(list(workdir.glob("oracle-requests-*.json")))  # a workdir may serve several calls
     for i, request in enumerate(payload):
-        request["out"] = str(workdir / f"oracle-{i}.parquet")
-    request_file = workdir / "oracle-requests.json"
+        request["out"] = str(workdir / f"oracle-{n}-{i}.{suffix}")
+    request_file = workdir / f"oracle-requests-{n}.json"
     request_file.write_text(json.dumps(payload))
     _reader.ask({"requests": str(request_file)}, READ_TIMEOUT_S)
-    return [pq.read_table(p["out"]) for p in payload]

@@ -17,18 +17,15 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import struct
-import subprocess
 import uuid
 from decimal import Context, Decimal
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
-from oracle_support import ORACLE_DIR, ORACLE_VENV, ensure_oracle
+from oracle_support import java_generic_rows, read_with_iceberg_java
 from pyiceberg.schema import Schema
 from pyiceberg.table import StaticTable as PyIcebergStaticTable
 from pyiceberg.types import (
@@ -164,83 +161,16 @@ def differences(theirs: list[str], ours: list[str]) -> str:
     return "\n".join(out[:20])
 
 
-# -- Iceberg Java, one JVM for every read ------------------------------------------------------------
-
-# Runs under the oracle's python (pyspark 3.5 + the Iceberg 1.10 runtime jar).
-_DRIVER = r'''
-import json, sys
-import pyarrow.parquet as pq
-sys.path.insert(0, sys.argv[1])
-import oracle
-from decimal import Decimal
-from py4j.java_collections import JavaList, JavaMap
-
-spark = oracle.spark_session()
-jvm = spark._jvm
-
-def plain(v):
-    """A Java value of a generic record as JSON: epoch days / microseconds, hex bytes."""
-    if v is None or isinstance(v, (bool, int, float, str)):
-        return v
-    if isinstance(v, Decimal):  # py4j converts BigDecimal
-        return str(v)
-    if isinstance(v, (bytes, bytearray)):  # fixed is a byte[] (binary a ByteBuffer)
-        return bytes(v).hex()
-    if isinstance(v, JavaMap):
-        return [[plain(k), plain(v[k])] for k in v.keySet()]
-    if isinstance(v, JavaList):
-        return [plain(x) for x in v]
-    name = v.getClass().getName()
-    if name == "java.time.LocalDate":
-        return v.toEpochDay()
-    if name == "java.time.LocalTime":
-        return v.toNanoOfDay() // 1000
-    if name == "java.time.LocalDateTime":
-        return v.toEpochSecond(jvm.java.time.ZoneOffset.UTC) * 1000000 + v.getNano() // 1000
-    if name == "java.time.OffsetDateTime":
-        return v.toEpochSecond() * 1000000 + v.getNano() // 1000
-    if name == "java.util.UUID":
-        return v.toString()
-    if "ByteBuffer" in name:
-        return bytes(jvm.org.apache.iceberg.util.ByteBuffers.toByteArray(v)).hex()
-    if name.endswith("Record"):
-        return {f.name(): plain(v.getField(f.name())) for f in v.struct().fields()}
-    raise TypeError(name)
-
-for request in json.load(open(sys.argv[2])):
-    if request["reader"] == "spark":
-        pq.write_table(oracle.collect_arrow(oracle.read_rows(spark, request["metadata"], request["snapshot_id"])), request["out"])
-        continue
-    table = oracle.java_table(spark, request["metadata"])
-    records = jvm.org.apache.iceberg.data.IcebergGenerics.read(table).useSnapshot(request["snapshot_id"]).build()
-    with open(request["out"], "w") as out:
-        it = records.iterator()
-        while it.hasNext():
-            out.write(json.dumps(plain(it.next())) + "\n")
-    records.close()
-spark.stop()
-'''
+# -- Iceberg Java (the test run's one reader JVM, oracle_support) -----------------------------------
 
 
 def read_with_java(requests: list[tuple[str, str, int]], workdir: Path) -> list[list[dict[str, Any]]]:
     """Rows of each (reader: "generic" | "spark", metadata location, snapshot id)."""
-    python = ensure_oracle()
-    driver = workdir / "types_driver.py"
-    driver.write_text(_DRIVER)
-    payload = [{"reader": r, "metadata": m, "snapshot_id": s, "out": str(workdir / f"java-{i}.{'parquet' if r == 'spark' else 'json'}")}
-               for i, (r, m, s) in enumerate(requests)]  # fmt: skip
-    (workdir / "requests.json").write_text(json.dumps(payload))
-    env = {**os.environ, "ORACLE_VENV": str(ORACLE_VENV), "PYSPARK_PYTHON": str(python)}
-    done = subprocess.run([str(python), str(driver), str(ORACLE_DIR), str(workdir / "requests.json")],
-                          env=env, capture_output=True, text=True, timeout=900)  # fmt: skip
-    if done.returncode != 0:
-        raise RuntimeError(f"Iceberg Java failed:\n{done.stderr[-4000:]}")
+    generic = java_generic_rows([(m, s) for r, m, s in requests if r == "generic"], workdir)
+    spark = read_with_iceberg_java([(m, s) for r, m, s in requests if r == "spark"], workdir)
     out = []
-    for p in payload:
-        if p["reader"] == "spark":
-            out.append(pq.read_table(p["out"]).to_pylist())
-        else:
-            out.append([json.loads(line) for line in Path(p["out"]).read_text().splitlines()])
+    for reader, _, _ in requests:
+        out.append(generic.pop(0) if reader == "generic" else spark.pop(0).to_pylist())
     return out
 
 
