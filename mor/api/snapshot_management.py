@@ -24,15 +24,20 @@ from dataclasses import replace
 from types import TracebackType
 from typing import TYPE_CHECKING, TypeVar
 
+from pyiceberg.expressions import AlwaysTrue
+
 from mor.api.scan import _as_of_ms
 from mor.api.table_parts import TableParts
 from mor.commit.branch_ops import WAP_ID, BranchOperations
 from mor.commit.ref_commits import BRANCH, MAX_REF_AGE_MS, MAX_SNAPSHOT_AGE_MS, MIN_SNAPSHOTS_TO_KEEP, TAG, RefEdits, is_ancestor
-from mor.errors import InvalidArgumentError, NoSuchRefError, NoSuchSnapshotError
+from mor.errors import CommitConflictError, InvalidArgumentError, NoSuchRefError, NoSuchSnapshotError
+from mor.format.content_file import DataFile
 from mor.format.metadata import Snapshot, TableMetadata
 from mor.format.properties import WAP_ENABLED
 from mor.format.spec import MAIN_BRANCH
-from mor.planning.planner import added_data_files
+from mor.io.fileio import FileIO
+from mor.planning.planner import added_data_files, plan_files, removed_data_files
+from mor.write.partitioning import partition_key
 
 if TYPE_CHECKING:
     from mor.api.table import Table
@@ -41,6 +46,7 @@ _T = TypeVar("_T")
 
 SOURCE_SNAPSHOT_ID = "source-snapshot-id"  # a cherry-picked snapshot's origin, in the new one's summary
 PUBLISHED_WAP_ID = "published-wap-id"
+REPLACE_PARTITIONS = "replace-partitions"  # set by a dynamic partition overwrite
 
 
 class ManageSnapshots:
@@ -238,9 +244,11 @@ class TableSnapshots(TableParts):
     def cherrypick(self, snapshot_id: int) -> Snapshot:
         """Apply `snapshot_id`'s change on the current snapshot, as Iceberg's cherry-pick does:
         a snapshot whose parent is the current one is made current (fast-forward); otherwise
-        an append (staged, or another branch's) is committed again on main as a new append
-        whose summary names it (`source-snapshot-id`, and `published-wap-id` for a staged
-        write). Anything else, or a snapshot main already has, is refused."""
+        an append (staged, or another branch's) is committed again on main as a new append,
+        and a dynamic partition overwrite (`replace-partitions`) as a new overwrite when main
+        has not changed its partitions since the overwrite's parent; the new summary names the
+        source (`source-snapshot-id`, and `published-wap-id` for a staged write). Anything
+        else, or a snapshot main already has, is refused."""
         from mor.commit.snapshot_producer import Changes, commit_changes  # imported on first use: a read commits nothing
 
         self.operations()
@@ -254,13 +262,19 @@ class TableSnapshots(TableParts):
         if wap_id is not None:
             summary[PUBLISHED_WAP_ID] = wap_id
         added = [replace(f, first_row_id=None) for f in added_data_files(self.io, self.metadata, picked)]
+        removed = removed_data_files(self.io, self.metadata, picked) if _replaces_partitions(picked) else []
+        replaced = {(f.spec_id, partition_key(f.partition)) for f in added}
 
         def still_pickable(_: TableMetadata, base: TableMetadata) -> None:
             _check_pickable(base, picked)
+            if _replaces_partitions(picked):
+                _check_partitions_unchanged(self.io, base, picked, replaced, removed)
 
+        still_pickable(self.metadata, self.metadata)  # a typed refusal before anything is written
+        operation = "overwrite" if _replaces_partitions(picked) else "append"
         self.metadata, self.metadata_location = commit_changes(
             self.io, self.operations(), self.metadata, self.metadata_location,
-            Changes("append", added_data=added, summary=summary), validate=still_pickable,
+            Changes(operation, added_data=added, removed_data=removed, summary=summary), validate=still_pickable,
         )  # fmt: skip
         return self._current()
 
@@ -318,10 +332,49 @@ def _check_pickable(metadata: TableMetadata, picked: Snapshot) -> None:
             raise InvalidArgumentError(
                 f"cannot cherry-pick snapshot {picked.snapshot_id}: it was picked already, as snapshot {s.snapshot_id}"
             )
-    if picked.operation != "append":
+    if picked.operation != "append" and not _replaces_partitions(picked):
         raise InvalidArgumentError(
-            f"cannot cherry-pick snapshot {picked.snapshot_id} ({picked.operation}): only an append, or a snapshot whose parent is "
-            "the current one (a fast-forward), can be applied on the current snapshot"
+            f"cannot cherry-pick snapshot {picked.snapshot_id} ({picked.operation}): only an append, a dynamic partition overwrite, or "
+            "a snapshot whose parent is the current one (a fast-forward), can be applied on the current snapshot"
+        )
+    if (
+        _replaces_partitions(picked)
+        and picked.parent_snapshot_id is not None
+        and not is_ancestor(metadata, picked.parent_snapshot_id, current)
+    ):
+        raise InvalidArgumentError(
+            f"cannot cherry-pick overwrite {picked.snapshot_id}: its parent {picked.parent_snapshot_id} is not an ancestor of the "
+            "current snapshot, so what it replaced cannot be told apart from what main changed"
+        )
+
+
+def _replaces_partitions(snapshot: Snapshot) -> bool:
+    """A dynamic partition overwrite (Iceberg's ReplacePartitions: `replace-partitions=true`)."""
+    return snapshot.operation == "overwrite" and snapshot.summary.get(REPLACE_PARTITIONS) == "true"
+
+
+def _check_partitions_unchanged(
+    io: FileIO, metadata: TableMetadata, picked: Snapshot, replaced: set[tuple[int, tuple[object, ...]]], removed: list[DataFile]
+) -> None:
+    """A dynamic overwrite applies again only where main has not touched its partitions since
+    the overwrite's parent (no data file added there), and the files it removed are all still
+    live; else CommitConflictError, as Iceberg's cherry-pick refuses it."""
+    current = metadata.current_snapshot()
+    if current is None:
+        return
+    for snapshot in metadata.ancestors(current.snapshot_id):
+        if snapshot.snapshot_id == picked.parent_snapshot_id:
+            break
+        for f in added_data_files(io, metadata, snapshot):
+            if (f.spec_id, partition_key(f.partition)) in replaced:
+                raise CommitConflictError(
+                    f"cannot cherry-pick overwrite {picked.snapshot_id}: snapshot {snapshot.snapshot_id} changed partition {f.partition}"
+                )
+    live = {t.data_file.file_path for t in plan_files(io, metadata, current, AlwaysTrue())}
+    gone = [f.file_path for f in removed if f.file_path not in live]
+    if gone:
+        raise CommitConflictError(
+            f"cannot cherry-pick overwrite {picked.snapshot_id}: the files it replaced are gone from main: {gone[:3]}"
         )
 
 

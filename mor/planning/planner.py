@@ -50,11 +50,20 @@ def manifests_of(io: FileIO, snapshot: Snapshot) -> list[ManifestFile]:
 
 def added_data_files(io: FileIO, metadata: TableMetadata, snapshot: Snapshot) -> list[DataFile]:
     """The data files `snapshot` adds: ADDED entries of the data manifests it wrote."""
+    return _data_files_changed(io, metadata, snapshot, ManifestEntryStatus.ADDED)
+
+
+def removed_data_files(io: FileIO, metadata: TableMetadata, snapshot: Snapshot) -> list[DataFile]:
+    """The data files `snapshot` removes: DELETED entries of the data manifests it wrote."""
+    return _data_files_changed(io, metadata, snapshot, ManifestEntryStatus.DELETED)
+
+
+def _data_files_changed(io: FileIO, metadata: TableMetadata, snapshot: Snapshot, status: ManifestEntryStatus) -> list[DataFile]:
     manifests = [m for m in manifests_of(io, snapshot) if m.content == ManifestContent.DATA and m.added_snapshot_id == snapshot.snapshot_id]
     out = []
     for entries in read_entries(io, manifests, metadata.specs(), metadata.schema()):
         for entry in entries:
-            if entry.status == ManifestEntryStatus.ADDED and entry.snapshot_id == snapshot.snapshot_id and isinstance(entry.file, DataFile):
+            if entry.status == status and entry.snapshot_id == snapshot.snapshot_id and isinstance(entry.file, DataFile):
                 out.append(entry.file)
     return out
 

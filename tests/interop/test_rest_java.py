@@ -203,6 +203,44 @@ def test_mor_branches_tags_and_undo_read_the_same_in_java(java: JavaSql, client:
     assert [r["snapshot_id"] for r in history] == [s1, s2, s3, s2, s3]
 
 
+def test_publishing_a_dynamic_partition_overwrite_agrees_with_java(java: JavaSql, client: mor.Catalog) -> None:
+    """Twin partitioned tables: Java stages a dynamic INSERT OVERWRITE (`replace-partitions`)
+    under a wap.id while main gains rows in another partition; Java publishes it on one, mor on
+    the other, with the same rows and summaries. When main has written into a replaced
+    partition meanwhile, both refuse."""
+    twins = [unique("dyn_java"), unique("dyn_mor"), unique("dyn_conflict")]
+    for name in twins:
+        java.sql(f"CREATE TABLE rc.db.{name} (id bigint, region string) USING iceberg PARTITIONED BY (region) "
+                 f"TBLPROPERTIES ('format-version'='2', 'write.wap.enabled'='true')")  # fmt: skip
+        java.sql(f"INSERT INTO rc.db.{name} VALUES (1, 'eu'), (2, 'eu'), (3, 'us'), (4, 'ap')")
+        java.sql("SET spark.sql.sources.partitionOverwriteMode = dynamic")
+        java.sql("SET spark.wap.id = rewrite-eu")
+        java.sql(f"INSERT OVERWRITE rc.db.{name} VALUES (10, 'eu'), (11, 'ap')")  # replaces eu and ap only
+        java.sql("RESET spark.wap.id")
+        java.sql("RESET spark.sql.sources.partitionOverwriteMode")
+        other = "'ap'" if name == twins[2] else "'us'"  # the third twin writes into a replaced partition
+        java.sql(f"INSERT INTO rc.db.{name} VALUES (5, {other})")
+        staged = next(s for s in client.load_table(f"db.{name}").snapshots() if s.summary.get("wap.id") == "rewrite-eu")
+        assert staged.operation == "overwrite" and staged.summary.get("replace-partitions") == "true"
+    by_java, by_mor, conflicting = twins
+
+    java.sql(f"CALL rc.system.publish_changes('db.{by_java}', 'rewrite-eu')")
+    published = client.load_table(f"db.{by_mor}").publish("rewrite-eu")
+    assert java_rows(java, by_mor) == java_rows(java, by_java) == mor_rows(client, by_mor)
+    assert {r[0] for r in mor_rows(client, by_mor)} == {3, 5, 10, 11}
+    java_published = client.load_table(f"db.{by_java}").current_snapshot()
+    assert published.operation == java_published.operation == "overwrite"
+    for key in ("published-wap-id", "added-data-files", "deleted-data-files", "added-records", "deleted-records"):
+        assert published.summary.get(key) == java_published.summary.get(key), key
+
+    before = client.load_table(f"db.{conflicting}").metadata_location
+    with pytest.raises(mor.CommitConflictError, match="changed partition"):
+        client.load_table(f"db.{conflicting}").publish("rewrite-eu")
+    assert client.load_table(f"db.{conflicting}").metadata_location == before
+    with pytest.raises(Exception, match="changed partition"):
+        java.sql(f"CALL rc.system.publish_changes('db.{conflicting}', 'rewrite-eu')")
+
+
 def test_publish_and_cherrypick_agree_with_java(java: JavaSql, client: mor.Catalog) -> None:
     """Twin tables: Java stages a write-audit-publish append and a branch's append on both,
     then publishes and cherry-picks on one with its procedures while mor does it on the other.
