@@ -26,6 +26,9 @@ SHARED_DIR = Path(__file__).resolve().parents[1].parent / "shared"
 JAVA_FIXTURES_SOURCE = SHARED_DIR / "fixtures" / "iceberg-java"
 JAVA_FIXTURES_ROOT = Path("/tmp/mor-fixtures/iceberg-java")
 OWN_FIXTURES_SOURCE = Path(__file__).resolve().parent / "fixtures" / "iceberg-java"
+# Tables only Iceberg core's generic reader reads (types Spark lacks: tests/fixtures/gen_java_v3_types.py).
+GENERIC_FIXTURES_SOURCE = Path(__file__).resolve().parent / "fixtures" / "iceberg-java-generic"
+GENERIC_FIXTURES_ROOT = Path("/tmp/mor-fixtures/iceberg-java-generic")
 
 
 @pytest.fixture(scope="session")
@@ -58,6 +61,16 @@ def java_fixtures() -> Path:
             if run is not None:
                 marker.write_text(run)
     return JAVA_FIXTURES_ROOT
+
+
+@pytest.fixture(scope="session")
+def java_generic_fixtures() -> Path:
+    """The fixtures of tests/fixtures/iceberg-java-generic, copied to the absolute location
+    their metadata refers to (a slow-tier fixture: one process copies it)."""
+    if GENERIC_FIXTURES_ROOT.exists():
+        shutil.rmtree(GENERIC_FIXTURES_ROOT)
+    shutil.copytree(GENERIC_FIXTURES_SOURCE, GENERIC_FIXTURES_ROOT)
+    return GENERIC_FIXTURES_ROOT
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

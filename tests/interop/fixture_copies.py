@@ -24,21 +24,22 @@ POSITION_PATH_FIELD_ID = 2147483546  # `file_path` of position delete files: its
 PUFFIN_MAGIC = b"PFA1"
 
 
-def relocate_fixture(name: str, root: Path) -> str:
-    """Copy fixture table `name` to root/db/<name> with every location inside it moved from the
-    fixtures' warehouse to `root`: metadata JSON files, manifest lists, manifests (paths,
+def relocate_fixture(name: str, root: Path, source: Path | None = None, fixture_root: str = FIXTURE_ROOT) -> str:
+    """Copy fixture table `name` (of `source`, a fixtures folder whose tables' metadata names
+    `fixture_root`; default: the Java fixtures) to root/db/<name> with every location inside it
+    moved from the fixtures' warehouse to `root`: metadata JSON files, manifest lists, manifests (paths,
     `referenced_data_file`, `file_path` bounds, sizes of rewritten delete files), the `file_path`
     column of Parquet position delete files and the `referenced-data-file` property in Puffin
     footers (the blobs keep their offsets). Returns the final metadata file."""
     new_root = str(root.resolve())
     target = root / "db" / name
-    shutil.copytree(fixture_source(name) / "db" / name, target)
+    shutil.copytree((source or fixture_source(name)) / "db" / name, target)
 
     def moved(location: str | None) -> str | None:
         if location is None:
             return None
-        assert FIXTURE_ROOT in location, location
-        return location.replace(FIXTURE_ROOT, new_root, 1)
+        assert fixture_root in location, location
+        return location.replace(fixture_root, new_root, 1)
 
     def rewrite_avro(path: Path, change: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
         with open(path, "rb") as f:
@@ -100,11 +101,11 @@ def relocate_fixture(name: str, root: Path) -> str:
     for manifest_list in manifest_lists:
         rewrite_avro(manifest_list, move_manifest)
     for metadata_file in (target / "metadata").glob("*.metadata.json"):
-        metadata_file.write_text(metadata_file.read_text().replace(FIXTURE_ROOT, new_root))
-    if name in FIXTURE_TABLES:
+        metadata_file.write_text(metadata_file.read_text().replace(fixture_root, new_root))
+    if source is None and name in FIXTURE_TABLES:
         final = root / FIXTURE_TABLES[name]["final_metadata_file"]
     else:  # a fixture without expected reads (no snapshots.json): its newest vN.metadata.json
         final = max((target / "metadata").glob("v*.metadata.json"), key=lambda p: int(p.name[1:].split(".")[0]))
     assert final.is_file(), final
-    assert FIXTURE_ROOT not in "".join(p.read_text(errors="replace") for p in (target / "metadata").glob("*.json"))
+    assert fixture_root not in "".join(p.read_text(errors="replace") for p in (target / "metadata").glob("*.json"))
     return str(final)
