@@ -4,7 +4,9 @@
 A writer states what its change was planned on (the table's uuid, the snapshot a branch points
 at, the schema and spec it wrote with); whoever applies the change (the SQL catalog here, a REST
 catalog server elsewhere) checks them against the table as it is at that moment. A failed
-requirement is `CommitFailedError`: nothing was applied, the writer refreshes and re-plans.
+requirement is `CommitFailedError`: nothing was applied, the writer refreshes and re-plans. Its
+message is Iceberg Java's, word for word ("Requirement failed: current schema changed: expected
+id 1 != 2"): REST clients and their tests match on it.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ class AssertCreate(Requirement):
 
     def check(self, current: TableMetadata | None) -> None:
         if current is not None:
-            raise CommitFailedError("requirement assert-create failed: the table already exists")
+            raise CommitFailedError("Requirement failed: table already exists")
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.TYPE}
@@ -56,8 +58,8 @@ class AssertTableUuid(Requirement):
     uuid: str
 
     def _check(self, current: TableMetadata) -> None:
-        if current.table_uuid != self.uuid:
-            raise CommitFailedError(f"requirement {self.TYPE} failed: table-uuid is {current.table_uuid}, not {self.uuid}")
+        if current.table_uuid.lower() != self.uuid.lower():
+            raise CommitFailedError(f"Requirement failed: UUID does not match: expected {current.table_uuid} != {self.uuid}")
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.TYPE, "uuid": self.uuid}
@@ -73,11 +75,17 @@ class AssertRefSnapshotId(Requirement):
 
     def _check(self, current: TableMetadata) -> None:
         found = current.refs.get(self.ref)
-        at = None if found is None else found.get("snapshot-id")
-        if at != self.snapshot_id:
-            now = "does not exist" if found is None else f"points at snapshot {at}"
-            expected = "not to exist" if self.snapshot_id is None else f"at snapshot {self.snapshot_id}"
-            raise CommitFailedError(f"requirement {self.TYPE} failed: ref {self.ref!r} {now}, expected {expected}")
+        if found is None:
+            if self.snapshot_id is not None:
+                raise CommitFailedError(f"Requirement failed: branch or tag {self.ref} is missing, expected {self.snapshot_id}")
+            return
+        kind = "tag" if found.get("type") == "tag" else "branch"
+        if self.snapshot_id is None:
+            raise CommitFailedError(f"Requirement failed: {kind} {self.ref} was created concurrently")
+        if found.get("snapshot-id") != self.snapshot_id:
+            raise CommitFailedError(
+                f"Requirement failed: {kind} {self.ref} has changed: expected id {self.snapshot_id} != {found.get('snapshot-id')}"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.TYPE, "ref": self.ref, "snapshot-id": self.snapshot_id}
@@ -91,8 +99,9 @@ class _IntRequirement(Requirement):
     value: int
 
 
-def _int_requirement(type_: str, key: str, attribute: str) -> type[_IntRequirement]:
-    """A requirement that one number of the metadata is unchanged."""
+def _int_requirement(type_: str, key: str, attribute: str, what: str) -> type[_IntRequirement]:
+    """A requirement that one number of the metadata (`what`, as Iceberg Java's message names
+    it) is unchanged."""
 
     @dataclass(frozen=True)
     class IntRequirement(_IntRequirement):
@@ -103,7 +112,7 @@ def _int_requirement(type_: str, key: str, attribute: str) -> type[_IntRequireme
         def _check(self, current: TableMetadata) -> None:
             found = getattr(current, attribute)
             if found != self.value:
-                raise CommitFailedError(f"requirement {self.TYPE} failed: {key} is {found}, expected {self.value}")
+                raise CommitFailedError(f"Requirement failed: {what} changed: expected id {self.value} != {found}")
 
         def to_dict(self) -> dict[str, Any]:
             return {"type": self.TYPE, key: self.value}
@@ -111,11 +120,17 @@ def _int_requirement(type_: str, key: str, attribute: str) -> type[_IntRequireme
     return IntRequirement
 
 
-AssertCurrentSchemaId = _int_requirement("assert-current-schema-id", "current-schema-id", "current_schema_id")
-AssertLastAssignedFieldId = _int_requirement("assert-last-assigned-field-id", "last-assigned-field-id", "last_column_id")
-AssertLastAssignedPartitionId = _int_requirement("assert-last-assigned-partition-id", "last-assigned-partition-id", "last_partition_id")
-AssertDefaultSpecId = _int_requirement("assert-default-spec-id", "default-spec-id", "default_spec_id")
-AssertDefaultSortOrderId = _int_requirement("assert-default-sort-order-id", "default-sort-order-id", "default_sort_order_id")
+AssertCurrentSchemaId = _int_requirement("assert-current-schema-id", "current-schema-id", "current_schema_id", "current schema")
+AssertLastAssignedFieldId = _int_requirement(
+    "assert-last-assigned-field-id", "last-assigned-field-id", "last_column_id", "last assigned field id"
+)
+AssertLastAssignedPartitionId = _int_requirement(
+    "assert-last-assigned-partition-id", "last-assigned-partition-id", "last_partition_id", "last assigned partition id"
+)
+AssertDefaultSpecId = _int_requirement("assert-default-spec-id", "default-spec-id", "default_spec_id", "default partition spec")
+AssertDefaultSortOrderId = _int_requirement(
+    "assert-default-sort-order-id", "default-sort-order-id", "default_sort_order_id", "default sort order"
+)
 
 _INT_REQUIREMENTS = {
     r.TYPE: r

@@ -38,7 +38,6 @@ from dataclasses import dataclass, replace
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 
-from mor.api.catalog import default_properties
 from mor.catalog.sql import SqlCatalogStore
 from mor.catalog.sqlite_reads import SqliteCatalogReader
 from mor.commit import steps
@@ -194,7 +193,7 @@ class Committer:
             spec.spec if isinstance(spec, AddSpec) else PartitionSpec(spec_id=0),
             order.sort_order if isinstance(order, AddSortOrder) else UNSORTED_SORT_ORDER,
             locations[-1].rstrip("/") if locations else self.default_location(change.namespace, change.name),
-            default_properties(format_version),
+            {},  # the client's own set-properties follow
             format_version,
         )
         return replace(metadata, table_uuid=uuid.uuid) if isinstance(uuid, AssignUuid) else metadata

@@ -9,10 +9,13 @@ calling (pyiceberg does) is exactly what is served.
 
 from __future__ import annotations
 
+import base64
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mor.api.catalog import DEFAULT_PROPERTIES
 from mor.api.sql_catalog import SqlCatalog
 from mor.format.updates import TableCommit
 from mor.server.commits import Committer, TableChange
@@ -43,6 +46,7 @@ class Call:
         return "vended-credentials" in [a.strip() for a in asked.split(",")]
 
 
+TABLE_DEFAULT_PREFIX = "table-default."  # a catalog's properties for new tables, clients apply them
 Answer = tuple[int, Any]
 Handler = Callable[[Call], Answer]
 
@@ -98,13 +102,17 @@ class Service:
         return [f"{method} /v1/{{prefix}}/{path}" for path, ops in self.routes().items() for method in ops]
 
     def config(self, call: Call) -> Answer:
+        """Clients apply `defaults` under their own settings: mor's preferences for new tables
+        as `table-default.*` (merge-on-read deletes), which the server never adds itself."""
         overrides = {"prefix": self.prefix} if self.prefix else {}
-        return 200, {"defaults": {}, "overrides": overrides, "endpoints": self.endpoints()}
+        defaults = {f"{TABLE_DEFAULT_PREFIX}{k}": v for k, v in DEFAULT_PROPERTIES.items()}
+        return 200, {"defaults": defaults, "overrides": overrides, "endpoints": self.endpoints()}
 
     # -- namespaces ----------------------------------------------------------------------------
     def list_namespaces(self, call: Call) -> Answer:
         parent = call.query.get("parent") or None  # the spec: an empty parent is no parent
-        return 200, self.namespaces.list(None if parent is None else namespace_from_path(parent))
+        listed = self.namespaces.list(None if parent is None else namespace_from_path(parent))
+        return 200, paged(listed, "namespaces", call.query)
 
     def create_namespace(self, call: Call) -> Answer:
         return 200, self.namespaces.create(call.body)
@@ -126,7 +134,7 @@ class Service:
 
     # -- tables --------------------------------------------------------------------------------
     def list_tables(self, call: Call) -> Answer:
-        return 200, self.tables.list(call.namespace())
+        return 200, paged(self.tables.list(call.namespace()), "identifiers", call.query)
 
     def create_table(self, call: Call) -> Answer:
         return 200, self.tables.create(call.namespace(), call.body, call.vend())
@@ -173,3 +181,45 @@ class Service:
             parsed.append(TableChange(*identifier_from_json(change["identifier"], "identifier"), TableCommit.from_dict(change)))
         self.committer.commit(parsed)
         return 204, None
+
+
+DEFAULT_PAGE_SIZE = 1000  # a listing's page when the client asks for pages (`pageToken`) without a size
+
+
+def paged(listing: dict[str, Any], key: str, query: dict[str, str]) -> dict[str, Any]:
+    """One page of `listing[key]` when the client asks for pages (`pageSize`, or `pageToken`,
+    which is empty on the first request): the items after the token's, in name order, and
+    `next-page-token` when more follow. The token names the last item given (opaque to
+    clients), so items created or dropped between pages shift nothing: each item present
+    throughout is listed exactly once."""
+    if "pageSize" not in query and "pageToken" not in query:
+        return listing
+    size_text = query.get("pageSize") or str(DEFAULT_PAGE_SIZE)
+    if not size_text.isdigit() or int(size_text) < 1:
+        raise BadRequestError(f"pageSize is a positive integer, got {size_text!r}")
+    size = int(size_text)
+    items = sorted(listing[key], key=_sort_key)
+    token = query.get("pageToken") or None
+    if token is not None:
+        after = _token_key(token)
+        items = [item for item in items if _sort_key(item) > after]
+    page, more = items[:size], len(items) > size
+    answer = {**listing, key: page}
+    if more:
+        answer["next-page-token"] = base64.urlsafe_b64encode(json.dumps(_sort_key(page[-1])).encode()).decode()
+    return answer
+
+
+def _sort_key(item: Any) -> list[str]:
+    """A namespace's levels, or a table identifier's levels and name."""
+    return [*item["namespace"], item["name"]] if isinstance(item, dict) else list(item)
+
+
+def _token_key(token: str) -> list[str]:
+    try:
+        key = json.loads(base64.urlsafe_b64decode(token.encode()))
+    except ValueError:
+        raise BadRequestError(f"pageToken {token!r} is not one this server gave") from None
+    if not isinstance(key, list) or not all(isinstance(k, str) for k in key):
+        raise BadRequestError(f"pageToken {token!r} is not one this server gave")
+    return key

@@ -1,9 +1,11 @@
 """Table operations of the REST protocol over mor's SQL catalog: list, create (and staged
 create), load, register, rename, drop (and purge).
 
-A table created here is what `mor.load_catalog(warehouse).create_table` makes: mor's default
-properties (merge-on-read deletes, zstd), the default location `<warehouse>/<ns>.db/<name>`;
-but its schema, partition spec and sort order come from the client and get fresh ids as
+A table created here has exactly the properties its client sent (mor's merge-on-read
+preference reaches clients as `table-default.*` in /v1/config, which they apply themselves, as
+mor's own client does), the default location `<warehouse>/<ns>.db/<name>` unless given; its
+schema (empty too: Iceberg lets a table start without columns), partition spec and sort order
+come from the client and get fresh ids as
 Iceberg assigns them (columns from 1, partition fields from 1000), so the ids a client chose
 do not matter. Loading returns the metadata file as stored, every key kept (keys mor does not
 model included), since the client reads it as its own.
@@ -25,7 +27,6 @@ from pyiceberg.partitioning import PartitionSpec, assign_fresh_partition_spec_id
 from pyiceberg.schema import Schema, assign_fresh_schema_ids
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER, SortOrder, assign_fresh_sort_order_ids
 
-from mor.api.catalog import default_properties
 from mor.api.sql_catalog import SqlCatalog
 from mor.commit.table_ops import create_in_catalog, read_metadata
 from mor.errors import (
@@ -43,7 +44,7 @@ from mor.format.spec import FORMAT_VERSION
 from mor.io.fileio import unreadable
 from mor.server.errors import BadRequestError
 from mor.server.locations import check_inside, normal_location
-from mor.server.names import check_new_names, identifier_from_json, identifier_to_json
+from mor.server.names import check_new_names, escaped, identifier_from_json, identifier_to_json
 
 log = logging.getLogger("mor.server")
 # Properties handed to clients with a table when they ask for vended credentials: what they
@@ -95,6 +96,7 @@ class Tables:
         name = body.get("name")
         if not isinstance(name, str):
             raise BadRequestError(f"name is the new table's name, got {name!r}")
+        name = escaped(name)
         check_new_names(namespace, name)
         if not self.store.namespace_exists(namespace):
             raise NoSuchNamespaceError(f"namespace {namespace!r} does not exist")
@@ -110,7 +112,7 @@ class Tables:
         check_inside(self.catalog.warehouse, location, "table location")
         self.catalog.check_unshared(f"{namespace}.{name}", location, None, "create")  # SharedTableError (409)
         schema, spec, order = _fresh_ids(body)
-        metadata = new_table_metadata(schema, spec, order, location, {**default_properties(version), **properties}, version)
+        metadata = new_table_metadata(schema, spec, order, location, properties, version)
         # A client may write manifests there before its first commit (DuckDB's CREATE TABLE AS
         # does, and does not make the folder itself).
         self.io.make_parent_dirs(f"{location}/metadata/manifest.avro")
@@ -123,6 +125,7 @@ class Tables:
         name, location = body.get("name"), body.get("metadata-location")
         if not isinstance(name, str):
             raise BadRequestError(f"name is the table's name, got {name!r}")
+        name = escaped(name)
         check_new_names(namespace, name)
         location = normal_location(location, "metadata-location")
         check_inside(self.catalog.warehouse, location, "metadata-location")
@@ -171,8 +174,6 @@ def _fresh_ids(body: dict[str, Any]) -> tuple[Schema, PartitionSpec, SortOrder]:
     except (ValueError, TypeError) as e:  # pydantic's ValidationError is a ValueError
         detail = " ".join(str(e).split())[:300]
         raise InvalidArgumentError(f"invalid schema, partition spec or sort order: {detail}") from None
-    if not fresh.fields:
-        raise SchemaMismatchError("a table needs at least one column; the schema has none")
     reserved = next((f.name for f in fresh.fields if f.name in RESERVED_COLUMNS), None)
     if reserved is not None:
         raise SchemaMismatchError(reserved_message(reserved))

@@ -64,7 +64,7 @@ def test_transaction_is_all_or_nothing(served: Served) -> None:
     assert post(served, "/v1/transactions/commit", body).status_code == 204
     catalog = served.mor()
     assert [catalog.load_table(f"{ns}.{t}").metadata.properties["k"] for t in "abc"] == ["a", "b", "c"]
-    assert catalog.load_table(f"{ns}.c").metadata.properties["write.delete.mode"] == "merge-on-read"
+    assert catalog.load_table(f"{ns}.c").metadata.properties == {"k": "c"}  # the client's, nothing added
 
 
 def test_transaction_requirement_on_an_unchanged_table_holds_at_the_swap(served: Served) -> None:
