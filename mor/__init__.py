@@ -32,6 +32,7 @@ from mor.errors import (
     NoSuchRefError,
     NoSuchSnapshotError,
     NoSuchTableError,
+    NoSuchViewError,
     NotAuthorizedError,
     PartitionEvolutionError,
     RefAlreadyExistsError,
@@ -45,6 +46,7 @@ from mor.errors import (
     TableAlreadyExistsError,
     TableReplacedError,
     UnsupportedFeatureError,
+    ViewAlreadyExistsError,
 )
 from mor.lazy_names import load_lazily
 
@@ -122,6 +124,7 @@ __all__ = [
     "NoSuchRefError",
     "NoSuchSnapshotError",
     "NoSuchTableError",
+    "NoSuchViewError",
     "NotAuthorizedError",
     "PartitionEvolutionError",
     "RefAlreadyExistsError",
@@ -136,6 +139,7 @@ __all__ = [
     "StreamingChangeError",
     "Table",
     "TableAlreadyExistsError",
+    "ViewAlreadyExistsError",
     "TableReplacedError",
     "UnsupportedFeatureError",
     "load_catalog",

@@ -70,6 +70,10 @@ class NoSuchNamespaceError(MorError):
     pass
 
 
+class NoSuchViewError(MorError):
+    pass
+
+
 class NoSuchSnapshotError(MorError):
     pass
 
@@ -100,6 +104,10 @@ class SharedTableError(TableAlreadyExistsError):
 
 class NamespaceAlreadyExistsError(MorError):
     pass
+
+
+class ViewAlreadyExistsError(MorError):
+    """A view, or a table, already has that name (they share one name space)."""
 
 
 class NamespaceNotEmptyError(MorError):

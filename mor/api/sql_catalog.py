@@ -22,6 +22,7 @@ from mor.api.catalog import (
     table_location_of,
 )
 from mor.api.table import Table
+from mor.api.views import SqlCatalogViews
 from mor.catalog.sqlite_reads import SqliteCatalogReader
 from mor.commit.table_ops import CatalogTableOperations, NewTableOperations, create_in_catalog, read_metadata
 from mor.errors import InvalidArgumentError, NoSuchNamespaceError, NoSuchTableError, TableAlreadyExistsError, UnsupportedFeatureError
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from mor.commit.snapshot_producer import TableOperations
 
 
-class SqlCatalog(Catalog):
+class SqlCatalog(SqlCatalogViews, Catalog):
     """A catalog whose tables' pointers live in a SQL database (see the module docstring)."""
 
     def __init__(self, store: SqlCatalogStore | SqliteCatalogReader, warehouse_uri: str, io: FileIO | None = None):

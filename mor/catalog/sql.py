@@ -45,8 +45,10 @@ from mor.errors import (
     NamespaceNotEmptyError,
     NoSuchNamespaceError,
     NoSuchTableError,
+    NoSuchViewError,
     StorageError,
     TableAlreadyExistsError,
+    ViewAlreadyExistsError,
 )
 
 # Server defaults. Each can be given to SqlCatalogStore, or in the URL's query
@@ -77,6 +79,7 @@ NAMESPACE_PROPERTIES = Table(
     Column("property_value", String(1000), nullable=False),
 )
 _TABLE_TYPE = "TABLE"
+_VIEW_TYPE = "VIEW"
 
 
 @dataclass(frozen=True)
@@ -238,8 +241,8 @@ class SqlCatalogStore:
     def drop_namespace(self, namespace: str) -> None:
         if not self.namespace_exists(namespace):
             raise NoSuchNamespaceError(f"namespace {namespace!r} does not exist")
-        if self.list_tables(namespace):
-            raise NamespaceNotEmptyError(f"namespace {namespace!r} still has tables")
+        if self.list_tables(namespace) or self.list_views(namespace):
+            raise NamespaceNotEmptyError(f"namespace {namespace!r} still has tables or views")
         with self.engine.begin() as conn:
             conn.execute(
                 delete(NAMESPACE_PROPERTIES).where(
@@ -446,6 +449,58 @@ class SqlCatalogStore:
         statement = delete(TABLES).where(self._row(namespace, name), self._is_table())
         if self._write_once(f"drop of {namespace}.{name}", lambda conn: conn.execute(statement).rowcount) == 0:
             raise NoSuchTableError(f"table {namespace}.{name} does not exist")
+
+    # -- views: rows of the same table, `iceberg_type` VIEW (as Iceberg Java's JDBC catalog) ------
+    @_guarded("list views")
+    def list_views(self, namespace: str) -> list[str]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(TABLES.c.table_name).where(self._ns(namespace), TABLES.c.iceberg_type == _VIEW_TYPE)).scalars()
+            return sorted(rows)
+
+    @_guarded("look up a view")
+    def view_metadata_location(self, namespace: str, name: str) -> str:
+        with self.engine.connect() as conn:
+            location = conn.execute(
+                select(TABLES.c.metadata_location).where(self._row(namespace, name), TABLES.c.iceberg_type == _VIEW_TYPE)
+            ).scalar_one_or_none()
+        if location is None:
+            raise NoSuchViewError(f"view {namespace}.{name} does not exist")
+        return str(location)
+
+    def create_view_row(self, namespace: str, name: str, metadata_location: str) -> None:
+        """Add the view; ViewAlreadyExistsError when a view or a table has the name. Failures as
+        `create_table_row`'s."""
+        statement = insert(TABLES).values(
+            catalog_name=self.catalog_name,
+            table_namespace=namespace,
+            table_name=name,
+            metadata_location=metadata_location,
+            previous_metadata_location=None,
+            iceberg_type=_VIEW_TYPE,
+        )
+        try:
+            self._write_once(f"creation of view {namespace}.{name}", lambda conn: conn.execute(statement))
+        except IntegrityError as e:
+            raise ViewAlreadyExistsError(f"a view or table named {namespace}.{name} already exists") from e
+
+    def rename_view_row(self, namespace: str, name: str, new_namespace: str, new_name: str) -> None:
+        statement = (
+            update(TABLES)
+            .where(self._row(namespace, name), TABLES.c.iceberg_type == _VIEW_TYPE)
+            .values(table_namespace=new_namespace, table_name=new_name)
+        )
+        what = f"rename of view {namespace}.{name} to {new_namespace}.{new_name}"
+        try:
+            renamed = self._write_once(what, lambda conn: conn.execute(statement).rowcount)
+        except IntegrityError as e:
+            raise ViewAlreadyExistsError(f"a view or table named {new_namespace}.{new_name} already exists") from e
+        if renamed == 0:
+            raise NoSuchViewError(f"view {namespace}.{name} does not exist")
+
+    def drop_view_row(self, namespace: str, name: str) -> None:
+        statement = delete(TABLES).where(self._row(namespace, name), TABLES.c.iceberg_type == _VIEW_TYPE)
+        if self._write_once(f"drop of view {namespace}.{name}", lambda conn: conn.execute(statement).rowcount) == 0:
+            raise NoSuchViewError(f"view {namespace}.{name} does not exist")
 
     def _ns(self, namespace: str) -> Any:
         return and_(TABLES.c.catalog_name == self.catalog_name, TABLES.c.table_namespace == namespace)

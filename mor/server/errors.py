@@ -27,10 +27,12 @@ from mor.errors import (
     NamespaceNotEmptyError,
     NoSuchNamespaceError,
     NoSuchTableError,
+    NoSuchViewError,
     SchemaMismatchError,
     StorageError,
     TableAlreadyExistsError,
     UnsupportedFeatureError,
+    ViewAlreadyExistsError,
 )
 from mor.format.requirements import CommitFailedError
 
@@ -76,6 +78,8 @@ class UnprocessableEntityError(RestError):
 _MOR_ERRORS: list[tuple[type[BaseException], int, str]] = [
     (NoSuchTableError, 404, "NoSuchTableException"),
     (NoSuchNamespaceError, 404, "NoSuchNamespaceException"),
+    (NoSuchViewError, 404, "NoSuchViewException"),
+    (ViewAlreadyExistsError, 409, "AlreadyExistsException"),
     (TableAlreadyExistsError, 409, "AlreadyExistsException"),
     (NamespaceAlreadyExistsError, 409, "AlreadyExistsException"),
     (NamespaceNotEmptyError, 409, "NamespaceNotEmptyException"),

@@ -23,6 +23,7 @@ from mor.server.errors import BadRequestError
 from mor.server.names import identifier_from_json, namespace_from_path, table_from_path
 from mor.server.namespaces import Namespaces
 from mor.server.tables import Tables
+from mor.server.views import Views
 
 
 @dataclass
@@ -39,6 +40,9 @@ class Call:
 
     def table(self) -> str:
         return table_from_path(self.params["table"])
+
+    def view(self) -> str:
+        return table_from_path(self.params["view"])
 
     def vend(self) -> bool:
         """Did the client ask for credentials with the table (`X-Iceberg-Access-Delegation`)?"""
@@ -65,11 +69,13 @@ class Service:
     prefix: str | None = None
     namespaces: Namespaces = field(init=False)
     tables: Tables = field(init=False)
+    views: Views = field(init=False)
     committer: Committer = field(init=False)
 
     def __post_init__(self) -> None:
         self.namespaces = Namespaces(self.catalog)
         self.tables = Tables(self.catalog)
+        self.views = Views(self.catalog)
         self.committer = Committer(
             self.catalog.store, self.catalog.io, self.catalog.warehouse, self.tables.default_location, self.catalog.check_unshared
         )
@@ -94,6 +100,14 @@ class Service:
             "namespaces/{namespace}/tables/{table}/metrics": {"POST": Op(self.report_metrics, body=True)},
             "namespaces/{namespace}/register": {"POST": Op(self.register_table, body=True)},
             "tables/rename": {"POST": Op(self.rename_table, body=True)},
+            "namespaces/{namespace}/views": {"GET": Op(self.list_views), "POST": Op(self.create_view, body=True)},
+            "namespaces/{namespace}/views/{view}": {
+                "GET": Op(self.load_view),
+                "HEAD": Op(self.view_exists),
+                "POST": Op(self.commit_view, body=True),
+                "DELETE": Op(self.drop_view),
+            },
+            "views/rename": {"POST": Op(self.rename_view, body=True)},
             "transactions/commit": {"POST": Op(self.commit_transaction, body=True)},
         }
 
@@ -161,6 +175,30 @@ class Service:
 
     def report_metrics(self, call: Call) -> Answer:
         return 204, None  # accepted and not kept: the server has no metrics store
+
+    # -- views ---------------------------------------------------------------------------------
+    def list_views(self, call: Call) -> Answer:
+        return 200, paged(self.views.list(call.namespace()), "identifiers", call.query)
+
+    def create_view(self, call: Call) -> Answer:
+        return 200, self.views.create(call.namespace(), call.body)
+
+    def load_view(self, call: Call) -> Answer:
+        return 200, self.views.load(call.namespace(), call.view())
+
+    def view_exists(self, call: Call) -> Answer:
+        return (204 if self.views.exists(call.namespace(), call.view()) else 404), None
+
+    def commit_view(self, call: Call) -> Answer:
+        return 200, self.views.commit(call.namespace(), call.view(), call.body)
+
+    def drop_view(self, call: Call) -> Answer:
+        self.views.drop(call.namespace(), call.view())
+        return 204, None
+
+    def rename_view(self, call: Call) -> Answer:
+        self.views.rename(call.body)
+        return 204, None
 
     # -- commits -------------------------------------------------------------------------------
     def commit_table(self, call: Call) -> Answer:

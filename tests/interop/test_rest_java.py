@@ -47,7 +47,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 @pytest.fixture(scope="module")
 def java(served: Served, tmp_path_factory: pytest.TempPathFactory) -> Iterator[JavaSql]:
     oauth = {"credential": f"{CLIENT_ID}:{SECRET}", "oauth2-server-uri": f"{served.url}/v1/oauth/tokens"}
-    with java_sql(served.url, tmp_path_factory.mktemp("java"), **oauth) as session:
+    # Listings in pages of two: Java's client follows the server's page tokens.
+    with java_sql(served.url, tmp_path_factory.mktemp("java"), **oauth, **{"rest-page-size": "2"}) as session:
         session.sql("CREATE NAMESPACE IF NOT EXISTS rc.db")
         yield session
 
@@ -239,6 +240,35 @@ def test_publishing_a_dynamic_partition_overwrite_agrees_with_java(java: JavaSql
     assert client.load_table(f"db.{conflicting}").metadata_location == before
     with pytest.raises(Exception, match="changed partition"):
         java.sql(f"CALL rc.system.publish_changes('db.{conflicting}', 'rewrite-eu')")
+
+
+def test_views_and_paged_listings_between_java_and_mor(java: JavaSql, served: Served) -> None:
+    """Java creates a view through the server and reads through it; mor reads its definition,
+    creates one of its own and replaces it; Java reads through mor's view; Java lists tables
+    and views in pages of two."""
+    ns = unique("vw")
+    java.sql(f"CREATE NAMESPACE rc.{ns}")
+    java.sql(f"CREATE TABLE rc.{ns}.t (id bigint, region string) USING iceberg")
+    java.sql(f"INSERT INTO rc.{ns}.t VALUES (1, 'eu'), (2, 'us'), (3, 'eu')")
+    java.sql(f"CREATE VIEW rc.{ns}.eu_rows AS SELECT id FROM rc.{ns}.t WHERE region = 'eu'")
+    assert rows(java.rows(f"SELECT * FROM rc.{ns}.eu_rows")) == [(1,), (3,)]
+    local = served.mor()
+    view = local.load_view(f"{ns}.eu_rows")
+    assert "region = 'eu'" in view.sql("spark") and view.schema.column_names == ["id"]
+
+    local.create_view(f"{ns}.big", "SELECT id, region FROM t WHERE id > 1", pa.schema([("id", pa.int64()), ("region", pa.string())]))
+    assert rows(java.rows(f"SELECT * FROM rc.{ns}.big")) == [(2, "us"), (3, "eu")]
+    local.replace_view(f"{ns}.big", "SELECT id FROM t WHERE id > 2", pa.schema([("id", pa.int64())]))
+    assert rows(java.rows(f"SELECT * FROM rc.{ns}.big")) == [(3,)]
+
+    for i in range(3):
+        java.sql(f"CREATE TABLE rc.{ns}.more{i} (id bigint) USING iceberg")
+    tables = sorted(r[1] for r in rows(java.rows(f"SHOW TABLES IN rc.{ns}")))
+    assert tables == ["more0", "more1", "more2", "t"]  # Spark lists tables and, separately, views
+    views = sorted(r[1] for r in rows(java.rows(f"SHOW VIEWS IN rc.{ns}")))
+    assert views == ["big", "eu_rows"]
+    java.sql(f"DROP VIEW rc.{ns}.eu_rows")
+    assert local.list_views(ns) == [f"{ns}.big"]
 
 
 def test_publish_and_cherrypick_agree_with_java(java: JavaSql, client: mor.Catalog) -> None:

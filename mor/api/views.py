@@ -1,0 +1,220 @@
+"""Views in a SQL catalog: a named SQL query (per dialect) with the schema it produces, stored
+as Iceberg view metadata (mor/format/view_metadata.py) in the table's catalog database (rows of
+type VIEW, as Iceberg Java's JDBC catalog keeps them; a view and a table never share a name).
+
+mor does not run a view's SQL: it keeps the definition for engines that do (Spark, Trino,
+DuckDB through `mor serve`) and hands it out (`View.sql(dialect)`). A change writes a new
+metadata file and moves the catalog's pointer by compare-and-swap, as a table commit does; a
+lost swap is tried again on the view as it is then.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+from pyiceberg.schema import Schema, assign_fresh_schema_ids
+from pyiceberg.view.metadata import SQLViewRepresentation, ViewMetadata, ViewRepresentation, ViewVersion
+
+from mor.api.catalog import existing_identifier, new_identifier, table_location_of
+from mor.errors import CommitConflictError, CommitStateUnknownError, InvalidArgumentError, NoSuchViewError
+from mor.format.arrow_types import from_arrow_schema
+from mor.format.view_metadata import (
+    apply_view_updates,
+    check_view_requirements,
+    create_view_metadata,
+    new_view_metadata_location,
+    parse_view_metadata,
+    view_metadata_json,
+)
+from mor.io.fileio import write_errors
+
+if TYPE_CHECKING:
+    from mor.api.sql_catalog import SqlCatalog
+
+DEFAULT_DIALECT = "spark"
+MAX_ATTEMPTS = 10  # lost swaps before a view commit gives up
+
+
+@dataclass(frozen=True)
+class View:
+    """A view as loaded: its name, metadata file and metadata (pyiceberg's model)."""
+
+    identifier: str
+    metadata_location: str
+    metadata: ViewMetadata
+
+    @property
+    def version(self) -> ViewVersion:
+        """The current version."""
+        return next(v for v in self.metadata.versions if v.version_id == self.metadata.current_version_id)
+
+    @property
+    def schema(self) -> Schema:
+        """The schema the current version's query produces."""
+        return next(s for s in self.metadata.schemas if s.schema_id == self.version.schema_id)
+
+    @property
+    def properties(self) -> dict[str, str]:
+        return dict(self.metadata.properties)
+
+    def sql(self, dialect: str | None = None) -> str:
+        """The current SQL text in `dialect` (the only one when None); InvalidArgumentError
+        naming the dialects there are."""
+        texts = {r.root.dialect.lower(): r.root.sql for r in self.version.representations}
+        if dialect is None and len(texts) == 1:
+            return next(iter(texts.values()))
+        if dialect is not None and dialect.lower() in texts:
+            return texts[dialect.lower()]
+        raise InvalidArgumentError(f"view {self.identifier} has SQL in {sorted(texts)}, not {dialect!r}")
+
+
+def sql_version(sql: str, dialect: str, default_namespace: list[str], schema_id: int = -1) -> ViewVersion:
+    """A view version of one SQL text, created now."""
+    if not isinstance(sql, str) or not sql.strip():
+        raise InvalidArgumentError(f"a view's sql is a non-empty string, got {sql!r}")
+    representation = ViewRepresentation(SQLViewRepresentation(type="sql", sql=sql, dialect=dialect))
+    return ViewVersion(
+        version_id=1,
+        schema_id=schema_id,
+        timestamp_ms=int(time.time() * 1000),
+        summary={"engine-name": "mor"},
+        representations=[representation],
+        default_namespace=default_namespace,
+    )
+
+
+def view_schema(schema: pa.Schema | Schema) -> Schema:
+    """A view's schema from Arrow or pyiceberg, with ids assigned afresh."""
+    if isinstance(schema, pa.Schema):
+        schema = from_arrow_schema(schema)
+    if not isinstance(schema, Schema):
+        raise InvalidArgumentError(f"schema is a pyarrow.Schema or a pyiceberg Schema, got {type(schema).__name__}")
+    return assign_fresh_schema_ids(schema)
+
+
+class SqlCatalogViews:
+    """The view verbs of `SqlCatalog` (mixed in)."""
+
+    def _sql(self) -> SqlCatalog:
+        from mor.api.sql_catalog import SqlCatalog
+
+        assert isinstance(self, SqlCatalog)
+        return self
+
+    def create_view(
+        self,
+        identifier: str,
+        sql: str,
+        schema: pa.Schema | Schema,
+        dialect: str = DEFAULT_DIALECT,
+        properties: dict[str, str] | None = None,
+        location: str | None = None,
+    ) -> View:
+        """A new view: `sql` in `dialect`, producing `schema`, its names resolved in the
+        view's own namespace. ViewAlreadyExistsError when a view or a table has the name."""
+        namespace, name = new_identifier(identifier)
+        where = table_location_of(location) if location is not None else self._sql().default_location(identifier)
+        fresh = view_schema(schema)
+        metadata = create_view_metadata(where, fresh, sql_version(sql, dialect, namespace.split(".")), dict(properties or {}))
+        self._sql().create_namespace_if_not_exists(namespace)
+        return create_view_in_catalog(self._sql(), namespace, name, metadata)
+
+    def load_view(self, identifier: str) -> View:
+        namespace, name = existing_identifier(identifier)
+        location = self._sql().store.view_metadata_location(namespace, name)
+        return View(identifier, location, read_view_metadata(self._sql(), location))
+
+    def list_views(self, namespace: str) -> list[str]:
+        return [f"{namespace}.{v}" for v in self._sql().store.list_views(namespace)]
+
+    def view_exists(self, identifier: str) -> bool:
+        try:
+            self._sql().store.view_metadata_location(*existing_identifier(identifier))
+        except NoSuchViewError:
+            return False
+        return True
+
+    def drop_view(self, identifier: str) -> None:
+        """Forget the view (its metadata files stay, as a dropped table's do without purge)."""
+        self._sql().store.drop_view_row(*existing_identifier(identifier))
+
+    def rename_view(self, identifier: str, new_identifier_: str) -> View:
+        source = existing_identifier(identifier)
+        destination = new_identifier(new_identifier_)
+        self._sql().create_namespace_if_not_exists(destination[0])
+        self._sql().store.rename_view_row(*source, *destination)
+        return self.load_view(new_identifier_)
+
+    def replace_view(self, identifier: str, sql: str, schema: pa.Schema | Schema, dialect: str = DEFAULT_DIALECT) -> View:
+        """A new current version of the view (`CREATE OR REPLACE VIEW`); the old ones stay in
+        its history (`version.history.num-entries` of them)."""
+        namespace, name = existing_identifier(identifier)
+        version = sql_version(sql, dialect, namespace.split("."))
+        schema_json = view_schema(schema).model_dump(by_alias=True, mode="json")
+        updates: list[dict[str, Any]] = [
+            {"action": "add-schema", "schema": schema_json},
+            {"action": "add-view-version", "view-version": version.model_dump(by_alias=True, mode="json", exclude_none=True)},
+            {"action": "set-current-view-version", "view-version-id": -1},
+        ]
+        return commit_view(self._sql(), namespace, name, lambda current: apply_view_updates(current, updates))
+
+
+def read_view_metadata(catalog: SqlCatalog, location: str) -> ViewMetadata:
+    from mor.io.fileio import unreadable
+
+    try:
+        return parse_view_metadata(catalog.io.read_bytes(location))
+    except OSError as e:
+        raise unreadable("view metadata file", location, e) from e
+
+
+def create_view_in_catalog(catalog: SqlCatalog, namespace: str, name: str, metadata: ViewMetadata) -> View:
+    """Write the first metadata file and add the view's row; the file goes again if the row
+    could not be added (unless that outcome is unknown)."""
+    location = new_view_metadata_location(metadata.location, None)
+    with write_errors(location):
+        catalog.io.write_bytes_exclusive(location, view_metadata_json(metadata).encode())
+    try:
+        catalog.store.create_view_row(namespace, name, location)
+    except CommitStateUnknownError:
+        raise
+    except BaseException:
+        catalog.io.delete_quietly(location)
+        raise
+    return View(f"{namespace}.{name}", location, metadata)
+
+
+def commit_view(catalog: SqlCatalog, namespace: str, name: str, change: Callable[[ViewMetadata], ViewMetadata]) -> View:
+    """`change` applied to the view as it is now, committed by compare-and-swap; tried again on
+    the new state after a lost swap. `change` raises to refuse (requirements)."""
+    for _ in range(MAX_ATTEMPTS):
+        current_location = catalog.store.view_metadata_location(namespace, name)
+        new = change(read_view_metadata(catalog, current_location))
+        location = new_view_metadata_location(new.location, current_location)
+        with write_errors(location):
+            catalog.io.write_bytes_exclusive(location, view_metadata_json(new).encode())
+        try:
+            swapped = catalog.store.swap(namespace, name, current_location, location)
+        except CommitStateUnknownError:
+            raise
+        except BaseException:
+            catalog.io.delete_quietly(location)
+            raise
+        if swapped:
+            return View(f"{namespace}.{name}", location, new)
+        catalog.io.delete_quietly(location)
+    raise CommitConflictError(f"view {namespace}.{name} kept changing: {MAX_ATTEMPTS} attempts lost their swap; try again")
+
+
+def commit_view_changes(catalog: SqlCatalog, namespace: str, name: str, requirements: list[Any], updates: list[Any]) -> View:
+    """A REST view commit: `requirements` checked and `updates` applied on the current view."""
+
+    def change(current: ViewMetadata) -> ViewMetadata:
+        check_view_requirements(requirements, current)
+        return apply_view_updates(current, updates)
+
+    return commit_view(catalog, namespace, name, change)
