@@ -98,6 +98,7 @@ class Service:
                 "DELETE": Op(self.drop_table),
             },
             "namespaces/{namespace}/tables/{table}/metrics": {"POST": Op(self.report_metrics, body=True)},
+            "namespaces/{namespace}/tables/{table}/credentials": {"GET": Op(self.load_credentials)},
             "namespaces/{namespace}/register": {"POST": Op(self.register_table, body=True)},
             "tables/rename": {"POST": Op(self.rename_table, body=True)},
             "namespaces/{namespace}/views": {"GET": Op(self.list_views), "POST": Op(self.create_view, body=True)},
@@ -155,6 +156,9 @@ class Service:
 
     def load_table(self, call: Call) -> Answer:
         return 200, self.tables.load(call.namespace(), call.table(), call.vend())
+
+    def load_credentials(self, call: Call) -> Answer:
+        return 200, self.tables.credentials(call.namespace(), call.table())
 
     def table_exists(self, call: Call) -> Answer:
         return (204 if self.tables.exists(call.namespace(), call.table()) else 404), None

@@ -19,6 +19,7 @@ names) must lie inside the warehouse (locations.py); so must a table to purge.
 
 from __future__ import annotations
 
+import builtins
 import json
 import logging
 from typing import Any
@@ -89,8 +90,26 @@ class Tables:
         return metadata
 
     def load_result(self, location: str | None, metadata: dict[str, Any], vend: bool) -> dict[str, Any]:
-        config = {k: v for k, v in self.catalog.properties.items() if k.startswith(VENDED_PREFIXES)} if vend else {}
-        return {"metadata-location": location, "metadata": metadata, "config": config}
+        result: dict[str, Any] = {"metadata-location": location, "metadata": metadata, "config": {}}
+        if vend:
+            result["config"] = self.vended_config()
+            result["storage-credentials"] = self.storage_credentials(str(metadata.get("location", "")))
+        return result
+
+    def vended_config(self) -> dict[str, str]:
+        return {k: v for k, v in self.catalog.properties.items() if k.startswith(VENDED_PREFIXES)}
+
+    def storage_credentials(self, table_location: str) -> builtins.list[dict[str, Any]]:  # `list` is the method above
+        """The spec's `storage-credentials`: what reaches the table's files, by the prefix it
+        applies to (the table's location). The server's own storage settings: it has no way
+        yet to mint short-lived credentials scoped to one table."""
+        config = self.vended_config()
+        return [{"prefix": table_location, "config": config}] if config and table_location else []
+
+    def credentials(self, namespace: str, name: str) -> dict[str, Any]:
+        """`GET .../tables/{table}/credentials`: the table's storage credentials."""
+        location = self.store.metadata_location(namespace, name)
+        return {"storage-credentials": self.storage_credentials(str(self.metadata_json(location).get("location", "")))}
 
     def create(self, namespace: str, body: dict[str, Any], vend: bool) -> dict[str, Any]:
         name = body.get("name")

@@ -43,6 +43,13 @@ def test_pyiceberg_writes_s3_with_vended_properties(s3_server: S3Server, tmp_pat
             f"{server.url}/v1/namespaces/db/tables/t", headers={"X-Iceberg-Access-Delegation": "vended-credentials"}, timeout=60
         ).json()
         assert asked["config"] == s3_server.properties
+        # the spec's storage credentials: by the prefix they apply to, on load and on their own endpoint
+        location = asked["metadata"]["location"]
+        assert asked["storage-credentials"] == [{"prefix": location, "config": s3_server.properties}]
+        assert "storage-credentials" not in plain
+        credentials = requests.get(f"{server.url}/v1/namespaces/db/tables/t/credentials", timeout=60)
+        assert credentials.json() == {"storage-credentials": asked["storage-credentials"]}
+        assert requests.get(f"{server.url}/v1/namespaces/db/tables/nothing/credentials", timeout=60).status_code == 404
         # a table outside the warehouse's prefix, even in the same bucket, is refused
         outside = {"name": "o", "location": s3_server.fresh_prefix(), "schema": {"type": "struct", "schema-id": 0, "fields": [
             {"id": 1, "name": "id", "type": "long", "required": True}]}}  # fmt: skip
