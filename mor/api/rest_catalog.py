@@ -8,6 +8,8 @@ server hands out in loadTable's `config` (vended credentials).
 
 from __future__ import annotations
 
+from typing import Any
+
 import pyarrow as pa
 from pyiceberg.schema import Schema
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
@@ -21,9 +23,10 @@ from mor.api.catalog import (
     table_location_of,
 )
 from mor.api.table import Table
+from mor.api.views import DEFAULT_DIALECT, View, replace_updates, sql_version, view_of, view_schema
 from mor.catalog.rest import LoadedTable, RestCatalogClient, RestTableOperations
 from mor.commit.snapshot_producer import TableOperations
-from mor.errors import InvalidArgumentError, NamespaceAlreadyExistsError, NoSuchTableError
+from mor.errors import InvalidArgumentError, NamespaceAlreadyExistsError, NoSuchTableError, NoSuchViewError
 from mor.format.properties import FORMAT_VERSION_PROPERTY
 from mor.io.fileio import FileIO
 from mor.maintenance.ownership import CatalogView, OtherTable
@@ -119,6 +122,62 @@ class RestCatalog(Catalog):
         where = table_location_of(location) if location is not None else None
         loaded = self.client.create(namespace, name, iceberg_schema, spec, UNSORTED_SORT_ORDER, table_properties, where)
         return self._opened(identifier, namespace, name, loaded)
+
+    # -- views (mor/api/views.py): the server keeps them ----------------------------------
+    def create_view(
+        self,
+        identifier: str,
+        sql: str,
+        schema: pa.Schema | Schema,
+        dialect: str = DEFAULT_DIALECT,
+        properties: dict[str, str] | None = None,
+        location: str | None = None,
+    ) -> View:
+        """A new view, created by the server (see `SqlCatalog.create_view`)."""
+        namespace, name = new_identifier(identifier)
+        fresh = view_schema(schema)
+        version = sql_version(sql, dialect, namespace.split("."), schema_id=fresh.schema_id)
+        body: dict[str, Any] = {
+            "name": name,
+            "schema": fresh.model_dump(by_alias=True, mode="json"),
+            "view-version": version.model_dump(by_alias=True, mode="json", exclude_none=True),
+            "properties": dict(properties or {}),
+        }
+        if location is not None:
+            body["location"] = table_location_of(location)
+        self.create_namespace_if_not_exists(namespace)
+        return view_of(identifier, self.client.create_view(namespace, body))
+
+    def load_view(self, identifier: str) -> View:
+        return view_of(identifier, self.client.load_view(*existing_identifier(identifier)))
+
+    def list_views(self, namespace: str) -> list[str]:
+        return [f"{namespace}.{v}" for v in self.client.list_views(namespace)]
+
+    def view_exists(self, identifier: str) -> bool:
+        try:
+            self.load_view(identifier)
+        except NoSuchViewError:
+            return False
+        return True
+
+    def replace_view(self, identifier: str, sql: str, schema: pa.Schema | Schema, dialect: str = DEFAULT_DIALECT) -> View:
+        namespace, name = existing_identifier(identifier)
+        current = self.load_view(identifier)
+        body = {
+            "requirements": [{"type": "assert-view-uuid", "uuid": current.metadata.view_uuid}],
+            "updates": replace_updates(namespace, sql, schema, dialect),
+        }
+        return view_of(identifier, self.client.commit_view(namespace, name, body))
+
+    def rename_view(self, identifier: str, new_identifier_: str) -> View:
+        source, destination = existing_identifier(identifier), new_identifier(new_identifier_)
+        self.create_namespace_if_not_exists(destination[0])
+        self.client.rename_view(source, destination)
+        return self.load_view(new_identifier_)
+
+    def drop_view(self, identifier: str) -> None:
+        self.client.drop_view(*existing_identifier(identifier))
 
     def default_location(self, identifier: str) -> str:
         raise InvalidArgumentError("a REST catalog's server chooses where a new table goes; create it and read table.location")

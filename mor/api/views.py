@@ -10,6 +10,7 @@ lost swap is tried again on the view as it is then.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from pyiceberg.schema import Schema, assign_fresh_schema_ids
 from pyiceberg.view.metadata import SQLViewRepresentation, ViewMetadata, ViewRepresentation, ViewVersion
 
 from mor.api.catalog import existing_identifier, new_identifier, table_location_of
-from mor.errors import CommitConflictError, CommitStateUnknownError, InvalidArgumentError, NoSuchViewError
+from mor.errors import CommitConflictError, CommitStateUnknownError, CorruptMetadataError, InvalidArgumentError, NoSuchViewError
 from mor.format.arrow_types import from_arrow_schema
 from mor.format.view_metadata import (
     apply_view_updates,
@@ -96,6 +97,24 @@ def view_schema(schema: pa.Schema | Schema) -> Schema:
     return assign_fresh_schema_ids(schema)
 
 
+def replace_updates(namespace: str, sql: str, schema: pa.Schema | Schema, dialect: str) -> list[dict[str, Any]]:
+    """The view updates of `CREATE OR REPLACE VIEW`: a schema, a version on it, made current."""
+    version = sql_version(sql, dialect, namespace.split("."))
+    return [
+        {"action": "add-schema", "schema": view_schema(schema).model_dump(by_alias=True, mode="json")},
+        {"action": "add-view-version", "view-version": version.model_dump(by_alias=True, mode="json", exclude_none=True)},
+        {"action": "set-current-view-version", "view-version-id": -1},
+    ]
+
+
+def view_of(identifier: str, answer: dict[str, Any]) -> View:
+    """A view from a REST catalog's LoadViewResult."""
+    location, metadata = answer.get("metadata-location"), answer.get("metadata")
+    if not isinstance(location, str) or not isinstance(metadata, dict):
+        raise CorruptMetadataError(f"view {identifier}: the REST catalog's answer lacks metadata-location or metadata")
+    return View(identifier, location, parse_view_metadata(json.dumps(metadata)))
+
+
 class SqlCatalogViews:
     """The view verbs of `SqlCatalog` (mixed in)."""
 
@@ -153,13 +172,7 @@ class SqlCatalogViews:
         """A new current version of the view (`CREATE OR REPLACE VIEW`); the old ones stay in
         its history (`version.history.num-entries` of them)."""
         namespace, name = existing_identifier(identifier)
-        version = sql_version(sql, dialect, namespace.split("."))
-        schema_json = view_schema(schema).model_dump(by_alias=True, mode="json")
-        updates: list[dict[str, Any]] = [
-            {"action": "add-schema", "schema": schema_json},
-            {"action": "add-view-version", "view-version": version.model_dump(by_alias=True, mode="json", exclude_none=True)},
-            {"action": "set-current-view-version", "view-version-id": -1},
-        ]
+        updates = replace_updates(namespace, sql, schema, dialect)
         return commit_view(self._sql(), namespace, name, lambda current: apply_view_updates(current, updates))
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import requests
 from pyiceberg import exceptions as rest_errors
-from pyiceberg.catalog.rest import Endpoints
+from pyiceberg.catalog.rest import Endpoints, IdentifierKind
 from pyiceberg.catalog.rest import RestCatalog as PyIcebergRestCatalog
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
@@ -41,9 +41,11 @@ from mor.errors import (
     NamespaceNotEmptyError,
     NoSuchNamespaceError,
     NoSuchTableError,
+    NoSuchViewError,
     NotAuthorizedError,
     TableAlreadyExistsError,
     UnsupportedFeatureError,
+    ViewAlreadyExistsError,
 )
 from mor.format.metadata import TableMetadata
 from mor.format.requirements import CommitFailedError
@@ -211,12 +213,44 @@ class RestCatalogClient:
         loaded = _loaded(response, what)
         return loaded.metadata, loaded.metadata_location
 
+    # -- views ------------------------------------------------------------------------------
+    # Answers as the protocol's LoadViewResult ({"metadata-location", "metadata", ...}).
+    def list_views(self, namespace: str) -> list[str]:
+        with _translated(f"listing the views of {namespace}"):
+            return sorted(v[-1] for v in self.rest.list_views(_levels(namespace)))
+
+    def load_view(self, namespace: str, name: str) -> dict[str, Any]:
+        what = f"loading view {namespace}.{name}"
+        return self._send("GET", Endpoints.load_view, namespace, name, what=what, missing=NoSuchViewError, kind="view")
+
+    def create_view(self, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+        what = f"creating view {namespace}.{body.get('name')}"
+        return self._send(
+            "POST", Endpoints.create_view, namespace, body=body, what=what, missing=NoSuchNamespaceError, conflict=ViewAlreadyExistsError
+        )
+
+    def commit_view(self, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        what = f"committing to view {namespace}.{name}"
+        return self._send("POST", Endpoints.load_view, namespace, name, body=body, what=what, missing=NoSuchViewError, kind="view")
+
+    def rename_view(self, source: tuple[str, str], destination: tuple[str, str]) -> None:
+        what = f"renaming view {'.'.join(source)} to {'.'.join(destination)}"
+        body = {
+            "source": {"namespace": list(_levels(source[0])), "name": source[1]},
+            "destination": {"namespace": list(_levels(destination[0])), "name": destination[1]},
+        }
+        self._send("POST", "views/rename", None, body=body, what=what, missing=NoSuchViewError, conflict=ViewAlreadyExistsError)
+
+    def drop_view(self, namespace: str, name: str) -> None:
+        what = f"dropping view {namespace}.{name}"
+        self._send("DELETE", Endpoints.drop_view, namespace, name, what=what, missing=NoSuchViewError, kind="view")
+
     # -- HTTP -------------------------------------------------------------------------------
     def _send(
         self,
         method: str,
         endpoint: str,
-        namespace: str,
+        namespace: str | None,
         name: str | None = None,
         *,
         body: dict[str, Any] | None = None,
@@ -224,11 +258,12 @@ class RestCatalogClient:
         missing: type[MorError] = NoSuchTableError,
         conflict: type[MorError] | None = None,
         is_commit: bool = False,
+        kind: str = "table",
     ) -> dict[str, Any]:
         rest = self.rest
-        path = {"namespace": rest._encode_namespace_path(_levels(namespace))}
-        if name is not None:
-            path = rest._split_identifier_for_path((*_levels(namespace), name))
+        path = {} if namespace is None else {"namespace": rest._encode_namespace_path(_levels(namespace))}
+        if namespace is not None and name is not None:
+            path = rest._split_identifier_for_path((*_levels(namespace), name), IdentifierKind(kind))
         url = rest.url(endpoint, prefixed=True, **path)
         data = None if body is None else json.dumps(body).encode()
         try:
@@ -244,6 +279,8 @@ class RestCatalogClient:
                 raise CommitStateUnknownError(f"{what}: no answer in {READ_TIMEOUT_S} s: {_reason(e)}") from None
             raise CatalogUnavailableError(f"{what}: the REST catalog at {self.uri} did not answer: {_reason(e)}") from None
         if response.ok:
+            if response.status_code == 204:
+                return {}
             try:
                 return dict(response.json())
             except ValueError:

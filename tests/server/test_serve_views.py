@@ -84,3 +84,29 @@ def test_views_through_pyiceberg_and_mor(served: Served) -> None:
         client.load_view(f"{ns}.renamed")
     assert send(served, "HEAD", f"/v1/namespaces/{ns}/views/renamed").status_code == 404
     assert served.mor().list_views(ns) == [f"{ns}.{n}" for n in ("v", "w1", "w2")]
+
+
+def test_views_through_mors_rest_client(served: Served) -> None:
+    """mor's own REST client has the SQL catalog's view verbs, the server keeping the views."""
+    import pyarrow as pa
+
+    import mor
+
+    client = mor.load_catalog("rest", uri=served.url, properties={"token": served.token} if served.token else {})
+    ns = unique("mviews")
+    client.create_table(f"{ns}.t", schema=pa.schema([("id", pa.int64())]))
+    view = client.create_view(f"{ns}.v", "SELECT id FROM t", pa.schema([("id", pa.int64())]), properties={"owner": "ana"})
+    assert view.sql() == "SELECT id FROM t" and view.properties == {"owner": "ana"}
+    assert client.list_views(ns) == [f"{ns}.v"] and client.view_exists(f"{ns}.v") and not client.view_exists(f"{ns}.t")
+    replaced = client.replace_view(f"{ns}.v", "SELECT id FROM t WHERE id > 0", pa.schema([("id", pa.int64())]))
+    assert replaced.sql() == "SELECT id FROM t WHERE id > 0" and [v.version_id for v in replaced.metadata.versions] == [1, 2]
+    assert served.mor().load_view(f"{ns}.v").sql() == "SELECT id FROM t WHERE id > 0"
+    with pytest.raises(mor.ViewAlreadyExistsError):
+        client.create_view(f"{ns}.t", "SELECT 1", pa.schema([("x", pa.int32())]))
+    moved = client.rename_view(f"{ns}.v", f"{ns}.w")
+    assert moved.metadata.view_uuid == view.metadata.view_uuid
+    client.drop_view(f"{ns}.w")
+    with pytest.raises(mor.NoSuchViewError):
+        client.load_view(f"{ns}.w")
+    with pytest.raises(mor.NoSuchViewError):
+        client.drop_view(f"{ns}.w")
