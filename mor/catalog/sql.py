@@ -324,14 +324,7 @@ class SqlCatalogStore:
     def create_table_row(self, namespace: str, name: str, metadata_location: str) -> None:
         """Add the table. CatalogUnavailableError: it certainly was not added;
         CommitStateUnknownError: it may have been (the caller must not remove its file)."""
-        statement = insert(TABLES).values(
-            catalog_name=self.catalog_name,
-            table_namespace=namespace,
-            table_name=name,
-            metadata_location=metadata_location,
-            previous_metadata_location=None,
-            iceberg_type=_TABLE_TYPE,
-        )
+        statement = self._new_row(namespace, name, metadata_location, _TABLE_TYPE)
         try:
             self._write_once(f"creation of {namespace}.{name}", lambda conn: conn.execute(statement))
         except IntegrityError as e:
@@ -362,16 +355,7 @@ class SqlCatalogStore:
         def write(conn: Any) -> bool:
             for change in changes:
                 if change.expected is None:
-                    conn.execute(
-                        insert(TABLES).values(
-                            catalog_name=self.catalog_name,
-                            table_namespace=change.namespace,
-                            table_name=change.name,
-                            metadata_location=change.new,
-                            previous_metadata_location=None,
-                            iceberg_type=_TABLE_TYPE,
-                        )
-                    )
+                    conn.execute(self._new_row(change.namespace, change.name, change.new, _TABLE_TYPE))
                     continue
                 # new == expected: the table only has to still point there (its row is locked
                 # until the end of the transaction); its previous location stays as it is.
@@ -470,14 +454,7 @@ class SqlCatalogStore:
     def create_view_row(self, namespace: str, name: str, metadata_location: str) -> None:
         """Add the view; ViewAlreadyExistsError when a view or a table has the name. Failures as
         `create_table_row`'s."""
-        statement = insert(TABLES).values(
-            catalog_name=self.catalog_name,
-            table_namespace=namespace,
-            table_name=name,
-            metadata_location=metadata_location,
-            previous_metadata_location=None,
-            iceberg_type=_VIEW_TYPE,
-        )
+        statement = self._new_row(namespace, name, metadata_location, _VIEW_TYPE)
         try:
             self._write_once(f"creation of view {namespace}.{name}", lambda conn: conn.execute(statement))
         except IntegrityError as e:
@@ -501,6 +478,17 @@ class SqlCatalogStore:
         statement = delete(TABLES).where(self._row(namespace, name), TABLES.c.iceberg_type == _VIEW_TYPE)
         if self._write_once(f"drop of view {namespace}.{name}", lambda conn: conn.execute(statement).rowcount) == 0:
             raise NoSuchViewError(f"view {namespace}.{name} does not exist")
+
+    def _new_row(self, namespace: str, name: str, metadata_location: str, iceberg_type: str) -> Any:
+        """The INSERT of a new table's or view's row."""
+        return insert(TABLES).values(
+            catalog_name=self.catalog_name,
+            table_namespace=namespace,
+            table_name=name,
+            metadata_location=metadata_location,
+            previous_metadata_location=None,
+            iceberg_type=iceberg_type,
+        )
 
     def _ns(self, namespace: str) -> Any:
         return and_(TABLES.c.catalog_name == self.catalog_name, TABLES.c.table_namespace == namespace)

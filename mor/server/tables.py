@@ -63,10 +63,7 @@ class Tables:
         return self.catalog.default_location(f"{namespace}.{name}")
 
     def list(self, namespace: str) -> dict[str, Any]:
-        names = self.store.list_tables(namespace)
-        if not names and not any(n == namespace or n.startswith(namespace + ".") for n in self.store.list_namespaces()):
-            raise NoSuchNamespaceError(f"namespace {namespace!r} does not exist")
-        return {"identifiers": [identifier_to_json(namespace, n) for n in names]}
+        return identifiers(self.store, namespace, self.store.list_tables(namespace))
 
     def exists(self, namespace: str, name: str) -> bool:
         return self.catalog.table_exists(f"{namespace}.{name}")
@@ -208,3 +205,11 @@ def _with_field_ids(spec: Any) -> Any:
         return spec  # model_validate says what is wrong
     fields = [{"field-id": 1000 + i, **f} if isinstance(f, dict) else f for i, f in enumerate(spec.get("fields", []))]
     return {"spec-id": 0, **spec, "fields": fields}
+
+
+def identifiers(store: Any, namespace: str, names: builtins.list[str]) -> dict[str, Any]:
+    """A listing's answer: `names` in `namespace` as identifiers; NoSuchNamespaceError when the
+    namespace is empty because it does not exist (no level of it either)."""
+    if not names and not any(n == namespace or n.startswith(namespace + ".") for n in store.list_namespaces()):
+        raise NoSuchNamespaceError(f"namespace {namespace!r} does not exist")
+    return {"identifiers": [identifier_to_json(namespace, n) for n in names]}

@@ -15,7 +15,8 @@ from mor.errors import InvalidArgumentError, NoSuchNamespaceError, NoSuchViewErr
 from mor.format.view_metadata import create_view_metadata, view_metadata_dict
 from mor.server.errors import BadRequestError
 from mor.server.locations import check_inside, normal_location
-from mor.server.names import check_new_names, escaped, identifier_from_json, identifier_to_json
+from mor.server.names import check_new_names, escaped, identifier_from_json
+from mor.server.tables import identifiers
 
 
 class Views:
@@ -24,10 +25,7 @@ class Views:
         self.store = catalog.store
 
     def list(self, namespace: str) -> dict[str, Any]:
-        names = self.store.list_views(namespace)
-        if not names and not any(n == namespace or n.startswith(namespace + ".") for n in self.store.list_namespaces()):
-            raise NoSuchNamespaceError(f"namespace {namespace!r} does not exist")
-        return {"identifiers": [identifier_to_json(namespace, n) for n in names]}
+        return identifiers(self.store, namespace, self.store.list_views(namespace))
 
     def exists(self, namespace: str, name: str) -> bool:
         try:
