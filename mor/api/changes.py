@@ -112,7 +112,7 @@ class ChangeScan:
         self.keys = _keys(self.schema, on, metadata.format_version, case_sensitive)
         # Rows are read whole (and with _row_id when it pairs updates), whatever is selected:
         # a carried-over row is one equal in every column, and the key may not be selected.
-        wanted = list(dict.fromkeys([*(f.name for f in self.schema.fields), *self.projection.column_names, *self.keys]))
+        wanted = list(dict.fromkeys([*(f.name for f in self.schema.fields), *(f.name for f in self.projection.fields), *self.keys]))
         self.read_projection = _project(self.schema, wanted, case_sensitive, metadata.format_version)
         self.value_columns = [f.name for f in self.read_projection.fields if f.field_id not in LINEAGE_FIELD_IDS]
         self.output_schema = pa.schema([*_arrow_fields(self.projection), *CHANGE_FIELDS])
@@ -175,7 +175,7 @@ class ChangeScan:
         added = changes.filter(~removed_mask).drop_columns([CHANGE_TYPE])
         keep_removed, keep_added = cancel_equal_rows(*group_ids([removed, added], self.value_columns))
         paired = _pair(removed.filter(keep_removed), added.filter(keep_added), self.keys)
-        order = [*self.read_projection.column_names, CHANGE_TYPE, CHANGE_ORDINAL, COMMIT_SNAPSHOT_ID]
+        order = [*(f.name for f in self.read_projection.fields), CHANGE_TYPE, CHANGE_ORDINAL, COMMIT_SNAPSHOT_ID]  # top-level
         return paired.select(order)
 
     def _output(self, labelled: pa.Table) -> pa.Table:

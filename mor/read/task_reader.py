@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.schema import Schema
+from pyiceberg.types import IcebergType, ListType, MapType, StructType
 
 from mor.errors import CorruptMetadataError
 from mor.expr.arrow_rows import RowFilter
@@ -67,7 +68,8 @@ class TaskReader:
         self.arrow_filter = RowFilter(bind_filter(schema, row_filter, case_sensitive), schema) if filter_rows else None
         self.may_match = metrics_evaluator(schema, row_filter, case_sensitive) if has_filter else None
         wanted = {f.field_id for f in projection.fields} | (filter_field_ids(schema, row_filter, case_sensitive) if filter_rows else set())
-        self.wanted_ids = wanted
+        # A filter on a field inside a struct (`addr.city = 'x'`) needs its top-level column read.
+        self.wanted_ids = {_top_level_id(schema, i) for i in wanted}
         # Row lineage columns are no table columns: the projection names them, the file may hold them.
         self.lineage_fields = [f for f in projection.fields if f.field_id in LINEAGE_FIELD_IDS]
         self.equality_cache = equality_cache or EqualityDeleteCache(io, schema)
@@ -223,3 +225,23 @@ def _selected(positions: np.ndarray, start: int, length: int, keep: np.ndarray |
 def _all_deleted(deleted: np.ndarray, start: int, rows: int) -> bool:
     lo, hi = np.searchsorted(deleted, [start, start + rows])
     return bool(hi - lo == rows)
+
+
+def _top_level_id(schema: Schema, field_id: int) -> int:
+    """The id of the top-level column that holds field `field_id` (itself when top-level)."""
+    for top in schema.fields:
+        if top.field_id == field_id or field_id in _nested_ids(top.field_type):
+            return top.field_id
+    return field_id  # not a table column (row lineage): kept as it is
+
+
+def _nested_ids(field_type: IcebergType) -> set[int]:
+    ids: set[int] = set()
+    if isinstance(field_type, StructType):
+        for f in field_type.fields:
+            ids |= {f.field_id} | _nested_ids(f.field_type)
+    elif isinstance(field_type, ListType):
+        ids |= {field_type.element_id} | _nested_ids(field_type.element_type)
+    elif isinstance(field_type, MapType):
+        ids |= {field_type.key_id, field_type.value_id} | _nested_ids(field_type.key_type) | _nested_ids(field_type.value_type)
+    return ids
