@@ -6,8 +6,9 @@ KeyError (issue 43)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import combinations
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 import pytest
