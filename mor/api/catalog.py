@@ -119,7 +119,7 @@ def load_catalog(
             raise InvalidArgumentError(
                 f"warehouse {warehouse} is object storage: give uri= for the catalog database (a SQLite file cannot live there)"
             )
-        io.path(warehouse)  # InvalidArgumentError unless s3://bucket/...
+        io.path(warehouse)  # InvalidArgumentError unless a well-formed object storage location
         return SqlCatalog(_open_store(uri, name), warehouse.rstrip("/"), io)
     root = Path(warehouse).resolve()
     if root.exists() and not root.is_dir():

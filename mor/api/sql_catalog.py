@@ -106,8 +106,9 @@ class SqlCatalog(SqlCatalogViews, Catalog):
         table_location = table_location_of(location) if location is not None else self.default_location(identifier)
         if is_object_store(table_location) and not (is_object_store(self.warehouse) or self.io.s3_configured):
             raise UnsupportedFeatureError(
-                f"table location {table_location} is in object storage, but this catalog has no S3 configuration: "
-                "load_catalog(..., properties={'s3.endpoint': ..., 's3.access-key-id': ..., ...}) or AWS_* environment variables"
+                f"table location {table_location} is in object storage, but this catalog has no object storage configuration: "
+                "load_catalog(..., properties={...}) with s3.*, gcs.* or adls.* properties, or the environment (AWS_*, "
+                "GOOGLE_APPLICATION_CREDENTIALS, AZURE_STORAGE_*)"
             )
         metadata = new_table_metadata(iceberg_schema, spec, None, table_location, properties, version)
         create_in_catalog(self.io, self.store, namespace, name, metadata, lambda: self.create_namespace_if_not_exists(namespace))

@@ -18,7 +18,10 @@ if TYPE_CHECKING:
 def catalog_args(parser: argparse.ArgumentParser, rest_client: bool = True) -> None:
     parser.add_argument(
         "--warehouse", default=None,
-        help="a folder (default ./warehouse), or s3://bucket/prefix (then give --uri); with a REST catalog, its warehouse name",
+        help=(
+            "a folder (default ./warehouse), or s3://, gs:// or abfss:// object storage (then give --uri); "
+            "with a REST catalog, its warehouse name"
+        ),
     )  # fmt: skip
     parser.add_argument(
         "--uri", default=None,

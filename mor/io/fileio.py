@@ -1,9 +1,13 @@
-"""File access through pyarrow.fs, with Iceberg's URI spellings: local files and S3.
+"""File access through pyarrow.fs, with Iceberg's URI spellings: local files, S3, Google Cloud
+Storage and Azure (ADLS Gen2 / Blob).
 
 Iceberg writers spell local paths three ways: `file:///abs`, `file:/abs` (Hadoop) and `/abs`.
 Locations are stored as the writer spelled them; this module turns them into file system paths.
 Object storage locations are `s3://bucket/key` (`s3a://` and `s3n://`, Hadoop's spellings, are
-the same objects); one FileIO serves both kinds, choosing the file system by scheme.
+the same objects), `gs://bucket/key` and `abfss://container@account.dfs.core.windows.net/key`
+(or `wasbs://container@account.blob.core.windows.net/key`): mor/io/stores.py has their
+spellings and the GCS and Azure settings. One FileIO serves every kind, choosing the file system
+by scheme (and for Azure by account).
 
 S3 is configured by catalog properties named as pyiceberg names them (`s3.endpoint`,
 `s3.access-key-id`, `s3.secret-access-key`, `s3.session-token`, `s3.region`, `s3.proxy-uri`,
@@ -15,11 +19,12 @@ AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL), else by the AWS SDK's own chain (config
 instance metadata). A FileIO pickles as its properties: Spark ships it to executors, which
 open their own connections (and read their own environment).
 
-Writes on S3: every file a writer creates has a new unique name (a uuid in it; metadata files
-`NNNNN-<uuid>.metadata.json`), so "create exclusively" is a plain PUT of a key nobody else
-writes, and an object appears whole or not at all. Which metadata file is current is decided
-by the catalog's compare-and-swap, never by the storage, and no name is ever reused: a lost
-race leaves an unreferenced object (removed by `remove_orphan_files`), never an overwritten one.
+Writes on object storage (S3, GCS and Azure alike): every file a writer creates has a new
+unique name (a uuid in it; metadata files `NNNNN-<uuid>.metadata.json`), so "create
+exclusively" is a plain PUT of a key nobody else writes, and an object appears whole or not
+at all. Which metadata file is current is decided by the catalog's compare-and-swap, never by
+the storage, and no name is ever reused: a lost race leaves an unreferenced object (removed by
+`remove_orphan_files`), never an overwritten one.
 Reads never list: table state is found from the catalog's metadata location down through
 manifest lists and manifests; only `remove_orphan_files` (by design), `expire_snapshots`'
 removal of old metadata files, a Spark write's abort and opening a table *folder* (not a
@@ -37,6 +42,7 @@ import threading
 import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -47,6 +53,18 @@ from mor.errors import (
     MorError,
     StorageError,
     UnsupportedFeatureError,
+)
+from mor.io.stores import (
+    AZURE,
+    CLOUD_ENVIRONMENT,
+    GCS,
+    OBJECT_STORE_PREFIXES,
+    S3,
+    ObjectLocation,
+    azure_options,
+    gcs_options,
+    parse_object_location,
+    store_of,
 )
 
 S3_SCHEMES = ("s3://", "s3a://", "s3n://")
@@ -59,7 +77,8 @@ WHOLE_OBJECT_BYTES = 8 << 20  # objects up to this size are read in one request
 
 
 def is_object_store(location: str) -> bool:
-    return isinstance(location, str) and location.startswith(S3_SCHEMES)
+    """Is `location` in object storage (S3, GCS or Azure), not a local file?"""
+    return store_of(location) is not None
 
 
 def to_local_path(location: str) -> str:
@@ -68,7 +87,9 @@ def to_local_path(location: str) -> str:
     if location.startswith("file:"):
         return location[len("file:") :]
     if "://" in location:
-        raise UnsupportedFeatureError(f"only local files and s3:// object storage are supported, got {location!r}")
+        raise UnsupportedFeatureError(
+            f"only local files and object storage ({', '.join(OBJECT_STORE_PREFIXES)}) are supported, got {location!r}"
+        )
     return location
 
 
@@ -94,10 +115,21 @@ def unreadable(what: str, location: str, error: BaseException) -> MorError:
     return CorruptMetadataError(f"{what} {location} is unreadable (damaged, or not the file it should be): {_detail(error)}")
 
 
+# How pyarrow's object store errors name their source: S3, Azure, GCS (google-cloud-cpp).
+_STORE_ERRORS = ("AWS Error", "Azure Error", "google::cloud::Status")
+
+
+class ContainerMissing(OSError):
+    """A read found no bucket or container at all: the storage is misconfigured (a wrong name,
+    another account), not a file missing from a table."""
+
+
 def is_storage_failure(error: BaseException) -> bool:
-    """An object store's refusal or failure (pyarrow's S3 errors name the AWS error), as opposed
-    to a file that is there but not what it should be."""
-    return isinstance(error, OSError) and not isinstance(error, FileNotFoundError) and "AWS Error" in str(error)
+    """An object store's refusal or failure (pyarrow's errors name the store's error), as
+    opposed to a file that is there but not what it should be."""
+    if isinstance(error, ContainerMissing):
+        return True
+    return isinstance(error, OSError) and not isinstance(error, FileNotFoundError) and any(m in str(error) for m in _STORE_ERRORS)
 
 
 def _detail(error: BaseException) -> str:
@@ -127,7 +159,8 @@ def check_inside(table_location: str, location: str) -> str:
 
     def normal(loc: str) -> str:
         if is_object_store(loc):
-            return "s3:" + posixpath.normpath("/" + s3_key(loc))
+            where = parse_object_location(loc)
+            return where.prefix + posixpath.normpath("/" + where.key)
         return posixpath.normpath(to_local_path(loc))
 
     root, file = normal(table_location).rstrip("/"), normal(location)
@@ -155,7 +188,7 @@ def to_uri(path: str | os.PathLike[str]) -> str:
     return "file://" + str(Path(path).resolve())
 
 
-def _flag(value: str) -> bool:
+def _flag(value: str) -> bool:  # S3's flags; stores.py has its own, naming the property
     v = str(value).strip().lower()
     if v not in ("true", "false"):
         raise InvalidArgumentError(f"expected true or false, got {value!r}")
@@ -219,8 +252,9 @@ def s3_options(properties: Mapping[str, str], environ: Mapping[str, str] = os.en
 
 
 class FileIO:
-    """Reads and writes files by location: local files, and `s3://` objects configured by
-    `properties` (see the module docstring). Picklable: it pickles as its properties."""
+    """Reads and writes files by location: local files, and `s3://`, `gs://` and Azure objects
+    configured by `properties` (see the module docstring and mor/io/stores.py). Picklable: it
+    pickles as its properties."""
 
     def __init__(self, properties: Mapping[str, str] | None = None) -> None:
         if properties is not None and not (
@@ -229,7 +263,7 @@ class FileIO:
             raise InvalidArgumentError(f"FileIO properties are a dict of strings, got {properties!r}")
         self.properties: dict[str, str] = dict(properties or {})
         self.fs: pafs.FileSystem = pafs.LocalFileSystem()  # the local file system
-        self._s3: pafs.FileSystem | None = None
+        self._stores: dict[tuple[str, str], pafs.FileSystem] = {}  # (store, Azure account host) -> file system
         self._lock = threading.Lock()
 
     def __getstate__(self) -> dict[str, dict[str, str]]:
@@ -243,50 +277,96 @@ class FileIO:
 
     @property
     def s3_configured(self) -> bool:
-        """Is S3 configured at all: by a property (`s3.*`, `client.*`) or the environment?"""
-        return any(k.startswith(("s3.", "client.")) for k in self.properties) or any(os.environ.get(v) for v in AWS_ENVIRONMENT)
+        """Is object storage configured at all: by a property (`s3.*`, `client.*`, `gcs.*`,
+        `adls.*`) or the environment? (Named for S3, the first store mor had.)"""
+        return any(k.startswith(("s3.", "client.", "gcs.", "adls.")) for k in self.properties) or any(
+            os.environ.get(v) for v in (*AWS_ENVIRONMENT, *CLOUD_ENVIRONMENT)
+        )
 
     @property
     def s3(self) -> pafs.FileSystem:
         """The S3 file system, opened on first use."""
-        if self._s3 is None:
+        return self._store(S3, "")
+
+    def _store(self, store: str, account_host: str) -> pafs.FileSystem:
+        """The file system of a store (for Azure, of one account), opened on first use."""
+        key = (store, account_host)
+        fs = self._stores.get(key)
+        if fs is None:
             with self._lock:
-                if self._s3 is None:
-                    try:
-                        self._s3 = pafs.S3FileSystem(**s3_options(self.properties))
-                    except (TypeError, ValueError, pa.ArrowException) as e:
-                        raise InvalidArgumentError(f"cannot configure S3 from the properties: {e}") from e
-        return self._s3
+                fs = self._stores.get(key)
+                if fs is None:
+                    fs = self._stores[key] = self._open_store(store, account_host)
+        return fs
+
+    def _open_store(self, store: str, account_host: str) -> pafs.FileSystem:
+        name = {S3: "S3", GCS: "Google Cloud Storage", AZURE: f"Azure (account host {account_host})"}[store]
+        try:
+            options: dict[str, Any]
+            if store == S3:
+                return pafs.S3FileSystem(**s3_options(self.properties))
+            if store == GCS:
+                options = gcs_options(self.properties, os.environ)
+                return pafs.GcsFileSystem(**options)
+            options = azure_options(account_host, self.properties, os.environ)
+            return pafs.AzureFileSystem(**options)
+        except MorError:
+            raise
+        except (TypeError, ValueError, pa.ArrowException) as e:
+            raise InvalidArgumentError(f"cannot configure {name} from the properties: {_detail(e)}") from e
 
     def resolve(self, location: str) -> tuple[pafs.FileSystem, str]:
         """The file system holding `location` and its path in it."""
         if is_object_store(location):
-            return self.s3, s3_key(location)
+            where = parse_object_location(location)
+            return self._store(where.store, where.host), where.fs_path
         return self.fs, self.path(location)
 
     def path(self, location: str) -> str:
-        """One spelling per file, to compare locations by: the local path, or `s3://bucket/key`."""
+        """One spelling per file, to compare locations by: the local path, or the object's
+        canonical location (`s3://bucket/key`, `gs://bucket/key`,
+        `abfss://container@account.dfs.core.windows.net/key`)."""
         if is_object_store(location):
-            return "s3://" + s3_key(location)
+            return parse_object_location(location).canonical
         return to_local_path(location)
 
     def open_input(self, location: str, whole: bool = True) -> pa.NativeFile:
-        """A file to read. On S3 an object of at most WHOLE_OBJECT_BYTES is fetched whole in one
-        GET (Avro readers ask for a few KiB at a time: one ranged GET each otherwise) unless
-        `whole` is False (one blob of a Puffin file: one ranged GET); a larger one is read by
-        ranges (Parquet readers pre-buffer and coalesce them). Opening an object costs a HEAD
-        request (pyarrow's Python API takes no size hint)."""
+        """A file to read. In object storage an object of at most WHOLE_OBJECT_BYTES is fetched
+        whole in one GET (Avro readers ask for a few KiB at a time: one ranged GET each
+        otherwise) unless `whole` is False (one blob of a Puffin file: one ranged GET); a larger
+        one is read by ranges (Parquet readers pre-buffer and coalesce them). Opening an object
+        costs a HEAD request (pyarrow's Python API takes no size hint). A missing object whose
+        bucket or container is missing too is ContainerMissing, a storage failure."""
         fs, path = self.resolve(location)
         if fs is self.fs:
             check_regular_file(path)
-        f = fs.open_input_file(path)
-        if fs is self.fs or not whole or f.size() > WHOLE_OBJECT_BYTES:
+            return fs.open_input_file(path)
+        try:
+            f = fs.open_input_file(path)
+        except FileNotFoundError:
+            self._check_container(location)
+            raise
+        if not whole or f.size() > WHOLE_OBJECT_BYTES:
             return f
         with f:
             return pa.BufferReader(f.read())
 
+    def _check_container(self, location: str) -> None:
+        """ContainerMissing when the bucket or container of `location` does not exist (asked
+        only once a read found nothing: one more request, on the failure path alone)."""
+        where = parse_object_location(location)
+        fs = self._store(where.store, where.host)
+        try:
+            found = fs.get_file_info(where.container).type != pafs.FileType.NotFound
+        except OSError:
+            return  # the read's own error says enough
+        if not found:
+            kind = "container" if where.store == AZURE else "bucket"
+            raise ContainerMissing(errno.ENOENT, f"the {kind} {where.container} of {where.prefix} does not exist")
+
     def open_output(self, location: str) -> pa.NativeFile:
-        """A new file to stream into (parents made as needed); on S3 it appears when closed."""
+        """A new file to stream into (parents made as needed); in object storage it appears
+        when closed."""
         with write_errors(location):
             self.make_parent_dirs(location)
             fs, path = self.resolve(location)
@@ -311,14 +391,15 @@ class FileIO:
 
     def write_bytes_exclusive(self, location: str, data: bytes) -> None:
         """Create a new file with `data`; fail if it exists. Written under a temporary name and
-        linked into place, so a reader never sees a partial file. On S3 a plain PUT: the object
-        appears whole, and the name is new (module docstring)."""
+        linked into place, so a reader never sees a partial file. In object storage a plain
+        PUT: the object appears whole, and the name is new (module docstring)."""
         if is_object_store(location):
+            fs, path = self.resolve(location)
             try:
-                with self.s3.open_output_stream(s3_key(location)) as out:
+                with fs.open_output_stream(path) as out:
                     out.write(data)
             except OSError as e:
-                raise StorageError(f"cannot write {location}: {e}") from e
+                raise StorageError(f"cannot write {location}: {_detail(e)}") from e
             return
         final = self.path(location)
         tmp = f"{final}.{uuid.uuid4().hex}.tmp"
@@ -359,10 +440,18 @@ class FileIO:
             self.delete(location)
 
     def list_files(self, directory_location: str) -> list[pafs.FileInfo]:
-        """Every file under a folder (on S3: a prefix), each with its path as `path()` spells it."""
+        """Every file under a folder (in object storage: a prefix), each with its path as
+        `path()` spells it."""
         fs, path = self.resolve(directory_location)
         selector = pafs.FileSelector(path.rstrip("/"), recursive=True, allow_not_found=True)
         files = [info for info in fs.get_file_info(selector) if info.type == pafs.FileType.File]
         if not is_object_store(directory_location):
             return files
-        return [pafs.FileInfo("s3://" + i.path, pafs.FileType.File, mtime_ns=i.mtime_ns, size=i.size) for i in files]
+        where = parse_object_location(directory_location)
+        return [pafs.FileInfo(listed_location(where, i.path), pafs.FileType.File, mtime_ns=i.mtime_ns, size=i.size) for i in files]
+
+
+def listed_location(where: ObjectLocation, fs_path: str) -> str:
+    """The canonical location of a file a listing under `where` reported by its file system
+    path (`bucket/key`)."""
+    return where.child(fs_path).canonical

@@ -24,7 +24,8 @@ import pyarrow.fs as pafs
 
 from mor.errors import InvalidArgumentError
 from mor.format.metadata import TableMetadata
-from mor.io.fileio import FileIO
+from mor.io.fileio import FileIO, listed_location
+from mor.io.stores import parse_object_location
 from mor.maintenance.ownership import Ownership, Place, keys, place
 from mor.maintenance.reachable import referenced_locations
 from mor.progress import Progress
@@ -93,7 +94,8 @@ def _list_one_level(io: FileIO, where: Place) -> tuple[list[ListedFile], list[st
         fs, path = io.resolve(str(where))
         selector = pafs.FileSelector(path.rstrip("/"), recursive=False, allow_not_found=True)
         infos = fs.get_file_info(selector)
-        bucket_path = lambda i: "s3://" + i.path  # noqa: E731
+        root = parse_object_location(str(where))
+        bucket_path = lambda i: listed_location(root, i.path)  # noqa: E731
         files = [ListedFile(bucket_path(i), i.size or 0, i.mtime_ns) for i in infos if i.type == pafs.FileType.File]
         inner = [Place(where.prefix, where.path.rstrip("/") + "/" + i.base_name) for i in infos if i.type == pafs.FileType.Directory]
         return files, [], inner

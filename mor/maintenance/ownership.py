@@ -3,7 +3,9 @@
 Expiry, orphan removal and a purging drop delete a file only when all of these hold:
 - it lies under the table's location. Locations are compared in one normalised form (`place`):
   `file:/a`, `file:///a`, `file://localhost/a` and `/a` are one path; `//`, `.`, `..` and a
-  trailing slash collapse; `s3a://` and `s3n://` are `s3://`. Percent-escapes are decoded for
+  trailing slash collapse; object storage locations take their store's one spelling
+  (mor/io/stores.py: `s3a://` and `s3n://` are `s3://`, `gcs://` is `gs://`, `wasbs://c@a.blob.*`
+  is `abfss://c@a.dfs.*`, Azure hosts lowercased). Percent-escapes are decoded for
   the comparison, but the file system does not decode them, so the spelling as written must
   lie under the location too;
 - no symbolic link lies between the location and the file (the file included): a link may
@@ -34,6 +36,7 @@ from mor.commit.table_ops import read_metadata
 from mor.errors import MaintenanceRefusedError, MorError
 from mor.format.metadata import TableMetadata
 from mor.io.fileio import FileIO
+from mor.io.stores import object_prefix
 from mor.maintenance.reachable import referenced_locations
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):(.*)$", re.DOTALL)
@@ -42,8 +45,9 @@ DATABASE_SUFFIXES = ("", "-wal", "-journal", "-shm")  # SQLite's files beside it
 
 @dataclass(frozen=True)
 class Place:
-    """A location to compare: `prefix` is '' for a local path, 's3://bucket', or a scheme and
-    authority mor does not read (`file://host`, `hdfs://nn`); `path` is normalised."""
+    """A location to compare: `prefix` is '' for a local path, an object store's canonical
+    bucket or container (`s3://bucket`, `gs://bucket`, `abfss://container@host`), or a scheme
+    and authority mor does not read (`file://host`, `hdfs://nn`); `path` is normalised."""
 
     prefix: str
     path: str
@@ -77,8 +81,9 @@ def _split(location: str) -> tuple[str, str]:
     authority, slash, path = rest[2:].partition("/")
     if scheme == "file" and authority.lower() in ("", "localhost"):
         return "", slash + path
-    if scheme in ("s3", "s3a", "s3n"):
-        return f"s3://{authority}", slash + path
+    store_prefix = object_prefix(scheme, authority)
+    if store_prefix is not None:
+        return store_prefix, slash + path
     return f"{scheme}://{authority}", slash + path
 
 
@@ -112,10 +117,10 @@ def _relation(ours: str, theirs: str) -> tuple[bool, bool, bool]:
 def table_place(location: str, refusal: Callable[[str], MaintenanceRefusedError]) -> Place:
     """The table location, normalised; refused when mor cannot list it."""
     where = place(location)
-    if where.prefix.startswith("s3://") and where.prefix != "s3://":
+    if where.prefix and object_prefix(*where.prefix.split("://", 1)) == where.prefix:
         return where
     if where.prefix or not where.path.startswith("/"):
-        raise refusal(f"its location {location!r} is neither an absolute local path nor s3://bucket/...")
+        raise refusal(f"its location {location!r} is neither an absolute local path nor object storage (s3://, gs://, abfss://)")
     return where
 
 

@@ -28,7 +28,10 @@ def normal_location(location: object, what: str) -> str:
     if is_object_store(location) or location.startswith("file:"):
         return location
     if "://" in location:
-        raise ForbiddenError(f"{what} {location} is neither a local path nor s3://: the server writes only inside its warehouse")
+        raise ForbiddenError(
+            f"{what} {location} is neither a local path nor object storage (s3://, gs://, abfss://): "
+            "the server writes only inside its warehouse"
+        )
     if not os.path.isabs(location):
         raise BadRequestError(f"{what} is an absolute path or URI, got {location!r}")
     return to_uri(location)

@@ -19,8 +19,8 @@ lacks reads as its initial default (format v3), else null.
 The result has the table's column names and mor's Spark types (mor/spark/types.py). Not
 supported (UnsupportedFeatureError, `unsupported_reason` says why before reading): uuid and time
 columns (Spark's Parquet reader has no such types), equality deletes on float, double or
-nested columns, object storage without an `s3a` Hadoop filesystem, a session the jar cannot be added to (Spark
-Connect). Like the local reader, a column a file does not hold reads as its default or null
+nested columns, object storage without a Hadoop filesystem for its scheme (s3a, gs, abfss), a
+session the jar cannot be added to (Spark Connect). Like the local reader, a column a file does not hold reads as its default or null
 (identity partition values are not filled from partition data).
 """
 
@@ -60,14 +60,14 @@ from mor.api.table import Table
 from mor.errors import CorruptMetadataError, UnsupportedFeatureError
 from mor.format.lineage import LINEAGE_FIELD_IDS
 from mor.format.spec import ROW_ID_FIELD_ID
-from mor.io.fileio import FileIO, is_object_store, unreadable
+from mor.io.fileio import FileIO, unreadable
 from mor.planning.task import FileScanTask
 from mor.read.field_resolution import FileProjection, parse_name_mapping
 from mor.read.scan_reader import parallel_map
 from mor.read.task_reader import free_name
 from mor.spark.delete_functions import ReadFunctions, install, read_functions
 from mor.spark.file_columns import FileRead, file_read, quoted, table_read
-from mor.spark.file_paths import FILE_COLUMN, POS_COLUMN, has_s3a, native_parquet
+from mor.spark.file_paths import FILE_COLUMN, POS_COLUMN, hadoop_reads, has_s3a, native_parquet
 from mor.spark.types import spark_schema
 
 # Equality columns the JVM functions compare (as Long, UTF8String, bytes, BigInteger, Boolean).
@@ -90,8 +90,8 @@ def unsupported_reason(spark: SparkSession, schema: Schema, read_schema: Schema,
     odd = [columns[i].name for i in eq_ids if not isinstance(columns[i].field_type, _EQUALITY_TYPES)]
     if odd:
         return f"the JVM functions compare no equality delete column of these types ({', '.join(odd)})"
-    if any(is_object_store(t.data_file.file_path) for t in tasks) and not has_s3a(spark):
-        return "object storage needs an s3a Hadoop filesystem in the session (hadoop-aws)"
+    if not hadoop_reads(spark, [t.data_file.file_path for t in tasks], s3a=has_s3a):
+        return "object storage needs a Hadoop filesystem for its scheme in the session (s3a: hadoop-aws; gs; abfss)"
     if any(t.delete_files for t in tasks):
         return install(spark)
     return None

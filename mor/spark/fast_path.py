@@ -39,14 +39,13 @@ from mor.expr.filters import FilterLike, bind_filter, filter_field_ids
 from mor.expr.residual import has_residual
 from mor.format.lineage import LINEAGE_FIELD_IDS, LINEAGE_FIELDS
 from mor.format.metadata import Snapshot
-from mor.io.fileio import is_object_store
 from mor.planning.task import FileScanTask
 from mor.read.field_resolution import file_matches_schema
 from mor.spark import HAS_PYTHON_SOURCE
 from mor.spark.columns import to_column
 from mor.spark.dataframe_plan import read_dataframe_plan, unsupported_reason
 from mor.spark.errors import spark_errors
-from mor.spark.file_paths import FILE_COLUMN, POS_COLUMN, check_metadata_columns_free, has_s3a, native_parquet
+from mor.spark.file_paths import FILE_COLUMN, POS_COLUMN, check_metadata_columns_free, hadoop_reads, has_s3a, native_parquet
 from mor.spark.options import TableRef
 from mor.spark.types import spark_schema
 
@@ -100,8 +99,7 @@ def read_table(
         return _residual_read(spark, table, scan.snapshot, read_schema, tasks, filter, output, metadata_columns)
     condition = None if bound is None else to_column(bound)
 
-    object_store = is_object_store(table.location) or any(is_object_store(t.data_file.file_path) for t in tasks)
-    native_ok = not object_store or has_s3a(spark)
+    native_ok = hadoop_reads(spark, [table.location, *(t.data_file.file_path for t in tasks)], s3a=has_s3a)
     # Row lineage is inherited from the file's manifest entry (first row id plus position, its
     # data sequence number) where the file stores none, and `_file` is the table's spelling of
     # the file: the JVM functions know those, a plain native read does not.
@@ -181,7 +179,7 @@ def _use_jvm(spark: SparkSession, path: str, schema: Schema, read_schema: Schema
     it is the faster of the two in every state."""
     if path == "python":
         return False
-    reason = "object storage needs an s3a Hadoop filesystem in the session (hadoop-aws)" if not native_ok else None
+    reason = "object storage needs a Hadoop filesystem for its scheme in the session (hadoop-aws for s3a)" if not native_ok else None
     reason = reason or unsupported_reason(spark, schema, read_schema, rest)
     if reason is None:
         return True

@@ -6,15 +6,16 @@ mor keeps locations as the table metadata spells them (`/tmp/w/x.parquet`, `file
 (no authority, percent-encoded); mor's delete functions key files the same way, in Java
 (jvm/src/mor/jvm/Descriptor.java, `fileKey`).
 
-Object storage reads natively only when the session has a Hadoop filesystem for `s3a` (the
-hadoop-aws jar and its credentials, configured by the user); `s3://bucket/key` is then read as
-`s3a://bucket/key`.
+Object storage reads natively only when the session has a Hadoop filesystem for its store,
+asked per store (`hadoop_reads`): `s3a` (the hadoop-aws jar and its credentials, configured by
+the user; `s3://bucket/key` is then read as `s3a://bucket/key`), `gs` (the GCS connector) or
+`abfss` (hadoop-azure). Without one, the files go through mor's Python source.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from py4j.protocol import Py4JJavaError
 from pyiceberg.schema import Schema
@@ -23,6 +24,7 @@ from pyspark.sql.types import StructType
 
 from mor.errors import CorruptMetadataError, UnsupportedFeatureError
 from mor.io.fileio import is_object_store, to_local_path
+from mor.io.stores import AZURE, GCS, S3, parse_object_location, store_of
 from mor.read.task_reader import POSITION_COLUMN
 
 # The metadata columns of a read with positions (format "mor" with option metadata-columns, and
@@ -34,7 +36,8 @@ POS_COLUMN = POSITION_COLUMN
 def spark_read_path(location: str) -> str:
     """The path to hand `spark.read.parquet` for a data file location."""
     if is_object_store(location):
-        return "s3a://" + location.split("://", 1)[1]
+        where = parse_object_location(location)
+        return "s3a://" + where.fs_path if where.store == S3 else where.canonical
     return to_local_path(location)
 
 
@@ -56,14 +59,32 @@ def native_parquet(spark: SparkSession, schema: StructType, locations: Sequence[
 _MISSING = re.compile(r"\[PATH_NOT_FOUND\] Path does not exist: (\S+?)\.?(?:\s|$)")
 
 
+# The Hadoop filesystem scheme Spark reads each store's objects through (spark_read_path).
+HADOOP_SCHEMES = {S3: "s3a", GCS: "gs", AZURE: "abfss"}
+
+
 def has_s3a(spark: SparkSession) -> bool:
-    """Can this session's Hadoop read `s3a://` paths (is S3AFileSystem on its classpath)? One
-    JVM call: cheap enough to ask on every read, so a session configured later is seen."""
+    """Can this session's Hadoop read `s3a://` paths (is S3AFileSystem on its classpath)?"""
+    return _has_hadoop_filesystem(spark, "s3a")
+
+
+def hadoop_reads(spark: SparkSession, locations: Sequence[str], s3a: Callable[[SparkSession], bool] = has_s3a) -> bool:
+    """Can this session's Hadoop read every one of these locations: local files always, objects
+    when it has a filesystem for their store's scheme (asked once per store)? A gs:// or Azure
+    file must not go to the native reader on the strength of an s3a filesystem. `s3a` asks
+    about S3 (a caller passes its own reference to `has_s3a`, which tests replace)."""
+    stores = {store_of(location) for location in locations}
+    return all(s3a(spark) if store == S3 else _has_hadoop_filesystem(spark, HADOOP_SCHEMES[store]) for store in stores if store is not None)
+
+
+def _has_hadoop_filesystem(spark: SparkSession, scheme: str) -> bool:
+    """Is there a Hadoop FileSystem class for `scheme` on the session's classpath? One JVM
+    call: cheap enough to ask on every read, so a session configured later is seen."""
     jvm = spark._jvm
     assert jvm is not None  # a live session's gateway (pyspark asserts the same)
     conf = spark._jsc.hadoopConfiguration()
     try:
-        jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass("s3a", conf)
+        jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(scheme, conf)
     except Py4JJavaError:  # ClassNotFoundException, or "No FileSystem for scheme"
         return False
     return True

@@ -277,7 +277,7 @@ def test_object_store_warehouse_needs_a_catalog_uri(s3_server):
     with pytest.raises(mor.InvalidArgumentError, match="uri"):
         mor.load_catalog(s3_server.fresh_prefix(), properties=s3_server.properties)
     with pytest.raises(mor.UnsupportedFeatureError):
-        FileIO().read_bytes("gs://bucket/x")
+        FileIO().read_bytes("hdfs://nn/x")
 
 
 def test_local_catalog_with_a_table_in_s3(s3_server, tmp_path: Path):
