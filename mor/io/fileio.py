@@ -62,6 +62,7 @@ from mor.io.stores import (
     S3,
     ObjectLocation,
     azure_options,
+    first_setting,
     gcs_options,
     parse_object_location,
     store_of,
@@ -195,58 +196,50 @@ def _flag(value: str) -> bool:  # S3's flags; stores.py has its own, naming the 
     return v == "true"
 
 
-def _first(properties: Mapping[str, str], *keys: str) -> str | None:
-    for k in keys:
-        v = properties.get(k)
-        if v not in (None, ""):
-            return v
-    return None
-
-
 def s3_options(properties: Mapping[str, str], environ: Mapping[str, str] = os.environ) -> dict[str, object]:
     """The S3FileSystem arguments the properties (then the environment) give."""
     p = properties
     # A small file is one PutObject when closed, not a three-request multipart upload.
     options: dict[str, object] = {"allow_delayed_open": True}
-    endpoint = _first(p, "s3.endpoint") or _first(environ, "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
+    endpoint = first_setting(p, "s3.endpoint") or first_setting(environ, "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
     if endpoint:
         if endpoint.startswith("http://"):
             options["scheme"], endpoint = "http", endpoint[len("http://") :]
         elif endpoint.startswith("https://"):
             options["scheme"], endpoint = "https", endpoint[len("https://") :]
         options["endpoint_override"] = endpoint.rstrip("/")
-    key = _first(p, "s3.access-key-id", "client.access-key-id")
-    secret = _first(p, "s3.secret-access-key", "client.secret-access-key")
-    token = _first(p, "s3.session-token", "client.session-token")
+    key = first_setting(p, "s3.access-key-id", "client.access-key-id")
+    secret = first_setting(p, "s3.secret-access-key", "client.secret-access-key")
+    token = first_setting(p, "s3.session-token", "client.session-token")
     if key is None and secret is None:
-        key, secret = _first(environ, "AWS_ACCESS_KEY_ID"), _first(environ, "AWS_SECRET_ACCESS_KEY")
-        token = token or _first(environ, "AWS_SESSION_TOKEN")
+        key, secret = first_setting(environ, "AWS_ACCESS_KEY_ID"), first_setting(environ, "AWS_SECRET_ACCESS_KEY")
+        token = token or first_setting(environ, "AWS_SESSION_TOKEN")
     if key is not None:
         options["access_key"] = key
     if secret is not None:
         options["secret_key"] = secret
     if token is not None:
         options["session_token"] = token
-    region = _first(p, "s3.region", "client.region") or _first(environ, "AWS_REGION", "AWS_DEFAULT_REGION")
+    region = first_setting(p, "s3.region", "client.region") or first_setting(environ, "AWS_REGION", "AWS_DEFAULT_REGION")
     if region:
         options["region"] = region
-    if proxy := _first(p, "s3.proxy-uri"):
+    if proxy := first_setting(p, "s3.proxy-uri"):
         options["proxy_options"] = proxy
     for prop, arg in (("s3.connect-timeout", "connect_timeout"), ("s3.request-timeout", "request_timeout")):
-        if (value := _first(p, prop)) is not None:
+        if (value := first_setting(p, prop)) is not None:
             try:
                 options[arg] = float(value)
             except ValueError:
                 raise InvalidArgumentError(f"property {prop} is a number of seconds, got {value!r}") from None
-    if role := _first(p, "s3.role-arn", "client.role-arn"):
+    if role := first_setting(p, "s3.role-arn", "client.role-arn"):
         options["role_arn"] = role
-    if session := _first(p, "s3.role-session-name", "client.role-session-name"):
+    if session := first_setting(p, "s3.role-session-name", "client.role-session-name"):
         options["session_name"] = session
-    if (virtual := _first(p, "s3.force-virtual-addressing")) is not None:
+    if (virtual := first_setting(p, "s3.force-virtual-addressing")) is not None:
         options["force_virtual_addressing"] = _flag(virtual)
-    elif (path_style := _first(p, "s3.path-style-access")) is not None:
+    elif (path_style := first_setting(p, "s3.path-style-access")) is not None:
         options["force_virtual_addressing"] = not _flag(path_style)
-    if (anonymous := _first(p, "s3.anonymous")) is not None:
+    if (anonymous := first_setting(p, "s3.anonymous")) is not None:
         options["anonymous"] = _flag(anonymous)
     return options
 

@@ -148,7 +148,8 @@ def object_prefix(scheme: str, authority: str) -> str | None:
         return None
 
 
-def _first(properties: Mapping[str, str], *keys: str) -> str | None:
+def first_setting(properties: Mapping[str, str], *keys: str) -> str | None:
+    """The value of the first of `keys` set (non-empty) in `properties`."""
     for k in keys:
         v = properties.get(k)
         if v not in (None, ""):
@@ -177,33 +178,33 @@ def gcs_options(properties: Mapping[str, str], environ: Mapping[str, str]) -> di
     """The GcsFileSystem arguments the properties (then the environment) give."""
     p = properties
     options: dict[str, object] = {}
-    endpoint = _first(p, "gcs.service.host")
-    emulator = _first(environ, "STORAGE_EMULATOR_HOST") if endpoint is None else None
+    endpoint = first_setting(p, "gcs.service.host")
+    emulator = first_setting(environ, "STORAGE_EMULATOR_HOST") if endpoint is None else None
     if endpoint or emulator:
         what = "property gcs.service.host" if endpoint else "STORAGE_EMULATOR_HOST"
         options["scheme"], options["endpoint_override"] = _endpoint(str(endpoint or emulator), what)
-    token = _first(p, "gcs.oauth2.token")
+    token = first_setting(p, "gcs.oauth2.token")
     if token is not None:
         options["access_token"] = token
-        expires = _first(p, "gcs.oauth2.token-expires-at")
+        expires = first_setting(p, "gcs.oauth2.token-expires-at")
         try:
             options["credential_token_expiration"] = (
                 _NO_EXPIRY if expires is None else dt.datetime.fromtimestamp(int(expires) / 1000, dt.UTC)
             )
         except (ValueError, OverflowError, OSError):
             raise InvalidArgumentError(f"property gcs.oauth2.token-expires-at is milliseconds since the epoch, got {expires!r}") from None
-    anonymous = _first(p, "gcs.anonymous")
+    anonymous = first_setting(p, "gcs.anonymous")
     if anonymous is not None:
         options["anonymous"] = _flag("gcs.anonymous", anonymous)
     elif emulator and token is None:
         options["anonymous"] = True  # an emulator takes no credentials (the SDKs' convention)
     if options.get("anonymous") and token is not None:
         raise InvalidArgumentError("gcs.anonymous is true but gcs.oauth2.token gives a token: give one or the other")
-    if project := _first(p, "gcs.project-id"):
+    if project := first_setting(p, "gcs.project-id"):
         options["project_id"] = project
-    if location := _first(p, "gcs.default-bucket-location"):
+    if location := first_setting(p, "gcs.default-bucket-location"):
         options["default_bucket_location"] = location
-    limit = _first(p, "gcs.retry-time-limit") or str(GCS_RETRY_SECONDS)
+    limit = first_setting(p, "gcs.retry-time-limit") or str(GCS_RETRY_SECONDS)
     try:
         seconds = float(limit)
     except ValueError:
@@ -231,15 +232,15 @@ def azure_options(account_host: str, properties: Mapping[str, str], environ: Map
     `ObjectLocation.host`) that the properties (then the environment) give."""
     p = properties
     given_credentials = any(
-        _first(p, k) for k in ("adls.account-key", "adls.sas-token", f"adls.sas-token.{account_host}", "adls.client-id")
+        first_setting(p, k) for k in ("adls.account-key", "adls.sas-token", f"adls.sas-token.{account_host}", "adls.client-id")
     )
-    text = _first(p, "adls.connection-string")
+    text = first_setting(p, "adls.connection-string")
     if text is None and not given_credentials:
-        text = _first(environ, "AZURE_STORAGE_CONNECTION_STRING")
+        text = first_setting(environ, "AZURE_STORAGE_CONNECTION_STRING")
     conn = _connection_string(text) if text else {}
     options: dict[str, object] = {}
     account = account_host.split(".", 1)[0]
-    named = _first(p, "adls.account-name") or conn.get("AccountName")
+    named = first_setting(p, "adls.account-name") or conn.get("AccountName")
     if ".dfs." not in account_host and named:
         account = named  # a host that names no account (an emulator's address)
     options["account_name"] = account
@@ -252,7 +253,7 @@ def azure_options(account_host: str, properties: Mapping[str, str], environ: Map
         options["blob_storage_authority"], options["dfs_storage_authority"] = f".blob.{suffix}", f".dfs.{suffix}"
     if conn.get("DefaultEndpointsProtocol") in ("http", "https") and "BlobEndpoint" not in conn:
         options["blob_storage_scheme"] = options["dfs_storage_scheme"] = conn["DefaultEndpointsProtocol"]
-    if host := _first(p, "adls.account-host"):
+    if host := first_setting(p, "adls.account-host"):
         # `account.blob.core.windows.net` names the endpoints' suffix; `127.0.0.1:10000` an
         # emulator, which serves the account under its path.
         authority = host[len(account) :] if host.lower().startswith(account.lower() + ".") else host
@@ -264,14 +265,14 @@ def azure_options(account_host: str, properties: Mapping[str, str], environ: Map
         ("adls.blob-storage-authority", "blob_storage_authority"), ("adls.dfs-storage-authority", "dfs_storage_authority"),
         ("adls.blob-storage-scheme", "blob_storage_scheme"), ("adls.dfs-storage-scheme", "dfs_storage_scheme"),
     ):  # fmt: skip
-        if value := _first(p, prop):
+        if value := first_setting(p, prop):
             options[arg] = value
 
-    key = _first(p, "adls.account-key") or conn.get("AccountKey")
-    sas = _first(p, f"adls.sas-token.{account_host}", "adls.sas-token") or conn.get("SharedAccessSignature")
+    key = first_setting(p, "adls.account-key") or conn.get("AccountKey")
+    sas = first_setting(p, f"adls.sas-token.{account_host}", "adls.sas-token") or conn.get("SharedAccessSignature")
     if not given_credentials and not key and not sas:
-        key = _first(environ, "AZURE_STORAGE_ACCOUNT_KEY")
-        sas = None if key else _first(environ, "AZURE_STORAGE_SAS_TOKEN")
+        key = first_setting(environ, "AZURE_STORAGE_ACCOUNT_KEY")
+        sas = None if key else first_setting(environ, "AZURE_STORAGE_SAS_TOKEN")
     if key and sas:
         raise InvalidArgumentError("Azure access is by an account key or a SAS token, not both: give adls.account-key or adls.sas-token")
     if key:
@@ -279,9 +280,9 @@ def azure_options(account_host: str, properties: Mapping[str, str], environ: Map
     if sas:
         options["sas_token"] = sas.lstrip("?")
     for prop, arg in (("adls.client-id", "client_id"), ("adls.client-secret", "client_secret"), ("adls.tenant-id", "tenant_id")):
-        if value := _first(p, prop):
+        if value := first_setting(p, prop):
             options[arg] = value
-    anonymous = _first(p, "adls.anon")
+    anonymous = first_setting(p, "adls.anon")
     if anonymous is not None and _flag("adls.anon", anonymous):
         raise UnsupportedFeatureError("adls.anon: pyarrow's AzureFileSystem has no anonymous access; give a SAS token instead")
     return options

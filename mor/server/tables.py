@@ -109,13 +109,7 @@ class Tables:
         return {"storage-credentials": self.storage_credentials(str(self.metadata_json(location).get("location", "")))}
 
     def create(self, namespace: str, body: dict[str, Any], vend: bool) -> dict[str, Any]:
-        name = body.get("name")
-        if not isinstance(name, str):
-            raise BadRequestError(f"name is the new table's name, got {name!r}")
-        name = escaped(name)
-        check_new_names(namespace, name)
-        if not self.store.namespace_exists(namespace):
-            raise NoSuchNamespaceError(f"namespace {namespace!r} does not exist")
+        name = new_name(self.store, namespace, body, "table")
         if self.exists(namespace, name):
             raise TableAlreadyExistsError(f"table {namespace}.{name} already exists")
         properties = body.get("properties") or {}
@@ -205,6 +199,19 @@ def _with_field_ids(spec: Any) -> Any:
         return spec  # model_validate says what is wrong
     fields = [{"field-id": 1000 + i, **f} if isinstance(f, dict) else f for i, f in enumerate(spec.get("fields", []))]
     return {"spec-id": 0, **spec, "fields": fields}
+
+
+def new_name(store: Any, namespace: str, body: dict[str, Any], kind: str) -> str:
+    """The name a create request gives (mor's spelling), checked: a name that can be a folder,
+    in a namespace that exists."""
+    name = body.get("name")
+    if not isinstance(name, str):
+        raise BadRequestError(f"name is the new {kind}'s name, got {name!r}")
+    name = escaped(name)
+    check_new_names(namespace, name)
+    if not store.namespace_exists(namespace):
+        raise NoSuchNamespaceError(f"namespace {namespace!r} does not exist")
+    return name
 
 
 def identifiers(store: Any, namespace: str, names: builtins.list[str]) -> dict[str, Any]:

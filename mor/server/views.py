@@ -15,8 +15,8 @@ from mor.errors import InvalidArgumentError, NoSuchNamespaceError, NoSuchViewErr
 from mor.format.view_metadata import create_view_metadata, view_metadata_dict
 from mor.server.errors import BadRequestError
 from mor.server.locations import check_inside, normal_location
-from mor.server.names import check_new_names, escaped, identifier_from_json
-from mor.server.tables import identifiers
+from mor.server.names import check_new_names, identifier_from_json
+from mor.server.tables import identifiers, new_name
 
 
 class Views:
@@ -39,13 +39,7 @@ class Views:
         return self.result(View(f"{namespace}.{name}", location, read_view_metadata(self.catalog, location)))
 
     def create(self, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
-        name = body.get("name")
-        if not isinstance(name, str):
-            raise BadRequestError(f"name is the new view's name, got {name!r}")
-        name = escaped(name)
-        check_new_names(namespace, name)
-        if not self.store.namespace_exists(namespace):
-            raise NoSuchNamespaceError(f"namespace {namespace!r} does not exist")
+        name = new_name(self.store, namespace, body, "view")
         if self.exists(namespace, name) or self.catalog.table_exists(f"{namespace}.{name}"):
             raise ViewAlreadyExistsError(f"a view or table named {namespace}.{name} already exists")
         properties = body.get("properties") or {}
