@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from mor.cli.options import age_or_time, catalog_args, open_table, table_args
 from mor.cli.output import print_json
-from mor.errors import InvalidArgumentError, UnsupportedFeatureError
+from mor.errors import InvalidArgumentError, RetentionTooShortError, UnsupportedFeatureError
 
 if TYPE_CHECKING:
     from mor.maintenance.compact import CompactionResult
@@ -103,9 +103,12 @@ def _columns(text: str | None) -> list[str] | None:
 
 
 def expire(args: argparse.Namespace) -> None:
-    result = open_table(args).expire_snapshots(
-        older_than=args.older_than, retain_last=args.retain_last, allow_short_retention=args.allow_short_retention, dry_run=args.dry_run
-    )
+    try:
+        result = open_table(args).expire_snapshots(
+            older_than=args.older_than, retain_last=args.retain_last, allow_short_retention=args.allow_short_retention, dry_run=args.dry_run
+        )
+    except RetentionTooShortError as e:  # the API's wording names the argument: here it is a flag
+        raise RetentionTooShortError(str(e).replace("allow_short_retention=True", "--allow-short-retention")) from None
     _print(args, result, expiry_summary(result))
 
 
@@ -130,12 +133,17 @@ def _part(name: str, r: _R | None, describe: Callable[[_R], str]) -> str:
 
 
 def compaction_summary(r: CompactionResult) -> str:
+    deletes = (
+        f"{r.removed_position_delete_files} position delete files ({r.removed_position_delete_bytes} bytes) and"
+        f" {r.removed_equality_delete_files} equality delete files ({r.removed_equality_delete_bytes} bytes)"
+    )
+    if r.dry_run:  # nothing was written: what a compaction would take in
+        taken = f"{r.rewritten_data_files} data files ({r.rewritten_data_bytes} bytes, {r.rewritten_rows} rows)"
+        return f"would rewrite {taken}; would remove {deletes}"
     return (
         f"rewrote {r.rewritten_data_files} data files ({r.rewritten_data_bytes} bytes, {r.rewritten_rows} rows)"
-        f" into {r.added_data_files} ({r.added_data_bytes} bytes, {r.written_rows} rows); removed"
-        f" {r.removed_position_delete_files} position delete files ({r.removed_position_delete_bytes} bytes) and"
-        f" {r.removed_equality_delete_files} equality delete files ({r.removed_equality_delete_bytes} bytes);"
-        f" snapshot {r.snapshot_id or 'none'}"
+        f" into {r.added_data_files} ({r.added_data_bytes} bytes, {r.written_rows} rows); removed {deletes};"
+        f" snapshot {r.snapshot_id or 'none: nothing to do'}"
     )
 
 

@@ -60,7 +60,9 @@ def test_compact_dry_run_then_compact(tmp_path: Path, capsys: pytest.CaptureFixt
     rows, before = table.scan().count(), table.metadata_location
     capsys.readouterr()
     assert main(["compact", "demo.events", "--warehouse", str(tmp_path), "--dry-run"]) == 0
-    assert capsys.readouterr().out.startswith("dry run, nothing changed: rewrote ")
+    said = capsys.readouterr().out
+    assert said.startswith("dry run, nothing changed: would rewrite ") and "would remove" in said
+    assert "snapshot" not in said and " into " not in said  # nothing was written, so no output files to count
     assert table.refresh().metadata_location == before
     assert main(["compact", "demo.events", "--warehouse", str(tmp_path), "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
@@ -69,6 +71,10 @@ def test_compact_dry_run_then_compact(tmp_path: Path, capsys: pytest.CaptureFixt
     assert all(not t.delete_files for t in table.scan().plan_files())
     assert main(["compact", "demo.events", "--warehouse", str(tmp_path), "--min-delete-ratio", "2"]) == 2
     assert "InvalidArgumentError" in capsys.readouterr().err
+    # a refusal names the flag that overrides it, not the Python argument
+    assert main(["expire", "demo.events", "--warehouse", str(tmp_path), "--older-than", "1s"]) == 2
+    said = capsys.readouterr().err
+    assert "RetentionTooShortError" in said and "--allow-short-retention" in said and "allow_short_retention=" not in said
 
 
 def sorted_rows(table: pa.Table) -> list[dict]:
