@@ -5,8 +5,9 @@ A table is named by the load/save path: either `namespace.table` in a catalog (o
 Iceberg REST catalog with options `token` or `credential`, `warehouse`, `scope`, `prefix`,
 `header.*` as `mor.load_catalog` takes them), or a metadata location
 (`.../metadata/v5.metadata.json`, or a table folder) for a read-only table. Options named
-`s3.*` (and `client.*`) configure object storage, as pyiceberg's properties do (`s3.endpoint`,
-`s3.access-key-id`, ...); they travel with the table reference to the executors.
+`s3.*`, `gcs.*`, `adls.*` (and `client.*`) configure object storage, as pyiceberg's properties
+do (`s3.endpoint`, `gcs.service.host`, `adls.account-name`, ...); they travel with the table
+reference to the executors.
 
 Option `columns` (comma-separated) selects columns; on a format v3 table it may name the row
 lineage columns `_row_id` and `_last_updated_sequence_number`, as `table.scan(columns=...)`
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 
 TABLE_OPTIONS = ("path", "table")
 # Options passed on as file access properties, named as pyiceberg names them (`s3.endpoint`, ...).
-FILE_IO_OPTION_PREFIXES = ("s3.", "client.")
+FILE_IO_OPTION_PREFIXES = ("s3.", "gcs.", "adls.", "client.")
 # Options of a REST catalog (`uri` is http(s)), as load_catalog takes them.
 REST_OPTIONS = ("type", "token", "credential", "scope", "prefix", "oauth2-server-uri", "audience", "resource")
 REST_OPTION_PREFIXES = ("header.",)
