@@ -14,6 +14,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -21,13 +22,13 @@ from pyiceberg.schema import Schema, assign_fresh_schema_ids
 from pyiceberg.view.metadata import SQLViewRepresentation, ViewMetadata, ViewRepresentation, ViewVersion
 
 from mor.api.catalog import existing_identifier, new_identifier, table_location_of
-from mor.errors import CommitConflictError, CommitStateUnknownError, CorruptMetadataError, InvalidArgumentError, NoSuchViewError
+from mor.commit.table_ops import new_metadata_location, point_at_new_file
+from mor.errors import CommitConflictError, CorruptMetadataError, InvalidArgumentError, NoSuchViewError
 from mor.format.arrow_types import from_arrow_schema
 from mor.format.view_metadata import (
     apply_view_updates,
     check_view_requirements,
     create_view_metadata,
-    new_view_metadata_location,
     parse_view_metadata,
     view_metadata_json,
 )
@@ -186,18 +187,13 @@ def read_view_metadata(catalog: SqlCatalog, location: str) -> ViewMetadata:
 
 
 def create_view_in_catalog(catalog: SqlCatalog, namespace: str, name: str, metadata: ViewMetadata) -> View:
-    """Write the first metadata file and add the view's row; the file goes again if the row
-    could not be added (unless that outcome is unknown)."""
-    location = new_view_metadata_location(metadata.location, None)
+    """Write the first metadata file and add the view's row (the file goes again if the row
+    certainly was not added)."""
+    location = new_metadata_location(metadata.location, None)
     with write_errors(location):
-        catalog.io.write_bytes_exclusive(location, view_metadata_json(metadata).encode())
-    try:
-        catalog.store.create_view_row(namespace, name, location)
-    except CommitStateUnknownError:
-        raise
-    except BaseException:
-        catalog.io.delete_quietly(location)
-        raise
+        point_at_new_file(
+            catalog.io, location, view_metadata_json(metadata).encode(), lambda: catalog.store.create_view_row(namespace, name, location)
+        )
     return View(f"{namespace}.{name}", location, metadata)
 
 
@@ -207,19 +203,14 @@ def commit_view(catalog: SqlCatalog, namespace: str, name: str, change: Callable
     for _ in range(MAX_ATTEMPTS):
         current_location = catalog.store.view_metadata_location(namespace, name)
         new = change(read_view_metadata(catalog, current_location))
-        location = new_view_metadata_location(new.location, current_location)
+        location = new_metadata_location(new.location, current_location)
+        data = view_metadata_json(new).encode()
         with write_errors(location):
-            catalog.io.write_bytes_exclusive(location, view_metadata_json(new).encode())
-        try:
-            swapped = catalog.store.swap(namespace, name, current_location, location)
-        except CommitStateUnknownError:
-            raise
-        except BaseException:
-            catalog.io.delete_quietly(location)
-            raise
+            swap = partial(catalog.store.swap, namespace, name, current_location, location)
+            swapped = point_at_new_file(catalog.io, location, data, swap)
         if swapped:
             return View(f"{namespace}.{name}", location, new)
-        catalog.io.delete_quietly(location)
+        catalog.io.delete_quietly(location)  # a lost swap: nothing points at it
     raise CommitConflictError(f"view {namespace}.{name} kept changing: {MAX_ATTEMPTS} attempts lost their swap; try again")
 
 

@@ -14,7 +14,7 @@ import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from mor.commit import steps
 from mor.errors import (
@@ -38,6 +38,9 @@ if TYPE_CHECKING:
     from mor.commit.snapshot_producer import TableOperations
 
 _VERSION = re.compile(r"(?:^|/)(?:v)?(\d+)(?:-[^/]*)?\.metadata\.json$")
+
+
+_T = TypeVar("_T")
 
 
 def read_metadata(io: FileIO, location: str) -> TableMetadata:
@@ -167,17 +170,28 @@ def create_in_catalog(
     file is removed when the row certainly was not added (the name taken, the database
     unreachable); after CommitStateUnknownError it is kept: the row may point at it."""
     location = new_metadata_location(metadata.location, None)
-    write_metadata(io, location, metadata)
-    try:
+
+    def add_row() -> None:
         if before_row is not None:
             before_row()
         store.create_table_row(namespace, name, location)
+
+    point_at_new_file(io, location, metadata.to_json().encode("utf-8"), add_row)
+    return location
+
+
+def point_at_new_file(io: FileIO, location: str, data: bytes, point: Callable[[], _T]) -> _T:
+    """Write the new metadata file `location`, then `point` the catalog at it (a row added, a
+    pointer swapped). The file is removed when the catalog certainly does not point at it (any
+    error but CommitStateUnknownError); after CommitStateUnknownError it is kept."""
+    io.write_bytes_exclusive(location, data)
+    try:
+        return point()
     except CommitStateUnknownError:
         raise
     except BaseException:
         io.delete_quietly(location)
         raise
-    return location
 
 
 @dataclass

@@ -45,15 +45,6 @@ def view_metadata_dict(metadata: ViewMetadata) -> dict[str, Any]:
     return result
 
 
-def new_view_metadata_location(location: str, previous: str | None) -> str:
-    """The next metadata file of a view at `location` (numbered after `previous`'s)."""
-    number = 0
-    if previous is not None:
-        name = previous.rsplit("/", 1)[-1]
-        number = int(name.split("-", 1)[0]) + 1 if name.split("-", 1)[0].isdigit() else 0
-    return f"{location.rstrip('/')}/metadata/{number:05d}-{uuid.uuid4()}.metadata.json"
-
-
 def create_view_metadata(
     location: str, schema: Schema, version: ViewVersion, properties: dict[str, str], view_uuid: str | None = None
 ) -> ViewMetadata:
@@ -216,7 +207,6 @@ __all__ = [
     "apply_view_updates",
     "check_view_requirements",
     "create_view_metadata",
-    "new_view_metadata_location",
     "parse_view_metadata",
     "view_metadata_json",
 ]

@@ -65,10 +65,10 @@ from mor.io.stores import (
     first_setting,
     gcs_options,
     parse_object_location,
+    setting_flag,
     store_of,
 )
 
-S3_SCHEMES = ("s3://", "s3a://", "s3n://")
 # Environment variables that configure S3 access for the AWS SDK.
 AWS_ENVIRONMENT = (
     "AWS_ACCESS_KEY_ID", "AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ROLE_ARN",
@@ -92,15 +92,6 @@ def to_local_path(location: str) -> str:
             f"only local files and object storage ({', '.join(OBJECT_STORE_PREFIXES)}) are supported, got {location!r}"
         )
     return location
-
-
-def s3_key(location: str) -> str:
-    """`s3://bucket/key` (or s3a://, s3n://) -> `bucket/key`, the S3FileSystem path."""
-    scheme = next(s for s in S3_SCHEMES if location.startswith(s))
-    path = location[len(scheme) :]
-    if not path or path.startswith("/"):
-        raise InvalidArgumentError(f"an s3 location is s3://bucket/key, got {location!r}")
-    return path
 
 
 def unreadable(what: str, location: str, error: BaseException) -> MorError:
@@ -189,13 +180,6 @@ def to_uri(path: str | os.PathLike[str]) -> str:
     return "file://" + str(Path(path).resolve())
 
 
-def _flag(value: str) -> bool:  # S3's flags; stores.py has its own, naming the property
-    v = str(value).strip().lower()
-    if v not in ("true", "false"):
-        raise InvalidArgumentError(f"expected true or false, got {value!r}")
-    return v == "true"
-
-
 def s3_options(properties: Mapping[str, str], environ: Mapping[str, str] = os.environ) -> dict[str, object]:
     """The S3FileSystem arguments the properties (then the environment) give."""
     p = properties
@@ -236,11 +220,11 @@ def s3_options(properties: Mapping[str, str], environ: Mapping[str, str] = os.en
     if session := first_setting(p, "s3.role-session-name", "client.role-session-name"):
         options["session_name"] = session
     if (virtual := first_setting(p, "s3.force-virtual-addressing")) is not None:
-        options["force_virtual_addressing"] = _flag(virtual)
+        options["force_virtual_addressing"] = setting_flag("s3.force-virtual-addressing", virtual)
     elif (path_style := first_setting(p, "s3.path-style-access")) is not None:
-        options["force_virtual_addressing"] = not _flag(path_style)
+        options["force_virtual_addressing"] = not setting_flag("s3.path-style-access", path_style)
     if (anonymous := first_setting(p, "s3.anonymous")) is not None:
-        options["anonymous"] = _flag(anonymous)
+        options["anonymous"] = setting_flag("s3.anonymous", anonymous)
     return options
 
 

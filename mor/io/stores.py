@@ -157,7 +157,8 @@ def first_setting(properties: Mapping[str, str], *keys: str) -> str | None:
     return None
 
 
-def _flag(name: str, value: str) -> bool:
+def setting_flag(name: str, value: str) -> bool:
+    """A true/false property; InvalidArgumentError naming it otherwise."""
     v = str(value).strip().lower()
     if v not in ("true", "false"):
         raise InvalidArgumentError(f"property {name} is true or false, got {value!r}")
@@ -195,7 +196,7 @@ def gcs_options(properties: Mapping[str, str], environ: Mapping[str, str]) -> di
             raise InvalidArgumentError(f"property gcs.oauth2.token-expires-at is milliseconds since the epoch, got {expires!r}") from None
     anonymous = first_setting(p, "gcs.anonymous")
     if anonymous is not None:
-        options["anonymous"] = _flag("gcs.anonymous", anonymous)
+        options["anonymous"] = setting_flag("gcs.anonymous", anonymous)
     elif emulator and token is None:
         options["anonymous"] = True  # an emulator takes no credentials (the SDKs' convention)
     if options.get("anonymous") and token is not None:
@@ -283,6 +284,6 @@ def azure_options(account_host: str, properties: Mapping[str, str], environ: Map
         if value := first_setting(p, prop):
             options[arg] = value
     anonymous = first_setting(p, "adls.anon")
-    if anonymous is not None and _flag("adls.anon", anonymous):
+    if anonymous is not None and setting_flag("adls.anon", anonymous):
         raise UnsupportedFeatureError("adls.anon: pyarrow's AzureFileSystem has no anonymous access; give a SAS token instead")
     return options
