@@ -60,7 +60,19 @@ class RequestCounter(logging.Filter):
         return dict(self.counts)
 
 
-REQUESTS = RequestCounter()
+def _process_counter() -> RequestCounter:
+    """The one counter of this process. This module is imported as `tests.servers.s3` and as
+    `servers.s3` (tests/server puts tests/ on the path): two counters on the same logger would
+    each drop the records, and the second would never count."""
+    for existing in logging.getLogger("werkzeug").filters:
+        if type(existing).__name__ == RequestCounter.__name__:
+            return existing  # type: ignore[return-value]  (the same class, imported under the other name)
+    counter = RequestCounter()
+    logging.getLogger("werkzeug").addFilter(counter)
+    return counter
+
+
+REQUESTS = _process_counter()
 _REQUEST = re.compile(r"(GET|HEAD|PUT|POST|DELETE) (/\S*)")
 
 
