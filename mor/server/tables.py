@@ -43,14 +43,12 @@ from mor.format.metadata import new_table_metadata, parse_format_version
 from mor.format.properties import FORMAT_VERSION_PROPERTY
 from mor.format.spec import FORMAT_VERSION
 from mor.io.fileio import unreadable
+from mor.server.credentials import CredentialVendor
 from mor.server.errors import BadRequestError
 from mor.server.locations import check_inside, normal_location
 from mor.server.names import check_new_names, escaped, identifier_from_json, identifier_to_json
 
 log = logging.getLogger("mor.server")
-# Properties handed to clients with a table when they ask for vended credentials: what they
-# need to read and write the table's files themselves.
-VENDED_PREFIXES = ("s3.", "client.region")
 
 
 class Tables:
@@ -58,6 +56,7 @@ class Tables:
         self.catalog = catalog
         self.store = catalog.store
         self.io = catalog.io
+        self.vendor = CredentialVendor(catalog.properties)  # InvalidArgumentError for wrong settings, before serving
 
     def default_location(self, namespace: str, name: str) -> str:
         return self.catalog.default_location(f"{namespace}.{name}")
@@ -89,24 +88,15 @@ class Tables:
     def load_result(self, location: str | None, metadata: dict[str, Any], vend: bool) -> dict[str, Any]:
         result: dict[str, Any] = {"metadata-location": location, "metadata": metadata, "config": {}}
         if vend:
-            result["config"] = self.vended_config()
-            result["storage-credentials"] = self.storage_credentials(str(metadata.get("location", "")))
+            table_location = str(metadata.get("location", ""))
+            result["config"] = self.vendor.config(table_location)
+            result["storage-credentials"] = self.vendor.storage_credentials(table_location)
         return result
-
-    def vended_config(self) -> dict[str, str]:
-        return {k: v for k, v in self.catalog.properties.items() if k.startswith(VENDED_PREFIXES)}
-
-    def storage_credentials(self, table_location: str) -> builtins.list[dict[str, Any]]:  # `list` is the method above
-        """The spec's `storage-credentials`: what reaches the table's files, by the prefix it
-        applies to (the table's location). The server's own storage settings: it has no way
-        yet to mint short-lived credentials scoped to one table."""
-        config = self.vended_config()
-        return [{"prefix": table_location, "config": config}] if config and table_location else []
 
     def credentials(self, namespace: str, name: str) -> dict[str, Any]:
         """`GET .../tables/{table}/credentials`: the table's storage credentials."""
         location = self.store.metadata_location(namespace, name)
-        return {"storage-credentials": self.storage_credentials(str(self.metadata_json(location).get("location", "")))}
+        return {"storage-credentials": self.vendor.storage_credentials(str(self.metadata_json(location).get("location", "")))}
 
     def create(self, namespace: str, body: dict[str, Any], vend: bool) -> dict[str, Any]:
         name = new_name(self.store, namespace, body, "table")

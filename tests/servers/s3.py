@@ -193,3 +193,81 @@ def s3_server() -> Iterator[S3Server]:
         yield info
     finally:
         server.stop()  # type: ignore[attr-defined]
+
+
+class IamS3Server:
+    """An S3 server that checks every request's signature and IAM policies, as AWS does (moto
+    with authentication on, in a child process running tests/servers/moto_scoped.py, which also
+    applies STS session policies). Set up before authentication starts: a bucket, an admin user
+    allowed everything (`admin_properties`, the server's own settings), and a role any
+    principal may assume that may do anything in S3 (`role_arn`): what a catalog server mints
+    scoped credentials from."""
+
+    def __init__(self, log_path: str) -> None:
+        import json
+        import subprocess
+        import sys
+        import time
+        from pathlib import Path
+
+        import boto3
+
+        port = _free_port()
+        self._log = open(log_path, "wb")
+        script = Path(__file__).with_name("moto_scoped.py")
+        self.process = subprocess.Popen(
+            [sys.executable, str(script), "-H", "127.0.0.1", "-p", str(port)], stdout=self._log, stderr=subprocess.STDOUT
+        )
+        self.endpoint, self.bucket = f"http://127.0.0.1:{port}", "mor-iam"
+        deadline = time.monotonic() + 60
+        while True:  # up once it answers; moto's start-up prints nothing to wait on
+            try:
+                urllib.request.urlopen(f"{self.endpoint}/moto-api/", timeout=30).read()
+                break
+            except OSError as e:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError(f"moto's server did not start ({e}); see {log_path} ({INSTALL_HINT})") from e
+                time.sleep(0.2)
+        setup = {"endpoint_url": self.endpoint, "region_name": REGION, "aws_access_key_id": "setup", "aws_secret_access_key": "setup"}
+        boto3.client("s3", **setup).create_bucket(Bucket=self.bucket)
+        iam = boto3.client("iam", **setup)
+        allow_all = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}
+        iam.create_user(UserName="admin")
+        iam.put_user_policy(UserName="admin", PolicyName="everything", PolicyDocument=json.dumps(allow_all))
+        key = iam.create_access_key(UserName="admin")["AccessKey"]
+        self.admin_key, self.admin_secret = key["AccessKeyId"], key["SecretAccessKey"]
+        trust = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"AWS": "*"}, "Action": "sts:AssumeRole"}]}
+        role = iam.create_role(RoleName="mor-tables", AssumeRolePolicyDocument=json.dumps(trust))["Role"]
+        all_s3 = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}
+        iam.put_role_policy(RoleName="mor-tables", PolicyName="s3", PolicyDocument=json.dumps(all_s3))
+        self.role_arn: str = role["Arn"]
+        start_checking = urllib.request.Request(  # from now on every request is authenticated and authorized
+            f"{self.endpoint}/moto-api/reset-auth", data=b"0", method="POST", headers={"Content-Type": "text/plain"}
+        )
+        urllib.request.urlopen(start_checking, timeout=30).read()
+
+    @property
+    def admin_properties(self) -> dict[str, str]:
+        keys = {"s3.access-key-id": self.admin_key, "s3.secret-access-key": self.admin_secret}
+        return {"s3.endpoint": self.endpoint, **keys, "s3.region": REGION}
+
+    def fresh_prefix(self) -> str:
+        return f"s3://{self.bucket}/{uuid.uuid4().hex}"
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=30)
+        self._log.close()
+
+
+@pytest.fixture(scope="session")
+def iam_s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IamS3Server]:
+    try:
+        server = IamS3Server(str(tmp_path_factory.mktemp("moto-iam") / "moto.log"))
+    except (RuntimeError, ImportError) as e:
+        pytest.fail(str(e), pytrace=False)
+    try:
+        yield server
+    finally:
+        server.stop()
