@@ -214,3 +214,19 @@ def test_duckdb_transaction_reads_the_metadata_it_began_with(served: Served, cli
         assert duck_rows(con, name) == mor_rows(client, name) == [(2, "b", 2.0), (3, "c", 3.0)]
     finally:
         con.close()
+
+
+def test_duckdb_lists_every_table_and_no_view(con: Any, client: mor.Catalog) -> None:
+    """DuckDB 1.5.5 asks for no pages (the server then answers whole listings, as the spec
+    says) and never calls the view endpoints: its listing holds every table of the namespace
+    and none of the views beside them. (Java and pyiceberg
+    judge paging and views: tests/interop/test_rest_java.py, tests/server/test_serve_views.py.)"""
+    namespace = f"listing_{unique('ns')}"
+    client.create_namespace(namespace)
+    tables = {f"t{i:02d}" for i in range(12)}
+    for name in tables:
+        client.create_table(f"{namespace}.{name}", schema=SCHEMA)
+    client.create_view(f"{namespace}.v", f"SELECT id FROM {namespace}.t00", SCHEMA)
+    listed = con.execute(f"SELECT name FROM (SHOW ALL TABLES) WHERE database = 'cat' AND schema = '{namespace}'").fetchall()
+    assert {name for (name,) in listed} == tables
+    assert set(client.list_tables(namespace)) == {f"{namespace}.{name}" for name in tables}
