@@ -21,6 +21,7 @@ from pyiceberg.expressions.visitors import BoundBooleanExpressionVisitor, visit
 from pyiceberg.schema import Schema
 from pyiceberg.types import DoubleType, FloatType, IntegerType, LongType, NestedField, StructType, UUIDType
 
+from mor.errors import InvalidFilterError
 from mor.expr.residual import BoundResidual
 from mor.expr.residual_rows import residual_expression
 from mor.format.arrow_types import to_arrow_type
@@ -41,16 +42,23 @@ class RowFilter:
 
     def __init__(self, expr: BooleanExpression, schema: Schema):
         visitor = _SqlFilter(schema, lookups=True)
+        self.filter = expr
         self.expression = visit(expr, visitor)
         self.lookups = visitor.lookups  # (added column, the column it looks up, the set)
 
     def apply(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        if not self.lookups:
-            return batch.filter(self.expression)
-        names = batch.schema.names
-        found = [values.contains(batch.column(column)) for _, column, values in self.lookups]
-        extended = pa.RecordBatch.from_arrays([*batch.columns, *found], names=[*names, *(n for n, _, _ in self.lookups)])
-        return extended.filter(self.expression).select(names)
+        """The rows where the filter is TRUE; InvalidFilterError where a value makes it fail (a
+        cast of text that is no number, an overflow: SQL's errors, as Spark's ANSI mode raises them)."""
+        try:
+            if not self.lookups:
+                return batch.filter(self.expression)
+            names = batch.schema.names
+            found = [values.contains(batch.column(column)) for _, column, values in self.lookups]
+            extended = pa.RecordBatch.from_arrays([*batch.columns, *found], names=[*names, *(n for n, _, _ in self.lookups)])
+            return extended.filter(self.expression).select(names)
+        except pa.ArrowInvalid as e:
+            text = str(self.filter)
+            raise InvalidFilterError(f"the filter {text if len(text) <= 200 else text[:197] + '...'} fails on a row read: {e}") from e
 
 
 class IntegerSet:

@@ -1,19 +1,41 @@
-"""Filter text -> pyiceberg expression: a small hand-written parser.
+r"""Filter text -> pyiceberg expression: a small hand-written parser.
 
 It accepts pyiceberg's filter language plus `starts with`, `between`, typed date and time
-literals, and arithmetic and functions (`id % 7 = 0`, `lower(name) = 'x'`), which become
-residuals (mor.expr.residual): predicates evaluated on rows, not by metadata. It parses a
-100,000-value IN list in a fraction of a second (pyiceberg's grammar needs about a second per
-10,000 values), and says what is wrong and where instead of dumping its grammar.
+literals, and terms (mor.expr.parse_terms) that become residuals (mor.expr.residual):
+predicates evaluated on rows, not by metadata. The grammar (spec/predicates.md has it whole):
+
+    filter     := or;  or := and ("or" and)*;  and := not ("and" not)*
+    not        := "not" not | "(" filter ")" | "true" | "false" | predicate
+    predicate  := term op term                       -- column op value: plain, prunes files
+                | term "is" ["not"] "null" | column "is" ["not"] "nan"
+                | term ["not"] "in" "(" term ("," term)* ")"   -- values only: one set
+                | term ["not"] "between" term "and" term
+                | term ["not"] "like" string ["escape" string] | term ["not"] "starts" "with" string
+    term       := sums and products of: value | column | "(" term ")" | function "(" term ("," term)* ")"
+                | "cast" "(" term "as" type ")" | term "::" type | "extract" "(" part "from" term ")"
+                | "current_date" | "current_timestamp" | "now" "(" ")" | term ("+" | "-") interval
+    interval   := "interval" (amount unit)+ | "interval" 'amount unit ...'     -- 7 days, '1' hour
+    type       := boolean | tinyint | smallint | int | bigint | float | double | decimal(p,s)
+                | string | varchar | date | timestamp (timestamp_ntz) | timestamptz (timestamp_ltz)
+    part       := year | quarter | month | week | day | dayofweek (dow) | dayofweek_iso
+                | dayofyear (doy) | hour | minute | second
+
+LIKE is SQL's: `%` any text, `_` one character, `\` (or the `escape` character) makes the next
+`%`, `_` or itself literal (mor.expr.like); 'abc%' is a prefix test and 'abc' equality, both
+plain. A cast of a value and date arithmetic on values (`current_date - interval 7 days`) fold
+to a typed value when the text is parsed, so they prune; `current_date` and
+`current_timestamp` are read then, in UTC. A cast of a column, `extract`, a LIKE with other
+wildcards and `in` over a term are residuals.
+
+It parses a 100,000-value IN list in a fraction of a second (pyiceberg's grammar needs about a
+second per 10,000 values), and says what is wrong and where instead of dumping its grammar.
 """
 
 from __future__ import annotations
 
 import gc
-import re
 from collections.abc import Callable
-from decimal import Decimal
-from typing import Any, NamedTuple, NoReturn
+from typing import Any
 
 from pyiceberg.expressions import (
     AlwaysFalse,
@@ -37,71 +59,27 @@ from pyiceberg.expressions import (
     Reference,
     StartsWith,
 )
-from pyiceberg.expressions.literals import (
-    BooleanLiteral,
-    DecimalLiteral,
-    Literal,
-    LongLiteral,
-    StringLiteral,
+from pyiceberg.expressions.literals import Literal, LongLiteral
+
+from mor.expr.like import DEFAULT_ESCAPE, LikePattern, parse_like
+from mor.expr.parse_terms import (
+    LIST_ITEM,
+    SYNTAX,
+    TermParser,
+    Token,
+    constant_of_literal,
+    is_interval,
+    literal,
+    literal_of,
 )
+from mor.expr.residual import Column, Constant, Residual, Test
 
-from mor.errors import InvalidFilterError
-from mor.expr.literals import TYPED_TEXT, parse_temporal
-from mor.expr.residual import FUNCTIONS, Call, Column, Constant, Residual, Test, constant_of
+__all__ = ["SYNTAX", "make_literals", "parse", "set_predicate"]
 
-SYNTAX = """filter syntax:
-  col = 5 (!=, <>, <, <=, >, >=)   col [not] in (1, 2)   col [not] between 1 and 9
-  col is null   col is not null   col is [not] nan   col [not] starts with 'ab'   col [not] like 'ab%'
-  and, or, not, ( ); values: 'text' ('' for a quote), 12, -3.5, 1e6, true, false
-  times: '2025-06-05', '2025-06-05 10:00[:00.5][Z|+02:00]', date '...', timestamp '...'
-    (on timestamptz, without zone is UTC; on timestamp, a date is its midnight)
-  numbers compare exactly: 149.5 on decimal(10,2)
-  on rows: + - * / %  lower(s) upper(s) length(s) abs(x) coalesce(x, y) year(t) month(t)
-    day(t) date(t), col against col: a + b > c
-  "any name" for other column names, a.b for a nested field"""
-MAX_TERM_NODES = 64  # operators and functions in one predicate's terms (also how deep they nest)
-
-_STRING = r"'(?:[^']|'')*'"
-_NUMBER = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
-# A parenthesized list of plain values is one token, split by one regex: a long IN list then
-# costs little more than making its literals.
-_LIST = re.compile(rf"\s*(\(\s*(?:(?:{_STRING}|{_NUMBER})\s*,\s*)*(?:{_STRING}|{_NUMBER})\s*\))")
-_LIST_ITEM = re.compile(rf"{_STRING}|{_NUMBER}")
-# A list of integers only (the common long list) is found by one character class and split at
-# its commas; int() takes the blanks and the sign around each, as the grammar does.
-_INT_LIST = re.compile(r"\s*(\(([0-9\s,+-]*)\))")
-_TOKEN = re.compile(
-    rf"""\s*(?:
-      (?P<str>{_STRING})
-    | (?P<qid>"(?:[^"\\]|\\.)*")
-    | (?P<num>{_NUMBER})
-    | (?P<word>[A-Za-z_][A-Za-z0-9_$]*)
-    | (?P<op><=|>=|<>|!=|==|=|<|>)
-    | (?P<arith>[-+*/%])
-    | (?P<punct>[(),.])
-    )""",
-    re.VERBOSE,
-)
-_INTEGER = re.compile(r"[+-]?\d+")
-_WORDS = {"and", "or", "not", "is", "in", "null", "nan", "like", "between", "true", "false"}
 _COMPARISONS = {"<": LessThan, "<=": LessThanOrEqual, ">": GreaterThan, ">=": GreaterThanOrEqual,
                 "=": EqualTo, "==": EqualTo, "!=": NotEqualTo, "<>": NotEqualTo}  # fmt: skip
 _FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}  # `5 < x` is `x > 5`
-
-
-class _Token(NamedTuple):
-    kind: str  # str, qid, num, word, op, arith, punct, list (of values), end
-    text: str
-    at: int  # offset in the filter text
-    ints: list[int] | None = None  # a list of integers only: its values
-
-    def is_word(self, *words: str) -> bool:
-        return self.kind == "word" and self.text.lower() in words
-
-    def describe(self) -> str:
-        if self.kind == "end":
-            return "the end of the filter"
-        return repr(self.text if len(self.text) <= 30 else self.text[:27] + "...")
+_OPERATORS = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "=": "=", "==": "=", "!=": "!=", "<>": "!="}
 
 
 def parse(text: str) -> BooleanExpression:
@@ -128,7 +106,7 @@ def set_predicate(cls: type[Any], term: Any, literals: set[Literal]) -> BooleanE
 
 
 def _literals(texts: list[str]) -> list[Literal]:
-    return make_literals(_literal, texts)
+    return make_literals(literal, texts)
 
 
 def _long_literals(values: list[int]) -> list[Literal]:
@@ -149,61 +127,10 @@ def make_literals(make: Callable[[Any], Literal], items: list[Any]) -> list[Lite
             gc.enable()
 
 
-def _ints(body: str) -> list[int] | None:
-    try:
-        return [int(item) for item in body.split(",")]
-    except ValueError:  # not integers only (or an empty item): the general grammar says what
-        return None
-
-
-_OPERATORS = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "=": "=", "==": "=", "!=": "!=", "<>": "!="}
-
-
-def _number(text: str) -> Constant:
-    return _constant_of(_literal(text))
-
-
-def _constant_of(literal: Literal) -> Constant:
-    """A parsed literal as a term of a residual."""
-    for kind, cls in TYPED_TEXT.items():
-        if type(literal) is cls:
-            return Constant(literal.value, kind)
-    return constant_of(literal.value)
-
-
-def _literal_of(constant: Constant) -> Literal:
-    """A term's constant as the literal of a plain comparison."""
-    if constant.kind in TYPED_TEXT:
-        return TYPED_TEXT[constant.kind](constant.value)
-    if constant.kind == "bool":
-        return BooleanLiteral(constant.value)
-    if constant.kind == "text":
-        return StringLiteral(constant.value)
-    return LongLiteral(constant.value) if constant.kind == "int" else DecimalLiteral(constant.value)
-
-
-def _literal(text: str) -> Literal:
-    """A 'string' or number token's value, typed as pyiceberg's parser types it."""
-    if text[0] == "'":
-        return StringLiteral(text[1:-1].replace("''", "'"))
-    return LongLiteral(int(text)) if _INTEGER.fullmatch(text) else DecimalLiteral(Decimal(text))
-
-
-def _matching_parentheses(tokens: list[_Token]) -> dict[int, int]:
-    """The index of each '(' token -> the index of its ')' (unclosed ones are left out)."""
-    opened, pairs = [], {}
-    for i, t in enumerate(tokens):
-        if t.kind == "punct" and t.text == "(":
-            opened.append(i)
-        elif t.kind == "punct" and t.text == ")" and opened:
-            pairs[opened.pop()] = i
-    return pairs
-
-
 class _Group:
     """A parenthesized filter being read: its `or` terms so far, the `and` terms of the last."""
 
-    def __init__(self, opened_by: _Token | None, nots: int):
+    def __init__(self, opened_by: Token | None, nots: int):
         self.opened_by = opened_by  # the '(' token; None for the whole filter
         self.nots = nots  # the `not`s before the '('
         self.ors: list[BooleanExpression] = []
@@ -218,14 +145,7 @@ def _negated(expr: BooleanExpression, nots: int) -> BooleanExpression:
     return Not(expr) if nots % 2 else expr  # Not(Not(x)) is x, as pyiceberg makes it
 
 
-class _Parser:
-    def __init__(self, text: str):
-        self.text = text
-        self.tokens = self._tokenize()
-        self.closing = _matching_parentheses(self.tokens)
-        self.i = 0
-        self.term_nodes = 0  # operators and functions in the current predicate
-
+class _Parser(TermParser):
     def parse(self) -> BooleanExpression:
         try:
             expr = self._or()
@@ -234,49 +154,6 @@ class _Parser:
         if (t := self._peek()).kind != "end":
             self._fail(t, f"expected 'and', 'or' or the end of the filter, found {t.describe()}")
         return expr
-
-    # -- tokens ---------------------------------------------------------------------------
-
-    def _tokenize(self) -> list[_Token]:
-        text, pos, out = self.text, 0, []
-        end = len(text.rstrip())
-        while pos < end:
-            if (m := _INT_LIST.match(text, pos)) is not None and (ints := _ints(m.group(2))) is not None:
-                out.append(_Token("list", m.group(1), m.start(1), ints))
-                pos = m.end()
-                continue
-            if (m := _LIST.match(text, pos)) is not None:
-                out.append(_Token("list", m.group(1), m.start(1)))
-                pos = m.end()
-                continue
-            m = _TOKEN.match(text, pos)
-            if m is None or m.lastgroup is None:
-                at = len(text) - len(text[pos:].lstrip())
-                what = "an unterminated string" if text[at] in "'\"" else f"unexpected character {text[at]!r}"
-                self._fail(_Token("end", "", at), f"{what} at offset {at}")
-            out.append(_Token(m.lastgroup, m.group(m.lastgroup), m.start(m.lastgroup)))
-            pos = m.end()
-        out.append(_Token("end", "", len(text)))
-        return out
-
-    def _peek(self, ahead: int = 0) -> _Token:
-        return self.tokens[min(self.i + ahead, len(self.tokens) - 1)]
-
-    def _next(self) -> _Token:
-        t = self._peek()
-        self.i += 1
-        return t
-
-    def _word(self, *words: str) -> bool:
-        if self._peek().is_word(*words):
-            self.i += 1
-            return True
-        return False
-
-    def _expect(self, text: str, what: str) -> None:
-        t = self._next()
-        if not (t.text.lower() == text and t.kind in ("word", "punct")):
-            self._fail(t, f"expected {what}, found {t.describe()}")
 
     # -- grammar: or > and > not > predicate ----------------------------------------------
 
@@ -293,7 +170,7 @@ class _Parser:
             while self._word("not"):
                 nots += 1
             t = self._peek()
-            if t.text == "(" and t.kind == "punct" and not self._opens_term():  # a new group; its result takes the `not`s
+            if t.is_punct("(") and not self._opens_term():  # a new group; its result takes the `not`s
                 self.i += 1
                 groups.append(group)
                 group = _Group(t, nots)
@@ -320,7 +197,7 @@ class _Parser:
         if close is None:
             return False
         after, then = self.tokens[close + 1], self.tokens[min(close + 2, len(self.tokens) - 1)]
-        if after.kind in ("op", "arith") or (after.kind == "num" and after.text[0] in "+-"):
+        if after.kind in ("op", "arith", "cast") or (after.kind == "num" and after.text[0] in "+-"):
             return True
         return after.is_word("is", "in", "between", "like", "starts") or (
             after.is_word("not") and then.is_word("in", "between", "like", "starts")
@@ -328,21 +205,30 @@ class _Parser:
 
     def _primary(self) -> BooleanExpression:
         self.term_nodes = 0
+        start = self._peek()
         left = self._term()
         t = self._peek()
         if t.kind == "op":
             self.i += 1
-            return self._comparison(t.text, left, self._term(after=t))
+            return self._comparison(t.text, left, self._term(after=t), t)
         if isinstance(left, Constant) and left.kind == "bool" and not t.is_word("is", "in", "between", "like", "starts", "not"):
             return AlwaysTrue() if left.value else AlwaysFalse()
+        self._no_interval(left, start)
         return self._predicate(left)
 
-    def _comparison(self, op: str, left: Any, right: Any) -> BooleanExpression:
+    def _no_interval(self, term: Any, at: Token) -> None:
+        if is_interval(term):
+            self._fail(at, "an interval is no value to compare: add it to or subtract it from a date or time "
+                       "(current_date - interval 7 days)")  # fmt: skip
+
+    def _comparison(self, op: str, left: Any, right: Any, at: Token | None = None) -> BooleanExpression:
         """A plain comparison of a column with a value where it is one, else a residual."""
+        for term in (left, right):
+            self._no_interval(term, at or self._peek())
         if isinstance(left, Constant) and isinstance(right, Column):
             left, right, op = right, left, _FLIPPED.get(op, op)
         if isinstance(left, Column) and isinstance(right, Constant):
-            return _COMPARISONS[op](Reference(left.name), _literal_of(right))
+            return _COMPARISONS[op](Reference(left.name), literal_of(right))
         return Residual(Test(_OPERATORS[op], left, (right,)))
 
     def _predicate(self, left: Any) -> BooleanExpression:
@@ -363,25 +249,17 @@ class _Parser:
         if negate:
             t = self._next()
         if t.is_word("in"):
-            if column is None:
-                return Residual(Test("in", left, tuple(_constant_of(lit) for lit in self._list_literals())), negate)
-            if self._peek().kind == "list":  # plain values: one set, made once
-                t = self._next()
-                literals = _long_literals(t.ints) if t.ints is not None else _literals(_LIST_ITEM.findall(t.text))
-                return set_predicate(NotIn if negate else In, column, set(literals))
-            values = self._values()
-            return NotIn(column, values) if negate else In(column, values)
+            return self._in(left, t, negate)
         if t.is_word("like"):
-            is_prefix, text = self._like(self._string(after=t).value)
-            expr = self._text_test(left, is_prefix, text)
+            expr = self._like(left, t)
             return Not(expr) if negate else expr
         if t.is_word("starts") and self._word("with"):
-            expr = self._text_test(left, True, self._string(after=t).value)
+            expr = self._text_test(left, True, self._string(after=t))
             return Not(expr) if negate else expr
         if t.is_word("between"):
             low = self._term(after=t)
             self._expect("and", "'and' in 'between ... and ...'")
-            expr = And(self._comparison(">=", left, low), self._comparison("<=", left, self._term()))
+            expr = And(self._comparison(">=", left, low, t), self._comparison("<=", left, self._term(), t))
             return Not(expr) if negate else expr
         name = left.name if column is not None else str(left)
         expected = (
@@ -391,189 +269,72 @@ class _Parser:
         )
         self._fail(t, f"expected {expected}, found {t.describe()}")
 
+    def _in(self, left: Any, t: Token, negate: bool) -> BooleanExpression:
+        """`left [not] in (...)`: a column in plain values is one set (a long list read in one
+        pass); a term in values a residual; with a term among the items, `left = a or left = b
+        ...` (the same under three-valued logic)."""
+        column = Reference(left.name) if isinstance(left, Column) else None
+        if self._peek().kind == "list":  # plain values: one set, made once
+            listed = self._next()
+            literals = _long_literals(listed.ints) if listed.ints is not None else _literals(LIST_ITEM.findall(listed.text))
+            if column is not None:
+                return set_predicate(NotIn if negate else In, column, set(literals))
+        else:
+            items = self._items(t)
+            if not all(isinstance(item, Constant) for item in items):
+                expr = _chain(Or, [self._comparison("=", left, item, t) for item in items])
+                return Not(expr) if negate else expr
+            literals = [literal_of(item) for item in items]
+            if column is not None:
+                return NotIn(column, literals) if negate else In(column, literals)
+        self._no_interval(left, t)
+        return Residual(Test("in", left, tuple(constant_of_literal(lit) for lit in literals)), negate)
+
+    def _items(self, after: Token) -> list[Any]:
+        self._expect("(", "'(' to open the list of values after 'in'")
+        items = [self._term(after)]
+        while (t := self._next()).is_punct(","):
+            items.append(self._term(t))
+        if not t.is_punct(")"):
+            self._fail(t, f"expected ',' or ')' in the list of values, found {t.describe()}")
+        for item in items:
+            self._no_interval(item, after)
+        return items
+
+    def _like(self, left: Any, t: Token) -> BooleanExpression:
+        """`left like 'pattern' [escape 'c']`: a prefix test or equality where the pattern is
+        one, else a residual matched on the rows (after a prefix test on its literal start)."""
+        at = self._peek()
+        raw = self._string(after=t)
+        escape = DEFAULT_ESCAPE
+        if self._word("escape"):
+            escape_at = self._peek()
+            escape = self._string(after=self.tokens[self.i - 1])
+            if len(escape) != 1:
+                self._fail(escape_at, f"the escape of LIKE is one character, not {escape!r}")
+        try:
+            pattern = parse_like(raw, escape)
+        except ValueError as e:
+            self._fail(at, str(e))
+        return self._pattern_test(left, pattern)
+
+    def _pattern_test(self, left: Any, pattern: LikePattern) -> BooleanExpression:
+        if pattern.exact is not None:
+            return self._text_test(left, False, pattern.exact)
+        if pattern.is_prefix:
+            return self._text_test(left, True, pattern.prefix)
+        residual = Residual(Test("like", left, (Constant(pattern.arrow_pattern(), "text"),)))
+        if isinstance(left, Column) and pattern.prefix:
+            return And(StartsWith(left.name, pattern.prefix), residual)  # the same rows, and files pruned by the prefix
+        return residual
+
     def _text_test(self, left: Any, is_prefix: bool, text: str) -> BooleanExpression:
         if isinstance(left, Column):
             return StartsWith(left.name, text) if is_prefix else EqualTo(left.name, text)
         return Residual(Test("starts with" if is_prefix else "=", left, (Constant(text, "text"),)))
 
-    # -- terms: sum > product > sign > operand ---------------------------------------------
-
-    def _term(self, after: _Token | None = None, depth: int = 0) -> Any:
-        term = self._product(after, depth)
-        while True:
-            t = self._peek()
-            if t.kind == "arith" and t.text in "+-":
-                self.i += 1
-                term = self._call(t, t.text, (term, self._product(t, depth)))
-            elif t.kind == "num" and t.text[0] in "+-":  # `a -1`: the sign is the operator
-                self.i += 1
-                term = self._call(t, t.text[0], (term, _number(t.text[1:])))
-            else:
-                return term
-
-    def _product(self, after: _Token | None, depth: int) -> Any:
-        term = self._signed(after, depth)
-        while (t := self._peek()).kind == "arith" and t.text in "*/%":
-            self.i += 1
-            term = self._call(t, t.text, (term, self._signed(t, depth)))
-        return term
-
-    def _signed(self, after: _Token | None, depth: int) -> Any:
-        t = self._peek()
-        if t.kind == "arith" and t.text in "+-":
-            self.i += 1
-            operand = self._signed(t, depth + 1)
-            return operand if t.text == "+" else self._call(t, "neg", (operand,))
-        return self._operand(after, depth)
-
-    def _operand(self, after: _Token | None, depth: int) -> Any:
+    def _string(self, after: Token) -> str:
         t = self._next()
-        if depth > MAX_TERM_NODES:
-            self._fail(t, f"terms nest more than {MAX_TERM_NODES} levels deep")
-        if t.kind in ("str", "num"):
-            return _constant_of(_literal(t.text))
-        if t.kind == "list":  # `(5)`, or a function's plain arguments
-            items = _LIST_ITEM.findall(t.text)
-            if len(items) != 1:
-                self._fail(t, f"expected a value, found the list {t.describe()}")
-            return _constant_of(_literal(items[0]))
-        if t.text == "(" and t.kind == "punct":
-            inner = self._term(t, depth + 1)
-            self._expect(")", f"')' to close the '(' at offset {t.at}")
-            return inner
-        if t.kind == "word":
-            word = t.text.lower()
-            if word in ("true", "false"):
-                return Constant(word == "true", "bool")
-            if word in TYPED_TEXT and self._peek().kind == "str":
-                return self._typed_text(t, self._next())
-            if self._peek().kind == "list" or (self._peek().text == "(" and self._peek().kind == "punct"):
-                if word not in FUNCTIONS:
-                    self._fail(t, f"unknown function {t.text}(): write one of {', '.join(f + '()' for f in FUNCTIONS)}")
-                return self._function(t, depth)
-        if t.is_word("null"):
-            self._fail(t, "a comparison with null is never true: use 'col is null' or 'col is not null'")
-        if t.is_word("nan"):
-            self._fail(t, "NaN cannot be compared: use 'col is nan' or 'col is not nan'")
-        if t.kind in ("qid", "word"):
-            self.i -= 1
-            return Column(self._column_name())
-        where = f" after {after.text!r}" if after is not None else ""
-        self._fail(t, f"expected a value or a column{where}, found {t.describe()}")
-
-    def _function(self, name: _Token, depth: int) -> Any:
-        function = name.text.lower()
-        if self._peek().kind == "list":
-            args = tuple(_constant_of(_literal(item)) for item in _LIST_ITEM.findall(self._next().text))
-        else:
-            self.i += 1  # '('
-            args_list = [self._term(name, depth + 1)]
-            while (t := self._next()).text == "," and t.kind == "punct":
-                args_list.append(self._term(t, depth + 1))
-            if t.text != ")" or t.kind != "punct":
-                self._fail(t, f"expected ',' or ')' in the arguments of {function}(), found {t.describe()}")
-            args = tuple(args_list)
-        if len(args) != 1 and function != "coalesce":
-            self._fail(name, f"{function}() takes one argument, found {len(args)}")
-        return self._call(name, function, args)
-
-    def _call(self, at: _Token, function: str, args: tuple[Any, ...]) -> Call:
-        self.term_nodes += 1
-        if self.term_nodes > MAX_TERM_NODES:
-            self._fail(at, f"a predicate may hold at most {MAX_TERM_NODES} operators and functions")
-        return Call(function, args)
-
-    def _typed_text(self, kind: _Token, text: _Token) -> Constant:
-        value = text.text[1:-1].replace("''", "'")
-        try:
-            parse_temporal(value)
-        except ValueError as e:
-            self._fail(text, str(e))
-        return Constant(value, kind.text.lower())
-
-    def _column_name(self) -> str:
-        parts = [self._name()]
-        while self._peek().text == "." and self._peek().kind == "punct":
-            self.i += 1
-            parts.append(self._name())
-        return ".".join(parts)
-
-    def _name(self) -> str:
-        t = self._next()
-        if t.kind == "qid":
-            name = re.sub(r"\\(.)", r"\1", t.text[1:-1])
-            if "." in name or not name:
-                self._fail(t, f"column name {t.text} cannot be empty or hold '.' (a.b names a nested field)")
-            return name
-        if t.kind == "word" and t.text.lower() not in _WORDS:
-            return t.text
-        if t.kind == "word":
-            self._fail(t, f'expected a column name, found the keyword {t.text!r} (quote a column of that name: "{t.text}")')
-        self._fail(t, f"expected a column name, found {t.describe()}")
-
-    # -- values ---------------------------------------------------------------------------
-
-    def _literal(self, after: _Token | None = None) -> Literal:
-        t = self._next()
-        if t.kind in ("str", "num"):
-            return _literal(t.text)
-        if t.is_word("true", "false"):
-            return BooleanLiteral(t.is_word("true"))
-        if t.kind == "word" and t.text.lower() in TYPED_TEXT and self._peek().kind == "str":
-            return _literal_of(self._typed_text(t, self._next()))
-        if t.is_word("null"):
-            self._fail(t, "a comparison with null is never true: use 'col is null' or 'col is not null'")
-        if t.is_word("nan"):
-            self._fail(t, "NaN cannot be compared: use 'col is nan' or 'col is not nan'")
-        where = f" after {after.text!r}" if after is not None else ""
-        self._fail(t, f"expected a value ('text', a number, true or false){where}, found {t.describe()}")
-
-    def _string(self, after: _Token) -> StringLiteral:
-        if self._peek().kind != "str":
-            self._fail(self._peek(), f"expected a 'quoted string' after {after.text!r}, found {self._peek().describe()}")
-        return self._literal()
-
-    def _values(self) -> list[Literal]:
-        self._expect("(", "'(' to open the list of values after 'in'")
-        values = [self._literal()]
-        while (t := self._next()).text == ",":
-            values.append(self._literal(after=t))
-        if t.text != ")" or t.kind != "punct":
-            self._fail(t, f"expected ',' or ')' in the list of values, found {t.describe()}")
-        return values
-
-    def _list_literals(self) -> list[Literal]:
-        if self._peek().kind == "list":
-            t = self._next()
-            return _long_literals(t.ints) if t.ints is not None else _literals(_LIST_ITEM.findall(t.text))
-        return self._values()
-
-    def _like(self, raw: str) -> tuple[bool, str]:
-        """(is a prefix match, the text): LIKE 'abc%' is a prefix match and LIKE 'abc' equality;
-        `\\%`, `\\_`, `\\\\` escape. Other wildcards are refused rather than matched
-        differently from SQL."""
-        out, i = [], 0
-        while i < len(raw):
-            c = raw[i]
-            if c == "\\" and i + 1 < len(raw) and raw[i + 1] in "%_\\":
-                out.append(raw[i + 1])
-                i += 2
-                continue
-            if c == "%" and i == len(raw) - 1:
-                return True, "".join(out)
-            if c in "%_":
-                self._fail(self.tokens[self.i - 1], f"LIKE supports one '%' at the end only (a prefix match); "
-                           f"escape a literal {c!r} as '\\{c}'")  # fmt: skip
-            out.append(c)
-            i += 1
-        return False, "".join(out)
-
-    # -- errors ---------------------------------------------------------------------------
-
-    def _fail(self, t: _Token, problem: str) -> NoReturn:
-        lo = max(0, t.at - 40)
-        snippet = self.text[lo : t.at + 40].replace("\n", " ")
-        left = ("..." if lo else "") + snippet[: t.at - lo]
-        right = snippet[t.at - lo :] + ("..." if t.at + 40 < len(self.text) else "")
-        where = f" (offset {t.at})" if "offset" not in problem else ""
-        raise InvalidFilterError(f"cannot parse filter: {problem}{where}\n  {left}{right}\n  {' ' * len(left)}^\n{SYNTAX}")
+        if t.kind != "str":
+            self._fail(t, f"expected a 'quoted string' after {after.text!r}, found {t.describe()}")
+        return t.text[1:-1].replace("''", "'")

@@ -45,6 +45,7 @@ from pyiceberg.types import (
 )
 
 from mor.errors import InvalidFilterError, UnsupportedFeatureError
+from mor.expr.casts import CastType, check_cast
 from mor.expr.literals import parse_temporal
 
 NUMERIC = ("int", "decimal", "float")
@@ -59,10 +60,34 @@ FUNCTIONS: dict[str, tuple[tuple[str, ...], str]] = {
     "abs": (NUMERIC, "same"),
     "coalesce": (("int", "decimal", "float", "string", "bool", *TEMPORAL), "same"),
     "year": (TEMPORAL, "int"),
+    "quarter": (TEMPORAL, "int"),
     "month": (TEMPORAL, "int"),
+    "weekofyear": (TEMPORAL, "int"),  # ISO 8601 week
     "day": (TEMPORAL, "int"),
+    "dayofweek": (TEMPORAL, "int"),  # Sunday 1 to Saturday 7, as Spark SQL
+    "dayofweek_iso": (TEMPORAL, "int"),  # Monday 1 to Sunday 7
+    "dayofyear": (TEMPORAL, "int"),
+    "hour": (TEMPORAL, "int"),
+    "minute": (TEMPORAL, "int"),
+    "second": (TEMPORAL, "int"),
     "date": (TEMPORAL, "date"),
+    "extract_second": (TEMPORAL, "decimal"),  # extract(second from t): with its fraction, decimal(8,6), as Spark SQL
 }
+PUBLIC_FUNCTIONS = tuple(f for f in FUNCTIONS if not f.startswith("extract_"))
+# extract(part from t): the part's names (Spark SQL's) -> the function it is
+EXTRACT_PARTS: dict[str, str] = {
+    "year": "year", "years": "year", "y": "year", "yr": "year", "yrs": "year",
+    "quarter": "quarter", "qtr": "quarter",
+    "month": "month", "months": "month", "mon": "month", "mons": "month",
+    "week": "weekofyear", "weeks": "weekofyear", "w": "weekofyear",
+    "day": "day", "days": "day", "d": "day", "dayofmonth": "day",
+    "dayofweek": "dayofweek", "dow": "dayofweek", "dayofweek_iso": "dayofweek_iso", "dow_iso": "dayofweek_iso", "isodow": "dayofweek_iso",
+    "doy": "dayofyear", "dayofyear": "dayofyear",
+    "hour": "hour", "hours": "hour", "h": "hour", "hr": "hour", "hrs": "hour",
+    "minute": "minute", "minutes": "minute", "m": "minute", "min": "minute", "mins": "minute",
+    "second": "extract_second", "seconds": "extract_second", "s": "extract_second", "sec": "extract_second", "secs": "extract_second",
+}  # fmt: skip
+EXTRACT_NAMES = "year, quarter, month, week, day, dayofweek (dow), dayofweek_iso (dow_iso), dayofyear (doy), hour, minute, second"
 _KINDS: dict[type, str] = {
     IntegerType: "int", LongType: "int", FloatType: "float", DoubleType: "float", DecimalType: "decimal",
     StringType: "string", BooleanType: "bool", DateType: "date", TimestampType: "timestamp", TimestamptzType: "timestamptz",
@@ -100,13 +125,18 @@ class Constant:
 
 @dataclass(frozen=True)
 class Call:
-    """A function or an operator (`+`, `-`, `*`, `/`, `%`, `neg`) applied to terms."""
+    """A function or an operator (`+`, `-`, `*`, `/`, `%`, `neg`) applied to terms; `cast`
+    takes a term and its CastType."""
 
     function: str
     args: tuple[Any, ...]
     kind: str = ""  # bound: the result's kind
 
     def __str__(self) -> str:
+        if self.function == "cast":
+            return f"cast({self.args[0]} as {self.args[1]})"
+        if self.function == "extract_second":
+            return f"extract(second from {self.args[0]})"
         if self.function in ARITHMETIC:
             return f"({self.args[0]} {self.function} {self.args[1]})"
         if self.function == "neg":
@@ -117,7 +147,7 @@ class Call:
 @dataclass(frozen=True)
 class Test:
     """`left op right...`: a comparison (one right term), `in` (constants), `is null` (none),
-    `starts with` (one string constant)."""
+    `starts with` and `like` (one string constant: for `like`, its pattern in pyarrow's escapes)."""
 
     op: str
     left: Any
@@ -259,7 +289,7 @@ def _bound_test(test: Test, schema: Schema, case_sensitive: bool) -> Test:
     right = [_bound_term(t, schema, case_sensitive) for t in test.right]
     if test.op == "is null":
         return Test(test.op, left)
-    if test.op == "starts with":
+    if test.op in ("starts with", "like"):
         if left.kind not in ("string", "text"):
             raise InvalidFilterError(f"'starts with' and 'like' need text, and {test.left} is {left.kind}")
         return Test(test.op, left, tuple(right))
@@ -311,7 +341,7 @@ def _bound_term(term: Any, schema: Schema, case_sensitive: bool) -> Any:
         return Column(schema.find_column_name(field.field_id) or term.name, field.field_id, kind, field.field_type)
     if isinstance(term, Constant):
         return _bound_constant(term)
-    args = tuple(_bound_term(a, schema, case_sensitive) for a in term.args)
+    args = tuple(a if isinstance(a, CastType) else _bound_term(a, schema, case_sensitive) for a in term.args)
     return Call(term.function, args, _result_kind(term, args))
 
 
@@ -328,6 +358,12 @@ def _bound_constant(term: Constant) -> Constant:
 
 
 def _result_kind(call: Call, args: tuple[Any, ...]) -> str:
+    if call.function == "cast":
+        target: CastType = args[1]
+        refusal = check_cast(args[0].kind, target, args[0])
+        if refusal is not None:
+            raise InvalidFilterError(f"{refusal}, in {call}")
+        return target.kind
     kinds = [a.kind if not _is_text(a) else "string" for a in args]
     if call.function in ARITHMETIC or call.function == "neg":
         if any(k not in NUMERIC for k in kinds):

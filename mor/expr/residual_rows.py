@@ -1,5 +1,6 @@
 """A bound residual (mor.expr.residual) as a pyarrow compute expression, with SQL's
-semantics as DuckDB has them: a null operand makes the result NULL (the row is not selected);
+semantics as DuckDB has them (casts, LIKE and date parts as Spark SQL: mor.expr.casts,
+mor.expr.like; `dayofweek` counts from Sunday 1): a null operand makes the result NULL (the row is not selected);
 `/` divides as floating point (by zero: infinity or NaN), `%` by zero is NULL; `+ - * abs` raise on
 overflow rather than wrap; NaN equals NaN and sorts above every number. Numbers of different
 kinds meet in the wider one (int < decimal < float), decimals at a common scale, so that a
@@ -8,6 +9,7 @@ comparison is exact; a date meets a timestamp as its midnight, UTC for timestamp
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any, NamedTuple
 
@@ -15,10 +17,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from mor.errors import InvalidFilterError
+from mor.expr.cast_rows import cast_expression
 from mor.expr.literals import MICROS_PER_DAY, decimal_of, unscaled
 from mor.expr.residual import BoundResidual, Call, Column, Constant, Test
 
 _NULL_BOOL = pa.nulls(1, pa.bool_())[0]
+# date and time parts, as Spark SQL numbers them (dayofweek: Sunday 1 to Saturday 7)
+_PARTS: dict[str, Callable[[pc.Expression], pc.Expression]] = {
+    "year": pc.year, "quarter": pc.quarter, "month": pc.month, "weekofyear": pc.iso_week, "day": pc.day,
+    "dayofweek": lambda t: pc.day_of_week(t, count_from_zero=False, week_start=7),
+    "dayofweek_iso": lambda t: pc.day_of_week(t, count_from_zero=False, week_start=1),
+    "dayofyear": pc.day_of_year, "hour": pc.hour, "minute": pc.minute, "second": pc.second,
+}  # fmt: skip
+_TIME_PARTS = ("hour", "minute", "second")  # of a date: its midnight's
 _MAX_PRECISION = 38
 _TEMPORAL_TYPES = {"date": pa.date32(), "timestamp": pa.timestamp("us"), "timestamptz": pa.timestamp("us", tz="UTC")}
 _KIND_TYPES = {"int": pa.int64(), "float": pa.float64(), "string": pa.string(), "text": pa.string(), "bool": pa.bool_(), **_TEMPORAL_TYPES}
@@ -42,6 +53,8 @@ def _test(test: Test, paths: dict[int, tuple[str, ...]]) -> pc.Expression:
         return left.expr.is_null(nan_is_null=False)
     if test.op == "starts with":
         return pc.starts_with(left.expr, pattern=test.right[0].value)
+    if test.op == "like":
+        return pc.match_like(left.expr, pattern=test.right[0].value)
     if test.op == "in":
         return _is_in(left, test.right)
     left, right = _common([left, _value(test.right[0], paths)])
@@ -74,6 +87,10 @@ def _value(term: Any, paths: dict[int, tuple[str, ...]]) -> _Value:
         return _column(term, paths)
     if isinstance(term, Constant):
         return _constant(term)
+    if term.function == "cast":
+        value, target = _value(term.args[0], paths), term.args[1]
+        expr, dtype = cast_expression(value.expr, value.kind, value.type, target)
+        return _Value(expr, target.kind, dtype)
     args = [_value(a, paths) for a in term.args]
     return _call(term, args)
 
@@ -140,8 +157,14 @@ def _call(call: Call, args: list[_Value]) -> _Value:
         return _Value((pc.utf8_lower if f == "lower" else pc.utf8_upper)(args[0].expr), "string", pa.string())
     if f == "length":
         return _Value(pc.utf8_length(args[0].expr).cast(pa.int64()), "int", pa.int64())
-    if f in ("year", "month", "day"):
-        return _Value(getattr(pc, f)(args[0].expr).cast(pa.int64()), "int", pa.int64())
+    if f in _PARTS:
+        expr = args[0].expr.cast(pa.timestamp("us")) if args[0].kind == "date" and f in _TIME_PARTS else args[0].expr
+        return _Value(_PARTS[f](expr).cast(pa.int64()), "int", pa.int64())
+    if f == "extract_second":  # with its fraction, decimal(8,6), as Spark SQL's extract(second from t)
+        expr = args[0].expr.cast(pa.timestamp("us")) if args[0].kind == "date" else args[0].expr
+        micros = pc.add(pc.multiply(pc.second(expr), 1_000_000), pc.add(pc.multiply(pc.millisecond(expr), 1000), pc.microsecond(expr)))
+        seconds = pc.divide(micros.cast(pa.decimal128(19, 0)), pa.scalar(Decimal(1_000_000), pa.decimal128(7, 0)))
+        return _Value(seconds.cast(pa.decimal128(8, 6)), "decimal", pa.decimal128(8, 6))
     if f == "date":
         return _Value(args[0].expr.cast(pa.date32()), "date", pa.date32())
     if f == "coalesce":

