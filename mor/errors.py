@@ -42,7 +42,9 @@
     ├── MaintenanceRefusedError   maintenance that deletes files cannot tell the table's own files
     │                             apart: its location is shared with, holds or lies in another
     │                             table's, or its metadata spells files another way than the listing
-    ├── NotAuthorizedError        a REST catalog refused the credentials (401) or the operation (403)
+    ├── NotAuthorizedError        a REST catalog refused the credentials (401: missing, wrong, expired)
+    ├── ForbiddenError            a REST catalog accepted the credentials but refused the operation
+    │                             (403): its permissions or policy (a location outside its warehouse)
     ├── StreamingChangeError      a stream of appends met a snapshot it cannot emit (delete, overwrite)
     │                             or lost its place in the history (rollback, expired snapshots)
     └── UnsupportedFeatureError   a valid Iceberg feature we do not implement yet
@@ -201,8 +203,14 @@ class StreamingChangeError(MorError):
 
 
 class NotAuthorizedError(MorError):
-    """A REST catalog refused the credentials (HTTP 401: missing, wrong or expired token) or the
-    operation (403). Nothing was changed."""
+    """A REST catalog refused the credentials (HTTP 401: missing, wrong or expired token).
+    Nothing was changed."""
+
+
+class ForbiddenError(MorError):
+    """A REST catalog accepted the credentials but refused the operation (HTTP 403): the
+    client may not do it, by the server's permissions or policy (a table location outside the
+    warehouse, say). Nothing was changed; other credentials would not help with a policy."""
 
 
 class MaintenanceRefusedError(MorError):

@@ -10,8 +10,8 @@ specs) survive every commit. A commit is sent as mor's requirements + updates
 Errors, as the spec defines them: 409 on a commit is a lost race or failed requirement
 (`CommitFailedError`: refresh, re-plan, retry); 500, 502, 503, 504, a timeout or a connection
 lost after the request was sent are `CommitStateUnknownError` (never clean up); a connection
-that could not be opened is `CatalogUnavailableError` (certainly not committed); 401 and 403 are
-`NotAuthorizedError`.
+that could not be opened is `CatalogUnavailableError` (certainly not committed); 401 is
+`NotAuthorizedError` (the credentials), 403 `ForbiddenError` (the server's permissions or policy).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from mor.errors import (
     CommitStateUnknownError,
     ConstraintViolationError,
     CorruptMetadataError,
+    ForbiddenError,
     InvalidArgumentError,
     MorError,
     NamespaceAlreadyExistsError,
@@ -74,7 +75,7 @@ _PYICEBERG_ERRORS: dict[type[Exception], type[MorError]] = {
     rest_errors.NamespaceAlreadyExistsError: NamespaceAlreadyExistsError,
     rest_errors.NamespaceNotEmptyError: NamespaceNotEmptyError,
     rest_errors.UnauthorizedError: NotAuthorizedError,
-    rest_errors.ForbiddenError: NotAuthorizedError,
+    rest_errors.ForbiddenError: ForbiddenError,
     rest_errors.OAuthError: NotAuthorizedError,
     rest_errors.AuthorizationExpiredError: NotAuthorizedError,
     rest_errors.BadRequestError: InvalidArgumentError,
@@ -291,7 +292,9 @@ class RestCatalogClient:
             raise CommitFailedError(f"{what}: {message}")
         if is_commit and code in _UNKNOWN_OUTCOME:
             raise CommitStateUnknownError(f"{what}: the catalog answered {code}, the commit may or may not have happened: {message}")
-        if code in (401, 403, 419):
+        if code == 403:
+            raise ForbiddenError(f"{what}: {message}")
+        if code in (401, 419):
             raise NotAuthorizedError(f"{what}: {code} {message}")
         if code == 404:
             raise missing(f"{what}: {message}")

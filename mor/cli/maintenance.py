@@ -172,7 +172,10 @@ def serve(args: argparse.Namespace) -> None:
         raise UnsupportedFeatureError(f"mor serve needs the server extra: pip install 'mor[server]' ({e})") from e
     from mor.api.sql_catalog import SqlCatalog
 
-    catalog = mor.load_catalog(args.warehouse, uri=args.uri, create=True, properties=args.property)
-    if not isinstance(catalog, SqlCatalog):
-        raise InvalidArgumentError(f"mor serve serves a SQL catalog (--uri is a database URL), not {catalog!r}")
-    run_server(catalog, args.host, args.port, args.token_file, args.prefix)
+    def open_catalog() -> SqlCatalog:  # after every other check: a refusal creates no warehouse
+        catalog = mor.load_catalog(args.warehouse, uri=args.uri, create=True, properties=args.property)
+        if not isinstance(catalog, SqlCatalog):
+            raise InvalidArgumentError(f"mor serve serves a SQL catalog (--uri is a database URL), not {catalog!r}")
+        return catalog
+
+    run_server(open_catalog, args.host, args.port, args.token_file, args.prefix, args.property)

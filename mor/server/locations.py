@@ -42,3 +42,31 @@ def check_inside(warehouse: str, location: str, what: str) -> None:
     outer, inner = location_forms(warehouse), location_forms(location)
     if len(outer) != len(inner) or not all(o.holds(i) and o != i for o, i in zip(outer, inner)):
         raise ForbiddenError(f"{what} {location} is not inside the warehouse {warehouse}: the server writes only there")
+
+
+def warehouse_name(warehouse: str) -> str:
+    """The short name of a warehouse: the last folder of its location."""
+    return warehouse.rstrip("/").rsplit("/", 1)[-1]
+
+
+def warehouse_names(warehouse: str, prefix: str | None) -> list[str]:
+    """The names a client may give the served warehouse (`?warehouse=` of /v1/config): its
+    location as a URI or, locally, as a path, the last folder of that location, and the
+    server's prefix when it has one."""
+    location = warehouse.rstrip("/")
+    names = [location, warehouse_name(location)]
+    if location.startswith("file://"):
+        names.append(location.removeprefix("file://"))
+    if prefix:
+        names.append(prefix)
+    return list(dict.fromkeys(names))
+
+
+def check_warehouse(asked: str, warehouse: str, prefix: str | None) -> None:
+    """BadRequestError unless `asked` names the served warehouse: a mistyped name must not
+    silently reach another warehouse's tables (or this one's, thought to be another's)."""
+    names = warehouse_names(warehouse, prefix)
+    spelled = asked.rstrip("/")
+    if spelled in names or (not is_object_store(spelled) and "://" not in spelled and os.path.isabs(spelled) and to_uri(spelled) in names):
+        return
+    raise BadRequestError(f"this server does not serve warehouse {asked!r}; it serves {names[0]}, named any of {names}")

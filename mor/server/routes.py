@@ -20,6 +20,7 @@ from mor.api.sql_catalog import SqlCatalog
 from mor.format.updates import TableCommit
 from mor.server.commits import Committer, TableChange
 from mor.server.errors import BadRequestError
+from mor.server.locations import check_warehouse
 from mor.server.names import identifier_from_json, namespace_from_path, table_from_path
 from mor.server.namespaces import Namespaces
 from mor.server.tables import Tables
@@ -118,7 +119,11 @@ class Service:
 
     def config(self, call: Call) -> Answer:
         """Clients apply `defaults` under their own settings: mor's preferences for new tables
-        as `table-default.*` (merge-on-read deletes), which the server never adds itself."""
+        as `table-default.*` (merge-on-read deletes), which the server never adds itself. A
+        `warehouse` the client names must be the one served (locations.check_warehouse)."""
+        asked = call.query.get("warehouse")
+        if asked:  # none, or empty (DuckDB's ATTACH ''): the one warehouse served
+            check_warehouse(asked, self.catalog.warehouse, self.prefix)
         overrides = {"prefix": self.prefix} if self.prefix else {}
         defaults = {f"{TABLE_DEFAULT_PREFIX}{k}": v for k, v in DEFAULT_PROPERTIES.items()}
         return 200, {"defaults": defaults, "overrides": overrides, "endpoints": self.endpoints()}

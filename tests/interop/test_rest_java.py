@@ -23,6 +23,7 @@ import pyarrow as pa
 import pytest
 
 import mor
+from mor.server.clients import TOKEN_PLACEHOLDER, client_recipes
 from mor.format.spec import FileContent
 from oracle_rest import JavaSql, java_sql
 from tests.servers.rest import Served, running_rest_server, unique
@@ -47,8 +48,15 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 @pytest.fixture(scope="module")
 def java(served: Served, tmp_path_factory: pytest.TempPathFactory) -> Iterator[JavaSql]:
     oauth = {"credential": f"{CLIENT_ID}:{SECRET}", "oauth2-server-uri": f"{served.url}/v1/oauth/tokens"}
+    # The catalog settings `mor serve` prints for Iceberg's Spark (its token swapped for OAuth2)
+    recipe = client_recipes(served.url, served.warehouse.name, secured=True)["spark (Iceberg's runtime jar; spark-defaults.conf or --conf)"]
+    settings = dict(line.removeprefix("spark.sql.catalog.mor").split("=", 1) for line in recipe.splitlines())
+    assert settings.pop("") == "org.apache.iceberg.spark.SparkCatalog" and settings.pop(".type") == "rest"
+    assert settings.pop(".uri") == served.url and settings.pop(".token") == TOKEN_PLACEHOLDER
+    printed = {"warehouse": settings.pop(".warehouse")}
+    assert settings == {}
     # Listings in pages of two: Java's client follows the server's page tokens.
-    with java_sql(served.url, tmp_path_factory.mktemp("java"), **oauth, **{"rest-page-size": "2"}) as session:
+    with java_sql(served.url, tmp_path_factory.mktemp("java"), **oauth, **printed, **{"rest-page-size": "2"}) as session:
         session.sql("CREATE NAMESPACE IF NOT EXISTS rc.db")
         yield session
 

@@ -7,6 +7,7 @@ Iceberg Java's words."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -51,7 +52,7 @@ def test_config_offers_mor_defaults_and_a_table_keeps_exactly_its_clients_proper
     staged.commit_transaction()
     assert dict(client.load_table(f"{ns}.staged").properties) == {"k": "v"}
     # mor's own client applies mor's defaults itself, on this server as on any other
-    ours = mor.load_catalog("rest", uri=served.url, properties={"token": served.token} if served.token else {})
+    ours = mor.load_catalog(uri=served.url, properties={"token": served.token} if served.token else {})
     assert ours.create_table(f"{ns}.m", schema=SCHEMA).metadata.properties["write.delete.mode"] == "merge-on-read"
 
 
@@ -169,3 +170,25 @@ def test_conflicts_are_worded_as_iceberg_java_words_them(served: Served) -> None
     table.append(pa.table({"id": pa.array([2], pa.int64())}))
     with pytest.raises(CommitFailedException, match="Requirement failed: branch main has changed: expected id"):
         stale.append(pa.table({"id": pa.array([3], pa.int64())}, schema=SCHEMA))
+
+
+def test_a_client_naming_another_warehouse_is_refused(served: Served) -> None:
+    """Any name used to reach the same catalog; a typo must be an error, not a quiet success."""
+    refused = get(served, "/v1/config", warehouse="wharehouse")
+    assert refused.status_code == 400
+    assert "does not serve warehouse 'wharehouse'" in refused.json()["error"]["message"]
+    for name in (str(served.warehouse), served.warehouse.resolve().as_uri(), served.warehouse.name, ""):
+        assert get(served, "/v1/config", warehouse=name).status_code == 200, name
+    token = {"token": served.token} if served.token else {}
+    with pytest.raises(mor.InvalidArgumentError, match="does not serve warehouse 'wharehouse'"):
+        mor.load_catalog(uri=served.url, warehouse="wharehouse", properties=token)
+    assert mor.load_catalog(uri=served.url, warehouse=served.warehouse.name, properties=token).list_namespaces() is not None
+
+
+def test_a_location_outside_the_warehouse_is_a_policy_refusal(served: Served, tmp_path: Path) -> None:
+    ours = mor.load_catalog(uri=served.url, properties={"token": served.token} if served.token else {})
+    ns = unique("policy")
+    ours.create_namespace(ns)
+    with pytest.raises(mor.ForbiddenError, match="not inside the warehouse"):
+        ours.create_table(f"{ns}.t", schema=SCHEMA, location=str(tmp_path / "elsewhere"))
+    assert not ours.table_exists(f"{ns}.t") and not (tmp_path / "elsewhere").exists()

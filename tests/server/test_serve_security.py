@@ -262,6 +262,7 @@ def test_without_tokens_only_loopback_is_served(tmp_path: Path, host: str, capsy
     out, err = capsys.readouterr()
     assert "refusing to serve" in err and "--token-file" in err
     assert out == ""  # never listened
+    assert not (tmp_path / "w").exists()  # nor made a warehouse
 
 
 def test_an_empty_token_file_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -92,7 +92,7 @@ def test_views_through_mors_rest_client(served: Served) -> None:
 
     import mor
 
-    client = mor.load_catalog("rest", uri=served.url, properties={"token": served.token} if served.token else {})
+    client = mor.load_catalog(uri=served.url, properties={"token": served.token} if served.token else {})
     ns = unique("mviews")
     client.create_table(f"{ns}.t", schema=pa.schema([("id", pa.int64())]))
     view = client.create_view(f"{ns}.v", "SELECT id FROM t", pa.schema([("id", pa.int64())]), properties={"owner": "ana"})

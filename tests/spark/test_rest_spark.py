@@ -87,3 +87,14 @@ def test_a_stream_reads_each_appended_row_once_through_the_rest_catalog(spark: A
     assert run() == [1, 2]
     table.append(pa.table({"id": [3]}))
     assert run() == [3]
+
+
+def test_the_mor_in_spark_recipe_serve_prints_reads_the_table(spark: Any, server: RestServer) -> None:
+    from mor.server.clients import TOKEN_PLACEHOLDER, client_recipes
+
+    catalog = mor.load_catalog(uri=server.url, token=TOKEN)
+    catalog.create_table("db.events", schema=pa.schema([("id", pa.int64())])).append(pa.table({"id": [1, 2, 3]}))
+    recipe = client_recipes(server.url, "warehouse", secured=True)["mor in Spark"].replace(TOKEN_PLACEHOLDER, TOKEN)
+    scope: dict[str, Any] = {"spark": spark}
+    exec(recipe, scope)  # as printed, with the token in its place
+    assert ids_of(scope["df"]) == [1, 2, 3]
