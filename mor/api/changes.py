@@ -41,7 +41,7 @@ import pyarrow as pa
 from pyiceberg.schema import Schema
 
 from mor.api.change_rows import cancel_equal_rows, group_ids, has_no_null, pair_by_key
-from mor.api.scan import _as_of_ms, _choose_snapshot, _project, _utc, snapshot_schema
+from mor.api.scan import FrameConversions, _as_of_ms, _choose_snapshot, _project, _utc, snapshot_schema
 from mor.errors import ExpiredHistoryError, InvalidArgumentError, InvalidFilterError, NoSuchSnapshotError
 from mor.expr.filters import FilterLike, bind_filter, parse_filter
 from mor.format.lineage import LINEAGE_FIELD_IDS
@@ -66,7 +66,7 @@ CHANGE_FIELDS = [
 _REMOVED = (DELETE, UPDATE_BEFORE)
 
 
-class ChangeScan:
+class ChangeScan(FrameConversions):
     def __init__(
         self,
         table: Table,

@@ -16,6 +16,7 @@ from pyiceberg.schema import Schema
 
 from mor.errors import InvalidArgumentError, InvalidFilterError, NoSuchSnapshotError
 from mor.expr.filters import FileFilter, FilterLike, bind_filter, parse_filter
+from mor.expr.literals import parse_temporal
 from mor.format.arrow_types import to_arrow_schema
 from mor.format.lineage import LINEAGE_FIELDS
 from mor.format.metadata import Snapshot, TableMetadata
@@ -28,14 +29,42 @@ if TYPE_CHECKING:
     from mor.api.table import Table
 
 
-class Scan:
+class FrameConversions:
+    """pandas, polars and DuckDB views of whatever `to_arrow()` returns, for every scan-like
+    object (a scan, a change feed)."""
+
+    table: Table
+
+    def to_arrow(self) -> pa.Table:
+        raise NotImplementedError
+
+    def to_pandas(self, **kwargs: Any) -> Any:
+        """The rows as a pandas DataFrame; `kwargs` go to `pyarrow.Table.to_pandas` (e.g.
+        `types_mapper=pd.ArrowDtype` keeps nullable ints as ints)."""
+        return self.to_arrow().to_pandas(**kwargs)
+
+    def to_polars(self) -> Any:
+        """The rows as a polars DataFrame."""
+        import polars as pl  # optional: imported by the one method that needs it
+
+        return pl.from_arrow(self.to_arrow())
+
+    def to_duckdb(self, connection: Any, name: str | None = None) -> Any:
+        """The rows as a DuckDB relation over the Arrow table, without a copy: registered with
+        `connection` as the view `name` (default: the table's name without its namespace)."""
+        view = name or self.table.identifier.rsplit(".", 1)[-1]
+        connection.register(view, self.to_arrow())
+        return connection.table(view)
+
+
+class Scan(FrameConversions):
     def __init__(
         self,
         table: Table,
         filter: FilterLike = None,
         columns: Sequence[str] | None = None,
         snapshot_id: int | None = None,
-        as_of: dt.datetime | int | None = None,
+        as_of: dt.datetime | dt.date | str | int | None = None,
         case_sensitive: bool = True,
         limit: int | None = None,
         progress: ProgressArg = None,
@@ -93,24 +122,6 @@ class Scan:
         if to_read:
             total += self._table(to_read, self.schema.select()).num_rows
         return total
-
-    def to_pandas(self, **kwargs: Any) -> Any:
-        """The rows as a pandas DataFrame; `kwargs` go to `pyarrow.Table.to_pandas` (e.g.
-        `types_mapper=pd.ArrowDtype` keeps nullable ints as ints)."""
-        return self.to_arrow().to_pandas(**kwargs)
-
-    def to_polars(self) -> Any:
-        """The rows as a polars DataFrame."""
-        import polars as pl  # optional: imported by the one method that needs it
-
-        return pl.from_arrow(self.to_arrow())
-
-    def to_duckdb(self, connection: Any, name: str | None = None) -> Any:
-        """The rows as a DuckDB relation over the Arrow table, without a copy: registered with
-        `connection` as the view `name` (default: the table's name without its namespace)."""
-        view = name or self.table.identifier.rsplit(".", 1)[-1]
-        connection.register(view, self.to_arrow())
-        return connection.table(view)
 
     def _table(self, tasks: Sequence[FileScanTask], projection: Schema) -> pa.Table:
         with self.progress.stage("read files", len(tasks), with_bytes=True) as step:
@@ -217,7 +228,7 @@ def _find(schema: Schema, name: str, case_sensitive: bool) -> object:
         return None
 
 
-def _choose_snapshot(table: Table, snapshot_id: int | None, as_of: dt.datetime | int | None) -> Snapshot | None:
+def _choose_snapshot(table: Table, snapshot_id: int | None, as_of: dt.datetime | dt.date | str | int | None) -> Snapshot | None:
     metadata = table.metadata
     if snapshot_id is not None and as_of is not None:
         raise InvalidArgumentError("give snapshot_id or as_of, not both")
@@ -243,13 +254,25 @@ def _choose_snapshot(table: Table, snapshot_id: int | None, as_of: dt.datetime |
 
 
 def _as_of_ms(as_of: object) -> int:
-    """Milliseconds since the epoch of an `as_of` (an int of milliseconds, or a datetime;
-    a naive datetime is UTC)."""
+    """Milliseconds since the epoch of an `as_of`: an int of milliseconds, a datetime or a date
+    (naive: UTC; a date is its midnight), or text as filters write times ('2025-01-15',
+    '2025-01-15 12:00[:00.5][Z|+02:00]'; without a zone, UTC)."""
     if isinstance(as_of, dt.datetime):
         return int(_aware(as_of).timestamp() * 1000)
+    if isinstance(as_of, dt.date):
+        return int(dt.datetime(as_of.year, as_of.month, as_of.day, tzinfo=dt.UTC).timestamp() * 1000)
     if isinstance(as_of, numbers.Integral) and not isinstance(as_of, bool):
         return int(as_of)
-    raise InvalidArgumentError(f"as_of is a datetime or an int of milliseconds since the epoch, got {type(as_of).__name__} {as_of!r}")
+    if isinstance(as_of, str):
+        try:
+            written = parse_temporal(as_of.strip())
+        except ValueError as e:
+            raise InvalidArgumentError(f"as_of: {e}") from None
+        return (written.wall_micros() - (written.offset or 0)) // 1000
+    raise InvalidArgumentError(
+        f"as_of is a datetime, a date, text such as '2025-01-15 12:00', or an int of milliseconds since the epoch,"
+        f" got {type(as_of).__name__} {as_of!r}"
+    )
 
 
 def _utc(ms: int) -> str:

@@ -120,7 +120,7 @@ class Table(TableMaintenance, TableDefinition, TableSnapshots):
         filter: FilterLike = None,
         columns: Sequence[str] | None = None,
         snapshot_id: int | None = None,
-        as_of: dt.datetime | int | None = None,
+        as_of: dt.datetime | dt.date | str | int | None = None,
         case_sensitive: bool = True,
         limit: int | None = None,
         progress: ProgressArg = None,

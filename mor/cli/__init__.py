@@ -37,8 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args.run(args)
     except MorError as e:
-        message = " ".join(str(e).split("\n"))  # one line, whatever the message
-        print(f"mor: {type(e).__name__}: {message}", file=sys.stderr)
+        # The message's own lines kept: a filter error's caret points under the filter's line.
+        print(f"mor: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # the reader went away (`mor scan ... | head`): not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit

@@ -35,7 +35,7 @@ CHANGE_COUNTS = (
     ("removed-delete-files", "-", "delete files"),
 )
 # Columns a terminal never folds (ids are copied whole); parent and changes fold to fit.
-WHOLE = ("time", "snapshot", "operation", "rows")
+WHOLE = ("time", "snapshot", "operation", "live rows", "records")
 
 
 def change_text(summary: dict[str, str]) -> str:
@@ -232,27 +232,37 @@ def history(args: argparse.Namespace) -> None:
             "is_current_ancestor": entry.is_current_ancestor,
             "operation": None if snapshot is None else snapshot.operation,
             "summary": None if snapshot is None else dict(snapshot.summary),
+            "live_rows": None if snapshot is None else live_rows(table, snapshot.snapshot_id),
         })  # fmt: skip
     if args.json:
         print_json({"table": table.identifier, "history": entries})
         return
-    grid = Grid(["time", "snapshot", "parent", "operation", "changes", "rows"], title=f"history of {table.identifier}", whole=WHOLE)
+    columns = ["time", "snapshot", "parent", "operation", "changes", "live rows", "records"]
+    grid = Grid(columns, title=f"history of {table.identifier}", whole=WHOLE)
     for e in entries:
         summary = e["summary"] or {}
+        live = "" if e["live_rows"] is None else e["live_rows"]
         grid.rows.append([short_time(e["timestamp_ms"]), e["snapshot_id"], e["parent_snapshot_id"] or "", e["operation"] or "(expired)",
-                          change_text(summary), summary.get("total-records", "")])  # fmt: skip
+                          change_text(summary), live, summary.get("total-records", "")])  # fmt: skip
     print_grids(grid)
+
+
+
+def live_rows(table: Table, snapshot_id: int) -> int:
+    """The rows a scan of the snapshot returns: its data files' records less what its delete
+    files delete (Iceberg's `total-records` counts deleted rows too)."""
+    return table.scan(snapshot_id=snapshot_id).count()
 
 
 def snapshots(args: argparse.Namespace) -> None:
     table = open_table(args)
     current = table.metadata.current_snapshot_id
-    documents = [snapshot_document(s) for s in table.snapshots()]
+    documents = [{**snapshot_document(s), "live_rows": live_rows(table, s.snapshot_id)} for s in table.snapshots()]
     if args.json:
         print_json({"table": table.identifier, "current_snapshot_id": current, "snapshots": documents})
         return
     grid = Grid(
-        ["snapshot", "parent", "seq", "time", "operation", "changes", "rows", "current"],
+        ["snapshot", "parent", "seq", "time", "operation", "changes", "live rows", "records", "current"],
         title=f"snapshots of {table.identifier}",
         whole=WHOLE,
     )
@@ -262,7 +272,7 @@ def snapshots(args: argparse.Namespace) -> None:
         when = short_time(s["timestamp_ms"])
         grid.rows.append(
             [s["snapshot_id"], s["parent_snapshot_id"] or "", s["sequence_number"], when, s["operation"],
-             change_text(summary), summary.get("total-records", ""), is_current]
+             change_text(summary), s["live_rows"], summary.get("total-records", ""), is_current]
         )  # fmt: skip
     print_grids(grid)
 

@@ -37,6 +37,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--filter", default=None, help="a row filter, e.g. \"id < 10 and region = 'eu'\"")
     s.add_argument("--limit", type=non_negative, default=None, metavar="N", help="stop after N rows")
     s.add_argument("--snapshot-id", type=int, default=None, help="read this snapshot (time travel)")
+    s.add_argument(
+        "--as-of", default=None, metavar="TIME", help="the snapshot current at TIME ('2025-01-15', '2025-01-15 12:00[+02]'; UTC)"
+    )
     s.add_argument("--format", choices=FORMATS, default=None, help="table (default), csv, json (JSON lines) or parquet (needs --out)")
     s.add_argument("--out", default=None, metavar="FILE", help="write the rows to FILE instead of printing them")
     s.set_defaults(run=scan)
@@ -66,7 +69,7 @@ def scan(args: argparse.Namespace) -> None:
     # A long scan shows a bar on stderr (when that is a terminal), unless the rows go to the
     # terminal: they are their own progress, and a bar would write over them.
     progress = False if args.out is None and stdout_is_terminal() else None
-    rows = table.scan(filter=args.filter, columns=columns, snapshot_id=args.snapshot_id, progress=progress)
+    rows = table.scan(filter=args.filter, columns=columns, snapshot_id=args.snapshot_id, as_of=args.as_of, progress=progress)
     from mor.format.arrow_types import to_arrow_schema
 
     schema = to_arrow_schema(rows.projection)  # what the reader emits: the header when no row comes

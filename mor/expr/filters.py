@@ -13,8 +13,10 @@ and `_MetricsEvaluator` for pruning by such a list.
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import math
+import re
 import threading
 import weakref
 from bisect import bisect_left
@@ -153,10 +155,26 @@ def bind_filter(schema: Schema, expr: BooleanExpression, case_sensitive: bool = 
         try:
             return _bind(schema, shaped(expr, DERIVED_MAX_TERMS), case_sensitive, check=True)
         except (ValueError, TypeError) as e:
-            columns = ", ".join(schema.column_names[:30])
-            raise InvalidFilterError(f"filter {expr} does not fit the table schema: {e} (columns: {columns})") from e
+            raise InvalidFilterError(_unfit_message(schema, e)) from e
 
     return _remembered("bound", schema, expr, case_sensitive, compute)
+
+
+def _unfit_message(schema: Schema, error: Exception) -> str:
+    """Why a filter does not bind, in the user's words: the unknown column and the likeliest
+    one meant, rather than pyiceberg's expression repr."""
+    names = schema.column_names
+    columns = ", ".join(names[:30]) + (", ..." if len(names) > 30 else "")
+    unknown = _UNKNOWN_NAME.search(str(error))
+    if unknown:
+        name = unknown.group(1)
+        close = difflib.get_close_matches(name, names, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        return f"the filter names column {name!r}, which the table does not have (columns: {columns}){hint}"
+    return f"the filter does not fit the table schema: {error} (columns: {columns})"
+
+
+_UNKNOWN_NAME = re.compile(r"Could not find field with name (.+?), case_sensitive=")
 
 
 def _bind(schema: Schema, expr: BooleanExpression, case_sensitive: bool, check: bool) -> BooleanExpression:

@@ -107,3 +107,25 @@ def test_scan_of_a_table_without_snapshots_is_empty(make_table: MakeTable) -> No
     got = table.scan().to_arrow()
     assert got.num_rows == 0
     assert got.column_names == ["id", "category", "name", "value"]
+
+
+def test_scan_as_of_text_as_filters_write_times(history: History) -> None:
+    """'2025-01-15 12:00:00.123' (UTC), with a zone, or a date (its midnight): as in filters."""
+    table, steps = history
+    for snapshot, ids in steps:
+        at = dt.datetime.fromtimestamp(snapshot.timestamp_ms / 1000, UTC)
+        assert scan_ids(table, as_of=at.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]) == ids
+        in_berlin = at.astimezone(dt.timezone(dt.timedelta(hours=1)))
+        assert scan_ids(table, as_of=in_berlin.isoformat(timespec="milliseconds")) == ids
+    tomorrow = (dt.datetime.now(UTC) + dt.timedelta(days=1)).date()
+    assert scan_ids(table, as_of=tomorrow.isoformat()) == scan_ids(table, as_of=tomorrow) == steps[-1][1]
+
+
+def test_every_scan_like_result_converts_to_pandas_and_polars(history: History) -> None:
+    table, steps = history
+    first, last = steps[0][0], steps[-1][0]
+    feed = table.changes(first.snapshot_id, last.snapshot_id)
+    arrow = feed.to_arrow()
+    assert feed.to_pandas().shape == (arrow.num_rows, arrow.num_columns)
+    assert feed.to_polars().shape == (arrow.num_rows, arrow.num_columns)
+    assert table.scan().to_polars().shape[0] == len(steps[-1][1])

@@ -164,7 +164,7 @@ def test_bad_input_leaves_the_table_unchanged(
     before = by_cli.metadata_location
     code, out, err = cli(warehouse, capsys, *argv)
     assert code == 2 and out == ""
-    assert err.startswith(f"mor: {error}: ") and err.count("\n") == 1, err
+    assert err.startswith(f"mor: {error}: ") and "Traceback" not in err, err
     assert by_cli.refresh().metadata_location == before
 
 

@@ -133,8 +133,14 @@ def test_history_and_snapshots_follow_the_table(table: mor.Table, warehouse: Pat
     lines = run(capsys, "history", "db.t", *w).splitlines()
     assert lines[0] == "history of db.t" and len(lines) == 2 + len(table.history())
     first = lines[2].split()  # no parent: blank; 3 partitions, so 3 files
-    assert first[1:] == [str(table.snapshots()[0].snapshot_id), "append", "+30", "rows,", "+3", "data", "files", "30"]
+    assert first[1:] == [str(table.snapshots()[0].snapshot_id), "append", "+30", "rows,", "+3", "data", "files", "30", "30"]
     assert "+2 equality deletes, +1 delete files" in lines[-1]
+    # live rows (what a scan returns) beside records (rows in data files, deleted ones too)
+    assert lines[1].split()[-3:] == ["live", "rows", "records"]
+    assert lines[-1].split()[-2:] == [str(table.scan().count()), table.current_snapshot().summary["total-records"]]
+    assert table.scan().count() < int(table.current_snapshot().summary["total-records"])
+    assert [e["live_rows"] for e in history] == [table.scan(snapshot_id=e["snapshot_id"]).count() for e in history]
+    assert [s["live_rows"] for s in document["snapshots"]] == [e["live_rows"] for e in history]
     lines = run(capsys, "snapshots", "db.t", *w).splitlines()
     current = [line for line in lines if line.endswith("*")]
     assert len(current) == 1 and current[0].startswith(str(table.current_snapshot().snapshot_id))

@@ -128,11 +128,27 @@ def test_empty_results_still_have_a_header(table: mor.Table, warehouse: Path, tm
         (["--format", "csv", "--out", "/nonexistent-folder/x.csv"], "StorageError"),
     ],
 )
-def test_bad_input_is_one_line_and_exits_2(table: mor.Table, warehouse: Path, capsys: pytest.CaptureFixture[str], argv: list[str], error: str) -> None:
+def test_bad_input_is_a_typed_error_and_exits_2(
+    table: mor.Table, warehouse: Path, capsys: pytest.CaptureFixture[str], argv: list[str], error: str
+) -> None:
     assert main(["scan", "db.t", "--warehouse", str(warehouse), *argv]) == 2
     captured = capsys.readouterr()
-    assert captured.err.startswith(f"mor: {error}: ") and captured.err.count("\n") == 1
+    assert captured.err.startswith(f"mor: {error}: ") and "Traceback" not in captured.err
     assert captured.out == ""
+
+
+def test_a_filter_error_keeps_its_caret_under_the_place(table: mor.Table, warehouse: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["scan", "db.t", "--warehouse", str(warehouse), "--filter", "id = = 1"]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    shown = next(i for i, line in enumerate(lines) if line.strip() == "id = = 1")
+    assert lines[shown + 1].index("^") == lines[shown].index("= 1")  # under the second '='
+
+
+def test_an_unknown_column_is_named_with_the_likeliest_one_meant(table: mor.Table, warehouse: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["scan", "db.t", "--warehouse", str(warehouse), "--filter", "idd = 1"]) == 2
+    err = capsys.readouterr().err
+    assert "column 'idd', which the table does not have" in err and "did you mean 'id'?" in err
+    assert "Reference(" not in err and "EqualTo" not in err
 
 
 def test_usage_errors(table: mor.Table, warehouse: Path, capsys: pytest.CaptureFixture[str]) -> None:
