@@ -247,7 +247,6 @@ def history(args: argparse.Namespace) -> None:
     print_grids(grid)
 
 
-
 def live_rows(table: Table, snapshot_id: int) -> int:
     """The rows a scan of the snapshot returns: its data files' records less what its delete
     files delete (Iceberg's `total-records` counts deleted rows too)."""
