@@ -3,7 +3,7 @@ running the same statement on the same rows (spec/predicates.md).
 
 Tables hold nulls, NaN, infinities and -0.0, in one or more files, unpartitioned or partitioned
 by one of the filtered columns; predicates combine comparisons, IN / NOT IN, BETWEEN, null and
-NaN checks and prefix matches with AND / OR / NOT. Rows carry a unique id, so results compare
+NaN checks, prefix matches, LIKE patterns and casts with AND / OR / NOT. Rows carry a unique id, so results compare
 as lists sorted by id.
 """
 
@@ -74,6 +74,20 @@ prefix_matches = st.tuples(st.sampled_from(["starts with", "not starts with", "l
         f"{'NOT ' * t[0].startswith('not')}starts_with(s, '{t[1]}')",
     )
 )
+# SQL's LIKE, `%` and `_` anywhere (DuckDB has no default escape: a pattern without one means the same)
+like_patterns = st.tuples(st.booleans(), st.text(alphabet="ab%_B", max_size=4)).map(
+    lambda t: (f"s {'not ' * t[0]}like '{t[1]}'", f"s {'NOT ' * t[0]}LIKE '{t[1]}'")
+)
+# Casts of a column (whole numbers and text, where Spark SQL and DuckDB agree) and of a value
+casts = st.one_of(
+    st.tuples(st.sampled_from(["=", "<", ">="]), int_values).map(
+        lambda t: (f"cast(i as string) {t[0]} '{t[1]}'", f"cast(i as varchar) {t[0]} '{t[1]}'")
+    ),
+    st.tuples(st.sampled_from(["=", "<", ">="]), float_values).map(
+        lambda t: (f"i::double {t[0]} {t[1]}", f"cast(i as double) {t[0]} {t[1]}")
+    ),
+    st.tuples(st.sampled_from(["=", "!=", ">"]), int_values).map(lambda t: (f"i {t[0]} cast('{t[1]}' as bigint)", f"i {t[0]} {t[1]}")),
+)
 constants = st.sampled_from([("true", "true"), ("false", "false")])
 
 leaves = st.one_of(
@@ -82,6 +96,8 @@ leaves = st.one_of(
     _comparison("f"),
     nan_checks,
     prefix_matches,
+    like_patterns,
+    casts,
     constants,
 )
 

@@ -212,7 +212,11 @@ def _int_term(draw: st.DrawFn, depth: int = 0) -> str:
 
 @st.composite
 def _predicate(draw: st.DrawFn, depth: int = 0) -> str:
-    kind = draw(st.sampled_from(["cmp", "cmp", "str", "null", "and", "or", "not"] if depth < 2 else ["cmp", "str", "null"]))
+    kind = draw(st.sampled_from(["cmp", "cmp", "str", "like", "null", "and", "or", "not"] if depth < 2 else ["cmp", "str", "like", "null"]))
+    if kind == "like":  # SQL's LIKE on text and on whole numbers cast to text (the same words in DuckDB)
+        pattern = draw(st.text(alphabet="aAb1-%_", max_size=4))
+        subject = draw(st.sampled_from(["s", "lower(s)", f"cast({draw(_int_term())} as varchar)"]))
+        return f"{subject} {draw(st.sampled_from(['like', 'not like']))} '{pattern}'"
     if kind == "cmp":
         return f"{draw(_int_term())} {draw(st.sampled_from(['=', '!=', '<', '<=', '>', '>=']))} {draw(_int_term())}"
     if kind == "str":

@@ -296,3 +296,19 @@ def test_refusals_list_what_is_accepted_and_point_at_the_place(text: str, accept
         assert f"offset {offset}" in message, message
         caret = message.splitlines()[2].index("^") - 2
         assert caret == offset if offset <= 40 else caret == 43, message  # a long text is shown from 40 before, after '...'
+
+
+def test_folded_values_and_like_prefixes_prune_files(tmp_path: object) -> None:
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("s", pa.string()), ("d", pa.date32())])
+    table = mor.load_catalog(f"{tmp_path}/warehouse", create=True).create_table("db.t", schema=schema)
+    for i, (prefix, day) in enumerate([("cust", dt.date(2025, 6, 9)), ("shop", dt.date(2025, 5, 1)), ("cust", dt.date(2024, 1, 1))]):
+        table.append(pa.table({"id": [2 * i, 2 * i + 1], "s": [f"{prefix}_1a", f"{prefix}_2b"], "d": [day, day]}, schema=schema))
+
+    def files_and_ids(text: str) -> tuple[int, list[int]]:
+        return len(table.scan(filter=text).plan_files()), sorted(table.scan(filter=text).to_arrow().column("id").to_pylist())
+
+    assert files_and_ids("s like 'cust_1%'") == (2, [0, 4])
+    assert files_and_ids("s like 'shop%'") == (1, [2, 3])
+    assert files_and_ids("d >= current_date - interval 7 days") == (1, [0, 1])
+    assert files_and_ids("d >= cast('2025-05-01' as date) and s not like '%b'") == (2, [0, 2])
+    assert files_and_ids("d < '2025-01-01'::date - interval 1 month") == (1, [4, 5])
