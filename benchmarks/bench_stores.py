@@ -88,17 +88,7 @@ from tests.servers.s3 import MotoProcess, request_kind
 STORES = ("local", "s3", "gcs", "azure")
 BUCKET = "mor-bench"  # the bucket (S3, GCS) or container (Azure)
 SETTLE_SECONDS = 0.2  # an access log quiet this long has every line of the requests before
-# gcp-storage-emulator serves one request at a time (http.server.HTTPServer). pyarrow's GCS files
-# start a download of the whole object when first asked whether they are closed (every ReadAt
-# asks, as do Python's size() and tell(); arrow/cpp/src/arrow/filesystem/gcsfs.cc,
-# GcsRandomAccessFile::closed -> InitializeStream) and read it only for sequential reads (measured
-# with pyarrow 25.0.1: one more GET per opened data file). The emulator then blocks writing an
-# object larger than the socket buffers to a client that waits for its next answer, and a read of
-# large data files hangs. Run in a child process with a thread per request, it serves on.
-GCS_THREADED = (
-    "import http.server, runpy; http.server.HTTPServer = http.server.ThreadingHTTPServer; "
-    "runpy.run_module('gcp_storage_emulator', run_name='__main__')"
-)
+GCS_THREADED = gcs.THREADED  # a thread per request: tests/servers/gcs.py says why
 _REQUEST_LINE = re.compile(r'"(GET|HEAD|PUT|POST|DELETE|PATCH) (/\S*) HTTP/')
 
 

@@ -57,6 +57,16 @@ class GcsServer:
         urllib.request.urlopen(request, timeout=30).read()
 
 
+# The emulator serves one request at a time, and pyarrow's GCS file starts a whole-object
+# download it never reads (one more GET per opened data file): writing an object larger than
+# the socket buffers to a client waiting for its next answer, the emulator blocks, and the read
+# hangs. With a thread per request it serves on (benchmarks/bench_stores.py measures with it).
+THREADED = (
+    "import http.server, runpy; http.server.HTTPServer = http.server.ThreadingHTTPServer; "
+    "runpy.run_module('gcp_storage_emulator', run_name='__main__')"
+)
+
+
 def ensure_installed() -> None:
     """Install the emulator into this interpreter's environment unless it is there."""
     if importlib.util.find_spec("gcp_storage_emulator") is not None:
@@ -93,7 +103,7 @@ class GcsEmulator:
         self.log_path = self.folder / "emulator.log"
         self._log = open(self.log_path, "wb")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "gcp_storage_emulator", "start", "--host", "127.0.0.1", "--port", str(port), "--in-memory", "-q"],
+            [sys.executable, "-c", THREADED, "start", "--host", "127.0.0.1", "--port", str(port), "--in-memory", "-q"],
             stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
         )  # fmt: skip
         self.server = GcsServer(f"http://127.0.0.1:{port}", "mor-tests")
