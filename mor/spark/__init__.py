@@ -13,7 +13,7 @@ import importlib.util
 from typing import TYPE_CHECKING, Any
 
 from mor.lazy_names import load_lazily
-from mor.spark.errors import spark_errors
+from mor.spark.errors import SparkSetupError, spark_errors
 
 # pyspark >= 4.1 has Python data sources (format "mor"); on 3.5 only read_table's DataFrame plan works.
 HAS_PYTHON_SOURCE = importlib.util.find_spec("pyspark.sql.datasource") is not None
@@ -67,7 +67,8 @@ PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
 __all__ = [
     "FORMAT", "HAS_PYTHON_SOURCE", "MorDataSource", "MorTable", "compact", "delete", "merge", "read_table", "register",
-    "register_tables", "remove_orphan_files", "rewrite_position_deletes", "spark_errors", "update", "upsert",
+    "register_tables", "remove_orphan_files", "rewrite_position_deletes", "spark_errors", "SparkSetupError", "update",
+    "upsert",
 ]  # fmt: skip
 
 
@@ -95,7 +96,12 @@ def register(spark: SparkSession) -> None:
     sc.environment[PARALLELISM_ENV] = str(sc.defaultParallelism)
     # Writers convert TIMESTAMP_NTZ into timestamptz columns in the session's zone.
     sc.environment[SESSION_ZONE_ENV] = spark.conf.get("spark.sql.session.timeZone") or "UTC"
-    spark.dataSource.register(MorDataSource)
+    try:
+        spark.dataSource.register(MorDataSource)
+    except Exception as e:  # pyspark 4.3: a spark.newSession() refuses it as "already exists", yet cannot find it
+        if "DATA_SOURCE_ALREADY_EXISTS" not in str(e):
+            raise
+        logging.getLogger("mor.spark").info("mor.spark: Spark says format 'mor' is already registered: %s", e)
 
 
 def _register_with_active_session() -> None:

@@ -3,6 +3,8 @@
 Spark creates these objects in Python processes it starts itself (planner and executor
 workers), so everything here is pickled by reference from the installed `mor` package, and
 the objects hold only small, picklable state: a table reference, schemas and a row filter.
+A MorError raised here is what the worker reports, alone (mor/spark/errors.py `reported_alone`):
+Spark's message then reads `... Python data source instance: mor.errors.NoSuchTableError: ...`.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from mor.spark.changes import ChangesReader, plan_changes, wants_changes
+from mor.spark.errors import reported_alone, reported_alone_each
 from mor.spark.options import bool_option, read_options, table_ref
 from mor.spark.scan import ScanPlan, plan_scan, read_group
 
@@ -42,6 +45,10 @@ class MorDataSource(DataSource):
         return FORMAT
 
     def schema(self) -> StructType:
+        with reported_alone():
+            return self._schema()
+
+    def _schema(self) -> StructType:
         if wants_changes(self.options) or wants_change_stream(self.options):
             # A stream's range is set per micro-batch (mor/spark/changes_stream.py): its columns
             # are all this plan gives, whatever history is left.
@@ -51,6 +58,10 @@ class MorDataSource(DataSource):
         return plan.output
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        with reported_alone():
+            return self._reader(schema)
+
+    def _reader(self, schema: StructType) -> DataSourceReader:
         if wants_changes(self.options):  # the change feed (mor/spark/changes.py)
             return ChangesReader(plan_changes(table_ref(self.options), self.options))
         cls = MorFilteringReader if os.environ.get(PUSHDOWN_ENV) == "true" and PUSHDOWN_IS_SCOPED else MorReader
@@ -59,7 +70,8 @@ class MorDataSource(DataSource):
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         from mor.spark.write import MorWriter
 
-        return MorWriter(table_ref(self.options), self.options, schema, overwrite)
+        with reported_alone():
+            return MorWriter(table_ref(self.options), self.options, schema, overwrite)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         from mor.spark.stream_write import MorStreamWriter
@@ -94,13 +106,17 @@ class MorReader(DataSourceReader):
         self.plan = plan
 
     def partitions(self) -> list[InputPartition]:
+        with reported_alone():
+            return self._partitions()
+
+    def _partitions(self) -> list[InputPartition]:
         target = self.plan.options.partitions or int(os.environ.get(PARALLELISM_ENV) or os.cpu_count() or 1)
         groups = self.plan.packed_tasks(target)
         return [TaskGroup(group) for group in groups] if groups else [TaskGroup([])]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, TaskGroup)
-        return read_group(self.plan, partition.tasks)
+        return reported_alone_each(read_group(self.plan, partition.tasks))
 
 
 class MorFilteringReader(MorReader):
@@ -109,5 +125,6 @@ class MorFilteringReader(MorReader):
     with pushFilters otherwise)."""
 
     def pushFilters(self, filters: list[Filter]) -> list[Filter]:
-        self.plan = self.plan.with_pushed(filters)
+        with reported_alone():
+            self.plan = self.plan.with_pushed(filters)
         return filters  # Spark still evaluates each one: pruning only ever keeps too much

@@ -84,7 +84,11 @@ class MorTable:
 
     def __init__(self, spark: SparkSession, table: Table, alias: str | None = None, *, refresh: bool = True):
         """`refresh`: each verb first sees the commits made since (as Delta's table does);
-        False works on `table` as it is, as the local verbs do (mor/spark/functions.py)."""
+        False works on `table` as it is, as the local verbs do (mor/spark/functions.py). Registers
+        mor with `spark` (`mor.spark.register`: cheap once done), which the verbs read through."""
+        from mor.spark import register  # mor.spark imports this module lazily
+
+        register(spark)
         self.spark = spark
         self.table = table
         self._alias = alias

@@ -3,15 +3,18 @@ raised inside Spark jobs reaching the caller as themselves."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pyspark.errors import AnalysisException, PythonException
 from spark_helpers import SCHEMA, canonical, rows, spark_rows
 
 import mor
 import mor.spark
-from mor.errors import InvalidFilterError, MorError, NoSuchTableError
+from mor.errors import InvalidArgumentError, InvalidFilterError, MorError, NoSuchTableError
+from mor.spark import MorTable, SparkSetupError
 
 
 def sql_rows(spark: Any, query: str) -> list[tuple]:
@@ -76,3 +79,70 @@ def test_errors_inside_spark_jobs_reach_the_caller_as_mor_errors(spark: Any, cat
         with mor.spark.spark_errors():
             spark.sql("SELECT * FROM no_such_view_anywhere").collect()
     assert not isinstance(caught.value, MorError)
+
+
+def first_line(error: BaseException) -> str:
+    return str(error).splitlines()[0]
+
+
+def test_a_format_mor_read_names_the_mor_error_on_its_first_line(spark: Any, catalog: mor.Catalog, warehouse: Path, read_mor: Any) -> None:
+    catalog.create_table("db.events", SCHEMA).append(rows(range(10)))
+    nowhere = str(warehouse / "nowhere")
+    cases = [
+        (lambda: read_mor("db.missing"), NoSuchTableError, "table db.missing does not exist"),
+        (lambda: read_mor("db.events", filter="nope = 1"), InvalidFilterError, "nope"),
+        (lambda: read_mor("db.events", columns="id,nope"), InvalidFilterError, "nope"),
+        (lambda: spark.read.format("mor").option("warehouse", nowhere).load("db.events"), InvalidArgumentError, "no warehouse"),
+    ]
+    for read, error, words in cases:
+        # Straight through Spark: Spark's type, and the mor error alone on the first line.
+        with pytest.raises(AnalysisException) as caught:
+            read().collect()
+        assert f"mor.errors.{error.__name__}: " in first_line(caught.value) and words in first_line(caught.value)
+        assert "Traceback" not in str(caught.value)
+        # Through spark_errors: the mor type itself, its message first, Spark's error as the cause.
+        with pytest.raises(error) as typed:
+            with mor.spark.spark_errors():
+                read().collect()
+        assert words in first_line(typed.value) and not first_line(typed.value).startswith("[")
+        assert isinstance(typed.value.__cause__, AnalysisException)
+
+
+def test_mor_entry_points_raise_the_mor_error_itself(spark: Any, catalog: mor.Catalog, warehouse: Path) -> None:
+    catalog.create_table("db.events", SCHEMA).append(rows(range(10)))
+    calls = [
+        (lambda: mor.spark.read_table(spark, "db.missing", warehouse=str(warehouse)), NoSuchTableError),
+        (lambda: mor.spark.read_table(spark, "db.events", warehouse=str(warehouse), filter="nope = 1"), InvalidFilterError),
+        (lambda: MorTable.for_name(spark, "db.missing", warehouse=str(warehouse)), NoSuchTableError),
+        (lambda: MorTable.for_name(spark, "db.events", warehouse=str(warehouse)).delete("nope = 1"), InvalidFilterError),
+        (lambda: MorTable.for_name(spark, "db.events", warehouse=str(warehouse)).update("id = 1", {"nope": "1"}), InvalidArgumentError),
+        (lambda: mor.spark.register_tables(spark, warehouse=str(warehouse / "nowhere")), InvalidArgumentError),
+    ]
+    for call, error in calls:
+        with pytest.raises(error) as caught:
+            call()
+        assert not first_line(caught.value).startswith("[") and "Traceback" not in str(caught.value)
+
+
+def test_a_session_without_mor_registered_gets_a_hint(spark: Any, catalog: mor.Catalog, warehouse: Path) -> None:
+    catalog.create_table("db.events", SCHEMA).append(rows(range(3)))
+    other = spark.newSession()  # the same SparkContext, a session of its own: format "mor" not registered there
+    with pytest.raises(SparkSetupError, match=r"mor\.spark\.register\(spark\)") as caught:
+        with mor.spark.spark_errors():
+            other.read.format("mor").option("warehouse", str(warehouse)).load("db.events").collect()
+    assert "DATA_SOURCE_NOT_FOUND" in str(caught.value.__cause__)
+
+
+def test_workers_without_mor_get_a_hint() -> None:
+    # What Spark raises when its Python workers run an interpreter without mor (the data source is
+    # pickled by reference to the package): a worker traceback ending in the import error.
+    worker_text = (
+        "[PYTHON_DATA_SOURCE_ERROR] Failed to create Python data source instance: Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3/dist-packages/pyspark/serializers.py", line 460, in loads\n'
+        "ModuleNotFoundError: No module named 'mor'\n"
+    )
+    for spark_error in (AnalysisException(message=worker_text), PythonException(message=worker_text)):
+        with pytest.raises(SparkSetupError, match="PYSPARK_PYTHON") as caught:
+            with mor.spark.spark_errors():
+                raise spark_error
+        assert sys.executable in str(caught.value) and caught.value.__cause__ is spark_error
