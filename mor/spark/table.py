@@ -64,6 +64,7 @@ if TYPE_CHECKING:
 
     from mor.format.metadata import Snapshot
     from mor.maintenance.compact import CompactionResult
+    from mor.maintenance.expire import ExpireResult
 
 ColumnLike = str | Column
 
@@ -122,10 +123,7 @@ class MorTable:
         `version` (a snapshot id, or a time: a datetime or ISO text, the snapshot current then)
         made current again, in one commit (`Table.restore`)."""
         if isinstance(version, str):
-            try:
-                version = dt.datetime.fromisoformat(version)
-            except ValueError:
-                raise InvalidArgumentError(f"restore takes a snapshot id or a time (ISO text), not {version!r}") from None
+            version = _time(version, "restore takes a snapshot id or a time")
         return self._writable().restore(version)
 
     def alias(self, name: str) -> MorTable:
@@ -165,6 +163,22 @@ class MorTable:
         if snapshot_id is not None and name not in SNAPSHOT_TABLES:
             raise InvalidArgumentError(f"snapshot_id goes with {', '.join(sorted(SNAPSHOT_TABLES))}, not {name}")
         return self.spark.createDataFrame(read() if snapshot_id is None else read(snapshot_id))
+
+    @spark_errors()
+    def expire_snapshots(
+        self,
+        older_than: dt.timedelta | dt.datetime | str | None = None,
+        retain_last: int | None = None,
+        *,
+        allow_short_retention: bool = False,
+        dry_run: bool = False,
+    ) -> ExpireResult:
+        """`Table.expire_snapshots` on the table as of now: snapshots older than `older_than` (an
+        age, a time, or ISO text) beyond the newest `retain_last` of each branch removed, with the
+        files only they read; the table's retention settings apply, as locally."""
+        if isinstance(older_than, str):
+            older_than = _time(older_than, "expire_snapshots' older_than is an age or a time")
+        return self._writable().expire_snapshots(older_than, retain_last, allow_short_retention=allow_short_retention, dry_run=dry_run)
 
     def compact(self, *args: Any, **options: Any) -> CompactionResult:
         """`Table.compact` (its arguments, every option of it) with the bins rewritten on Spark's
@@ -255,6 +269,13 @@ class MorTable:
         unknown = [c for c in values if c not in names]
         if unknown:
             raise InvalidArgumentError(f"{verb} names columns {unknown} that table {table.identifier} does not have")
+
+
+def _time(text: str, what: str) -> dt.datetime:
+    try:
+        return dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise InvalidArgumentError(f"{what} (a time as ISO text: '2025-01-15 12:00'), not {text!r}") from None
 
 
 def _in_local_terms(condition: Any, values: Iterable[Any]) -> bool:

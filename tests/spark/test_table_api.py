@@ -3,16 +3,26 @@ copy-on-write), Delta's MERGE semantics, bad input refused with the table unchan
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from pyiceberg.expressions import EqualTo
 from spark_helpers import SCHEMA, canonical, rows, source_rows, spark_rows
 
 import mor
-from mor.errors import DuplicateKeyError, InvalidArgumentError, InvalidFilterError, MorError, SchemaMismatchError
+import mor.spark
+from mor.errors import (
+    DuplicateKeyError,
+    InvalidArgumentError,
+    InvalidFilterError,
+    MorError,
+    RetentionTooShortError,
+    SchemaMismatchError,
+)
 from mor.spark.table import MorTable
 
 
@@ -165,3 +175,55 @@ def test_history_compaction_and_read_only_tables(spark: Any, catalog: mor.Catalo
     assert spark_rows(static.toDF()) == expected
     with pytest.raises(MorError, match="read-only"):
         static.delete("id = 1")
+
+
+def test_every_verb_returns_the_snapshot_it_commits_and_none_when_nothing_changes(
+    spark: Any, catalog: mor.Catalog, warehouse: Path
+) -> None:
+    table = catalog.create_table("db.t", SCHEMA)
+    table.append(rows(range(0, 20)))
+    table.append(rows(range(20, 30)))
+    t = MorTable.for_name(spark, "db.t", warehouse=str(warehouse))
+    source = spark.createDataFrame(source_rows([1, 2, 100], n=7).to_pandas())
+    verbs = [
+        lambda: t.delete("id = 0"),
+        lambda: t.delete(EqualTo("id", 1)),
+        lambda: t.delete("id >= 20"),  # every row of the second file
+        lambda: t.delete("id = 2", mode="copy-on-write"),
+        lambda: t.update("id = 3", set={"n": "n + 1"}),
+        lambda: t.update(EqualTo("id", 4), set={"n": pc.field("n") + 1}),
+        lambda: t.merge(source, ["id"]).when_matched_update_all().when_not_matched_insert_all().execute(),
+        lambda: t.alias("t").merge(source.alias("s"), "t.id = s.id").when_matched_delete().execute(),
+        lambda: t.upsert(source, ["id"]),
+        lambda: mor.spark.delete(spark, table.refresh(), "id = 5"),
+        lambda: t.delete(),  # every row
+    ]
+    for verb in verbs:
+        snapshot = verb()
+        assert snapshot is not None and snapshot == table.refresh().current_snapshot()
+    nothing = [
+        lambda: t.delete("id = 12345"),
+        lambda: t.update("id = 12345", set={"n": "n + 1"}),
+        lambda: t.merge(source, ["id"]).when_matched_delete().execute(),
+    ]
+    current = table.refresh().current_snapshot()
+    for verb in nothing:
+        assert verb() is None
+    assert table.refresh().current_snapshot() == current
+
+
+def test_expire_snapshots_and_restore_from_spark(spark: Any, catalog: mor.Catalog, warehouse: Path) -> None:
+    table = catalog.create_table("db.t", SCHEMA)
+    table.append(rows(range(0, 10)))
+    first = table.current_snapshot()
+    table.delete("id < 5")
+    t = MorTable.for_name(spark, "db.t", warehouse=str(warehouse))
+    restored = t.restore(first.snapshot_id)
+    assert restored == table.refresh().current_snapshot() and table.scan().to_arrow().num_rows == 10
+    with pytest.raises(RetentionTooShortError, match="allow_short_retention"):
+        t.expire_snapshots(older_than=dt.timedelta(0))
+    older = {s.snapshot_id for s in table.refresh().snapshots()} - {restored.snapshot_id}
+    expired = t.expire_snapshots(older_than=dt.datetime.now(dt.UTC).isoformat(), allow_short_retention=True)
+    assert older and set(expired.expired_snapshot_ids) == older
+    assert [s.snapshot_id for s in table.refresh().snapshots()] == [restored.snapshot_id]
+    assert spark_rows(t.to_df()) == canonical(rows(range(0, 10)))
