@@ -13,7 +13,9 @@ given keep the target's, insert values not given are null.
 
 Bad input is refused before anything is written: a condition Spark cannot resolve is an
 InvalidFilterError, a value that does not store into its column a SchemaMismatchError (store
-assignment as for writes, mor/spark/store_assignment.py).
+assignment as for writes, mor/spark/store_assignment.py). A string into a date or timestamp
+column is parsed as Spark's CAST parses it; one that does not parse fails the job that writes
+the changes, with a SchemaMismatchError naming the column, and nothing is committed.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema as spark_to_arrow_schema
+from pyspark.sql.types import DataType, StringType
 
 from mor.api.table import Table
 from mor.commit.snapshot_producer import Changes, Validator
@@ -40,7 +43,7 @@ from mor.format.spec import ROW_ID_NAME
 from mor.spark.apply_changes import WRITE_COLUMN, TargetRows, apply_changes, target_rows
 from mor.spark.columns import to_column
 from mor.spark.file_paths import FILE_COLUMN, POS_COLUMN
-from mor.spark.store_assignment import check_assignable
+from mor.spark.store_assignment import check_assignable, parses_text
 from mor.spark.types import spark_type
 
 if TYPE_CHECKING:
@@ -183,12 +186,27 @@ def _stored(table: Table, rows: DataFrame, values: Mapping[str, Column]) -> list
     stores into its column (SchemaMismatchError before anything is written)."""
     fields = table.schema().fields
     typed = rows.select(*[values[f.name].alias(f.name) for f in fields]).schema
+    texts = [f for f, t in zip(fields, typed.fields) if isinstance(t.dataType, StringType) and parses_text(f.field_type)]
+    if texts:
+        values = {**values, **{f.name: _parsed(values[f.name], f.name, spark_type(f.field_type)) for f in texts}}
+        typed = rows.select(*[values[f.name].alias(f.name) for f in fields]).schema
     try:
         arrow = spark_to_arrow_schema(typed, timezone="UTC")
     except (TypeError, NotImplementedError) as e:
         raise SchemaMismatchError(f"values of {typed.simpleString()} cannot be written: {e}") from e
     check_assignable(arrow, table.schema())
     return [values[f.name].cast(spark_type(f.field_type)) for f in fields]
+
+
+def _parsed(text: Column, name: str, target: DataType) -> Column:
+    """A string value parsed into a date or timestamp column as Spark's CAST parses it. A string
+    that does not parse stops the job with a message in the shape of a mor error's line, which
+    mor/spark/errors.py raises on the driver as that error."""
+    parsed = text.try_cast(target)
+    refusal = F.concat(
+        F.lit(f"mor.errors.SchemaMismatchError: column {name!r}: '"), text, F.lit(f"' is not a {target.simpleString()} value")
+    )
+    return F.when(text.isNull() | parsed.isNotNull(), parsed).otherwise(F.raise_error(refusal))
 
 
 def _row_ids(target: TargetRows, row_id: Column) -> list[Column]:

@@ -15,6 +15,12 @@ the conversion never changes a value:
 Anything else that `check_fits` refuses (long into int, string into int, ...) stays refused,
 before any file is written. Only top-level columns convert (a timestamp inside a struct must
 already have the table's zone-ness).
+
+UPDATE and MERGE values take one more, as Delta's `update`/`merge` do (Spark's INSERT store
+assignment refuses it): a string (`set={"ts": "'2030-01-01 00:00:00'"}`) into a `date`,
+`timestamp` or `timestamptz` column is parsed as Spark's CAST parses it (a `timestamptz` in the
+session time zone); a string that is no such value is a SchemaMismatchError naming the column
+(`parses_text`, applied in mor/spark/sql_dml.py).
 """
 
 from __future__ import annotations
@@ -22,12 +28,19 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyiceberg.schema import Schema
+from pyiceberg.types import DateType, IcebergType, TimestampType, TimestamptzType
 
 from mor.format.arrow_types import to_arrow_schema
 from mor.write.arrow_schema import check_fits
 
 # Where `mor.spark.register` leaves the session time zone for the Python workers Spark starts.
 SESSION_ZONE_ENV = "MOR_SESSION_TIME_ZONE"
+
+
+def parses_text(target: IcebergType) -> bool:
+    """Does a string value of UPDATE or MERGE parse into a column of type `target` (see the
+    module docstring)?"""
+    return isinstance(target, (DateType, TimestampType, TimestamptzType))
 
 
 def assigned_type(source: pa.DataType, target: pa.DataType) -> pa.DataType:

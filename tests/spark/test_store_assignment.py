@@ -12,6 +12,7 @@ import pyarrow as pa
 import pytest
 
 import mor
+from mor.errors import SchemaMismatchError
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("ts", pa.timestamp("us")), ("n", pa.int64())])
 
@@ -73,3 +74,40 @@ def test_a_zone_less_time_in_a_condition_is_read_in_the_session_zone(new_york_se
     table.append(pa.table({"id": [2], "ts": [dt.datetime(2024, 5, 6, 5, 0, tzinfo=utc)]}, schema=schema))
     MorTable.for_name(new_york_session, "db.t", warehouse=str(warehouse)).delete("ts < '2024-05-06 00:00'")
     assert table.refresh().scan().to_arrow().column("id").to_pylist() == [2]
+
+
+DATES = pa.schema(
+    [
+        pa.field("id", pa.int64(), nullable=False),
+        ("ts", pa.timestamp("us")),
+        ("tz", pa.timestamp("us", tz="UTC")),
+        ("d", pa.date32()),
+    ]
+)
+
+
+def test_strings_into_date_and_time_columns_of_update_and_merge(spark: Any, catalog: mor.Catalog, warehouse: Path) -> None:
+    from mor.spark import MorTable
+
+    table = catalog.create_table("db.t", schema=DATES)
+    table.append(pa.table({"id": [1, 2], "ts": [None, None], "tz": [None, None], "d": [None, None]}, schema=DATES))
+    t = MorTable.for_name(spark, "db.t", warehouse=str(warehouse))
+    t.update("id = 1", set={"ts": "'2030-01-01 00:00:00'", "tz": "'2030-01-01 12:30:00'", "d": "'2030-01-02'"})
+    source = spark.createDataFrame([(2,), (3,)], "id long")
+    (
+        t.alias("t")
+        .merge(source.alias("s"), "t.id = s.id")
+        .when_matched_update(set={"ts": "'2031-02-03 04:05:06.5'"})
+        .when_not_matched_insert(values={"id": "s.id", "d": "'2032-12-31'"})
+        .execute()
+    )
+    utc = dt.UTC
+    assert sorted(table.refresh().scan().to_arrow().to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 1, "ts": dt.datetime(2030, 1, 1), "tz": dt.datetime(2030, 1, 1, 12, 30, tzinfo=utc), "d": dt.date(2030, 1, 2)},
+        {"id": 2, "ts": dt.datetime(2031, 2, 3, 4, 5, 6, 500000), "tz": None, "d": None},
+        {"id": 3, "ts": None, "tz": None, "d": dt.date(2032, 12, 31)},
+    ]
+    before = table.metadata_location
+    with pytest.raises(SchemaMismatchError, match="column 'ts': 'next tuesday' is not a timestamp_ntz"):
+        t.update("id = 1", set={"ts": "'next tuesday'"})
+    assert table.refresh().metadata_location == before
