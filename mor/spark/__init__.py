@@ -2,6 +2,7 @@
 native Parquet scan filtered by mor's delete functions, a small jar added to the session), and
 distributed DELETE/UPDATE/MERGE. Needs the `mor[spark]` extra (pyspark >= 4.1; reads also on 3.5).
 
+    spark = mor.spark.session()          # a session ready for mor: workers' Python, UTC, jars, registered
     import mor.spark                     # registers format "mor" with the active session, if any
     mor.spark.register(spark)            # or explicitly
     df = spark.read.format("mor").option("warehouse", "warehouse").load("db.events")
@@ -29,6 +30,7 @@ _LAZY = {
     "compact": "mor.spark.maintenance",
     "rewrite_position_deletes": "mor.spark.maintenance",
     "remove_orphan_files": "mor.spark.orphans",
+    "session": "mor.spark.sessions",
     "FORMAT": "mor.spark.source",
     "PARALLELISM_ENV": "mor.spark.source",
     "PUSHDOWN_ENV": "mor.spark.source",
@@ -47,6 +49,7 @@ if TYPE_CHECKING:
     from mor.spark.functions import delete, merge, update, upsert
     from mor.spark.maintenance import compact, rewrite_position_deletes
     from mor.spark.orphans import remove_orphan_files
+    from mor.spark.sessions import session
     from mor.spark.source import FORMAT, MorDataSource
     from mor.spark.source import PARALLELISM_ENV as PARALLELISM_ENV
     from mor.spark.source import PUSHDOWN_ENV as PUSHDOWN_ENV
@@ -67,8 +70,8 @@ PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
 __all__ = [
     "FORMAT", "HAS_PYTHON_SOURCE", "MorDataSource", "MorTable", "compact", "delete", "merge", "read_table", "register",
-    "register_tables", "remove_orphan_files", "rewrite_position_deletes", "spark_errors", "SparkSetupError", "update",
-    "upsert",
+    "register_tables", "remove_orphan_files", "rewrite_position_deletes", "session", "spark_errors", "SparkSetupError",
+    "update", "upsert",
 ]  # fmt: skip
 
 
