@@ -21,7 +21,7 @@ def sql_rows(spark: Any, query: str) -> list[tuple]:
     return spark_rows(spark.sql(query))
 
 
-def test_register_tables_makes_every_table_a_view_refreshed_on_request(
+def test_register_tables_makes_every_table_a_view_that_sees_every_commit(
     spark: Any, catalog: mor.Catalog, warehouse: Path
 ) -> None:
     events = catalog.create_table("db.events", SCHEMA)
@@ -34,12 +34,18 @@ def test_register_tables_makes_every_table_a_view_refreshed_on_request(
     assert sql_rows(spark, "SELECT * FROM db_events") == canonical(events.scan().to_arrow())
     assert sql_rows(spark, "SELECT count(*) FROM other_things") == [(5,)]
 
-    before = canonical(events.scan().to_arrow())
-    events.delete("id < 10")  # a view keeps the snapshot it was planned on, until registered again
-    assert sql_rows(spark, "SELECT * FROM db_events") == before
-    mor.spark.register_tables(spark, warehouse=str(warehouse))
+    # Commits after the views were made, by MorTable in this session and by the local API: every
+    # query sees the table's current snapshot, with no register_tables in between.
+    MorTable.for_name(spark, "db.events", warehouse=str(warehouse)).delete("id < 10")
+    assert sql_rows(spark, "SELECT count(*) FROM db_events") == [(10,)]
+    events.refresh().delete("id = 15")
+    assert sql_rows(spark, "SELECT count(*) FROM db_events") == [(9,)]
     assert sql_rows(spark, "SELECT * FROM db_events") == canonical(events.refresh().scan().to_arrow())
-    assert len(before) > len(sql_rows(spark, "SELECT * FROM db_events"))
+    events.append(rows([50]))
+    assert sql_rows(spark, "SELECT count(*) FROM db_events WHERE id > 12") == [(7,)]
+    first = events.snapshots()[0].snapshot_id  # the catalog under the views reads by name, and time travels
+    catalog_name = next(t for t in spark.catalog.listCatalogs() if t.name.startswith("mor_tables_")).name
+    assert sql_rows(spark, f"SELECT count(*) FROM {catalog_name}.db.events VERSION AS OF {first}") == [(20,)]
 
     catalog.create_table("db.later", SCHEMA).append(rows([7]))
     assert mor.spark.register_tables(spark, warehouse=str(warehouse), namespace="db") == {
@@ -47,6 +53,9 @@ def test_register_tables_makes_every_table_a_view_refreshed_on_request(
         "db.later": "db_later",
     }
     assert sql_rows(spark, "SELECT id FROM db_later") == [(7,)]
+    catalog.drop_table("db.later")
+    with pytest.raises(AnalysisException, match="mor.errors.NoSuchTableError: table db.later does not exist"):
+        spark.sql("SELECT id FROM db_later").collect()
 
 
 def test_a_view_created_in_sql_with_using_mor(spark: Any, catalog: mor.Catalog, warehouse: Path) -> None:
