@@ -160,7 +160,7 @@ def check_history(table: mor.Table, ops: list[Op], serializable: bool, in_flight
 
 
 def test_eight_writers_on_disjoint_rows_never_conflict(tmp_path: Path) -> None:
-    table, ops = run_writers(tmp_path, 50, "disjoint", {"mor.dml.replan.num-retries": "0"})
+    table, ops = run_writers(tmp_path, 25, "disjoint", {"mor.dml.replan.num-retries": "0"})
     assert [op for op in ops if op.result == "conflict"] == []
     check_history(table, ops, serializable=True)
 
@@ -168,7 +168,7 @@ def test_eight_writers_on_disjoint_rows_never_conflict(tmp_path: Path) -> None:
 @pytest.mark.parametrize("level", ["serializable", "snapshot"])
 def test_eight_writers_on_shared_rows_conflict_exactly_as_the_isolation_level_says(tmp_path: Path, level: str) -> None:
     properties = {f"write.{kind}.isolation-level": level for kind in ("delete", "update", "merge")}
-    table, ops = run_writers(tmp_path, 50, "contended", {**properties, "mor.dml.replan.num-retries": "0"})
+    table, ops = run_writers(tmp_path, 30, "contended", {**properties, "mor.dml.replan.num-retries": "0"})
     results = Counter(op.result for op in ops)
     assert results["conflict"] > 0 and results["ok"] > 0, results  # the workload does contend
     check_history(table, ops, serializable=level == "serializable")

@@ -40,16 +40,13 @@ LOOPBACK = "127.0.0.1"
 # its own, and for a subset of a parametrized test (keeping the cluster run within minutes).
 CLUSTER_TESTS: tuple[str, ...] = (
     "test_dml.py::test_spark_verb_leaves_the_rows_the_local_verb_leaves[partitioned-delete]",
-    "test_dml.py::test_spark_verb_leaves_the_rows_the_local_verb_leaves[partitioned-update]",
     "test_dml.py::test_spark_verb_leaves_the_rows_the_local_verb_leaves[partitioned-merge]",
-    "test_dml.py::test_spark_verb_leaves_the_rows_the_local_verb_leaves[partitioned-upsert]",
     "test_read.py::test_every_snapshot_reads_as_the_local_reader[cat-day]",
     "test_write.py::test_appends_round_trip_through_mor_spark_and_pyiceberg",
     "test_write.py::test_first_write_creates_a_partitioned_table",
     "test_write.py::test_overwrite_replaces_data_and_deletes_in_one_snapshot",
     "test_fast_path.py::test_delete_free_files_go_native_and_the_rest_through_mor",
     "test_fast_path.py::test_lists_maps_and_structs_read_natively_and_through_mor",
-    "test_dataframe_plan.py::test_position_equality_deletes_upserts_and_merges[cat-day]",
     "test_dataframe_plan.py::test_deletion_vectors",
     "test_dataframe_plan.py::test_one_key_column_with_nulls[i]",
     "test_dataframe_plan.py::test_metadata_columns_name_each_row_as_the_table_does[3]",

@@ -480,7 +480,6 @@ def test_s3a_detection_and_paths(spark: Any) -> None:
     assert spark_read_path("s3://bucket/some/key.parquet") == "s3a://bucket/some/key.parquet"
 
 
-@pytest.mark.cluster
 def test_object_storage_reads_natively_at_every_snapshot(spark: Any, s3_server: Any, tmp_path: Path, caplog: Any) -> None:
     """Tables on the S3 test server through s3a: the interop scenarios (every delete kind, v2
     and v3) at every snapshot through the JVM path, the executors loading delete files and
