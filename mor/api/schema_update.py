@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyiceberg.schema import Schema
-from pyiceberg.types import IcebergType, ListType, MapType, NestedField, StructType, UnknownType
+from pyiceberg.types import DecimalType, IcebergType, ListType, MapType, NestedField, StructType, UnknownType
 
 from mor.api.schema_rules import SchemaEditor, iceberg_type, is_promotion, protected_fields
 from mor.commit.retry import RetryPolicy
@@ -34,11 +34,16 @@ from mor.errors import CommitConflictError, InvalidArgumentError, SchemaEvolutio
 from mor.format.arrow_types import default_array, to_arrow_type
 from mor.format.metadata import TableMetadata, same_schema
 from mor.write.arrow_schema import check_unique_names, conform
+from mor.write.decimals import MAX_PRECISION
+from mor.write.safe_casts import WIDEN_HINT
 
 if TYPE_CHECKING:
     from mor.api.table_parts import TableParts
 
 STRICT, MERGE = "strict", "merge"
+
+# What a strict append says when a value is too large for its decimal column.
+APPEND_WIDEN_HINT = 'append(..., schema_mode="merge") widens the column to {type} (or table.update_schema().widen({name!r}, {type}))'
 
 
 class UpdateSchema:
@@ -177,7 +182,7 @@ def check_schema_mode(schema_mode: str | None) -> str:
 
 
 def prepare_append(
-    metadata: TableMetadata, tables: Iterator[pa.Table], schema_mode: str | None
+    metadata: TableMetadata, tables: Iterator[pa.Table], schema_mode: str | None, widen_hint: str = WIDEN_HINT
 ) -> tuple[Schema, Iterator[pa.Table], Schema | None]:
     """(the schema to write with, the rows conformed to it, the new schema to commit or None).
 
@@ -185,13 +190,18 @@ def prepare_append(
     "merge": columns and struct fields of the data that the table lacks are added (optional,
     new ids, at the end of their struct); a column whose type is a promotion of the table's
     (int -> long, float -> double, decimal precision up; e.g. int64 data for an int32 column)
-    is widened; other type differences are still a SchemaMismatchError. Optional columns (and
+    is widened, and so is a decimal column of another scale than the data's when the data's
+    type has more digits before the point (decimal(14, 4) data, 10 digits, makes a
+    decimal(10, 2) column decimal(12, 2): Iceberg never changes a scale); other type
+    differences are still a SchemaMismatchError. Values are then fitted by value (`conform`:
+    rounded HALF_UP to the column's scale; `widen_hint` says how to widen a decimal column too
+    narrow for a value in strict mode). Optional columns (and
     struct fields) the data lacks are written as nulls; a missing required one is an error.
     The schema is taken from the first batch: a later batch with other new columns does not fit.
     """
     schema = metadata.schema()
     if check_schema_mode(schema_mode) == STRICT:
-        return schema, (conform(with_write_defaults(rows, schema), schema) for rows in tables), None
+        return schema, (conform(with_write_defaults(rows, schema), schema, widen_hint) for rows in tables), None
     first = next(tables, None)
     if first is None:
         return schema, iter(()), None
@@ -236,6 +246,9 @@ def _merge_type(editor: SchemaEditor, path: str, current: IcebergType, incoming:
             new = iceberg_type(incoming, path)
         except SchemaEvolutionError:
             return  # conform names the mismatch
+        if isinstance(current, DecimalType) and isinstance(new, DecimalType) and new.scale != current.scale:
+            # Iceberg keeps a decimal's scale: the column gets the digits before the point the data has
+            new = DecimalType(min(new.precision - new.scale + current.scale, MAX_PRECISION), current.scale)
         if new != current and new.is_primitive and is_promotion(current, new):
             editor.widen(path, new)
 

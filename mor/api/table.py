@@ -175,7 +175,9 @@ class Table(TableMaintenance, TableDefinition, TableSnapshots):
         (`__arrow_c_stream__`); see mor/api/inputs.py. A reader, stream or iterator of batches
         is streamed: memory stays at a few row groups per open partition, and files roll at
         `write.target-file-size-bytes`. Values are fitted to the table's types as Spark's store
-        assignment does: narrowing only when every value fits (mor/write/safe_casts.py).
+        assignment does: narrowing only when every value fits (mor/write/safe_casts.py), numbers
+        into decimal columns by value, rounded HALF_UP to the column's scale
+        (mor/write/decimals.py).
         `schema_mode="merge"` adds the data's new columns and
         struct fields to the schema (optional), widens a column the data holds a promotion of
         (int64 data for an int column makes it long) and writes missing optional columns as
@@ -183,7 +185,7 @@ class Table(TableMaintenance, TableDefinition, TableSnapshots):
         SchemaMismatchError. See prepare_append in mor/api/schema_update.py.
         `progress`: rows and bytes written, stage "write rows" (mor/progress.py).
         `branch`: commit to that branch instead of main (as every write verb takes it)."""
-        from mor.api.schema_update import prepare_append  # imported on first use: a read needs no writer
+        from mor.api.schema_update import APPEND_WIDEN_HINT, prepare_append  # imported on first use: a read needs no writer
         from mor.commit.snapshot_producer import Changes
         from mor.write.parquet_files import WriteOptions
         from mor.write.rolling import RollingDataWriter, write_rows
@@ -195,7 +197,8 @@ class Table(TableMaintenance, TableDefinition, TableSnapshots):
         idem = Idempotency.of(idempotency)
         if (earlier := committed_before(self, idem)) is not None:
             return earlier
-        schema, rows, new_schema = prepare_append(self.metadata, as_tables(data, "the data to append"), schema_mode)
+        tables = as_tables(data, "the data to append")
+        schema, rows, new_schema = prepare_append(self.metadata, tables, schema_mode, APPEND_WIDEN_HINT)
         rows = ConstraintCheck(table_constraints(self.metadata.properties), schema).checked(rows)
         writer = RollingDataWriter(
             self.io, self.location, schema, self.spec(), WriteOptions(self.metadata.properties), sort_order=self.metadata.sort_order

@@ -8,7 +8,7 @@ from pyiceberg.schema import Schema
 
 from mor.errors import SchemaMismatchError
 from mor.format.arrow_types import to_arrow_schema
-from mor.write.safe_casts import narrowed
+from mor.write.safe_casts import WIDEN_HINT, narrowed
 
 
 def _compatible(source: pa.DataType, target: pa.DataType) -> bool:
@@ -82,12 +82,14 @@ def check_fits(source: pa.Schema, schema: Schema, nullable_into_required: bool =
             raise SchemaMismatchError(f"column {f.name!r} is required in the table but nullable in the data")
 
 
-def conform(data: pa.Table, schema: Schema) -> pa.Table:
+def conform(data: pa.Table, schema: Schema, widen_hint: str = WIDEN_HINT) -> pa.Table:
     """`data` cast to the table's Arrow schema, or SchemaMismatchError naming the difference:
-    widening casts always, narrowing ones when every value fits (mor/write/safe_casts.py)."""
+    widening casts always, narrowing ones when every value fits (mor/write/safe_casts.py),
+    numbers into decimal columns by value, rounded HALF_UP (mor/write/decimals.py; `widen_hint`
+    says how to widen a decimal column too narrow for a value)."""
     target = to_arrow_schema(schema)
     check_unique_names(data.schema, "the data")
-    data = narrowed(data, target)
+    data = narrowed(data, target, widen_hint)
     check_fits(data.schema, schema)
     for f in target:
         if not f.nullable and data.column(f.name).null_count > 0:

@@ -10,10 +10,14 @@ with the column and the first value that does not fit:
 - a floating-point number into an integer column: every value integral and in range (3.0 is
   3; 3.5, NaN and infinities are refused);
 - a timestamp into another unit (pandas' nanoseconds into Iceberg's microseconds): no value
-  with a finer part than the column keeps. Zone-ness must still match (`check_fits`).
+  with a finer part than the column keeps. Zone-ness must still match (`check_fits`);
+- a decimal of another precision or scale, an integer or a double into a decimal column:
+  every value, rounded HALF_UP to the column's scale, within its precision (polars'
+  Decimal(38, 2) into decimal(10, 2); `pc.field("amount") * 1.1` back into decimal(5, 2)): the
+  rules are mor/write/decimals.py's.
 
-Nothing else narrows: a narrower decimal, a double into a float, a date into a timestamp
-stay refused, as Iceberg's promotion rules have them. Fields of structs, list elements and
+Nothing else narrows: a double into a float, a date into a timestamp stay refused, as
+Iceberg's promotion rules have them. Fields of structs, list elements and
 map keys and values narrow by the same rules (a pandas round trip makes a struct's int32
 field int64); an error names the field by its dotted path (`info.a`).
 """
@@ -24,13 +28,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from mor.errors import SchemaMismatchError
+from mor.write.decimals import changes_value, fits_decimal, to_decimal
+
+# How to make a decimal column hold larger values, said when a value does not fit it.
+WIDEN_HINT = "table.update_schema().widen({name!r}, {type}) widens the column to hold them"
 
 
-def narrowed(data: pa.Table, target: pa.Schema) -> pa.Table:
+def narrowed(data: pa.Table, target: pa.Schema, widen_hint: str = WIDEN_HINT) -> pa.Table:
     """`data` with each column that narrows (itself or a nested field) into the same-named
     column of `target` cast to its type; SchemaMismatchError naming the column (or nested
-    field) and a value that does not fit. Other columns are left as they are (for
-    `check_fits` to judge)."""
+    field) and a value that does not fit (`widen_hint`: how to widen a decimal column, see
+    mor/write/decimals.py). Other columns are left as they are (for `check_fits` to judge)."""
     for i, field in enumerate(data.schema):
         j = target.get_field_index(field.name)
         if j < 0 or not narrows(field.type, target.field(j).type):
@@ -39,11 +47,13 @@ def narrowed(data: pa.Table, target: pa.Schema) -> pa.Table:
         column = data.column(i)
         if _is_nested(column_type):
             for chunk in column.chunks:
-                _check_nested(chunk, column_type, field.name)  # names the nested field that does not fit
+                _check_nested(chunk, column_type, field.name, widen_hint)  # names the nested field that does not fit
             # Only the narrowing fields change type (the rest is check_fits' to judge). Unsafe:
             # the values were checked, and a value under a null parent is never read.
             column_type = _narrowed_type(field.type, column_type)
             column = column.cast(column_type, safe=False)
+        elif pa.types.is_decimal(column_type):
+            column = to_decimal(column, field.name, column_type, widen_hint)
         else:
             column = _checked_cast(column, field.name, column_type)
         data = data.set_column(i, field.with_type(column_type), column)
@@ -69,6 +79,8 @@ def narrows(source: pa.DataType, target: pa.DataType) -> bool:
         return True
     if pa.types.is_timestamp(source) and pa.types.is_timestamp(target):
         return (source.tz is None) == (target.tz is None) and source.unit != target.unit
+    if pa.types.is_decimal(target) and fits_decimal(source):
+        return changes_value(source, target)
     return False
 
 
@@ -99,7 +111,7 @@ def _narrowed_type(source: pa.DataType, target: pa.DataType) -> pa.DataType:
     return target
 
 
-def _check_nested(values: pa.Array, target: pa.DataType, path: str) -> None:
+def _check_nested(values: pa.Array, target: pa.DataType, path: str, widen_hint: str) -> None:
     """SchemaMismatchError naming the nested field (`info.a`, `tags.element`, `attrs.value`)
     whose values do not all fit `target`'s type for it. Children are read with their parents'
     nulls applied, so a value under a null struct is not judged."""
@@ -110,14 +122,33 @@ def _check_nested(values: pa.Array, target: pa.DataType, path: str) -> None:
         children = dict(zip([source.field(k).name for k in range(source.num_fields)], values.flatten()))
         for f in target:
             if f.name in children:
-                _check_nested(children[f.name], f.type, f"{path}.{f.name}")
+                _check_nested(children[f.name], f.type, f"{path}.{f.name}", widen_hint)
     elif pa.types.is_map(source):
-        _check_nested(values.keys, target.key_type, f"{path}.key")
-        _check_nested(values.items, target.item_type, f"{path}.value")
+        _check_nested(values.keys, target.key_type, f"{path}.key", widen_hint)
+        _check_nested(values.items, target.item_type, f"{path}.value", widen_hint)
     elif _is_list(source):
-        _check_nested(values.flatten(), target.value_type, f"{path}.element")
+        _check_nested(values.flatten(), target.value_type, f"{path}.element", widen_hint)
+    elif pa.types.is_decimal(target):
+        _check_nested_decimal(pa.chunked_array([values], source), path, target, widen_hint)
     else:
         _checked_cast(pa.chunked_array([values], source), path, target)
+
+
+def _check_nested_decimal(values: pa.ChunkedArray, path: str, target: pa.DataType, widen_hint: str) -> None:
+    """SchemaMismatchError unless every value fits decimal `target` without rounding: the
+    nested column is cast by Arrow, which does not round as a top-level column is rounded."""
+    fitted = to_decimal(values, path, target, widen_hint)
+    try:
+        changed = pc.fill_null(pc.not_equal(values.cast(target, safe=False), fitted), False)
+    except pa.ArrowException:
+        changed = pc.is_valid(values)
+    index = pc.index(changed, True).as_py()
+    if index is not None and index >= 0:
+        value = values[index].as_py()
+        raise SchemaMismatchError(
+            f"column {path!r}: value {value} needs rounding to fit the table's decimal({target.precision}, {target.scale}); "
+            "mor rounds decimals in top-level columns only: round it first"
+        )
 
 
 def _checked_cast(column: pa.ChunkedArray, name: str, target: pa.DataType) -> pa.ChunkedArray:

@@ -375,7 +375,7 @@ def test_row_level_changes_keyed_by_the_type(catalog: mor.Catalog, case: Case, l
     table.delete(eq(v[1]), mode="copy-on-write")
     model = [r for r in model if not _matches(r["c"], v[1])]
     assert_table_is(table, model, "copy-on-write delete")
-    table.update({"p": "updated"}, where=eq(v[2]))
+    table.update({"p": "'updated'"}, where=eq(v[2]))
     model = [{**r, "p": "updated"} if _matches(r["c"], v[2]) else r for r in model]
     assert_table_is(table, model, "update of another column")
     moved = next((r["id"] for r in model if r["c"] is not None and r["c"] == v[3]), -1)
@@ -553,14 +553,18 @@ def test_row_group_bounds_of_foreign_physical_forms(tmp_path: Any, arrow_type: p
 
 
 def test_decimals_of_fewer_digits_append_to_a_wider_column(catalog: mor.Catalog) -> None:
-    """pyarrow infers decimal(3, 2) from Decimal("1.50"): it fits decimal(9, 2). More digits or
-    another scale would change values, and are refused."""
+    """pyarrow infers decimal(3, 2) from Decimal("1.50"): it fits decimal(9, 2). Another
+    precision or scale fits by value (rounded HALF_UP to the column's scale, mor/write/decimals.py);
+    a value with too many digits before the point is refused."""
     table = table_of(catalog, _decimal_case(9, 2))
     table.append(pa.table({"id": pa.array([1], pa.int64()), "c": [Decimal("1.50")], "p": pa.array([None], pa.string())}))
     assert table.scan().to_arrow().column("c").to_pylist() == [Decimal("1.50")]
-    for wrong in (pa.decimal128(10, 2), pa.decimal128(9, 3), pa.decimal128(9, 1)):
-        with pytest.raises(SchemaMismatchError, match="'c'"):
-            table.append(pa.table({"id": pa.array([2], pa.int64()), "c": pa.array([Decimal("1.5")], wrong), "p": pa.array([None], pa.string())}))
+    for other in (pa.decimal128(10, 2), pa.decimal128(9, 3), pa.decimal128(9, 1)):
+        table.append(pa.table({"id": pa.array([2], pa.int64()), "c": pa.array([Decimal("1.5")], other), "p": pa.array([None], pa.string())}))
+    assert table.scan().to_arrow().column("c").to_pylist() == [Decimal("1.50")] * 4
+    with pytest.raises(SchemaMismatchError, match="'c': value 12345678.90"):
+        too_many = pa.array([Decimal("12345678.90")], pa.decimal128(10, 2))
+        table.append(pa.table({"id": pa.array([3], pa.int64()), "c": too_many, "p": pa.array([None], pa.string())}))
 
 
 # -- uuid from Arrow ---------------------------------------------------------------------------------
