@@ -15,6 +15,7 @@ import pyarrow as pa
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 
+from mor.api.inputs import ACCEPTED, Rows, is_rows
 from mor.api.table import Table
 from mor.catalog.sqlite_reads import SqliteCatalogReader
 from mor.commit.table_ops import read_metadata
@@ -41,6 +42,7 @@ from mor.write.partitioning import parse_partition_by
 if TYPE_CHECKING:
     from mor.catalog.sql import SqlCatalogStore
     from mor.commit.snapshot_producer import TableOperations
+    from mor.format.metadata import TableMetadata
 
 DEFAULT_PROPERTIES = {
     DELETE_MODE_PROPERTY: MERGE_ON_READ,
@@ -295,18 +297,51 @@ class Catalog(ABC):
     @abstractmethod
     def table_exists(self, identifier: str) -> bool: ...
 
-    @abstractmethod
     def create_table(
         self,
         identifier: str,
-        schema: pa.Schema | Schema,
+        schema: pa.Schema | Schema | Rows | None = None,
         partition_by: list[str] | None = None,
         properties: dict[str, str] | None = None,
         location: str | None = None,
         format_version: int | None = None,
+        *,
+        data: Rows | None = None,
     ) -> Table:
-        """A new empty table. `format_version` 2 (the default) or 3: v3 tables delete with
-        deletion vectors and track row lineage (also given as the `format-version` property)."""
+        """A new table: empty, of `schema` (a pyarrow or pyiceberg schema), or holding `data`
+        (a pandas or polars DataFrame, a pyarrow Table, RecordBatch or RecordBatchReader, or
+        anything `append` takes), given as `data=` or in the place of the schema:
+        `create_table("db.t", df)`. The schema is then the data's (decimals pyarrow infers from
+        Python Decimal objects in a pandas column become decimal(38, S), so that later appends
+        of larger values fit), or `schema=` when given too (the data must fit it); the table
+        appears with its first snapshot or not at all (mor/api/table_from_rows.py).
+        `format_version` 2 (the default) or 3: v3 tables delete with deletion vectors and
+        track row lineage (also given as the `format-version` property)."""
+        if data is None and not isinstance(schema, (pa.Schema, Schema)) and is_rows(schema):
+            schema, data = None, schema  # create_table(name, df)
+        if schema is not None and not isinstance(schema, (pa.Schema, Schema)):
+            raise InvalidArgumentError(f"schema is a pyarrow.Schema or a pyiceberg Schema, got {type(schema).__name__}")
+        if data is not None:
+            from mor.api.table_from_rows import create_with_rows  # the writer only when used
+
+            return create_with_rows(self, identifier, schema, data, partition_by, properties, location, format_version)
+        if schema is None:
+            raise InvalidArgumentError(
+                f"create_table needs a schema (a pyarrow.Schema or a pyiceberg Schema) or data ({ACCEPTED}), got NoneType"
+            )
+        return self._create_empty_table(identifier, schema, partition_by, properties, location, format_version)
+
+    @abstractmethod
+    def _create_empty_table(
+        self,
+        identifier: str,
+        schema: pa.Schema | Schema,
+        partition_by: list[str] | None,
+        properties: dict[str, str] | None,
+        location: str | None,
+        format_version: int | None,
+    ) -> Table:
+        """A new empty table (see create_table)."""
 
     @abstractmethod
     def default_location(self, identifier: str) -> str:
@@ -356,7 +391,7 @@ class Catalog(ABC):
         if not with_ids:
             properties.setdefault(NAME_MAPPING_PROPERTY, name_mapping_json(iceberg_schema))
         if not self.creates_tables_with_first_commit:  # a REST server creates tables (and chooses where)
-            table = self.create_table(identifier, iceberg_schema, partition_by, properties, location, version)
+            table = self._create_empty_table(identifier, iceberg_schema, partition_by, properties, location, version)
             try:
                 table.add_files([f.location for f in footers], check_partitions=check_partitions)
             except BaseException:
@@ -369,6 +404,21 @@ class Catalog(ABC):
         changes = Changes(Operation.APPEND, added_data=adoption.files)
         commit_changes(self.io, self.new_table_operations(identifier), metadata, "", changes)
         return self._table(identifier, namespace, name)
+
+    def metadata_for_new_table(
+        self, identifier: str, schema: Schema, spec: PartitionSpec, properties: dict[str, str], location: str | None, format_version: int
+    ) -> TableMetadata:
+        """The first metadata of a new table `identifier` (its parts from `new_table_parts`), at
+        `location` or the default one; UnsupportedFeatureError for an object storage location
+        this catalog has no configuration for."""
+        table_location = table_location_of(location) if location is not None else self.default_location(identifier)
+        if is_object_store(table_location) and not (is_object_store(self.warehouse) or self.io.s3_configured):
+            raise UnsupportedFeatureError(
+                f"table location {table_location} is in object storage, but this catalog has no object storage configuration: "
+                "load_catalog(..., properties={...}) with s3.*, gcs.* or adls.* properties, or the environment (AWS_*, "
+                "GOOGLE_APPLICATION_CREDENTIALS, AZURE_STORAGE_*)"
+            )
+        return new_table_metadata(schema, spec, None, table_location, properties, format_version)
 
     def new_table_operations(self, identifier: str) -> TableOperations:
         """Operations whose first commit creates the table `identifier` (when

@@ -76,6 +76,13 @@ def as_tables(data: Any, what: str) -> Iterator[pa.Table]:
     return _from_iterable(data, what)
 
 
+def is_rows(data: Any) -> bool:
+    """Is `data` something the write verbs take as rows (rather than, say, a schema or a dict)?"""
+    if isinstance(data, (pa.Table, pa.RecordBatch, pa.RecordBatchReader)) or _is_pandas_frame(data) or _is_arrow_stream(data):
+        return True
+    return isinstance(data, Iterable) and not isinstance(data, (str, bytes, dict, pa.Schema))
+
+
 def known_row_count(data: Any) -> int | None:
     """The number of rows of `data` when it says so without being read (a table, batch or data
     frame); None for streams and iterators."""
@@ -84,6 +91,39 @@ def known_row_count(data: Any) -> int | None:
     if _is_pandas_frame(data):
         return len(data)
     return None
+
+
+# The precision of decimals inferred from Python Decimal objects in a pandas column, as Spark
+# infers DecimalType(38, 18) from them (mor keeps the data's scale instead of 18).
+INFERRED_DECIMAL_PRECISION = 38
+
+
+def new_table_schema(data: Any, inferred: pa.Schema) -> pa.Schema:
+    """The Arrow schema a new table takes from `data`, whose rows came out with Arrow schema
+    `inferred`. pyarrow infers a decimal from the Python Decimal objects of a pandas object
+    column with the fewest digits that hold those values (decimal(5, 2) for 123.45), so the
+    next append's larger values would not fit: such a decimal (also inside a struct, list or
+    map) becomes decimal(38, S), its scale S kept (the most decimal places of any value). A
+    type the data declares (pyarrow, polars, a pandas ArrowDtype column) is kept as it is."""
+    if not _is_pandas_frame(data):
+        return inferred
+    object_columns = {str(name) for name, dtype in data.dtypes.items() if str(dtype) == "object"}
+    return pa.schema([f.with_type(_wide_decimals(f.type)) if f.name in object_columns else f for f in inferred], metadata=inferred.metadata)
+
+
+def _wide_decimals(t: pa.DataType) -> pa.DataType:
+    if pa.types.is_decimal(t):
+        return pa.decimal128(INFERRED_DECIMAL_PRECISION, t.scale) if t.precision <= INFERRED_DECIMAL_PRECISION else t
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(_wide_decimals(f.type)) for f in t])
+    if pa.types.is_map(t):
+        key = t.key_field.with_type(_wide_decimals(t.key_type))
+        return pa.map_(key, t.item_field.with_type(_wide_decimals(t.item_type)))
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(_wide_decimals(t.value_type)))
+    if pa.types.is_large_list(t):
+        return pa.large_list(t.value_field.with_type(_wide_decimals(t.value_type)))
+    return t
 
 
 def decoded(table: pa.Table) -> pa.Table:

@@ -105,14 +105,14 @@ class RestCatalog(Catalog):
             return False
         return self.client.table_exists(namespace, name)
 
-    def create_table(
+    def _create_empty_table(
         self,
         identifier: str,
         schema: pa.Schema | Schema,
-        partition_by: list[str] | None = None,
-        properties: dict[str, str] | None = None,
-        location: str | None = None,
-        format_version: int | None = None,
+        partition_by: list[str] | None,
+        properties: dict[str, str] | None,
+        location: str | None,
+        format_version: int | None,
     ) -> Table:
         """A new empty table, created by the server (which assigns its location unless given)."""
         namespace, name = new_identifier(identifier)

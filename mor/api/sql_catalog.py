@@ -19,15 +19,13 @@ from mor.api.catalog import (
     new_namespace_properties,
     new_table_parts,
     split_identifier,
-    table_location_of,
 )
 from mor.api.table import Table
 from mor.api.views import SqlCatalogViews
 from mor.catalog.sqlite_reads import SqliteCatalogReader
 from mor.commit.table_ops import CatalogTableOperations, NewTableOperations, create_in_catalog, read_metadata
-from mor.errors import InvalidArgumentError, NoSuchNamespaceError, NoSuchTableError, TableAlreadyExistsError, UnsupportedFeatureError
-from mor.format.metadata import new_table_metadata
-from mor.io.fileio import FileIO, is_object_store
+from mor.errors import InvalidArgumentError, NoSuchNamespaceError, NoSuchTableError, TableAlreadyExistsError
+from mor.io.fileio import FileIO
 from mor.maintenance.ownership import CatalogView, OtherTable
 from mor.maintenance.purge import PurgeResult, delete_purged, plan_purge
 
@@ -88,29 +86,21 @@ class SqlCatalog(SqlCatalogViews, Catalog):
         except NoSuchTableError:
             return False
 
-    def create_table(
+    def _create_empty_table(
         self,
         identifier: str,
         schema: pa.Schema | Schema,
-        partition_by: list[str] | None = None,
-        properties: dict[str, str] | None = None,
-        location: str | None = None,
-        format_version: int | None = None,
+        partition_by: list[str] | None,
+        properties: dict[str, str] | None,
+        location: str | None,
+        format_version: int | None,
     ) -> Table:
-        """A new empty table. `format_version` 2 (the default) or 3: v3 tables delete with
-        deletion vectors and track row lineage (also given as the `format-version` property)."""
+        """A new empty table: its first metadata file, and the catalog row pointing at it."""
         namespace, name = new_identifier(identifier)
         if self.table_exists(identifier):
             raise TableAlreadyExistsError(f"table {identifier} already exists")
         iceberg_schema, spec, properties, version = new_table_parts(schema, partition_by, properties, format_version)
-        table_location = table_location_of(location) if location is not None else self.default_location(identifier)
-        if is_object_store(table_location) and not (is_object_store(self.warehouse) or self.io.s3_configured):
-            raise UnsupportedFeatureError(
-                f"table location {table_location} is in object storage, but this catalog has no object storage configuration: "
-                "load_catalog(..., properties={...}) with s3.*, gcs.* or adls.* properties, or the environment (AWS_*, "
-                "GOOGLE_APPLICATION_CREDENTIALS, AZURE_STORAGE_*)"
-            )
-        metadata = new_table_metadata(iceberg_schema, spec, None, table_location, properties, version)
+        metadata = self.metadata_for_new_table(identifier, iceberg_schema, spec, properties, location, version)
         create_in_catalog(self.io, self.store, namespace, name, metadata, lambda: self.create_namespace_if_not_exists(namespace))
         return self._table(identifier, namespace, name)
 
