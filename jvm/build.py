@@ -40,7 +40,7 @@ def compile_classes(out: Path) -> dict[str, bytes]:
     if javac is None:
         raise SystemExit("javac not found: building mor's Spark functions needs a JDK")
     sources = sorted(str(p) for p in SOURCES.rglob("*.java"))
-    command = [javac, "--release", "8", "-Xlint:all,-options,-path,-classfile", "-Werror", "-encoding", "UTF-8",
+    command = [javac, "--release", "8", "-Xlint:all,-options,-path", "-Werror", "-encoding", "UTF-8",
                "-cp", str(pyspark_jars() / "*"), "-d", str(out), *sources]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:

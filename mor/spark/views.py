@@ -1,26 +1,24 @@
-"""Every table of a mor catalog as a temporary view, for Spark SQL, that sees every commit.
+"""Every table of a mor catalog as a temporary view, for Spark SQL.
 
     mor.spark.register_tables(spark, warehouse="warehouse")      # db.events -> view db_events
     spark.sql("SELECT category, count(*) FROM db_events GROUP BY category")
 
-Spark keeps the read a Python data source planned with its relation, and a temporary view made
-from a DataFrame keeps its relation for good: such a view would read the snapshot of its first
-query forever. So the views are views in SQL text over a small catalog of mor's jar
-(`mor.jvm.Tables`, jvm/src), registered as `spark.sql.catalog.mor_tables_<hash of the
-settings>` with the mor catalog's settings: Spark analyses a view's text at every query, the
-catalog hands it a new format "mor" relation each time, and every query is planned on the
-table's current snapshot (commits made in this session and by anyone else). The catalog itself
-reads by name too: `SELECT * FROM mor_tables_<...>.db.events VERSION AS OF <snapshot id>`.
-
 Spark's temporary views take one-part names only (`CREATE TEMPORARY VIEW db.events` is
-TEMP_VIEW_NAME_TOO_MANY_NAME_PARTS), so a table `namespace.table` becomes the view
-`namespace_table` (dots of nested namespaces become underscores too). Call `register_tables`
-again for tables created since, and for columns added since (a view keeps the columns it was
-made with).
+TEMP_VIEW_NAME_TOO_MANY_NAME_PARTS), and a session-catalog table `USING mor` loses the table name
+option on its way to the source, so a table `namespace.table` becomes the view
+`namespace_table` (dots of nested namespaces become underscores too).
 
-Where mor's jar cannot be added (Spark Connect: mor/spark/delete_functions.py), the views are
-DataFrame views again, each reading the snapshot of its first query; `register_tables` warns so,
-and calling it again sees later commits.
+A view reads the snapshot that was current when Spark first planned it, like any format "mor"
+DataFrame: Spark plans a Python data source's read once per relation, and a view keeps its
+relation. So:
+- a commit mor makes from this session through `MorTable` (its DML verbs, `mor.spark.delete` /
+  `update` / `merge` / `upsert`, compaction, restore, expiry) re-makes the views of that table
+  at once (`refresh_views`): the next query sees it;
+- a commit made anywhere else (the local API, another process or engine) shows after
+  `register_tables` is called again, and `register_tables` says so when it makes the views.
+Views that re-plan at every query would need a table catalog in mor's jar, which DESIGN.md's
+scope for the jar (a function catalog on Spark's public API) does not cover; Spark's public API
+offers no other way to hand a Python data source's relation to a SQL view.
 
 One view by hand, in SQL, with Spark's data source syntax (`path` names the table); Spark plans
 it once, like any DataFrame view:
@@ -30,10 +28,10 @@ it once, like any DataFrame view:
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
+import threading
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mor.spark.errors import spark_errors
@@ -43,10 +41,25 @@ from mor.spark.source import FORMAT
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-logger = logging.getLogger("mor.spark")
+    from mor.api.table import Table
 
-TABLES_CLASS = "mor.jvm.Tables"  # jvm/src/mor/jvm/Tables.java, in the jar mor.spark.register adds
-TABLES_PREFIX = "mor_tables_"
+logger = logging.getLogger("mor.spark")
+STALE_WARNING = (
+    "mor.spark: the views show commits made through MorTable in this session at once; commits made elsewhere"
+    " (the local API, other processes) show after register_tables is called again"
+)
+
+
+@dataclass(frozen=True)
+class RegisteredView:
+    name: str
+    identifier: str
+    options: tuple[tuple[str, str], ...]  # the format "mor" read options: the catalog's settings
+
+
+# The views register_tables made, by session and by the location of the table they show.
+_VIEWS: dict[int, dict[str, list[RegisteredView]]] = {}
+_VIEWS_LOCK = threading.Lock()
 
 
 def view_name(identifier: str) -> str:
@@ -62,48 +75,47 @@ def register_tables(
     """A temporary view for every table of the catalog (of `namespace` only, when given); returns
     {table identifier: view name}. `refresh=False` leaves views that already exist as they are."""
     from mor.spark import register  # mor.spark may export this module
-    from mor.spark.delete_functions import install
 
     register(spark)
     properties = dict(properties or {})
     catalog = TableRef("", warehouse, uri, tuple(sorted(properties.items()))).catalog(create=False)
-    reason = install(spark)  # None: mor's jar is in the session
-    tables = None if reason is not None else tables_catalog(spark, warehouse, uri, properties)
-    if tables is None:
-        logger.warning("mor.spark: views read the snapshot of their first query (call register_tables again to see later ones): %s", reason)
+    settings = {**properties, **({"warehouse": warehouse} if warehouse is not None else {}), **({"uri": uri} if uri is not None else {})}
     namespaces = [namespace] if namespace is not None else catalog.list_namespaces()
     views: dict[str, str] = {}
     for ns in namespaces:
         for identifier in catalog.list_tables(ns):
-            name = view_name(identifier)
-            views[identifier] = name
-            if not refresh and spark.catalog.tableExists(name):
+            view = RegisteredView(view_name(identifier), identifier, tuple(sorted(settings.items())))
+            views[identifier] = view.name
+            if not refresh and spark.catalog.tableExists(view.name):
                 continue
-            if tables is not None:
-                spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW {_quoted(name)} AS SELECT * FROM {_quoted(tables, *identifier.split('.'))}")
-                continue
-            reader = spark.read.format(FORMAT).options(**properties)
-            if warehouse is not None:
-                reader = reader.option("warehouse", warehouse)
-            if uri is not None:
-                reader = reader.option("uri", uri)
-            reader.load(identifier).createOrReplaceTempView(name)
+            make_view(spark, view)
+            _remember(spark, catalog.load_table(identifier).location, view)
+    if views:
+        logger.warning(STALE_WARNING)
     return views
 
 
-def tables_catalog(spark: SparkSession, warehouse: str | None, uri: str | None, properties: Mapping[str, str]) -> str:
-    """The name of the `mor.jvm.Tables` catalog of these settings in `spark`, registered now if
-    it is not yet (one name per settings: Spark builds a catalog once, from the conf it has then)."""
-    settings = {**properties, **({"warehouse": warehouse} if warehouse is not None else {}), **({"uri": uri} if uri is not None else {})}
-    digest = hashlib.sha256(json.dumps(sorted(settings.items())).encode()).hexdigest()[:16]
-    name = TABLES_PREFIX + digest
-    key = f"spark.sql.catalog.{name}"
-    if spark.conf.get(key, None) != TABLES_CLASS:
-        for option, value in settings.items():
-            spark.conf.set(f"{key}.{option}", value)
-        spark.conf.set(key, TABLES_CLASS)
-    return name
+def make_view(spark: SparkSession, view: RegisteredView) -> None:
+    spark.read.format(FORMAT).options(**dict(view.options)).load(view.identifier).createOrReplaceTempView(view.name)
 
 
-def _quoted(*parts: str) -> str:
-    return ".".join("`" + part.replace("`", "``") + "`" for part in parts)
+def refresh_views(spark: SparkSession, table: Table) -> None:
+    """Re-make the views `register_tables` made of `table` in `spark`: after mor committed to
+    it from this session, the next query of a view reads the new snapshot."""
+    with _VIEWS_LOCK:
+        views = list(_VIEWS.get(id(spark), {}).get(_key(table.location), ()))
+    for view in views:
+        if spark.catalog.tableExists(view.name):  # not dropped by the user since
+            make_view(spark, view)
+
+
+def _remember(spark: SparkSession, location: str, view: RegisteredView) -> None:
+    with _VIEWS_LOCK:
+        by_location = _VIEWS.setdefault(id(spark), {})
+        for shown in by_location.values():  # a view name shows one table
+            shown[:] = [v for v in shown if v.name != view.name]
+        by_location.setdefault(_key(location), []).append(view)
+
+
+def _key(location: str) -> str:
+    return location.rstrip("/")
