@@ -58,6 +58,7 @@ _LAZY = {
     "RestCatalog": "mor.api.rest_catalog",
     "load_catalog": "mor.api.catalog",
     "isin": "mor.expr.isin",
+    "lit": "mor.expr.values",
     "MergeClauses": "mor.dml.merge_clauses",
     "Scan": "mor.api.scan",
     "StaticTable": "mor.api.table",
@@ -77,6 +78,7 @@ if TYPE_CHECKING:
     from mor.api.table import StaticTable, Table
     from mor.dml.merge_clauses import MergeClauses
     from mor.expr.isin import isin
+    from mor.expr.values import lit
     from mor.format.content_file import DataFile, DeleteFile
     from mor.format.spec import FileContent
     from mor.planning.task import FileScanTask
@@ -99,6 +101,7 @@ __all__ = [
     "__version__",
     "ProgressEvent",
     "isin",
+    "lit",
     "MergeClauses",
     "Catalog",
     "CatalogUnavailableError",

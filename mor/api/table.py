@@ -351,9 +351,11 @@ class Table(TableMaintenance, TableDefinition, TableSnapshots):
         idempotency: tuple[str, int] | None = None,
         branch: str | None = None,
     ) -> Snapshot | None:
-        """Set columns (literals or `pyarrow.compute` expressions of the old row) where
-        `where` matches; `where` is required (every row: `"true"` or `True`), as `delete`'s
-        predicate is. Returns the new snapshot, or None if no row matched."""
+        """Set columns where `where` matches; `where` is required (every row: `"true"` or
+        `True`), as `delete`'s predicate is. A value is SQL text over the old row (a `str`:
+        `"qty + 1"`, `"'closed'"`, `"'2025-01-15 12:00'"`), a `pyarrow.compute` expression, or a
+        literal (any other Python value, or `mor.lit(...)`): mor/expr/values.py. Returns the new
+        snapshot, or None if no row matched."""
         from mor.dml.update import update_where  # imported on first use: a read needs no DML
 
         if branch is not None:
@@ -410,8 +412,9 @@ class Table(TableMaintenance, TableDefinition, TableSnapshots):
     ) -> Snapshot | None:
         """MERGE INTO on the key columns `on` (matched null-safely; a key once in the source):
         see mor/dml/merge.py. The keyword clauses are one of each kind, the delete tried first;
-        `"*"` means all columns from the source; source columns are `pc.field("source.<name>")`
-        in expressions. Or `clauses=`: a `MergeClauses` built in order, any number of each kind
+        `"*"` means all columns from the source; values are as `update`'s, source columns
+        `source.<name>` in SQL text and `pc.field("source.<name>")` in expressions. Or
+        `clauses=`: a `MergeClauses` built in order, any number of each kind
         (mor/dml/merge_clauses.py). `source`: any input `append` takes."""
         from mor.dml.merge import check_keyword_clauses, merge_rows  # imported on first use: a read needs no DML
         from mor.dml.merge_clauses import MergeClauses

@@ -1,12 +1,19 @@
 """Changing rows: `mor delete db.t --where ...` and `mor update db.t --set col=value --where ...`.
-Values are typed as people type them in SQL (`n=5`, `name=x` or `name='x y'`, `day=2025-06-05`,
-`ts=2025-06-05 10:00`, `v=null`) and parsed as literals of the column's type; a value that does
-not fit is refused before anything is written."""
+
+A VALUE is SQL text over the old row, as `Table.update` reads a `str` (mor.expr.values):
+`n=n + 1`, `name=upper(name)`, `name='a b'` (text is quoted; a bare word names a column, and
+one that names none is refused), `v=null`. One exception keeps the shell simple: a VALUE written
+whole as an unquoted number, date, time or true/false is that literal, read as a value of the
+column's type (`n=5`, `price=149.5`, `day=2025-06-05`, `ts=2025-06-05 10:00`, `flag=false`),
+where SQL would want `'2025-06-05'`; it must fit exactly (no rounding). Columns of types SQL
+text does not compute (uuid, binary, time) take the VALUE as a literal, as written. A value that
+does not fit is refused before anything is written."""
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import re
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +23,7 @@ from mor.cli.inspection import change_text
 from mor.cli.options import open_table, table_args
 from mor.cli.output import print_json
 from mor.errors import InvalidArgumentError
+from mor.expr.values import covers
 
 if TYPE_CHECKING:
     from mor.api.table import Table
@@ -33,7 +41,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     u = sub.add_parser("update", help="set columns to values in the rows matching --where")
     table_args(u)
     u.add_argument("--set", dest="assignments", action="append", required=True, metavar="COLUMN=VALUE",
-                   help="repeat for more columns; VALUE is a literal of the column's type, or null")  # fmt: skip
+                   help="repeat for more columns; VALUE is SQL text over the old row (n=n + 1, name=upper(name), "
+                        "name='a b', v=null), or an unquoted number, date, time or true/false read as the column's "
+                        "type (n=5, day=2025-06-05, ts=2025-06-05 10:00)")  # fmt: skip
     u.add_argument("--where", required=True, help="the rows to update ('true': every row)")
     u.add_argument("--mode", choices=MODES, default=None, help="default: the table's write.update.mode")
     u.set_defaults(run=update)
@@ -65,8 +75,9 @@ def report(table: Table, snapshot: Snapshot | None, as_json: bool) -> None:
 
 # -- values --------------------------------------------------------------------------------
 def assignments(schema: pa.Schema, texts: list[str]) -> dict[str, Any]:
-    """`["n=5", "name='x'"]` -> {"n": <n's type scalar 5>, "name": ...}; InvalidArgumentError for
-    an unknown or repeated column, or a value its type cannot hold."""
+    """`["n=5", "name='x'", "m=m + 1"]` -> {"n": <n's type scalar 5>, "name": "'x'", "m": "m + 1"}:
+    literals as scalars, SQL text as text (see the module docstring); InvalidArgumentError for an
+    unknown or repeated column, a literal its type cannot hold, or a bare word naming no column."""
     import pyarrow.compute as pc
 
     values: dict[str, Any] = {}
@@ -80,10 +91,28 @@ def assignments(schema: pa.Schema, texts: list[str]) -> dict[str, Any]:
             raise InvalidArgumentError(f"--set {item!r}: the table has no column {column!r}; it has {schema.names}")
         if column in values:
             raise InvalidArgumentError(f"--set sets {column!r} twice")
-        scalar = literal(value, schema.field(index).type, column)
-        # null as None: the API then refuses it for a required column, by name
-        values[column] = pc.scalar(scalar) if scalar.is_valid else None
+        target, text = schema.field(index).type, value.strip()
+        if _LITERAL.fullmatch(text) or not covers(target):
+            scalar = literal(value, target, column)
+            # null as None: the API then refuses it for a required column, by name
+            values[column] = pc.scalar(scalar) if scalar.is_valid else None
+        elif _WORD.fullmatch(text) and text.lower() not in _VALUE_WORDS and schema.get_field_index(text) < 0:
+            raise InvalidArgumentError(
+                f"--set {item!r}: VALUE is SQL text, and {text!r} names no column; for the text quote it: --set \"{column}='{text}'\""
+            )
+        else:
+            values[column] = text  # SQL text: Table.update reads it
     return values
+
+
+# An unquoted number, date or time, or true/false: a literal of the column's type.
+_LITERAL = re.compile(
+    r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?|true|false"
+    r"|\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?(Z|[+-]\d{2}(:?\d{2})?)?",
+    re.IGNORECASE,
+)
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_VALUE_WORDS = ("null", "current_date", "current_timestamp")
 
 
 def literal(text: str, target: pa.DataType, column: str) -> pa.Scalar:

@@ -1,4 +1,5 @@
-"""Evaluating user value expressions (pyarrow compute) over rows, for UPDATE and MERGE."""
+"""Evaluating user values over rows, for UPDATE and MERGE: SQL text (mor.expr.values), pyarrow
+compute expressions and literals."""
 
 from __future__ import annotations
 
@@ -10,17 +11,24 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from mor.errors import SchemaMismatchError
+from mor.expr.values import Lit, Scope, text_expression
 
-Assignments = Mapping[str, Any]  # column -> literal value or pc.Expression
+Assignments = Mapping[str, Any]  # column -> SQL text, pc.Expression, mor.lit(...) or a Python literal
 
 
-def as_expression(value: Any, target: pa.DataType) -> pc.Expression:
+def as_expression(value: Any, target: pa.DataType, scope: Scope, column: str) -> pc.Expression:
+    """A column's new value as an expression over the rows `scope` describes: a `str` is SQL
+    text, a pyarrow expression stays as it is, anything else (and `mor.lit(...)`) is a literal."""
     if isinstance(value, pc.Expression):
         return value
+    if isinstance(value, str):
+        return text_expression(value, target, scope, column)
+    if isinstance(value, Lit):
+        value = value.value
     try:
         return pc.scalar(pa.scalar(value, type=target))
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as e:
-        raise SchemaMismatchError(f"value {value!r} does not fit type {target}: {e}") from e
+        raise SchemaMismatchError(f"value {value!r} does not fit {column!r} ({target}): {e}") from e
 
 
 def project(rows: pa.Table, columns: Mapping[str, pc.Expression]) -> pa.Table:

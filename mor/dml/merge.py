@@ -2,7 +2,8 @@
 
 Keys match null-safely (null equals null, as in equality deletes). Each key may appear once in
 the source; a table key may occur in several rows, and each of them is matched. In expressions
-and conditions, table columns are `pc.field("col")` and source columns `pc.field("source.col")`.
+and conditions, table columns are `pc.field("col")` and source columns `pc.field("source.col")`;
+in SQL text values (mor/expr/values.py), `col` (or `target.col`) and `source.col`.
 The clauses (mor/dml/merge_clauses.py) are tried in order: the first whose condition holds applies.
 
 UPSERT replaces every live row holding one of the source keys with the source row for that key,
@@ -38,6 +39,7 @@ from mor.dml.row_changes import (
     with_row_ids,
 )
 from mor.errors import InvalidArgumentError, SchemaMismatchError
+from mor.expr.values import is_null_value, merge_scope
 from mor.format.arrow_types import to_arrow_schema
 from mor.format.properties import MERGE_ON_READ, equality_deletes_enabled
 from mor.format.spec import ROW_ID_NAME, Operation
@@ -263,14 +265,15 @@ def _assignments(table: TableHandle, source: pa.Table, clause: Clause, target_vi
     if unknown:
         raise SchemaMismatchError(f"clause sets columns the table does not have: {unknown}")
     out: dict[str, Any] = {}
+    scope = merge_scope(table.schema(), source.schema, target_visible)
     for f in arrow_schema:
-        set_to_null = f.name in values and values[f.name] is None
+        set_to_null = f.name in values and is_null_value(values[f.name])
         left_out_of_insert = f.name not in values and not target_visible
         if not f.nullable and (set_to_null or left_out_of_insert):
             # Checked here, before any row is seen, so the error does not depend on the data.
             raise SchemaMismatchError(f"clause leaves required column {f.name!r} null")
         if f.name in values:
-            out[f.name] = as_expression(values[f.name], f.type)
+            out[f.name] = as_expression(values[f.name], f.type, scope, f.name)
         elif target_visible:
             out[f.name] = pc.field(f.name)  # UPDATE keeps what it does not set
         else:

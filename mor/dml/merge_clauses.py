@@ -11,9 +11,10 @@ applies (a pair none applies to keeps its target row); likewise the not-matched 
 source row without a match. Only the last clause of each list may go without a condition: one
 before it would leave the rest nothing to do.
 
-Conditions and values are whatever the engine evaluates: pyarrow.compute expressions (source
-columns as `pc.field("source.<name>")`) and literals locally, Spark SQL text and Columns on
-Spark. `values=None` (the `*_all` clauses) takes every column from the source's column of the
+Conditions and values are whatever the engine evaluates: locally, conditions are pyarrow.compute
+expressions (source columns as `pc.field("source.<name>")`) and values SQL text over the rows
+(`"source.n + n"`, mor/expr/values.py), pyarrow expressions or literals (`mor.lit(...)`); on
+Spark, Spark SQL text and Columns. `values=None` (the `*_all` clauses) takes every column from the source's column of the
 same name.
 """
 

@@ -19,6 +19,7 @@ from mor.commit.snapshot_producer import Changes, Validator
 from mor.dml.expressions import Assignments, as_expression, project
 from mor.dml.row_changes import build_changes, find_matches, rows_validator, with_row_ids
 from mor.errors import InvalidArgumentError, SchemaMismatchError
+from mor.expr.values import is_null_value, table_scope
 from mor.format.arrow_types import to_arrow_schema
 from mor.progress import Progress
 from mor.write.arrow_schema import conform
@@ -43,10 +44,14 @@ def updated_columns(table: TableHandle, assignments: Assignments) -> dict[str, p
     unknown = [c for c in assignments if arrow_schema.get_field_index(c) < 0]
     if unknown:
         raise SchemaMismatchError(f"UPDATE sets columns the table does not have: {unknown}")
-    nulled = [f.name for f in arrow_schema if not f.nullable and f.name in assignments and assignments[f.name] is None]
+    nulled = [f.name for f in arrow_schema if not f.nullable and f.name in assignments and is_null_value(assignments[f.name])]
     if nulled:
         raise SchemaMismatchError(f"UPDATE sets required columns to null: {nulled}")
-    columns = {f.name: as_expression(assignments[f.name], f.type) if f.name in assignments else pc.field(f.name) for f in arrow_schema}
+    scope = table_scope(table.schema())
+    columns = {
+        f.name: as_expression(assignments[f.name], f.type, scope, f.name) if f.name in assignments else pc.field(f.name)
+        for f in arrow_schema
+    }
     conform(project(arrow_schema.empty_table(), columns), table.schema())
     return columns
 

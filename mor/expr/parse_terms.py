@@ -76,7 +76,7 @@ class Token(NamedTuple):
 
     def describe(self) -> str:
         if self.kind == "end":
-            return "the end of the filter"
+            return "the end of the text"
         return repr(self.text if len(self.text) <= 30 else self.text[:27] + "...")
 
 
@@ -136,6 +136,9 @@ def is_interval(term: Any) -> bool:
 
 class TermParser:
     """The tokens of a filter, and terms read from them (mor.expr.parse reads the rest)."""
+
+    WHAT = "filter"  # what the text is, in errors (mor.expr.values reads values)
+    HELP = SYNTAX  # the grammar shown under an error
 
     def __init__(self, text: str):
         self.text = text
@@ -441,7 +444,7 @@ class TermParser:
         left = ("..." if lo else "") + snippet[: t.at - lo]
         right = snippet[t.at - lo :] + ("..." if t.at + 40 < len(self.text) else "")
         where = f" (offset {t.at})" if "offset" not in problem else ""
-        raise InvalidFilterError(f"cannot parse filter: {problem}{where}\n  {left}{right}\n  {' ' * len(left)}^\n{SYNTAX}")
+        raise InvalidFilterError(f"cannot parse {self.WHAT}: {problem}{where}\n  {left}{right}\n  {' ' * len(left)}^\n{self.HELP}")
 
 
 def _functions() -> str:

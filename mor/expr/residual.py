@@ -329,6 +329,11 @@ def _comparable(kinds: set[str]) -> bool:
     return len(kinds) == 1 or kinds <= set(NUMERIC) or kinds <= set(TEMPORAL)
 
 
+def bind_term(term: Any, schema: Schema) -> Any:
+    """A term with its columns resolved and its kinds checked (a value's text: mor.expr.values)."""
+    return _bound_term(term, schema, case_sensitive=True)
+
+
 def _bound_term(term: Any, schema: Schema, case_sensitive: bool) -> Any:
     if isinstance(term, Column):
         try:

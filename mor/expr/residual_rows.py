@@ -61,6 +61,12 @@ def _test(test: Test, paths: dict[int, tuple[str, ...]]) -> pc.Expression:
     return _compare(test.op, left, right)
 
 
+def term_expression(term: Any, paths: dict[int, tuple[str, ...]]) -> tuple[pc.Expression, pa.DataType]:
+    """A bound term (mor.expr.residual.bind_term) as an expression over the rows, and its type."""
+    value = _value(term, paths)
+    return value.expr, value.type
+
+
 def _is_in(left: _Value, items: tuple[Constant, ...]) -> pc.Expression:
     """SQL's `in` over constants: NULL for a null operand (pyarrow's is_in says false)."""
     left = _common([left, *(_constant(c) for c in items)])[0]

@@ -82,7 +82,7 @@ def test_commits_swap_the_row_and_another_catalog_object_sees_them(
     try:
         assert other.list_namespaces() == ["db"] and other.list_tables("db") == ["db.t"]
         assert scan_ids(other.load_table("db.t")) == list(range(10, 50))
-        other.load_table("db.t").update({"name": "x"}, where="id = 10")
+        other.load_table("db.t").update({"name": "'x'"}, where="id = 10")
         table.refresh()
         assert table.scan(filter="id = 10").to_arrow().column("name").to_pylist() == ["x"]
         pg_catalog.drop_table("db.t")

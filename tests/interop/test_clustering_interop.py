@@ -104,7 +104,7 @@ def test_iceberg_java_reads_sorted_and_clustered_tables(tmp_path: Path) -> None:
         table.append(pa.table({"id": ids, "x": rng.integers(0, 100, 500), "y": rng.random(500), "s": s}, schema=schema))
     table.delete("id % 10 = 3")
     table.compact(zorder_by=["x", "y"], target_file_size=8000)
-    table.update({"s": "u"}, where="id < 50")
+    table.update({"s": "'u'"}, where="id < 50")
     table.compact(sort_by=["y desc", "x"], target_file_size=8000)
     snapshots = [s.snapshot_id for s in table.snapshots()]
     theirs = read_with_iceberg_java([(table.metadata_location, s) for s in snapshots], tmp_path, sort=False)

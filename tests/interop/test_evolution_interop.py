@@ -71,7 +71,7 @@ def evolve(table: mor.Table) -> None:
     table.delete("id in (41, 5)")
     with table.update_schema() as u:
         u.rename_column("name", "full_name")
-    table.update({"full_name": "renamed"}, where="id < 8")
+    table.update({"full_name": "'renamed'"}, where="id < 8")
     with table.update_schema() as u:
         u.add_column("name", pa.string())  # the old name: a new column, null in old rows
     table.upsert(rows(58, 62, table.arrow_schema()), on=["id"])

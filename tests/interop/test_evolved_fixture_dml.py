@@ -70,7 +70,7 @@ def evolve_schema_steps() -> list[Step]:
     return [
         ("update widened column", lambda t: t.update({"n": pc.field("n") + 1}, where="id < 30"),
          set_where("n", lambda r: pc.add(r.column("n"), 1), lambda r: pc.less(r.column("id"), 30))),
-        ("update renamed column", lambda t: t.update({"full_name": "again"}, where="full_name = 'name-16'"),
+        ("update renamed column", lambda t: t.update({"full_name": "'again'"}, where="full_name = 'name-16'"),
          set_where("full_name", lambda r: pa.array(["again"] * r.num_rows), lambda r: pc.equal(r.column("full_name"), "name-16"))),
         ("delete on re-added name", lambda t: t.delete("name = 'new-6'"), where(lambda r: pc.equal(r.column("name"), "new-6"))),
         ("copy-on-write delete", lambda t: t.delete("id in (3, 12, 77)", mode="copy-on-write"),

@@ -131,11 +131,11 @@ def position_history(built: Built) -> None:
     table.append(rows(range(300, 600)))
     table.delete("id < 40")
     table.delete("category = 'b' and id < 200", mode="copy-on-write")
-    table.update({"value": pc.field("value") + 1, "name": "updated"}, where="id >= 250 and id < 270")
+    table.update({"value": pc.field("value") + 1, "name": "'updated'"}, where="id >= 250 and id < 270")
     table.upsert(rows([5, 100, 450, 1000, 1001], tag="up-"), on=["id"])
     compact(built)
     table.append(rows(range(1100, 1150)))
-    table.update({"name": "again"}, where="id >= 560 and id < 565", mode="copy-on-write")
+    table.update({"name": "'again'"}, where="id >= 560 and id < 565", mode="copy-on-write")
     table.delete("id >= 500 and id < 520")  # on files compaction (and then copy-on-write) wrote
     compact(built, where="id >= 400")
 

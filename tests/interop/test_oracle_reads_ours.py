@@ -65,12 +65,12 @@ def partitioned_scoped_and_global(table: mor.Table) -> None:
 def bucketed_dml(table: mor.Table) -> None:
     table.append(rows(range(0, 80)))
     table.upsert(rows([4, 5, 6, 200], tag="up-"), on=["id"], strategy="equality")  # scoped by bucket(id)
-    table.update({"value": pc.field("value") + 1, "category": "moved"}, where="id < 10")
+    table.update({"value": pc.field("value") + 1, "category": "'moved'"}, where="id < 10")
     table.upsert(rows([7, 8, 300], tag="pos-"), on=["id"], strategy="position")
     table.merge(
         rows([30, 31, 400]), on=["id"],
         when_matched_delete=pc.field("source.id") == 30,
-        when_matched_update={"name": "merged"},
+        when_matched_update={"name": "'merged'"},
         when_not_matched_insert="*",
     )  # fmt: skip
     table.delete_rows(keys(id=[50, 51]))

@@ -50,7 +50,7 @@ def test_pyiceberg_reads_every_dml_snapshot(tmp_path: Path, mode: str, partition
 
     # UPDATE, including a partition column (rows move partitions).
     model = [{**r, "n": r["n"] * 10, "category": "moved"} if r["id"] < 8 else r for r in model]
-    record(table.update({"n": pc.field("n") * 10, "category": "moved"}, where="id < 8", mode=mode), list(model))
+    record(table.update({"n": pc.field("n") * 10, "category": "'moved'"}, where="id < 8", mode=mode), list(model))
 
     # UPSERT by position (join): replaces ids 3, 30 and inserts 100, 101.
     new = make_rows([3, 30, 100, 101], n=1000)

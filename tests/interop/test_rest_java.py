@@ -140,7 +140,7 @@ def test_mor_writes_on_a_v3_branch_java_made(java: JavaSql, client: mor.Catalog)
     java.sql(f"DELETE FROM rc.db.{name}.branch_dev WHERE id % 3 = 0")  # a deletion vector on the branch
     table = client.load_table(f"db.{name}")
     table.delete("id % 3 = 1", branch="dev")  # mor's vector merges Java's
-    table.update({"status": "x"}, where="id = 2", branch="dev")
+    table.update({"status": "'x'"}, where="id = 2", branch="dev")
     assert java_rows(java, name, "dev") == rows(table.scan(branch="dev").to_arrow())
     assert [r[0] for r in java_rows(java, name, "dev")] == [i for i in range(30) if i % 3 == 2]
     assert len(java_rows(java, name)) == 30  # main untouched
@@ -151,7 +151,7 @@ def test_java_reads_mor_deletion_vectors_and_replaces_them(java: JavaSql, client
     table = client.create_table(f"db.{name}", schema=SCHEMA, properties={"format-version": "3"})
     table.append(pa.table({"id": range(50), "status": ["open"] * 50, "amount": [i * 1.5 for i in range(50)]}, SCHEMA))
     table.delete("id < 10")
-    table.update({"status": "closed"}, where="id between 40 and 44")
+    table.update({"status": "'closed'"}, where="id between 40 and 44")
     table.delete("id in (15, 25, 35)")  # the vector of the same file, replaced
     assert delete_contents(table) == {"dv"}
     for snapshot in table.snapshots():

@@ -110,7 +110,16 @@ def _combine(children: st.SearchStrategy[Pred]) -> st.SearchStrategy[Pred]:
 
 
 predicates = st.recursive(leaves, _combine, max_leaves=5)
-updates = st.sampled_from([("s", "upd", "'upd'"), ("i", 99, "99"), ("f", 9.5, "9.5")])
+# (column, mor's value, DuckDB's): Python literals, and SQL text over the old row, the same in both
+updates = st.sampled_from(
+    [
+        ("s", mor.lit("upd"), "'upd'"), ("i", 99, "99"), ("f", 9.5, "9.5"),
+        ("s", "'upd'", "'upd'"), ("s", "upper(s)", "upper(s)"), ("s", "coalesce(s, 'none')", "coalesce(s, 'none')"),
+        ("i", "i + 1", "i + 1"), ("i", "coalesce(i, 0) * -2", "coalesce(i, 0) * -2"), ("i", "i % 2 - abs(i)", "i % 2 - abs(i)"),
+        ("f", "f * 2", "f * 2"), ("f", "i / 2", "i / 2"), ("f", "coalesce(f, i, -1.5)", "coalesce(f, i, -1.5)"),
+        ("s", "length(s)", "CAST(length(s) AS VARCHAR)"), ("i", "null", "NULL"),
+    ]
+)  # fmt: skip
 
 
 def _canonical(rows: list[dict[str, Any]]) -> list[tuple]:

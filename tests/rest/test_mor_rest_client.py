@@ -41,7 +41,7 @@ def test_every_verb_through_the_rest_catalog_reads_the_same_everywhere(rest_serv
     table = catalog.create_table("db.t", schema=SCHEMA, partition_by=["bucket(4, id)"])
     table.append(rows(20))
     table.delete("id < 3")
-    table.update({"v": "x"}, where="id = 5")
+    table.update({"v": "'x'"}, where="id = 5")
     table.upsert(pa.table({"id": [6, 100], "v": ["six", "hundred"]}), on=["id"])
     table.update_schema().add_column("w", pa.int32()).commit()
     table.set_properties(**{"owner": "data-eng"})
@@ -223,6 +223,6 @@ def test_format_v1_tables_through_the_server(rest_server: RestServer) -> None:
     assert sorted(theirs.load_table("v1.p").scan().to_arrow()["id"].to_pylist()) == list(range(3, 10))
     made = rest_server.client().create_table("v1.m", schema=SCHEMA, format_version=1)
     made.append(rows(5))
-    made.update({"v": "x"}, where="id = 1")
+    made.update({"v": "'x'"}, where="id = 1")
     loaded = theirs.load_table("v1.m")
     assert loaded.format_version == 1 and loaded.scan().to_arrow().num_rows == 5

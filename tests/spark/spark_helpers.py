@@ -59,7 +59,7 @@ def build_history(table: mor.Table) -> list[int]:
         lambda: table.append(rows(range(0, 300))),
         lambda: table.append(rows(range(300, 500))),
         lambda: table.delete(In("id", list(range(3, 500, 10)))),
-        lambda: table.update({"n": pc.field("n") * 100, "category": "moved"}, where="id < 40"),
+        lambda: table.update({"n": pc.field("n") * 100, "category": "'moved'"}, where="id < 40"),
         lambda: table.delete_rows(pa.table({"id": pa.array([7, 8, 301, 302], pa.int64())})),
         lambda: table.upsert(rows([5, 6, 400, 900, 901], n=7), on=["id"]),
         lambda: table.upsert(rows([9, 10, 902], n=9), on=["id"], strategy="equality"),

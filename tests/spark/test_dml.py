@@ -81,8 +81,8 @@ VERBS: dict[str, tuple[Callable[[mor.Table], Any], Callable[[Any, mor.Table], An
         "delete",
     ),
     "update": (
-        lambda t: t.update({"n": pc.field("n") * 10, "category": "moved"}, where="id >= 20 and id < 130"),
-        lambda s, t: update(s, t, {"n": pc.field("n") * 10, "category": "moved"}, where="id >= 20 and id < 130"),
+        lambda t: t.update({"n": pc.field("n") * 10, "category": "'moved'"}, where="id >= 20 and id < 130"),
+        lambda s, t: update(s, t, {"n": pc.field("n") * 10, "category": "'moved'"}, where="id >= 20 and id < 130"),
         "overwrite",
     ),
     "merge": (

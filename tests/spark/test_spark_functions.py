@@ -52,8 +52,8 @@ def test_spark_only_conditions_and_columns(spark: Any, catalog: mor.Catalog) -> 
 
 def test_pyarrow_and_pyiceberg_expressions_still_work(spark: Any, catalog: mor.Catalog) -> None:
     local, remote = twins(catalog)
-    local.update({"n": pc.field("n") * 10, "category": "moved"}, where="id >= 60")
-    mor.spark.update(spark, remote, {"n": pc.field("n") * 10, "category": "moved"}, where="id >= 60")
+    local.update({"n": pc.field("n") * 10, "category": "'moved'"}, where="id >= 60")
+    mor.spark.update(spark, remote, {"n": pc.field("n") * 10, "category": "'moved'"}, where="id >= 60")
     local.delete(GreaterThanOrEqual("id", 75))
     mor.spark.delete(spark, remote, GreaterThanOrEqual("id", 75))
     assert live(remote) == live(local)

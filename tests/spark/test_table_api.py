@@ -57,7 +57,7 @@ def test_delete_and_update_change_the_rows_the_local_verbs_change(
 
     local.delete("category = 'a' and id < 80")
     t.delete("category = 'a' and id < 80")  # text that is also a mor filter: prunes files
-    local.update({"n": pc.multiply(pc.field("n"), 2), "category": "z"}, where="id >= 30 and id < 70")
+    local.update({"n": pc.multiply(pc.field("n"), 2), "category": "'z'"}, where="id >= 30 and id < 70")
     t.update(F.col("id").between(30, 69), set={"n": F.col("n") * 2, "category": "'z'"})  # Columns, and SQL text
     local.update({"n": pc.add(pc.field("n"), 1)}, where="category is null")
     t.update("category IS NULL", set={"n": "n + 1"})

@@ -103,8 +103,8 @@ UPSERT_SOURCE = source_rows([1, 2, 13, 20, 48, 90, 150, 155, 700], n=5)
 VERBS = {
     "delete": (lambda t: t.delete("n >= 30 and n < 90"), lambda s, t: delete(s, t, "n >= 30 and n < 90")),
     "update": (
-        lambda t: t.update({"n": pc.field("n") * 10, "category": "moved"}, where="id >= 20 and id < 130"),
-        lambda s, t: update(s, t, {"n": pc.field("n") * 10, "category": "moved"}, where="id >= 20 and id < 130"),
+        lambda t: t.update({"n": pc.field("n") * 10, "category": "'moved'"}, where="id >= 20 and id < 130"),
+        lambda s, t: update(s, t, {"n": pc.field("n") * 10, "category": "'moved'"}, where="id >= 20 and id < 130"),
     ),
     "merge": (
         lambda t: t.merge(MERGE_SOURCE, on=["id", "category"], **MERGE_CLAUSES),

@@ -185,7 +185,7 @@ class EvolutionModel(RuleBasedStateMachine):
         column = data.draw(st.sampled_from(columns))
         ids = self._some_ids(data)
         value = value_for(column.type, seed=data.draw(st.integers(0, 100)))
-        snapshot = self.table.update({column.name: value}, where=f"id in ({', '.join(map(str, ids))})", mode=mode)
+        snapshot = self.table.update({column.name: mor.lit(value)}, where=f"id in ({', '.join(map(str, ids))})", mode=mode)
         hit = [r for r in self.model.rows if r[self._id()] in ids]
         rows = [{**r, column.field_id: value} if r[self._id()] in ids else r for r in self.model.rows]
         self._commit(snapshot, rows, changed=bool(hit))

@@ -214,10 +214,12 @@ def _num(v: Any, f: Callable[[Any], Any]) -> Any:
 
 
 ASSIGNMENTS = [
-    Assignment("category = 'z'", {"category": "z"}, lambda r: {**r, "category": "z"}),
+    Assignment("category = 'z'", {"category": "'z'"}, lambda r: {**r, "category": "z"}),
+    Assignment("category = upper(category)", {"category": "upper(category)"}, lambda r: {**r, "category": _num(r["category"], str.upper)}),
     Assignment("category = null", {"category": None}, lambda r: {**r, "category": None}),
     Assignment("value = value + 1", {"value": pc.field("value") + 1}, lambda r: {**r, "value": _num(r["value"], lambda v: v + 1)}),
-    Assignment("value = NaN, category = 'b'", {"value": NAN, "category": "b"}, lambda r: {**r, "value": NAN, "category": "b"}),
+    Assignment("value = NaN, category = 'b'", {"value": NAN, "category": mor.lit("b")}, lambda r: {**r, "value": NAN, "category": "b"}),
+    Assignment("value = value * 2 + 1", {"value": "value * 2 + 1"}, lambda r: {**r, "value": _num(r["value"], lambda v: v * 2 + 1)}),
     Assignment(  # moves rows between id buckets and truncate ranges
         "id = id + 1, value = value * 2",
         {"id": pc.field("id") + 1, "value": pc.field("value") * 2},
@@ -241,7 +243,7 @@ MATCHED_UPDATE = {
     "*": ("*", lambda r, s: {c: s[c] for c in COLUMNS}),
     "value = source.value": ({"value": pc.field("source.value")}, lambda r, s: {**r, "value": s["value"]}),
     "category = 'm', value = value + source.value": (
-        {"category": "m", "value": pc.field("value") + pc.field("source.value")},
+        {"category": "'m'", "value": pc.field("value") + pc.field("source.value")},
         lambda r, s: {**r, "category": "m", "value": None if s["value"] is None else _num(r["value"], lambda v: v + s["value"])},
     ),
 }
@@ -249,7 +251,7 @@ NOT_MATCHED_INSERT = {
     "none": (None, None),
     "*": ("*", lambda s: {c: s[c] for c in COLUMNS}),
     "id, value, category = 'new'": (
-        {"id": pc.field("source.id"), "value": pc.field("source.value"), "category": "new"},
+        {"id": "source.id", "value": "source.value", "category": "'new'"},
         lambda s: {"id": s["id"], "category": "new", "value": s["value"]},
     ),
 }

@@ -329,7 +329,7 @@ def test_cli_delete_and_update_show_their_bar_on_a_terminal(
 ) -> None:
     new_table(catalog, range(0, 10))
     assert main(["delete", "db.t", "--warehouse", str(warehouse), "--where", "id = 3"]) == 0
-    assert main(["update", "db.t", "--warehouse", str(warehouse), "--set", "name=x", "--where", "id = 4"]) == 0
+    assert main(["update", "db.t", "--warehouse", str(warehouse), "--set", "name='x'", "--where", "id = 4"]) == 0
     out, err = capsys.readouterr()
     assert out.count("snapshot ") == 2
     assert "delete: scan files" in err and "update: write rows" in err
@@ -352,7 +352,7 @@ def test_cli_prints_no_progress_without_a_terminal(
     catalog: mor.Catalog, warehouse: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     new_table(catalog, range(0, 10))
-    for argv in (["delete", "--where", "id = 3"], ["update", "--set", "name=x", "--where", "id = 4"], ["scan"]):
+    for argv in (["delete", "--where", "id = 3"], ["update", "--set", "name='x'", "--where", "id = 4"], ["scan"]):
         assert main([argv[0], "db.t", "--warehouse", str(warehouse), *argv[1:]]) == 0
     assert capsys.readouterr().err == ""
 

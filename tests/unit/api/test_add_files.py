@@ -152,7 +152,7 @@ def test_delete_and_update_on_adopted_files(catalog: mor.Catalog, src: Path) -> 
     a = rows(range(0, 10), "a")
     table.add_files(write(src / "a.parquet", a))
     table.delete("id < 3")
-    table.update({"cat": "a"}, where="id = 5")
+    table.update({"cat": "'a'"}, where="id = 5")
     table.update({"ts": dt.datetime(2030, 1, 1)}, where="id = 6")
     got = scanned(table)
     assert [r["id"] for r in got] == list(range(3, 10))

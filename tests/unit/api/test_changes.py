@@ -38,7 +38,7 @@ def test_each_kind_of_commit(table: mor.Table) -> None:
     table.delete("id = 1")  # position delete
     table.delete_rows(pa.table({"id": pa.array([2], pa.int64())}))  # equality delete
     table.delete("id = 3", mode="copy-on-write")  # rewrite: rows 0, 4, 5 carried over
-    table.update({"v": "new"}, where="id = 4")
+    table.update({"v": "'new'"}, where="id = 4")
     table.compact(min_input_files=1)  # replace: nothing
     table.truncate()
     out = table.changes(from_snapshot_id=s1, on=["id"]).to_arrow()
@@ -61,7 +61,7 @@ def test_each_kind_of_commit(table: mor.Table) -> None:
 
 def test_without_keys_an_update_is_a_delete_and_an_insert(table: mor.Table) -> None:
     table.append(rows([1, 2]))
-    table.update({"v": "x"}, where="id = 2")
+    table.update({"v": "'x'"}, where="id = 2")
     last = table.changes(from_snapshot_id=table.current_snapshot().parent_snapshot_id).to_arrow()
     assert feed(last) == Counter({("DELETE", 2, "v2"): 1, ("INSERT", 2, "x"): 1})
 
@@ -78,7 +78,7 @@ def test_identifier_fields_pair_updates(tmp_path: Path) -> None:
 def test_v3_row_lineage_pairs_updates_without_keys(tmp_path: Path) -> None:
     table = mor.load_catalog(tmp_path / "wh", create=True).create_table("db.v3", schema=SCHEMA, format_version=3)
     table.append(rows([1, 2, 3]))
-    table.update({"v": "x"}, where="id = 2")  # keeps _row_id
+    table.update({"v": "'x'"}, where="id = 2")  # keeps _row_id
     table.upsert(rows([3], prefix="w"), on=["id"], strategy="equality")  # a new _row_id: no pair
     out = table.changes(from_snapshot_id=table.snapshots()[0].snapshot_id).to_arrow()
     assert feed(out) == Counter(
@@ -95,7 +95,7 @@ def test_columns_filter_and_net_changes(table: mor.Table) -> None:
     table.delete("id = 1")
     table.append(rows([5]))
     table.delete("id = 5")
-    table.update({"v": "x"}, where="id >= 3")
+    table.update({"v": "'x'"}, where="id >= 3")
     only = table.changes(from_snapshot_id=first, columns=["id"], filter="id >= 4").to_arrow()
     assert only.schema.names == ["id", "_change_type", "_change_ordinal", "_commit_snapshot_id"]
     assert Counter((r["_change_type"], r["id"]) for r in only.to_pylist()) == Counter(
@@ -164,7 +164,7 @@ def test_cli_prints_and_writes_changes(table: mor.Table, tmp_path: Path, capsys:
 
     table.append(rows([1, 2]))
     first = table.current_snapshot().snapshot_id
-    table.update({"v": "x"}, where="id = 2")
+    table.update({"v": "'x'"}, where="id = 2")
     warehouse = str(tmp_path / "wh")
     assert main(["changes", "db.t", "--warehouse", warehouse, "--from", str(first), "--on", "id"]) == 0
     lines = capsys.readouterr().out.splitlines()

@@ -137,7 +137,7 @@ def test_rows_that_only_move_are_not_checked_again(table: mor.Table) -> None:
     table.compact(min_input_files=1)
     assert 100 in scan_ids(table) and 1 not in scan_ids(table)
     with pytest.raises(mor.ConstraintViolationError):
-        table.update({"name": "x"}, where="id = 100")  # a new version of the row is a new row
+        table.update({"name": "'x'"}, where="id = 100")  # a new version of the row is a new row
 
 
 def test_set_not_null_makes_the_column_required_once_no_row_is_null(table: mor.Table) -> None:

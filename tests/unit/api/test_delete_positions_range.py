@@ -69,7 +69,7 @@ def test_out_of_range_positions_fail_reads_naming_the_delete_file(catalog: mor.C
     [
         pytest.param(lambda t: t.delete("id in (0, 1)"), id="delete"),
         pytest.param(lambda t: t.delete("id in (0, 1)", mode="copy-on-write"), id="delete-cow"),
-        pytest.param(lambda t: t.update({"name": "x"}, where="id in (0, 1)"), id="update"),
+        pytest.param(lambda t: t.update({"name": "'x'"}, where="id in (0, 1)"), id="update"),
         pytest.param(lambda t: t.upsert(make_rows([0, 1]), on=["id"]), id="upsert"),
         pytest.param(lambda t: t.merge(make_rows([0, 1]), on=["id"], when_matched_delete=True), id="merge"),
     ],
@@ -93,7 +93,7 @@ def test_a_deletion_vector_with_positions_past_the_end_is_corrupt(catalog: mor.C
     with pytest.raises(mor.CorruptMetadataError, match="deletion vector"):
         t.delete("id in (0, 1)")
     with pytest.raises(mor.CorruptMetadataError, match="deletion vector"):
-        t.update({"name": "x"}, where="id in (0, 1)")
+        t.update({"name": "'x'"}, where="id in (0, 1)")
 
 
 def test_positions_inside_the_file_still_delete(catalog: mor.Catalog) -> None:

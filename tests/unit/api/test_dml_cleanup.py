@@ -28,8 +28,8 @@ def _moved(ids: list[int]) -> pa.Table:
 
 
 VERBS_MOVING_ROWS: list[object] = [
-    pytest.param(lambda t: t.update({"category": "zzz"}, where="id in (1, 15, 25)"), id="update"),
-    pytest.param(lambda t: t.update({"category": "zzz"}, where="id in (1, 15, 25)", mode="copy-on-write"), id="update-cow"),
+    pytest.param(lambda t: t.update({"category": "'zzz'"}, where="id in (1, 15, 25)"), id="update"),
+    pytest.param(lambda t: t.update({"category": "'zzz'"}, where="id in (1, 15, 25)", mode="copy-on-write"), id="update-cow"),
     pytest.param(
         lambda t: t.merge(_moved([1, 15, 25]), on=["id"], when_matched_update={"category": pc.field("source.category")}),
         id="merge",
@@ -62,8 +62,8 @@ VERBS: list[object] = [
     pytest.param(lambda t: t.delete("id in (5, 15)"), id="delete"),
     pytest.param(lambda t: t.delete("id in (5, 15)", mode="copy-on-write"), id="delete-cow"),
     pytest.param(lambda t: t.delete_rows(pa.table({"id": pa.array([5, 15], pa.int64())})), id="delete-rows-positions"),
-    pytest.param(lambda t: t.update({"name": "x"}, where="id in (5, 15)"), id="update"),
-    pytest.param(lambda t: t.update({"category": "zzz"}, where="id in (5, 15)", mode="copy-on-write"), id="update-cow"),
+    pytest.param(lambda t: t.update({"name": "'x'"}, where="id in (5, 15)"), id="update"),
+    pytest.param(lambda t: t.update({"category": "'zzz'"}, where="id in (5, 15)", mode="copy-on-write"), id="update-cow"),
     pytest.param(lambda t: t.upsert(make_rows([5, 15, 99]), on=["id"]), id="upsert"),
     pytest.param(lambda t: t.merge(make_rows([5, 15]), on=["id"], when_matched_update="*"), id="merge"),
 ]

@@ -113,7 +113,7 @@ def test_dml_after_stacked_deletes(make_table: MakeTable, partition_by: list[str
 
     ids = sorted({k[0] for k in model})
     changed, gone = set(ids[::3]), set(ids[1::4])
-    table.update({"name": "changed"}, where=In("id", sorted(changed)))
+    table.update({"name": "'changed'"}, where=In("id", sorted(changed)))
     table.delete(In("id", sorted(gone)))
     expected = [dict(r, name="changed") if r["id"] in changed else r for r in model.values() if r["id"] not in gone]
     assert table_rows(table) == sorted_rows(expected), "update, delete"

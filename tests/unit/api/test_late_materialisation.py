@@ -152,7 +152,7 @@ def test_an_update_matching_nothing_reads_only_the_predicate_columns(wide) -> No
     location = t.metadata_location
     scan = _bytes_read(counting, lambda: t.scan().to_arrow())
     delete = _bytes_read(counting, lambda: t.delete("id = 1001"))
-    update = _bytes_read(counting, lambda: t.update({"c7": "changed"}, where="id = 1001"))
+    update = _bytes_read(counting, lambda: t.update({"c7": "'changed'"}, where="id = 1001"))
     assert t.metadata_location == location  # nothing matched, nothing committed
     # One column of 300 (plus the footer), as a DELETE reads: not every column of every row group.
     assert update <= delete * 1.1 + 4096
@@ -162,7 +162,7 @@ def test_an_update_matching_nothing_reads_only_the_predicate_columns(wide) -> No
 def test_an_update_decodes_only_the_row_groups_holding_a_match(wide) -> None:  # type: ignore[no-untyped-def]
     t, counting = wide
     scan = _bytes_read(counting, lambda: t.scan().to_arrow())
-    update = _bytes_read(counting, lambda: t.update({"c7": "changed", "c8": pc.field("c9")}, where="id in (1000, 1002)"))
+    update = _bytes_read(counting, lambda: t.update({"c7": "'changed'", "c8": pc.field("c9")}, where="id in (1000, 1002)"))
     assert update < scan / 4, (update, scan)  # the row group of ids 1000, 1002 (of 8) and the id column
     changed = t.scan(filter="id in (1000, 1002)").to_arrow().sort_by("id")
     assert changed.column("c7").to_pylist() == ["changed"] * 2

@@ -24,14 +24,14 @@ def test_update_without_where_is_refused_and_changes_nothing(make_table: MakeTab
     table = make_table(range(10))
     state = TableState(table)
     with pytest.raises(mor.InvalidArgumentError, match="where"):
-        table.update({"name": "x"})
+        table.update({"name": "'x'"})
     state.assert_unchanged()
 
 
 @pytest.mark.parametrize("where", ["true", True])
 def test_update_of_every_row_says_so(make_table: MakeTable, where: Any) -> None:
     table = make_table(range(10))
-    table.update({"name": "x"}, where=where)
+    table.update({"name": "'x'"}, where=where)
     assert [r["name"] for r in table_rows(table)] == ["x"] * 10
 
 

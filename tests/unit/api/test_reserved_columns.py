@@ -147,7 +147,7 @@ def test_dml_that_moves_rows_of_a_v3_table_with_lineage_names_is_a_typed_error(c
     foreign = _make_foreign(catalog, "3")
     files = files_under(foreign.location)
     for dml in (
-        lambda: foreign.update({"name": "x"}, where="id = 1"),
+        lambda: foreign.update({"name": "'x'"}, where="id = 1"),
         lambda: foreign.upsert(_foreign_rows([1]), on=["id"]),
         lambda: foreign.merge(_foreign_rows([1]), on=["id"], when_matched_update="*"),
         lambda: foreign.delete("id = 1", mode="copy-on-write"),

@@ -505,7 +505,7 @@ def test_dml_after_evolution_reads_old_files_right(table: mor.Table, mode: str) 
     assert table.arrow_schema().names == ["extra", "id", "n", "d", "label", "info"]
 
     table.delete("id < 2", mode=mode)
-    table.update({"extra": "u", "n": pc.field("n") + 1}, where="label = 'n3'", mode=mode)
+    table.update({"extra": "'u'", "n": pc.field("n") + 1}, where="label = 'n3'", mode=mode)
     new = pa.table(
         {
             "extra": ["up", "ins"], "id": [4, 20], "n": [1 << 40, 5], "d": [Decimal("1.00"), Decimal("2.00")],

@@ -489,11 +489,11 @@ DML: dict[str, tuple[Callable[[mor.Table], Any], Callable[[Model], None]]] = {
         lambda m: _delete(m, lambda r: not (r["category"] == "b" or r["id"] in (31, 62))),
     ),
     "update merge-on-read": (
-        lambda t: t.update({"category": "z", "value": -1.0}, where="id > 10 and id < 70"),
+        lambda t: t.update({"category": "'z'", "value": -1.0}, where="id > 10 and id < 70"),
         lambda m: _update(m, lambda r: 10 < r["id"] < 70, category="z", value=-1.0),
     ),
     "update copy-on-write": (
-        lambda t: t.update({"category": "z", "value": -1.0}, where="id > 10 and id < 70", mode="copy-on-write"),
+        lambda t: t.update({"category": "'z'", "value": -1.0}, where="id > 10 and id < 70", mode="copy-on-write"),
         lambda m: _update(m, lambda r: 10 < r["id"] < 70, category="z", value=-1.0),
     ),
     "upsert position": (lambda t: t.upsert(UPSERT_SOURCE, on=["id"]), lambda m: _upsert(m, UPSERT_SOURCE)),

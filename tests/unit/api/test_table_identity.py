@@ -50,7 +50,7 @@ OPERATIONS: dict[str, Callable[[mor.Table], Any]] = {
     "append-merge-schema": lambda t: t.append(make_rows([20]).append_column("extra", pa.array([1])), schema_mode="merge"),
     "delete": lambda t: t.delete("id < 4"),
     "delete-cow": lambda t: t.delete("id < 4", mode="copy-on-write"),
-    "update": lambda t: t.update({"name": "changed"}, where="id = 3"),
+    "update": lambda t: t.update({"name": "'changed'"}, where="id = 3"),
     "upsert": lambda t: t.upsert(make_rows([3, 30]), on=["id"]),
     "merge": lambda t: t.merge(make_rows([3, 31]), on=["id"], when_matched_update="*", when_not_matched_insert="*"),
     "delete_rows": lambda t: t.delete_rows(pa.table({"id": pa.array([3], pa.int64())})),

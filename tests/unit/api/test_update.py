@@ -41,7 +41,7 @@ def _expected(ids: range, where: Callable[[Row], bool], change: Callable[[Row], 
 
 CASES = [
     pytest.param(
-        {"name": "x"},
+        {"name": "'x'"},
         "id = 5",
         lambda r: r["id"] == 5,
         lambda r: {**r, "name": "x"},
@@ -69,11 +69,18 @@ CASES = [
         id="every-row",
     ),
     pytest.param(
-        {"category": "z", "value": 0},
+        {"category": "'z'", "value": 0},
         "name = 'n7' or id >= 28",
         lambda r: r["id"] == 7 or r["id"] >= 28,
         lambda r: {**r, "category": "z", "value": 0.0},
         id="partition-column-and-int-into-double",
+    ),
+    pytest.param(
+        {"value": "value + 1", "name": "upper(name) ", "category": mor.lit("a + b")},
+        "id >= 25",
+        lambda r: r["id"] >= 25,
+        lambda r: {**r, "value": r["value"] + 1, "name": r["name"].upper(), "category": "a + b"},
+        id="sql-text-and-a-literal-text",
     ),
 ]
 
@@ -101,9 +108,9 @@ def test_both_modes_give_the_expected_rows(
 
 def test_the_table_property_chooses_the_mode(make_table: MakeTable) -> None:
     table = make_table(range(0, 10), properties={"write.update.mode": "copy-on-write"})
-    table.update({"name": "x"}, where="id = 1")
+    table.update({"name": "'x'"}, where="id = 1")
     assert live_delete_entries(table) == []
-    table.update({"name": "y"}, where="id = 2", mode="merge-on-read")
+    table.update({"name": "'y'"}, where="id = 2", mode="merge-on-read")
     assert len(live_delete_entries(table)) == 1
 
 
@@ -117,7 +124,7 @@ def test_merge_on_read_commits_one_overwrite_of_position_deletes_and_a_data_file
     data_before = live_data_paths(table)
     first_file = data_file_holding(table, 3)
 
-    snapshot = table.update({"name": "x", "value": pc.field("value") + 1}, where="id in (3, 5)", mode="merge-on-read")
+    snapshot = table.update({"name": "'x'", "value": pc.field("value") + 1}, where="id in (3, 5)", mode="merge-on-read")
 
     assert snapshot is not None and snapshot == table.current_snapshot()
     assert len(table.snapshots()) == 3  # two appends and ONE update
@@ -155,7 +162,7 @@ def test_copy_on_write_rewrites_the_touched_files(make_table: MakeTable) -> None
     touched = data_file_holding(table, 3)
     untouched = data_file_holding(table, 15)
 
-    snapshot = table.update({"name": "x"}, where="id in (3, 5)", mode="copy-on-write")
+    snapshot = table.update({"name": "'x'"}, where="id in (3, 5)", mode="copy-on-write")
 
     assert snapshot is not None and snapshot.operation == "overwrite"
     assert len(table.snapshots()) == 3
@@ -175,7 +182,7 @@ def test_copy_on_write_rewrites_the_touched_files(make_table: MakeTable) -> None
 def test_merge_on_read_update_of_every_live_row_of_a_file_drops_the_file(make_table: MakeTable) -> None:
     table = make_table(range(0, 5), range(5, 10))
     old = data_file_holding(table, 0)
-    snapshot = table.update({"name": "x"}, where="id < 5", mode="merge-on-read")
+    snapshot = table.update({"name": "'x'"}, where="id < 5", mode="merge-on-read")
     assert snapshot is not None and snapshot.operation == "overwrite"
     assert old not in live_data_paths(table)
     assert live_delete_entries(table) == []
@@ -187,7 +194,7 @@ def test_update_skips_rows_deleted_before(make_table: MakeTable, mode: str) -> N
     table = make_table(range(0, 10))
     table.delete("id = 1")
     table.delete_rows(pa.table({"id": [2]}))
-    table.update({"name": "x"}, where="id < 4", mode=mode)
+    table.update({"name": "'x'"}, where="id < 4", mode=mode)
     expected = _expected(range(10), lambda r: r["id"] < 4, lambda r: {**r, "name": "x"})
     assert table_rows(table) == [r for r in expected if r["id"] not in (1, 2)]
 
@@ -211,7 +218,7 @@ def test_updating_a_partition_column_moves_the_row(make_table: MakeTable, mode: 
     table = make_table(range(0, 30), partition_by=["category"])  # a: 0-9, b: 10-19, c: 20-29
     data_before = live_data_paths(table)
 
-    snapshot = table.update({"category": "b"}, where="id = 3", mode=mode)
+    snapshot = table.update({"category": "'b'"}, where="id = 3", mode=mode)
 
     assert snapshot is not None
     new_entries = [e for e in live_raw_entries(table) if e.content == 0 and e.path not in data_before]
@@ -228,7 +235,7 @@ def test_updating_a_partition_column_moves_the_row(make_table: MakeTable, mode: 
 @pytest.mark.parametrize("mode", MODES)
 def test_rows_moved_to_a_new_partition_and_a_null_one(make_table: MakeTable, mode: str) -> None:
     table = make_table(range(0, 30), partition_by=["category"])
-    table.update({"category": "new"}, where="id in (1, 11)", mode=mode)
+    table.update({"category": "'new'"}, where="id in (1, 11)", mode=mode)
     table.update({"category": None}, where="id = 21", mode=mode)
     partitions = {e.data_file["partition"]["category"] for e in live_raw_entries(table) if e.content == 0}
     assert {"new", None} <= partitions
@@ -246,14 +253,14 @@ def test_no_match_commits_nothing(make_table: MakeTable, mode: str, where: str) 
     table = make_table(range(0, 30), partition_by=["category"])
     table.delete("id = 1")
     state = TableState(table)
-    assert table.update({"name": "x"}, where=where, mode=mode) is None
+    assert table.update({"name": "'x'"}, where=where, mode=mode) is None
     state.assert_unchanged()
 
 
 def test_update_of_an_empty_table_commits_nothing(make_table: MakeTable) -> None:
     table = make_table()
     state = TableState(table)
-    assert table.update({"name": "x"}, where="true") is None
+    assert table.update({"name": "'x'"}, where="true") is None
     state.assert_unchanged()
 
 
@@ -296,7 +303,7 @@ def test_a_bad_filter_writes_nothing(make_table: MakeTable, where: str, error: t
     table = make_table(range(0, 10))
     state = TableState(table)
     with pytest.raises(error):
-        table.update({"name": "x"}, where=where)
+        table.update({"name": "'x'"}, where=where)
     state.assert_unchanged()
 
 
@@ -304,7 +311,7 @@ def test_an_unknown_mode_writes_nothing(make_table: MakeTable) -> None:
     table = make_table(range(0, 10))
     state = TableState(table)
     with pytest.raises(mor.InvalidArgumentError):
-        table.update({"name": "x"}, where="id = 1", mode="merge-on-write")
+        table.update({"name": "'x'"}, where="id = 1", mode="merge-on-write")
     state.assert_unchanged()
 
 

@@ -326,7 +326,7 @@ def test_matched_update_with_source_and_target_expressions(make_table: MakeTable
         when_matched_update={
             "value": pc.field("value") + pc.field("source.value"),  # target + source
             "name": pc.binary_join_element_wise(pc.field("name"), pc.field("source.op"), "/"),
-            "category": "m",
+            "category": "'m'",
         },
         mode=mode,
     )
@@ -362,7 +362,7 @@ def test_not_matched_insert_with_a_condition(make_table: MakeTable, mode: str) -
     snapshot = table.merge(
         source,
         on=["id"],
-        when_not_matched_insert={"id": pc.field("source.id"), "value": pc.field("source.value"), "name": "new"},
+        when_not_matched_insert={"id": pc.field("source.id"), "value": pc.field("source.value"), "name": "'new'"},
         when_not_matched_insert_if=pc.field("source.op") == "I",
         mode=mode,
     )
@@ -479,7 +479,7 @@ def test_merge_modes_give_the_same_rows(catalog: mor.Catalog) -> None:
             source,
             on=["id"],
             when_matched_delete=pc.field("source.op") == "D",
-            when_matched_update={"value": pc.field("source.value") * 2, "category": "z"},
+            when_matched_update={"value": pc.field("source.value") * 2, "category": "'z'"},
             when_not_matched_insert={"id": pc.field("source.id"), "category": pc.field("source.op")},
             when_not_matched_insert_if=pc.field("source.op") != "D",
             mode=m,
@@ -553,7 +553,10 @@ def test_clauses_that_make_no_sense_are_refused(make_table: MakeTable, clauses: 
         pytest.param(_source([(3, "U", 1.0)]), {"when_matched_update": "*"}, id="star-update-without-every-column"),
         pytest.param(_source([(3, "U", 1.0)]), {"when_matched_update": {"nope": 1}}, id="update-of-an-unknown-column"),
         pytest.param(_source([(50, "I", 1.0)]), {"when_not_matched_insert": {"id": 1, "nope": 1}}, id="insert-of-an-unknown-column"),
-        pytest.param(_source([(3, "U", 1.0)]), {"when_matched_update": {"id": "abc"}}, id="update-string-into-long"),
+        pytest.param(_source([(3, "U", 1.0)]), {"when_matched_update": {"id": "'abc'"}}, id="update-string-into-long"),
+        pytest.param(_source([(3, "U", 1.0)]), {"when_matched_update": {"name": "abc"}}, id="update-bare-word"),
+        pytest.param(_source([(3, "U", 1.0)]), {"when_matched_update": {"name": "upper(source.nope)"}}, id="update-text-of-unknown-column"),
+        pytest.param(_source([(3, "U", 1.0)]), {"when_matched_update": {"id": "source.value * 1e30"}}, id="update-out-of-range"),
         pytest.param(_source([(3, "U", 1.0)]), {"when_matched_update": {"value": pc.field("source.op")}}, id="update-text-into-double"),
         pytest.param(_source([(3, "U", 1.0)]), {"when_matched_update": {"value": pc.field("source.nope")}}, id="update-from-unknown-column"),
         pytest.param(_source([(3, "U", 1.0)]), {"when_matched_delete": pc.field("source.value")}, id="condition-not-boolean"),

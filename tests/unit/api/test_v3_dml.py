@@ -134,7 +134,7 @@ def test_one_puffin_file_per_operation(v3: mor.Table, catalog: mor.Catalog) -> N
         (e.data_file["content_offset"], e.data_file["content_size_in_bytes"], e.data_file["referenced_data_file"]) for e in entries
     )
     # UPDATE and MERGE too: one Puffin file for the DVs of both files they touch.
-    v3.update({"category": "u"}, where="id in (1, 21)")
+    v3.update({"category": "'u'"}, where="id in (1, 21)")
     assert len({e[0].path for p, e in dvs(v3).items() if p != _file_of(v3, 41)}) == 1
     v3.merge(rows_of([{"id": 2}, {"id": 22}, {"id": 42}]), on=["id"], when_matched_delete=True)
     assert len({e[0].path for e in dvs(v3).values()}) == 1
@@ -144,9 +144,9 @@ def test_one_puffin_file_per_operation(v3: mor.Table, catalog: mor.Catalog) -> N
 
 
 def test_every_dml_writes_dvs_and_no_position_delete_files(v3: mor.Table) -> None:
-    v3.update({"name": "x"}, where="id = 3")
+    v3.update({"name": "'x'"}, where="id = 3")
     v3.upsert(make_rows([4, 24, 100]), on=["id"], strategy="position")
-    v3.merge(rows_of([{"id": 5, "name": "m"}]), on=["id"], when_matched_update={"name": "m"})
+    v3.merge(rows_of([{"id": 5, "name": "m"}]), on=["id"], when_matched_update={"name": "'m'"})
     v3.set_properties(**{"mor.write.equality-deletes.enabled": "false"})
     v3.delete_rows(pa.table({"id": pa.array([6, 26], pa.int64())}))
     v3.upsert(make_rows([7]), on=["id"], strategy="equality")

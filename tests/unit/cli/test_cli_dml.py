@@ -120,13 +120,14 @@ def test_update_parses_each_type_as_the_column_holds_it(twins: tuple[mor.Table, 
     code, out, err = cli(warehouse, capsys, "update", *argv, "--where", "id >= 10 and id <= 12")
     assert code == 0 and err == "" and out.startswith(f"snapshot {by_cli.refresh().current_snapshot().snapshot_id} (overwrite")
     values = {
-        "small": -12, "name": "a b", "price": Decimal("149.50"), "ratio": 1500.0, "flag": False, "day": dt.date(2025, 6, 5),
+        "small": -12, "name": mor.lit("a b"), "price": Decimal("149.50"), "ratio": 1500.0, "flag": False, "day": dt.date(2025, 6, 5),
         "local": dt.datetime(2025, 6, 5, 10), "ts": dt.datetime(2025, 6, 5, 10, tzinfo=UTC),
     }  # fmt: skip
     by_api.update(values, where="id >= 10 and id <= 12")
     assert same_rows(by_cli, by_api)
     changed = by_cli.scan(filter="id >= 10 and id <= 12").to_arrow().to_pylist()
-    assert len(changed) == 3 and all({k: r[k] for k in values} == values for r in changed)
+    expected = {**values, "name": "a b"}
+    assert len(changed) == 3 and all({k: r[k] for k in values} == expected for r in changed)
 
 
 def test_update_zone_less_time_means_utc_and_null_clears(twins: tuple[mor.Table, mor.Table], warehouse: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -137,7 +138,20 @@ def test_update_zone_less_time_means_utc_and_null_clears(twins: tuple[mor.Table,
     assert same_rows(by_cli, by_api)
     code, out, _ = cli(warehouse, capsys, "update", "--set", "name='null'", "--where", "id = 8")  # quoted: the word
     assert code == 0 and by_cli.refresh().scan(filter="id = 8").to_arrow().column("name").to_pylist() == ["null"]
-    assert cli(warehouse, capsys, "update", "--set", "name=x", "--where", "id = 5")[1] == "no rows matched\n"
+    assert cli(warehouse, capsys, "update", "--set", "name='x'", "--where", "id = 5")[1] == "no rows matched\n"
+
+
+def test_update_values_are_sql_text_as_in_the_api(twins: tuple[mor.Table, mor.Table], warehouse: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    by_cli, by_api = twins
+    sets = ["small=small + 1", "name=upper(name)", "local='2025-01-15 12:00'", "price=price * 2", "day=cast(local as date)", "ratio=ratio"]
+    argv = [arg for s in sets for arg in ("--set", s)]
+    assert cli(warehouse, capsys, "update", *argv, "--where", "id < 10")[0] == 0
+    by_api.update(dict(s.split("=", 1) for s in sets), where="id < 10")
+    assert same_rows(by_cli, by_api)
+    changed = by_cli.scan(filter="id = 2", columns=["small", "name", "local", "price", "day"]).to_arrow().to_pylist()
+    assert changed == [
+        {"small": 3, "name": "N2", "local": dt.datetime(2025, 1, 15, 12), "price": Decimal("1.00"), "day": dt.date(2025, 1, 1)}
+    ]
 
 
 @pytest.mark.parametrize(
@@ -152,7 +166,12 @@ def test_update_zone_less_time_means_utc_and_null_clears(twins: tuple[mor.Table,
         (["update", "--set", "name", "--where", "id = 1"], "InvalidArgumentError"),
         (["update", "--set", "name=a", "--set", "name=b", "--where", "id = 1"], "InvalidArgumentError"),
         (["update", "--set", "id=null", "--where", "id = 1"], "SchemaMismatchError"),  # a required column
-        (["update", "--set", "name=x", "--where", "nope = 1"], "InvalidFilterError"),
+        (["update", "--set", "name='x'", "--where", "nope = 1"], "InvalidFilterError"),
+        (["update", "--set", "name=x", "--where", "id = 1"], "InvalidArgumentError"),  # a bare word names a column
+        (["update", "--set", "name=upper(nope)", "--where", "id = 1"], "SchemaMismatchError"),
+        (["update", "--set", "small=small +", "--where", "id = 1"], "InvalidArgumentError"),
+        (["update", "--set", "small=small * 1000000000", "--where", "id = 6"], "SchemaMismatchError"),  # beyond int32, on the row
+        (["update", "--set", "small='5'", "--where", "id = 1"], "SchemaMismatchError"),  # text is no number
         (["delete", "--where", "nope = 1"], "InvalidFilterError"),
         (["delete", "--where", "id <"], "InvalidFilterError"),
     ],
@@ -191,7 +210,7 @@ def test_dml_on_a_v3_table_writes_deletion_vectors(warehouse: Path, capsys: pyte
     table = mor.load_catalog(warehouse).create_table("db.cli", schema=SCHEMA, format_version=3)
     table.append(rows(range(20)))
     assert cli(warehouse, capsys, "delete", "--where", "id < 5")[0] == 0
-    assert cli(warehouse, capsys, "update", "--set", "name=z", "--where", "id = 9")[0] == 0
+    assert cli(warehouse, capsys, "update", "--set", "name='z'", "--where", "id = 9")[0] == 0
     table.refresh()
     assert table.scan().count() == 15 and table.scan(filter="name = 'z'").to_arrow().column("id").to_pylist() == [9]
     assert table.current_snapshot().summary.get("added-dvs") == "1"

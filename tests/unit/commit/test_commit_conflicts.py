@@ -89,12 +89,12 @@ def test_concurrent_position_deletes_on_one_file_both_apply(catalog: mor.Catalog
 @pytest.mark.parametrize("mode", ["merge-on-read", "copy-on-write"])
 def test_updates_of_different_rows_of_one_file_do_not_conflict(catalog: mor.Catalog, mode: str) -> None:
     first, second = _two_writers(catalog, range(0, 10), **NO_REPLAN)
-    first.update({"category": "x"}, where="id = 1", mode="merge-on-read")
+    first.update({"category": "'x'"}, where="id = 1", mode="merge-on-read")
     if mode == "copy-on-write":  # a rewrite depends on every row of the file: a true conflict
         with pytest.raises(mor.CommitConflictError):
-            second.update({"category": "y"}, where="id = 2", mode=mode)
+            second.update({"category": "'y'"}, where="id = 2", mode=mode)
         return
-    second.update({"category": "y"}, where="id = 2", mode=mode)
+    second.update({"category": "'y'"}, where="id = 2", mode=mode)
     rows = {r["id"]: r["category"] for r in catalog.load_table("db.t").scan().to_arrow().to_pylist()}
     assert (rows[1], rows[2], len(rows)) == ("x", "y", 10)
 
@@ -103,7 +103,7 @@ def test_an_equality_delete_of_another_key_does_not_conflict(catalog: mor.Catalo
     """delete_rows of id 2 shares the file and partition of row 1, but not its key."""
     first, second = _two_writers(catalog, range(0, 10), **NO_REPLAN)
     first.delete_rows(pa.table({"id": pa.array([2], pa.int64())}))
-    second.update({"category": "y"}, where="id = 1")
+    second.update({"category": "'y'"}, where="id = 1")
     assert scan_ids(catalog.load_table("db.t")) == [0, 1, *range(3, 10)]
 
 
@@ -111,7 +111,7 @@ def test_an_equality_delete_of_an_updated_row_conflicts(catalog: mor.Catalog) ->
     first, second = _two_writers(catalog, range(0, 10), **NO_REPLAN)
     first.delete_rows(pa.table({"id": pa.array([1], pa.int64())}))
     with pytest.raises(mor.CommitConflictError) as e:
-        second.update({"category": "y"}, where="id = 1")
+        second.update({"category": "'y'"}, where="id = 1")
     assert e.value.snapshot_id == catalog.load_table("db.t").current_snapshot().snapshot_id  # type: ignore[union-attr]
     assert "deleted rows" in str(e.value)
     assert scan_ids(catalog.load_table("db.t")) == [0, *range(2, 10)]
@@ -191,9 +191,9 @@ def test_snapshot_isolation_allows_rows_appended_meanwhile(catalog: mor.Catalog)
 def test_snapshot_isolation_still_refuses_a_lost_update(catalog: mor.Catalog) -> None:
     props = {**NO_REPLAN, "write.update.isolation-level": "snapshot"}
     first, second = _two_writers(catalog, range(0, 3), **props)
-    first.update({"category": "x"}, where="id = 1")
+    first.update({"category": "'x'"}, where="id = 1")
     with pytest.raises(mor.CommitConflictError):
-        second.update({"category": "y"}, where="id = 1")
+        second.update({"category": "'y'"}, where="id = 1")
 
 
 def test_an_unknown_isolation_level_fails_before_writing(catalog: mor.Catalog) -> None:

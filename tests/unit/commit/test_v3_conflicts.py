@@ -124,7 +124,7 @@ def test_a_dv_for_one_file_and_a_dv_for_both_conflict(catalog: mor.Catalog) -> N
 def test_concurrent_update_and_delete_of_one_file(catalog: mor.Catalog) -> None:
     first, second = two_writers(catalog)
     first.delete("id = 7")
-    s = second.update({"category": "u"}, where="id = 8")
+    s = second.update({"category": "'u'"}, where="id = 8")
     current = catalog.load_table("db.t")
     rows = {r["id"]: (r["category"], r["_row_id"]) for r in current.scan(columns=["id", "category", "_row_id"]).to_arrow().to_pylist()}
     assert 7 not in rows and rows[8] == ("u", 8)  # the updated row keeps its id

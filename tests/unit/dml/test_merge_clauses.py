@@ -48,7 +48,7 @@ def _build(matched: list[tuple[str, str | None]], not_matched: list[tuple[str, s
         if action == "insert_all":
             clauses = clauses.when_not_matched_insert_all(condition)
         else:
-            clauses = clauses.when_not_matched_insert({"id": pc.field("source.id"), "tag": "new"}, condition)
+            clauses = clauses.when_not_matched_insert({"id": pc.field("source.id"), "tag": "'new'"}, condition)
     return clauses
 
 

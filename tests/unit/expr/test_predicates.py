@@ -99,7 +99,7 @@ def test_scan_delete_and_update_select_the_rows_where_the_predicate_is_true(
     assert _ids(table) == [i for i in range(4) if i not in expected]
 
     table = _table(catalog, "update")
-    table.update({"s": "changed"}, where=where)
+    table.update({"s": "'changed'"}, where=where)
     assert _ids(table, filter="s = 'changed'") == expected
 
 

@@ -126,7 +126,7 @@ def test_delete_keeps_the_rows_duckdb_keeps(catalog: mor.Catalog, where: str, mo
 @pytest.mark.parametrize("where", CASES[1::3])
 def test_update_changes_the_rows_duckdb_selects(catalog: mor.Catalog, where: str) -> None:
     table = _table(catalog, "u")
-    table.update({"tag": "changed"}, where=where)
+    table.update({"tag": "'changed'"}, where=where)
     assert ids(table, "tag = 'changed'") == duckdb_ids(where)
     assert ids(table) == list(range(12))
 

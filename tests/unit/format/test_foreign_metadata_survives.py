@@ -56,7 +56,7 @@ OPERATIONS: dict[str, Callable[[mor.Table], Any]] = {
     "append": lambda t: t.append(make_rows([100])),
     "delete": lambda t: t.delete("id = 3"),
     "delete-cow": lambda t: t.delete("id = 4", mode="copy-on-write"),
-    "update": lambda t: t.update({"name": "x"}, where="id = 5"),
+    "update": lambda t: t.update({"name": "'x'"}, where="id = 5"),
     "upsert": lambda t: t.upsert(make_rows([6, 101]), on=["id"]),
     "delete_rows": lambda t: t.delete_rows(pa.table({"id": pa.array([7], pa.int64())})),
     "update_schema": lambda t: t.update_schema().add_column("extra", pa.int32()).commit(),

@@ -327,7 +327,7 @@ def ten(v3: mor.Table) -> mor.Table:
 def test_update_keeps_row_ids_and_takes_the_new_sequence_number(ten: mor.Table) -> None:
     for mode in ("merge-on-read", "copy-on-write"):
         before = lineage(ten)
-        s = ten.update({"category": mode}, where="id in (2, 7)", mode=mode)
+        s = ten.update({"category": mor.lit(mode)}, where="id in (2, 7)", mode=mode)
         after = lineage(ten)
         assert after == {**before, 2: (2, s.sequence_number), 7: (7, s.sequence_number)}, mode
         assert_row_ids_unique(ten)
@@ -341,7 +341,7 @@ def test_an_update_that_changes_the_key_keeps_the_row_id(ten: mor.Table) -> None
 
 
 def test_copy_on_write_delete_keeps_both_columns_of_the_surviving_rows(ten: mor.Table) -> None:
-    ten.update({"category": "u"}, where="id = 5")  # seq 2: row 5 is now in a file of its own
+    ten.update({"category": "'u'"}, where="id = 5")  # seq 2: row 5 is now in a file of its own
     before = lineage(ten)
     ten.delete("id in (1, 8)", mode="copy-on-write")  # rewrites the first file
     assert lineage(ten) == {k: v for k, v in before.items() if k not in (1, 8)}
@@ -356,7 +356,7 @@ def test_merge_keeps_ids_of_updated_rows_and_gives_inserted_rows_new_ones(ten: m
         source = pa.table({"id": [1, 2, base, base + 1], "op": ["U", "D", "I", "I"]})
         s = ten.merge(
             source, on=["id"], when_matched_delete=pc.field("source.op") == "D",
-            when_matched_update={"category": "m"}, when_not_matched_insert={"id": pc.field("source.id")}, mode=mode,
+            when_matched_update={"category": "'m'"}, when_not_matched_insert={"id": pc.field("source.id")}, mode=mode,
         )  # fmt: skip
         after = lineage(ten)
         assert 2 not in after
@@ -402,7 +402,7 @@ def test_delete_rows_removes_lineage_with_the_row(ten: mor.Table) -> None:
 
 def test_compaction_keeps_both_columns(ten: mor.Table) -> None:
     ten.append(make_rows(range(10, 14)))
-    ten.update({"category": "u"}, where="id in (1, 11)")
+    ten.update({"category": "'u'"}, where="id in (1, 11)")
     ten.delete("id in (2, 12)")
     ten.upsert(make_rows([13]), on=["id"], strategy="equality")  # an equality delete to apply too
     before = lineage(ten)
@@ -411,7 +411,7 @@ def test_compaction_keeps_both_columns(ten: mor.Table) -> None:
     assert lineage(ten) == before
     assert_row_ids_unique(ten)
     # A later update of a compacted row keeps its id.
-    s = ten.update({"category": "v"}, where="id = 0")
+    s = ten.update({"category": "'v'"}, where="id = 0")
     assert lineage(ten)[0] == (0, s.sequence_number)
 
 
@@ -420,16 +420,16 @@ def test_lineage_of_every_snapshot_reads_the_same_later_and_row_ids_stay_unique(
     steps: list[Callable[[mor.Table], object]] = [
         lambda t: t.append(make_rows(range(10, 15))),
         lambda t: t.delete("id in (0, 11)"),
-        lambda t: t.update({"category": "u"}, where="id in (1, 12)"),
-        lambda t: t.update({"category": "w"}, where="id = 1", mode="copy-on-write"),
+        lambda t: t.update({"category": "'u'"}, where="id in (1, 12)"),
+        lambda t: t.update({"category": "'w'"}, where="id = 1", mode="copy-on-write"),
         lambda t: t.upsert(make_rows([2, 40]), on=["id"]),
         lambda t: t.upsert(make_rows([3, 41]), on=["id"], strategy="equality"),
         lambda t: t.merge(
-            rows_of([{"id": 4}, {"id": 42}]), on=["id"], when_matched_update={"name": "m"}, when_not_matched_insert="*"
+            rows_of([{"id": 4}, {"id": 42}]), on=["id"], when_matched_update={"name": "'m'"}, when_not_matched_insert="*"
         ),
         lambda t: t.delete("id = 5", mode="copy-on-write"),
         lambda t: t.compact(min_input_files=1),
-        lambda t: t.update({"category": "x"}, where="id = 6"),
+        lambda t: t.update({"category": "'x'"}, where="id = 6"),
     ]
     seen: dict[int, dict[int, tuple[int | None, int | None]]] = {ten.current_snapshot().snapshot_id: lineage(ten)}  # type: ignore[union-attr]
     for step in steps:

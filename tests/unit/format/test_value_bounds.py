@@ -58,7 +58,7 @@ def test_every_property_at_its_bound_leaves_the_table_usable(catalog: mor.Catalo
     table = catalog.create_table("db.t", schema=SCHEMA, properties={name: str(maximum(name)) for name in WHOLE_NUMBER_PROPERTIES})
     table.append(make_rows(range(5)))
     table.delete("id = 1")
-    table.update({"name": "x"}, where="id = 2")
+    table.update({"name": "'x'"}, where="id = 2")
     table.compact(min_input_files=1)
     table.expire_snapshots()  # the table's retention: longer than time itself
     table.remove_orphan_files()

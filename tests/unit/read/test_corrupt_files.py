@@ -108,7 +108,7 @@ def test_a_damaged_file_fails_reads_and_dml_naming_it(catalog: mor.Catalog, tabl
     assert_corrupt(lambda: list(table.scan().to_batches()), location, kind)
     assert_corrupt(lambda: table.scan(columns=[]).count(), location, kind)
     assert_corrupt(lambda: table.delete("id = 7"), location, kind)
-    assert_corrupt(lambda: table.update({"name": "x"}, where="id = 7"), location, kind)
+    assert_corrupt(lambda: table.update({"name": "'x'"}, where="id = 7"), location, kind)
     assert_corrupt(lambda: table.upsert(make_rows([7]), on=["id"]), location, kind)
 
     # Nothing was committed and nothing was left behind.

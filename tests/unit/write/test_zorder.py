@@ -96,7 +96,7 @@ def test_two_to_four_columns(k: int) -> None:
 def test_clustering_keeps_the_rows_and_prunes(catalog: mor.Catalog, clustering: dict) -> None:
     table = scattered_table(catalog)
     table.delete("id % 9 = 0")
-    table.update({"tag": "changed"}, where="id % 50 = 1")
+    table.update({"tag": "'changed'"}, where="id % 50 = 1")
     expected = rows_by_id(table)
     before_files, before_planned = len(table.scan().plan_files()), planned(table)
     assert before_planned == before_files == 9  # random columns: every file spans them (the UPDATE wrote one)

@@ -1,0 +1,280 @@
+"""Values as SQL text, as in Delta Lake's Python API: a `str` value of UPDATE's `set` or of a
+MERGE clause is an expression over the old row, in the filter language's terms
+(mor.expr.parse_terms): `qty + 1`, `upper(name)`, `'closed'` (the text), `null`,
+`coalesce(x, 0)`, `cast(x as int)`, `x::date`, `extract(year from t)`, `current_timestamp`,
+`date '2025-01-15' + interval 1 day`. A MERGE names the source row's columns `source.<name>`
+(and the table's `target.<name>`, or by their plain names). There is no CASE, and no
+comparison (a condition is no value here).
+
+The result is stored in the column as Spark's ANSI store assignment stores it: a number in any
+number column (to whole numbers toward zero, to fewer decimal places half away from zero; a
+value out of the column's range is an error, never NULL), any value but a float in a text
+column, text and dates and times in date and time columns (text read as filters read it: no
+zone is UTC for a timestamptz). Nothing else converts by itself: text into a number is
+refused (write `cast('5' as int)`). A value of constants only is converted when the text is
+read, so a value that does not fit fails before a row is read.
+
+Every other Python value (numbers, Decimal, datetime, date, bytes, bool, None) is a literal, as
+is `lit(value)`, which makes text a literal too (`lit("qty + 1")` sets that text). A bare word
+that names no column (`closed`) is refused, suggesting `'closed'` or `mor.lit("closed")`:
+never a silent literal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyiceberg.schema import Schema, assign_fresh_schema_ids
+from pyiceberg.types import NestedField, StructType
+
+from mor.errors import InvalidArgumentError, InvalidFilterError, SchemaMismatchError
+from mor.expr.cast_rows import cast_expression
+from mor.expr.casts import CastType, cast_constant, check_cast
+from mor.expr.parse_terms import TermParser
+from mor.expr.residual import NUMERIC, TEMPORAL, Call, Column, Constant, bind_term
+from mor.expr.residual_rows import term_expression
+from mor.format.arrow_types import from_arrow_schema, to_arrow_type
+
+VALUE_SYNTAX = """value syntax (SQL over the old row, as in Delta Lake's Python API):
+  qty + 1   upper(name)   coalesce(x, 0)   cast(x as int)   x::date   extract(year from t)
+  'closed' (text; '' for a quote)   12, -3.5, true   null   mor.lit("any text") for a literal
+  '2025-01-15 12:00' into a timestamp column   date '2025-01-15'   current_timestamp - interval 1 day
+  in a MERGE: source.<name> for the source's columns, target.<name> or <name> for the table's
+  + - * / %  lower() upper() length() abs() coalesce() year() month() day() hour() date() ..."""
+SOURCE, TARGET = "source", "target"
+
+
+@dataclass(frozen=True)
+class Lit:
+    """A literal value: `lit("qty + 1")` sets the text itself, where the text "qty + 1" adds."""
+
+    value: Any
+
+
+def lit(value: Any) -> Lit:
+    """`value` as a literal, whatever it is (text too: `mor.lit("closed")` is `"'closed'"`)."""
+    return value if isinstance(value, Lit) else Lit(value)
+
+
+def is_null_value(value: Any) -> bool:
+    """None, `lit(None)` and the text `null`: a value that makes the column null."""
+    if isinstance(value, Lit):
+        return value.value is None
+    return value is None or (isinstance(value, str) and value.strip().lower() == "null")
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The columns a value's text may name: a schema, each field's path in the rows the value
+    is evaluated on, and prefixes standing for other names (`target.` for none)."""
+
+    schema: Schema
+    paths: dict[int, tuple[str, ...]]
+    aliases: dict[str, str] = field(default_factory=dict)
+    note: str = ""  # said of a column it does not have
+
+
+def table_scope(schema: Schema) -> Scope:
+    """The table's columns, by name (`a.b` for a field of struct `a`)."""
+    return Scope(schema, _paths(schema.as_struct(), ()))
+
+
+def merge_scope(schema: Schema, source: pa.Schema, target_visible: bool) -> Scope:
+    """A MERGE clause's names over the joined rows (the table's columns by name, the source's as
+    "source.<name>"): `source.<name>`, and where `target_visible` (an update) the table's
+    columns by name or as `target.<name>`. An insert sees the source alone."""
+    names = {f.name for f in schema.fields}
+    fields = list(schema.fields) if target_visible else []
+    paths = _paths(schema.as_struct(), ()) if target_visible else {}
+    if SOURCE not in names or not target_visible:
+        convertible = [f for f in source if _has_iceberg_type(f)]
+        ids = iter(range(schema.highest_field_id + 2, 2**31))
+        fresh = assign_fresh_schema_ids(from_arrow_schema(pa.schema(convertible)), lambda: next(ids))
+        struct = StructType(*fresh.fields)
+        fields.append(NestedField(schema.highest_field_id + 1, SOURCE, struct, required=False))
+        for f in struct.fields:
+            top = (f"{SOURCE}.{f.name}",)
+            paths[f.field_id] = top
+            if isinstance(f.field_type, StructType):
+                paths.update(_paths(f.field_type, top))
+    aliases = {f"{TARGET}.": ""} if target_visible and TARGET not in names else {}
+    note = "" if target_visible else f": an insert sees only the source's columns ({SOURCE}.<name>)"
+    return Scope(Schema(*fields), paths, aliases, note)
+
+
+def _has_iceberg_type(f: pa.Field) -> bool:
+    try:
+        from_arrow_schema(pa.schema([f]))
+    except SchemaMismatchError:
+        return False
+    return True
+
+
+def _paths(struct: StructType, prefix: tuple[str, ...]) -> dict[int, tuple[str, ...]]:
+    paths: dict[int, tuple[str, ...]] = {}
+    for f in struct.fields:
+        paths[f.field_id] = (*prefix, f.name)
+        if isinstance(f.field_type, StructType):
+            paths.update(_paths(f.field_type, (*prefix, f.name)))
+    return paths
+
+
+# -- reading a value -------------------------------------------------------------------------
+
+
+class _ValueParser(TermParser):
+    HELP = VALUE_SYNTAX
+
+    def __init__(self, text: str, column: str):
+        super().__init__(text)
+        self.WHAT = f"the value of {column!r}"
+
+    def value(self) -> Any:
+        term = self._term()
+        t = self._peek()
+        if t.kind != "end":
+            self._fail(t, f"expected an operator or the end of the value, found {t.describe()} (a value holds no comparison)")
+        return term
+
+    def _operand(self, after: Any, depth: int) -> Any:
+        if self._peek().is_word("null"):
+            self._fail(self._peek(), "null is a whole value ('null'), not an operand")
+        return super()._operand(after, depth)
+
+
+def parse_value(text: str, column: str) -> Any:
+    """The term `text` writes (a Column, Constant or Call); InvalidArgumentError with a caret
+    where it does not parse."""
+    try:
+        return _ValueParser(text, column).value()
+    except InvalidFilterError as e:
+        raise InvalidArgumentError(str(e)) from None
+
+
+def text_expression(text: str, target: pa.DataType, scope: Scope, column: str) -> pc.Expression:
+    """The SQL text `text` as an expression over the rows `scope` describes, of the column's
+    type `target` (see the module docstring); SchemaMismatchError for a name or a value that
+    does not fit, InvalidArgumentError for text that does not parse."""
+    if text.strip().lower() == "null":
+        return pc.scalar(pa.scalar(None, type=target))
+    term = _resolved(parse_value(text, column), scope, text, column)
+    if isinstance(term, Column):
+        found = scope.schema.find_field(term.name)
+        if to_arrow_type(found.field_type) == target:  # a column of the same type, whatever the type
+            return pc.field(*scope.paths[found.field_id])
+    into = _cast_type(target)
+    if into is None:
+        raise SchemaMismatchError(
+            f"{column!r} is {target}: SQL text sets it only to null or a column of that type; "
+            f"give a Python value (bytes, uuid.UUID, datetime.time, ...) or a pyarrow expression instead of {text!r}"
+        )
+    if isinstance(term, Constant):  # converted now: a value that does not fit fails before any row is read
+        term = _fitted(term, into, text, f"{column!r} ({target})")
+    try:
+        bound = bind_term(term, scope.schema)
+    except InvalidFilterError as e:
+        raise SchemaMismatchError(f"the value of {column!r} ({text}): {e}") from None
+    refusal = _refusal(bound.kind, into, text)
+    if refusal is not None:
+        raise SchemaMismatchError(f"cannot set {column!r} ({target}) to {text}: {refusal}")
+    expr, dtype = term_expression(bound, scope.paths)
+    if dtype != target and not (bound.kind == into.kind and _same_kind_fits(dtype, target)):
+        expr, dtype = cast_expression(expr, bound.kind, dtype, into)
+    return expr if dtype == target else expr.cast(target)
+
+
+def _same_kind_fits(dtype: pa.DataType, target: pa.DataType) -> bool:
+    """A plain cast of `dtype` to `target` changes no value or raises (never rounds)."""
+    return not pa.types.is_decimal(dtype) or dtype.scale <= target.scale
+
+
+def _resolved(term: Any, scope: Scope, text: str, column: str) -> Any:
+    """`term` with aliases replaced; SchemaMismatchError for a column the scope lacks (a bare
+    word naming none: the quotes of text suggested)."""
+    if isinstance(term, Column):
+        name = term.name
+        for prefix, replacement in scope.aliases.items():
+            if name.startswith(prefix):
+                name = replacement + name[len(prefix) :]
+        try:
+            scope.schema.find_field(name)
+        except ValueError:
+            if _names_field(scope, f"{SOURCE}.{name}"):
+                raise SchemaMismatchError(
+                    f"the value of {column!r} ({text}) names {name!r}: the source's column is {SOURCE}.{name}"
+                ) from None
+            if term.name == text.strip() and "." not in term.name:
+                raise SchemaMismatchError(
+                    f"the value of {column!r} is SQL text, and {text.strip()!r} names no column{scope.note}; "
+                    f"for the text write \"'{text.strip()}'\" (quoted, as in SQL) or mor.lit({text.strip()!r})"
+                ) from None
+            names = ", ".join(n for n in scope.schema.column_names[:30])
+            raise SchemaMismatchError(
+                f"the value of {column!r} ({text}) names column {term.name!r}, which is not one of {names}{scope.note}"
+            ) from None
+        return Column(name)
+    if isinstance(term, Call):
+        args = tuple(a if isinstance(a, CastType) else _resolved(a, scope, text, column) for a in term.args)
+        return Call(term.function, args)
+    return term
+
+
+def _names_field(scope: Scope, name: str) -> bool:
+    try:
+        scope.schema.find_field(name)
+    except ValueError:
+        return False
+    return True
+
+
+def _fitted(term: Constant, into: CastType, text: str, column: str) -> Constant:
+    """`term` converted to the kind of the column (`column`: its name and type, for errors)."""
+    refusal = _refusal(term.kind, into, text)
+    if refusal is not None:
+        raise SchemaMismatchError(f"cannot set {column} to {text}: {refusal}")
+    try:
+        value, kind = cast_constant(term.value, term.kind, into)
+    except ValueError as e:
+        raise SchemaMismatchError(f"{text} does not fit {column}: {e}") from None
+    return Constant(value, kind)
+
+
+def covers(t: pa.DataType) -> bool:
+    """Can SQL text compute values of type `t` (numbers, text, booleans, dates and times)?"""
+    return _cast_type(t) is not None
+
+
+def _cast_type(t: pa.DataType) -> CastType | None:
+    """The kind of a column's type, as casts name it; None for types values do not cover."""
+    if pa.types.is_signed_integer(t):
+        return CastType("int", t.bit_width)
+    if pa.types.is_float32(t) or pa.types.is_float64(t):
+        return CastType("float", t.bit_width)
+    if pa.types.is_decimal(t):
+        return CastType("decimal", precision=t.precision, scale=t.scale)
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return CastType("string")
+    if pa.types.is_boolean(t):
+        return CastType("bool")
+    if pa.types.is_date32(t):
+        return CastType("date")
+    if pa.types.is_timestamp(t):
+        return CastType("timestamptz" if t.tz is not None else "timestamp")
+    return None
+
+
+def _refusal(kind: str, into: CastType, text: str) -> str | None:
+    """Why Spark's ANSI store assignment does not put a value of `kind` into a column of `into`;
+    None when it does."""
+    kind = "string" if kind == "text" else kind
+    if kind == into.kind or (kind in NUMERIC and into.kind in NUMERIC):
+        return None
+    if into.kind == "string" or (into.kind in TEMPORAL and kind in ("string", *TEMPORAL)):
+        return check_cast(kind, into, text)
+    named = "boolean" if kind == "bool" else kind
+    if check_cast(kind, into, text) is None:
+        return f"{named} is not stored in a column of type {into} by itself; write cast({text} as {into}) to convert it"
+    return f"{named} does not convert to {into}"

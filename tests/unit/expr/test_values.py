@@ -1,0 +1,231 @@
+"""Values as SQL text (mor.expr.values): a `str` value of UPDATE and MERGE is SQL over the old
+row (and the source row), stored as Spark's ANSI store assignment stores it; every other Python
+value and `mor.lit(...)` is a literal; a bare word naming no column is refused with the quotes
+suggested; a refused value leaves the table as it was."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+import mor
+
+UTC = dt.UTC
+SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.int64(), nullable=False),
+        pa.field("qty", pa.int32()),
+        pa.field("name", pa.string()),
+        pa.field("price", pa.decimal128(5, 2)),
+        pa.field("ratio", pa.float64()),
+        pa.field("flag", pa.bool_()),
+        pa.field("day", pa.date32()),
+        pa.field("created_at", pa.timestamp("us")),
+        pa.field("seen", pa.timestamp("us", tz="UTC")),
+        pa.field("raw", pa.binary()),
+    ]
+)
+START = dt.datetime(2025, 1, 1, 8, 30)
+
+
+@pytest.fixture
+def table(catalog: mor.Catalog) -> mor.Table:
+    t = catalog.create_table("db.values", schema=SCHEMA)
+    t.append(
+        pa.table(
+            {
+                "id": [1, 2, 3],
+                "qty": [5, None, -7],
+                "name": ["ann", None, "Bob"],
+                "price": [Decimal("1.50"), None, Decimal("2.25")],
+                "ratio": [2.75, None, -2.75],
+                "flag": [True, None, False],
+                "day": [dt.date(2025, 1, 1)] * 3,
+                "created_at": [START] * 3,
+                "seen": [START.replace(tzinfo=UTC)] * 3,
+                "raw": [b"a", None, b"c"],
+            },
+            schema=SCHEMA,
+        )
+    )
+    return t
+
+
+def rows(t: mor.Table, *columns: str) -> list[dict[str, Any]]:
+    return t.refresh().scan(columns=["id", *columns]).to_arrow().sort_by("id").to_pylist()
+
+
+def column(t: mor.Table, name: str) -> list[Any]:
+    return [r[name] for r in rows(t, name)]
+
+
+def test_text_is_sql_over_the_old_row(table: mor.Table) -> None:
+    table.update({"qty": "qty + 1"}, where="true")
+    assert column(table, "qty") == [6, None, -6]  # null + 1 is null
+    table.update({"name": "upper(name)", "qty": "coalesce(qty, 0) * 2", "ratio": "ratio / 2"}, where="true")
+    assert rows(table, "name", "qty", "ratio") == [
+        {"id": 1, "name": "ANN", "qty": 12, "ratio": 1.375},
+        {"id": 2, "name": None, "qty": 0, "ratio": None},
+        {"id": 3, "name": "BOB", "qty": -12, "ratio": -1.375},
+    ]
+    # every value reads the old row, not the one being written
+    table.update({"qty": "qty + 100", "ratio": "qty"}, where="id = 1")
+    assert rows(table, "qty", "ratio")[0] == {"id": 1, "qty": 112, "ratio": 12.0}
+
+
+def test_quoted_text_null_casts_and_dates(table: mor.Table) -> None:
+    table.update(
+        {
+            "name": "'it''s closed'",
+            "flag": "null",
+            "created_at": "'2025-01-15 12:00'",
+            "seen": "'2025-01-15 12:00'",  # no zone: UTC
+            "day": "'2025-02-03'",
+        },
+        where="id = 1",
+    )
+    assert rows(table, "name", "flag", "created_at", "seen", "day")[0] == {
+        "id": 1, "name": "it's closed", "flag": None, "created_at": dt.datetime(2025, 1, 15, 12),
+        "seen": dt.datetime(2025, 1, 15, 12, tzinfo=UTC), "day": dt.date(2025, 2, 3),
+    }  # fmt: skip
+    table.update(
+        {"day": "created_at", "seen": "'2025-01-15 12:00:00+02:00'", "created_at": "date '2025-03-01' + interval 1 day", "name": "qty"},
+        where="id = 3",
+    )
+    assert rows(table, "day", "seen", "created_at", "name")[2] == {
+        "id": 3, "day": dt.date(2025, 1, 1), "seen": dt.datetime(2025, 1, 15, 10, tzinfo=UTC),
+        "created_at": dt.datetime(2025, 3, 2), "name": "-7",
+    }  # fmt: skip
+    table.update({"qty": "cast(ratio as int)", "name": "cast(price as string)", "ratio": "extract(year from day)"}, where="true")
+    assert rows(table, "qty", "name", "ratio") == [
+        {"id": 1, "qty": 2, "name": "1.50", "ratio": 2025.0},
+        {"id": 2, "qty": None, "name": None, "ratio": 2025.0},
+        {"id": 3, "qty": -2, "name": "2.25", "ratio": 2025.0},  # toward zero, as Spark
+    ]
+
+
+def test_numbers_store_as_spark_stores_them(table: mor.Table) -> None:
+    table.update({"price": "price * 1.1", "qty": "ratio"}, where="true")
+    # decimal places half away from zero, whole numbers toward zero
+    assert rows(table, "price", "qty") == [
+        {"id": 1, "price": Decimal("1.65"), "qty": 2},
+        {"id": 2, "price": None, "qty": None},
+        {"id": 3, "price": Decimal("2.48"), "qty": -2},
+    ]
+    table.update({"price": "0.005", "ratio": "1"}, where="id = 1")
+    assert rows(table, "price", "ratio")[0] == {"id": 1, "price": Decimal("0.01"), "ratio": 1.0}
+
+
+def test_other_python_values_and_lit_are_literals(table: mor.Table) -> None:
+    table.update(
+        {"name": mor.lit("qty + 1"), "created_at": dt.datetime(2030, 1, 1), "raw": b"qty", "price": Decimal("9.99")}, where="id = 1"
+    )
+    table.update({"name": mor.lit("null"), "qty": mor.lit(None), "flag": False, "day": dt.date(2030, 1, 2)}, where="id = 2")
+    table.update({"qty": pc.field("qty") - 1, "ratio": 0.5, "name": mor.lit(mor.lit("closed"))}, where="id = 3")
+    assert rows(table, "name", "created_at", "raw", "price", "qty", "flag", "day", "ratio") == [
+        {"id": 1, "name": "qty + 1", "created_at": dt.datetime(2030, 1, 1), "raw": b"qty", "price": Decimal("9.99"),
+         "qty": 5, "flag": True, "day": dt.date(2025, 1, 1), "ratio": 2.75},
+        {"id": 2, "name": "null", "created_at": START, "raw": None, "price": None, "qty": None, "flag": False,
+         "day": dt.date(2030, 1, 2), "ratio": None},
+        {"id": 3, "name": "closed", "created_at": START, "raw": b"c", "price": Decimal("2.25"), "qty": -8, "flag": False,
+         "day": dt.date(2025, 1, 1), "ratio": 0.5},
+    ]  # fmt: skip
+
+
+def test_a_column_of_another_type_than_text_computes_only_from_its_own_kind(table: mor.Table) -> None:
+    table.update({"raw": "raw"}, where="true")  # a column into one of its type: any type
+    with pytest.raises(mor.SchemaMismatchError, match=r"'raw' is binary: SQL text sets it only to null or a column"):
+        table.update({"raw": "'abc'"}, where="true")
+    table.update({"raw": "null"}, where="id = 1")
+    assert column(table, "raw") == [None, None, b"c"]
+
+
+@pytest.mark.parametrize(
+    "values, error, fragments",
+    [
+        ({"name": "closed"}, mor.SchemaMismatchError, ["'closed' names no column", "\"'closed'\"", "mor.lit('closed')"]),
+        ({"qty": "qty + 1", "name": "Closed"}, mor.SchemaMismatchError, ["'Closed' names no column"]),
+        ({"name": "upper(nme)"}, mor.SchemaMismatchError, ["names column 'nme'", "qty"]),
+        ({"qty": "'5'"}, mor.SchemaMismatchError, ["cast('5' as int)"]),
+        ({"qty": "99999999999"}, mor.SchemaMismatchError, ["out of range", "int32"]),
+        ({"price": "1000"}, mor.SchemaMismatchError, ["decimal128(5, 2)"]),
+        ({"day": "'next tuesday'"}, mor.SchemaMismatchError, ["not a date"]),
+        ({"flag": "1"}, mor.SchemaMismatchError, ["cast(1 as boolean)"]),
+        ({"day": "qty"}, mor.SchemaMismatchError, ["does not convert to date"]),
+        ({"name": "ratio"}, mor.SchemaMismatchError, ["cannot cast ratio"]),
+        ({"qty": "qty +"}, mor.InvalidArgumentError, ["cannot parse the value of 'qty'", "^", "value syntax"]),
+        ({"qty": "qty > 1"}, mor.InvalidArgumentError, ["a value holds no comparison"]),
+        ({"qty": "coalesce(qty, null)"}, mor.InvalidArgumentError, ["null is a whole value"]),
+        ({"id": "null"}, mor.SchemaMismatchError, ["required columns to null: ['id']"]),
+        ({"qty": "qty * 1000000000"}, mor.SchemaMismatchError, ["cannot evaluate"]),  # on the rows: ANSI overflow
+        ({"price": "price * 1000"}, mor.SchemaMismatchError, ["cannot evaluate"]),
+    ],
+)
+def test_values_that_do_not_fit_are_refused_and_change_nothing(
+    table: mor.Table, values: dict[str, Any], error: type[Exception], fragments: list[str]
+) -> None:
+    before = table.metadata_location
+    with pytest.raises(error) as info:
+        table.update(values, where="true")
+    for fragment in fragments:
+        assert fragment in str(info.value), (fragment, str(info.value))
+    assert table.refresh().metadata_location == before
+
+
+def test_merge_values_name_the_source_and_the_target(table: mor.Table) -> None:
+    source = pa.table({"id": [1, 3, 9], "qty": [10, 20, 30], "label": ["x", None, "z"], "at": ["2026-01-01", "2026-01-02", "2026-01-03"]})
+    table.merge(
+        source,
+        on=["id"],
+        when_matched_update={"qty": "source.qty + target.qty", "name": "coalesce(source.label, name)", "created_at": "source.at"},
+        when_not_matched_insert={
+            "id": "source.id", "qty": "source.qty * 2", "name": "upper(source.label)", "flag": "true", "day": "'2026-05-01'",
+        },
+    )  # fmt: skip
+    assert rows(table, "qty", "name", "created_at", "flag", "day") == [
+        {"id": 1, "qty": 15, "name": "x", "created_at": dt.datetime(2026, 1, 1), "flag": True, "day": dt.date(2025, 1, 1)},
+        {"id": 2, "qty": None, "name": None, "created_at": START, "flag": None, "day": dt.date(2025, 1, 1)},
+        {"id": 3, "qty": 13, "name": "Bob", "created_at": dt.datetime(2026, 1, 2), "flag": False, "day": dt.date(2025, 1, 1)},
+        {"id": 9, "qty": 60, "name": "Z", "created_at": None, "flag": True, "day": dt.date(2026, 5, 1)},
+    ]
+    clauses = mor.MergeClauses().when_matched_update({"name": "'again'"}, condition=pc.field("source.qty") > 15)
+    table.merge(source, on=["id"], clauses=clauses)
+    assert column(table, "name") == ["x", None, "again", "again"]  # 9 now matches
+
+
+@pytest.mark.parametrize(
+    "clauses, fragments",
+    [
+        ({"when_matched_update": {"name": "label"}}, ["the source's column is source.label"]),
+        ({"when_not_matched_insert": {"id": "source.id", "qty": "qty"}}, ["the source's column is source.qty"]),
+        ({"when_not_matched_insert": {"id": "source.id", "name": "ratio"}}, ["an insert sees only the source's columns"]),
+        ({"when_matched_update": {"name": "source.nope"}}, ["names column 'source.nope'"]),
+        ({"when_not_matched_insert": {"id": "null"}}, ["required column 'id' null"]),
+    ],
+)
+def test_merge_values_that_name_no_column_are_refused(table: mor.Table, clauses: dict[str, Any], fragments: list[str]) -> None:
+    before = table.metadata_location
+    with pytest.raises(mor.SchemaMismatchError) as info:
+        table.merge(pa.table({"id": [1, 9], "qty": [1, 2], "label": ["a", "b"]}), on=["id"], **clauses)
+    for fragment in fragments:
+        assert fragment in str(info.value), (fragment, str(info.value))
+    assert table.refresh().metadata_location == before
+
+
+def test_a_table_column_named_target_or_source_keeps_its_name(catalog: mor.Catalog, tmp_path: Path) -> None:
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("target", pa.int64()), ("n", pa.int64())])
+    t = catalog.create_table("db.named", schema=schema)
+    t.append(pa.table({"id": [1], "target": [5], "n": [1]}, schema=schema))
+    t.merge(pa.table({"id": [1], "n": [7]}), on=["id"], when_matched_update={"n": "source.n + target"})
+    assert rows(t, "n") == [{"id": 1, "n": 12}]
+
+
+def test_lit_is_exported_and_keeps_its_value() -> None:
+    assert mor.lit("x") == mor.lit(mor.lit("x")) and mor.lit("x").value == "x"
+    assert "lit" in mor.__all__
