@@ -43,7 +43,7 @@ def update(
 ) -> Snapshot | None:
     """`table.update(set, where)` on Spark: `set` maps columns to Spark SQL text (`"n + 1"`, a
     text value is quoted: `"'x'"`), Columns or literals; or, in the local API's terms, to
-    pyarrow expressions and literals (text then is a literal, `where` a mor filter). `where`
+    pyarrow expressions and literals (text then is mor's SQL over the row, `where` a mor filter). `where`
     None: every row."""
     return MorTable(spark, table, refresh=False).update(where, set, mode=mode, idempotency=idempotency)
 

@@ -39,6 +39,7 @@ from mor.commit.snapshot_producer import Changes, Validator
 from mor.dml.merge_clauses import DELETE, MergeClauses
 from mor.errors import InvalidArgumentError, InvalidFilterError, MorError, SchemaMismatchError
 from mor.expr.filters import bind_filter, filter_field_ids, parse_filter
+from mor.expr.values import Lit
 from mor.format.spec import ROW_ID_NAME
 from mor.spark.apply_changes import WRITE_COLUMN, TargetRows, apply_changes, target_rows
 from mor.spark.columns import to_column
@@ -59,6 +60,8 @@ def as_column(value: Any, what: str) -> Column:
     (values) a Python literal."""
     if isinstance(value, Column):
         return value
+    if isinstance(value, Lit):  # mor.lit(...): the value itself, text too
+        return F.lit(value.value)
     if isinstance(value, str):
         return F.expr(value)
     if isinstance(value, pc.Expression):
@@ -86,7 +89,10 @@ def resolved(what: str, error: type[MorError], build: Callable[[], T]) -> T:
     try:
         return build()
     except AnalysisException as e:
-        raise error(f"{what}: {str(e).splitlines()[0]}") from e
+        first = str(e).splitlines()[0]
+        if "UNRESOLVED_COLUMN" in first and "value" in what:  # a bare word meant as text, most likely
+            first += " (text is SQL: a text value is quoted, \"'closed'\", or mor.lit('closed'))"
+        raise error(f"{what}: {first}") from e
 
 
 def delete_plan(spark: SparkSession, table: Table, condition: Column, mode: str, pruning: BooleanExpression) -> Plan:

@@ -13,7 +13,8 @@
 
 `mor.spark.delete/update/merge/upsert/compact` (mor/spark/functions.py) are this class's verbs
 as functions. Conditions and values are Spark SQL text or `pyspark.sql.Column`s, evaluated by
-Spark (mor/spark/sql_dml.py); values may also be Python literals. pyarrow expressions are still
+Spark (mor/spark/sql_dml.py); values may also be Python literals or `mor.lit(...)` (text as
+itself). Text is SQL on both surfaces: Spark's here, mor's in the local API. pyarrow expressions are still
 accepted, recognised by their type, and take mor's own evaluators:
   - DELETE/UPDATE with a pyiceberg filter (or none) and values that are literals or
     `pyarrow.compute` expressions: mor's matcher finds the rows on the executors, no shuffle
@@ -236,7 +237,7 @@ class MorTable:
         """Set columns of the live rows where `condition` holds (every row when None): `set`
         maps columns to Spark SQL text, Columns or literals over the row (`{"n": "n + 1"}`).
         With a `pyarrow.compute` expression among the values the call is in the local API's
-        terms (`Table.update`): text values are literals, a text condition a mor filter. The
+        terms (`Table.update`): text values are mor's SQL over the row, a text condition a mor filter. The
         new snapshot, or None when no row matched."""
         if not set:
             raise InvalidArgumentError("update needs set={column: value, ...}")
@@ -303,7 +304,7 @@ def _time(text: str, what: str) -> dt.datetime:
 
 def _in_local_terms(condition: Any, values: Iterable[Any]) -> bool:
     """Does a call speak the local API's language? Yes when a value is a pyarrow expression
-    (then text is a literal, a text condition a mor filter), or when the condition is a
+    (then text is mor's SQL over the row, a text condition a mor filter), or when the condition is a
     pyiceberg filter or none and no value is text or a Column; a Column then is refused."""
     values = list(values)
     if any(isinstance(v, pc.Expression) for v in values):

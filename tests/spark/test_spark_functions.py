@@ -125,3 +125,23 @@ def test_compact_on_spark_takes_every_option_of_the_local_compact(spark: Any, ca
     for task in remote.scan().plan_files():  # every rewritten file holds its rows in the order asked for
         n = pq.read_table(task.data_file.file_path.removeprefix("file://"), columns=["n"]).column("n").to_pylist()
         assert n == sorted(n, reverse=True)
+
+
+def test_one_value_language_in_spark_and_locally(spark: Any, catalog: mor.Catalog) -> None:
+    """The same text sets the same values through Spark and the local API; mor.lit is the text
+    itself on both; a bare word is an error suggesting the quotes on both."""
+    local, remote = twins(catalog)
+    values = {"n": "n * 2 + 1", "category": "upper(category)"}
+    local.update(values, where="id < 10")
+    mor.spark.update(spark, remote, values, where="id < 10")
+    local.update({"category": mor.lit("n + 1")}, where="id = 20")
+    mor.spark.update(spark, remote, {"category": mor.lit("n + 1")}, where="id = 20")
+    assert live(remote) == live(local)
+    assert "n + 1" in {r[1] for r in live(remote)}
+    for update in (
+        lambda: local.update({"category": "closed"}, where="id = 1"),
+        lambda: mor.spark.update(spark, remote, {"category": "closed"}, where="id = 1"),
+    ):
+        with pytest.raises(mor.MorError, match="'closed'"):
+            update()
+    assert live(remote) == live(local)
