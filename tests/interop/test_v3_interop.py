@@ -50,6 +50,7 @@ from pyiceberg.table import StaticTable as PyIcebergStaticTable
 from pyroaring import BitMap
 
 import mor
+from mor.expr.values import Lit
 
 pytestmark = pytest.mark.interop
 
@@ -115,12 +116,17 @@ def delete(where: str, matches: Callable[[Row], bool], mode: str | None = None) 
     return Step(label, lambda t: t.delete(where, mode=mode), lambda m: {k: r for k, r in m.items() if not matches(r)})
 
 
+def literal_values(assignments: dict[str, Any]) -> dict[str, Any]:
+    """The values the model stores: `mor.lit(x)` is x."""
+    return {k: v.value if isinstance(v, Lit) else v for k, v in assignments.items()}
+
+
 def update(assignments: dict[str, Any], where: str, matches: Callable[[Row], bool], mode: str | None = None) -> Step:
     label = f"update {assignments} where {short(where)}" + (f" ({mode})" if mode else "")
     return Step(
         label,
         lambda t: t.update(assignments, where=where, mode=mode),
-        lambda m: {k: ({**r, **assignments} if matches(r) else r) for k, r in m.items()},
+        lambda m: {k: ({**r, **literal_values(assignments)} if matches(r) else r) for k, r in m.items()},
     )
 
 
@@ -214,14 +220,14 @@ def dml_steps() -> list[Step]:
         delete(*on_id(lambda i: i % 10 == 5)),  # the same files: vectors merged
         delete(*on_id(lambda i: i % 4 == 1, "id < 150", lambda r: r["id"] < 150)),  # and again
         delete("name is null", lambda r: r["name"] is None),
-        update({"value": -1.0, "name": "'updated'"}, *on_id(lambda i: i % 7 == 0)),
+        update({"value": -1.0, "name": mor.lit("updated")}, *on_id(lambda i: i % 7 == 0)),
         update({"value": 0.5}, "value is null", lambda r: r["value"] is None),
         upsert(ups, "position"),
         merge(merge_updates, [6, 22, 1000], merge_inserts),
         # every live row of the second append's files (and some rows of later files)
         delete("id >= 120 and id < 240", lambda r: 120 <= r["id"] < 240),
         delete("id in (11, 12, 13, 1001)", lambda r: r["id"] in (11, 12, 13, 1001), mode="copy-on-write"),
-        update({"name": "'cow'"}, *on_id(lambda i: i % 9 == 1), mode="copy-on-write"),
+        update({"name": mor.lit("cow")}, *on_id(lambda i: i % 9 == 1), mode="copy-on-write"),
         upsert([make_row(i, "eq") for i in (14, 17, 3000)], "equality"),
         delete_rows([18, 19, 5000]),
         delete(*on_id(lambda i: i % 6 == 3)),  # vectors on files under equality deletes
@@ -250,7 +256,7 @@ def upgraded_steps() -> list[Step]:
         delete(*on_id(lambda i: i % 10 == 5, "category in ('a', 'b')", lambda r: r["category"] in ("a", "b"))),
         delete(*on_id(lambda i: i % 10 == 7 and i < 120, "category = 'c'", lambda r: r["category"] == "c")),
         # not c's second file: it keeps its two v2 position delete files until the rewrite
-        update({"value": -1.0, "name": "'updated'"}, *on_id(lambda i: i % 7 == 0 and i < 120)),
+        update({"value": -1.0, "name": mor.lit("updated")}, *on_id(lambda i: i % 7 == 0 and i < 120)),
         append(range(240, 260)),
         rewrite_position_deletes(),  # the v2 deletes still live become vectors
         delete(*on_id(lambda i: i % 10 == 9)),
@@ -267,7 +273,7 @@ def wide_steps() -> list[Step]:
         # a long range: a run container (mor run-optimizes its bitmaps)
         delete("id >= 10100 and id < 10900", lambda r: 10100 <= r["id"] < 10900),
         delete(*on_id(lambda i: i % 7 == 3)),  # both vectors merged again
-        update({"name": "'wide'"}, *on_id(lambda i: i % 1000 == 1)),
+        update({"name": mor.lit("wide")}, *on_id(lambda i: i % 1000 == 1)),
         delete("true", lambda r: True),  # every file goes, and every vector with it
         append(range(20000, 20010)),
         delete("id = 20004", lambda r: r["id"] == 20004),
