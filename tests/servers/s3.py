@@ -207,10 +207,11 @@ class IamS3Server:
         import json
         import subprocess
         import sys
-        import time
         from pathlib import Path
 
         import boto3
+
+        from tests.servers.gcs import wait_until_answering
 
         port = _free_port()
         self._log = open(log_path, "wb")
@@ -219,16 +220,11 @@ class IamS3Server:
             [sys.executable, str(script), "-H", "127.0.0.1", "-p", str(port)], stdout=self._log, stderr=subprocess.STDOUT
         )
         self.endpoint, self.bucket = f"http://127.0.0.1:{port}", "mor-iam"
-        deadline = time.monotonic() + 60
-        while True:  # up once it answers; moto's start-up prints nothing to wait on
-            try:
-                urllib.request.urlopen(f"{self.endpoint}/moto-api/", timeout=30).read()
-                break
-            except OSError as e:
-                if self.process.poll() is not None or time.monotonic() > deadline:
-                    self.stop()
-                    raise RuntimeError(f"moto's server did not start ({e}); see {log_path} ({INSTALL_HINT})") from e
-                time.sleep(0.2)
+        try:  # up once it answers; moto's start-up prints nothing to wait on
+            wait_until_answering(f"{self.endpoint}/moto-api/", self.process, Path(log_path), f"moto's server ({INSTALL_HINT})")
+        except RuntimeError:
+            self.stop()
+            raise
         setup = {"endpoint_url": self.endpoint, "region_name": REGION, "aws_access_key_id": "setup", "aws_secret_access_key": "setup"}
         boto3.client("s3", **setup).create_bucket(Bucket=self.bucket)
         iam = boto3.client("iam", **setup)
