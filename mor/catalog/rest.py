@@ -30,6 +30,7 @@ from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table.sorting import SortOrder
 
+from mor.catalog.listeners import committed
 from mor.errors import (
     CatalogUnavailableError,
     CommitStateUnknownError,
@@ -358,4 +359,6 @@ class RestTableOperations:
         return loaded.metadata, loaded.metadata_location
 
     def commit(self, base: TableMetadata, base_location: str, change: TableCommit) -> tuple[TableMetadata, str]:
-        return self.client.commit(self.namespace, self.name, change)
+        metadata, location = self.client.commit(self.namespace, self.name, change)
+        committed(metadata)
+        return metadata, location

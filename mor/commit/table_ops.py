@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
+from mor.catalog.listeners import committed
 from mor.commit import steps
 from mor.errors import (
     CommitConflictError,
@@ -142,6 +143,9 @@ def commit_many(io: FileIO, store: SqlCatalogStore | SqliteCatalogReader, planne
     if not swapped:
         _delete_all(io, written)
         return None
+    for p in planned:
+        if p.metadata is not None:
+            committed(p.metadata)
     return locations
 
 

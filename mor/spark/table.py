@@ -35,8 +35,7 @@ raises mor errors as themselves, not wrapped by Spark (mor/spark/errors.py).
 from __future__ import annotations
 
 import datetime as dt
-import functools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -60,7 +59,6 @@ from mor.spark.fast_path import read_table
 from mor.spark.file_paths import check_metadata_columns_free
 from mor.spark.options import TableRef
 from mor.spark.sql_dml import aliased, as_column, condition_column, delete_plan, merge_plan, pruning_filter, update_plan
-from mor.spark.views import refresh_views
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -81,21 +79,6 @@ HISTORY_SCHEMA = StructType(
         StructField("summary", MapType(StringType(), StringType())),
     ]
 )
-
-
-def _shown_in_views(verb: Callable[..., Any]) -> Callable[..., Any]:
-    """A verb that commits: the views `register_tables` made of the table in this session are
-    re-made after it, so their next query reads the new snapshot (mor/spark/views.py)."""
-
-    @functools.wraps(verb)
-    def committing(self: Any, *args: Any, **kwargs: Any) -> Any:
-        result = verb(self, *args, **kwargs)
-        target = self if isinstance(self, MorTable) else self.table
-        if result is not None:
-            refresh_views(target.spark, target.table)
-        return result
-
-    return committing
 
 
 class MorTable:
@@ -136,7 +119,6 @@ class MorTable:
             return MorTable(self.spark, self.table.branch(name), self._alias, refresh=self._refresh)
 
     @spark_errors()
-    @_shown_in_views
     def restore(self, version: int | dt.datetime | str) -> Snapshot:
         """Delta's RESTORE TABLE ... TO VERSION / TIMESTAMP AS OF: the table as it was at
         `version` (a snapshot id, or a time: a datetime or ISO text, the snapshot current then)
@@ -184,7 +166,6 @@ class MorTable:
         return self.spark.createDataFrame(read() if snapshot_id is None else read(snapshot_id))
 
     @spark_errors()
-    @_shown_in_views
     def expire_snapshots(
         self,
         older_than: dt.timedelta | dt.datetime | str | None = None,
@@ -200,7 +181,6 @@ class MorTable:
             older_than = _time(older_than, "expire_snapshots' older_than is an age or a time")
         return self._writable().expire_snapshots(older_than, retain_last, allow_short_retention=allow_short_retention, dry_run=dry_run)
 
-    @_shown_in_views
     def compact(self, *args: Any, **options: Any) -> CompactionResult:
         """`Table.compact` (its arguments, every option of it) with the bins rewritten on Spark's
         executors: `mor.spark.compact` (mor/spark/maintenance.py) on the table as of now."""
@@ -211,7 +191,6 @@ class MorTable:
     # -- DML -------------------------------------------------------------------------------------
 
     @spark_errors()
-    @_shown_in_views
     def delete(self, condition: Any = None, *, mode: str | None = None, idempotency: tuple[str, int] | None = None) -> Snapshot | None:
         """Remove the live rows where `condition` holds (every row when None): SQL text, a Column,
         or a pyiceberg filter. The new snapshot, or None when no row matched."""
@@ -225,7 +204,6 @@ class MorTable:
         return run_dml(table, "delete", plan, idempotency=idempotency)
 
     @spark_errors()
-    @_shown_in_views
     def update(
         self,
         condition: Any = None,
@@ -259,7 +237,6 @@ class MorTable:
         return MorMergeBuilder(self, source, condition)
 
     @spark_errors()
-    @_shown_in_views
     def upsert(
         self,
         source: DataFrame,
@@ -353,7 +330,6 @@ class MorMergeBuilder:
     whenNotMatchedInsertAll = when_not_matched_insert_all
 
     @spark_errors()
-    @_shown_in_views
     def execute(self, *, mode: str | None = None, path: str = "auto", idempotency: tuple[str, int] | None = None) -> Snapshot | None:
         """Run the MERGE: one snapshot, or None when no clause changed anything. `path`, for a
         MERGE on key columns that the key engine runs: "auto" (a small source merged on the

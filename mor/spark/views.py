@@ -10,12 +10,12 @@ option on its way to the source, so a table `namespace.table` becomes the view
 
 A view reads the snapshot that was current when Spark first planned it, like any format "mor"
 DataFrame: Spark plans a Python data source's read once per relation, and a view keeps its
-relation. So:
-- a commit mor makes from this session through `MorTable` (its DML verbs, `mor.spark.delete` /
-  `update` / `merge` / `upsert`, compaction, restore, expiry) re-makes the views of that table
-  at once (`refresh_views`): the next query sees it;
-- a commit made anywhere else (the local API, another process or engine) shows after
-  `register_tables` is called again, and `register_tables` says so when it makes the views.
+relation. So every commit this Python process makes to a table (the local API, `MorTable` and
+`mor.spark.delete` / `update` / `merge` / `upsert`, compaction, restore, expiry: all commit
+through mor's catalog code, mor/catalog/listeners.py) re-makes the views of that table in every
+session at once; the next query sees it. A commit made in another process (another program,
+another engine, and `df.write.format("mor")`, which Spark commits in a Python worker) shows
+after `register_tables` is called again, and `register_tables` says so when it makes the views.
 Views that re-plan at every query would need a table catalog in mor's jar, which DESIGN.md's
 scope for the jar (a function catalog on Spark's public API) does not cover; Spark's public API
 offers no other way to hand a Python data source's relation to a SQL view.
@@ -34,6 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from mor.catalog.listeners import listen
 from mor.spark.errors import spark_errors
 from mor.spark.options import TableRef
 from mor.spark.source import FORMAT
@@ -41,12 +42,12 @@ from mor.spark.source import FORMAT
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from mor.api.table import Table
+    from mor.format.metadata import TableMetadata
 
 logger = logging.getLogger("mor.spark")
 STALE_WARNING = (
-    "mor.spark: the views show commits made through MorTable in this session at once; commits made elsewhere"
-    " (the local API, other processes) show after register_tables is called again"
+    "mor.spark: the views show the commits this Python process makes at once; commits made by other processes"
+    " (other programs and engines, df.write.format('mor')) show after register_tables is called again"
 )
 
 
@@ -59,6 +60,7 @@ class RegisteredView:
 
 # The views register_tables made, by session and by the location of the table they show.
 _VIEWS: dict[int, dict[str, list[RegisteredView]]] = {}
+_SESSIONS: dict[int, SparkSession] = {}
 _VIEWS_LOCK = threading.Lock()
 
 
@@ -77,6 +79,7 @@ def register_tables(
     from mor.spark import register  # mor.spark may export this module
 
     register(spark)
+    listen(_remake_views)
     properties = dict(properties or {})
     catalog = TableRef("", warehouse, uri, tuple(sorted(properties.items()))).catalog(create=False)
     settings = {**properties, **({"warehouse": warehouse} if warehouse is not None else {}), **({"uri": uri} if uri is not None else {})}
@@ -99,18 +102,31 @@ def make_view(spark: SparkSession, view: RegisteredView) -> None:
     spark.read.format(FORMAT).options(**dict(view.options)).load(view.identifier).createOrReplaceTempView(view.name)
 
 
-def refresh_views(spark: SparkSession, table: Table) -> None:
-    """Re-make the views `register_tables` made of `table` in `spark`: after mor committed to
-    it from this session, the next query of a view reads the new snapshot."""
+def _remake_views(metadata: TableMetadata) -> None:
+    """A commit listener: re-make the views `register_tables` made of the table that now has
+    `metadata`, in every session, so the next query of a view reads the new snapshot."""
     with _VIEWS_LOCK:
-        views = list(_VIEWS.get(id(spark), {}).get(_key(table.location), ()))
-    for view in views:
-        if spark.catalog.tableExists(view.name):  # not dropped by the user since
-            make_view(spark, view)
+        shown = [(_SESSIONS[sid], list(by_location.get(_key(metadata.location), ()))) for sid, by_location in _VIEWS.items()]
+    for spark, views in shown:
+        for view in views:
+            try:
+                if spark.catalog.tableExists(view.name):  # not dropped by the user since
+                    make_view(spark, view)
+            except Exception:  # a stopped session: it shows nothing any more
+                logger.debug("mor.spark: view %s not re-made", view.name, exc_info=True)
+                _forget(spark)
+                break
+
+
+def _forget(spark: SparkSession) -> None:
+    with _VIEWS_LOCK:
+        _VIEWS.pop(id(spark), None)
+        _SESSIONS.pop(id(spark), None)
 
 
 def _remember(spark: SparkSession, location: str, view: RegisteredView) -> None:
     with _VIEWS_LOCK:
+        _SESSIONS[id(spark)] = spark
         by_location = _VIEWS.setdefault(id(spark), {})
         for shown in by_location.values():  # a view name shows one table
             shown[:] = [v for v in shown if v.name != view.name]

@@ -3,6 +3,7 @@ raised inside Spark jobs reaching the caller as themselves."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ def sql_rows(spark: Any, query: str) -> list[tuple]:
     return spark_rows(spark.sql(query))
 
 
-def test_register_tables_makes_views_that_see_mors_commits_from_this_session(
+def test_register_tables_makes_views_that_see_every_commit_of_this_process(
     spark: Any, catalog: mor.Catalog, warehouse: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     events = catalog.create_table("db.events", SCHEMA)
@@ -31,23 +32,30 @@ def test_register_tables_makes_views_that_see_mors_commits_from_this_session(
 
     with caplog.at_level("WARNING", logger="mor.spark"):
         views = mor.spark.register_tables(spark, warehouse=str(warehouse))
-    assert "commits made elsewhere" in caplog.text and "register_tables is called again" in caplog.text
+    assert "commits made by other processes" in caplog.text and "register_tables is called again" in caplog.text
     assert views == {"db.events": "db_events", "other.things": "other_things"}
     assert sql_rows(spark, "SELECT * FROM db_events") == canonical(events.scan().to_arrow())
     assert sql_rows(spark, "SELECT count(*) FROM other_things") == [(5,)]
 
-    # A commit through MorTable (or the mor.spark verbs) in this session: the next query sees it.
+    # A commit through MorTable or the mor.spark verbs: the next query sees it.
     mor_table = MorTable.for_name(spark, "db.events", warehouse=str(warehouse))
     mor_table.delete("id < 10")
     assert sql_rows(spark, "SELECT count(*) FROM db_events") == [(10,)]
     mor.spark.update(spark, catalog.load_table("db.events"), {"n": "n + 1000"}, "id = 19")
     assert sql_rows(spark, "SELECT n FROM db_events WHERE id = 19") == [(1019,)]
     assert sql_rows(spark, "SELECT count(*) FROM other_things") == [(5,)]  # other views untouched
-    # A commit made elsewhere (here the local API) shows after register_tables, as it warned.
-    events.refresh().delete("id = 15")
-    assert sql_rows(spark, "SELECT count(*) FROM db_events") == [(10,)]
+    # So does one through the local API, of a table object opened anywhere in this process.
+    mor.load_catalog(warehouse).load_table("db.events").delete("id = 15")
+    assert sql_rows(spark, "SELECT count(*) FROM db_events") == [(9,)]
+    events.refresh().update({"n": "n * 2"}, "id = 19")
+    assert sql_rows(spark, "SELECT n FROM db_events WHERE id = 19") == [(2038,)]
+    # A commit made by another process shows after register_tables, as it warned.
+    cli = [sys.executable, "-m", "mor", "delete", "db.events", "--warehouse", str(warehouse), "--where", "id = 16"]
+    subprocess.run(cli, check=True, capture_output=True)
+    assert sql_rows(spark, "SELECT count(*) FROM db_events") == [(9,)]
     mor.spark.register_tables(spark, warehouse=str(warehouse))
     assert sql_rows(spark, "SELECT * FROM db_events") == canonical(events.refresh().scan().to_arrow())
+    assert sql_rows(spark, "SELECT count(*) FROM db_events") == [(8,)]
 
     catalog.create_table("db.later", SCHEMA).append(rows([7]))
     assert mor.spark.register_tables(spark, warehouse=str(warehouse), namespace="db") == {
