@@ -399,10 +399,10 @@ class Table(TableMaintenance, TableDefinition, TableSnapshots):
         source: Rows,
         on: Sequence[str],
         when_matched_update: Assignments | str | None = None,
-        when_matched_delete: bool | pc.Expression = False,
+        when_matched_delete: bool | str | pc.Expression = False,
         when_not_matched_insert: Assignments | str | None = None,
-        when_matched_update_if: pc.Expression | None = None,
-        when_not_matched_insert_if: pc.Expression | None = None,
+        when_matched_update_if: str | pc.Expression | None = None,
+        when_not_matched_insert_if: str | pc.Expression | None = None,
         mode: str | None = None,
         *,
         clauses: MergeClauses | None = None,
@@ -413,7 +413,8 @@ class Table(TableMaintenance, TableDefinition, TableSnapshots):
         """MERGE INTO on the key columns `on` (matched null-safely; a key once in the source):
         see mor/dml/merge.py. The keyword clauses are one of each kind, the delete tried first;
         `"*"` means all columns from the source; values are as `update`'s, source columns
-        `source.<name>` in SQL text and `pc.field("source.<name>")` in expressions. Or
+        `source.<name>` in SQL text and `pc.field("source.<name>")` in expressions; conditions
+        are filter text (`"source.ts > target.ts"`) or pyarrow expressions. Or
         `clauses=`: a `MergeClauses` built in order, any number of each kind
         (mor/dml/merge_clauses.py). `source`: any input `append` takes."""
         from mor.dml.merge import check_keyword_clauses, merge_rows  # imported on first use: a read needs no DML

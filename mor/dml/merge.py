@@ -39,7 +39,7 @@ from mor.dml.row_changes import (
     with_row_ids,
 )
 from mor.errors import InvalidArgumentError, SchemaMismatchError
-from mor.expr.values import is_null_value, merge_scope
+from mor.expr.values import is_null_value, merge_scope, text_condition
 from mor.format.arrow_types import to_arrow_schema
 from mor.format.properties import MERGE_ON_READ, equality_deletes_enabled
 from mor.format.spec import ROW_ID_NAME, Operation
@@ -58,10 +58,13 @@ STRATEGIES = ("position", "equality")
 @dataclass(frozen=True)
 class MergeOutputs:
     """What each clause writes, as named expressions over the joined rows (table columns by
-    name, source columns as "source.<name>"), in the clauses' order; None for a delete."""
+    name, source columns as "source.<name>"), in the clauses' order; None for a delete. And
+    each clause's condition, as an expression over the same rows (None: always)."""
 
     matched: tuple[dict[str, pc.Expression] | None, ...]
     not_matched: tuple[dict[str, pc.Expression] | None, ...]
+    matched_conditions: tuple[pc.Expression | None, ...]
+    not_matched_conditions: tuple[pc.Expression | None, ...]
 
 
 def merge_outputs(table: TableHandle, source: pa.Table, on: Sequence[str], clauses: MergeClauses) -> tuple[pa.Table, MergeOutputs]:
@@ -69,8 +72,10 @@ def merge_outputs(table: TableHandle, source: pa.Table, on: Sequence[str], claus
     empty table of its schema); the source with its keys in the table's types, and the outputs."""
     clauses.check()
     for clause in clauses:
-        if clause.condition is not None and not isinstance(clause.condition, pc.Expression):
-            raise InvalidArgumentError(f"a {clause.describe()} condition is a pyarrow.compute expression, got {clause.condition!r}")
+        if clause.condition is not None and not isinstance(clause.condition, (str, pc.Expression)):
+            raise InvalidArgumentError(
+                f"a {clause.describe()} condition is SQL text or a pyarrow.compute expression, got {clause.condition!r}"
+            )
     _check_is_table("MERGE source", source)
     check_unique_names(source.schema, "the MERGE source")
     source = _conform_keys(table.schema(), source, on)
@@ -78,7 +83,17 @@ def merge_outputs(table: TableHandle, source: pa.Table, on: Sequence[str], claus
     def output(clause: Clause) -> dict[str, pc.Expression] | None:
         return _assignments(table, source, clause, target_visible=clause.action == UPDATE) if clause.writes else None
 
-    return source, MergeOutputs(tuple(map(output, clauses.matched)), tuple(map(output, clauses.not_matched)))
+    def condition(clause: Clause, matched: bool) -> pc.Expression | None:
+        if not isinstance(clause.condition, str):
+            return clause.condition
+        return text_condition(clause.condition, merge_scope(table.schema(), source.schema, matched), clause.describe())
+
+    return source, MergeOutputs(
+        tuple(map(output, clauses.matched)),
+        tuple(map(output, clauses.not_matched)),
+        tuple(condition(c, True) for c in clauses.matched),
+        tuple(condition(c, False) for c in clauses.not_matched),
+    )
 
 
 def check_keyword_clauses(
@@ -90,11 +105,13 @@ def check_keyword_clauses(
 ) -> None:
     """`Table.merge`'s keyword clauses in the local API's terms: InvalidArgumentError naming the
     keyword that is not (`MergeClauses.of_keywords` checks the rest)."""
-    if not isinstance(when_matched_delete, (bool, pc.Expression)):
-        raise InvalidArgumentError(f"when_matched_delete is True, False or a pyarrow.compute expression, got {when_matched_delete!r}")
+    if not isinstance(when_matched_delete, (bool, str, pc.Expression)):
+        raise InvalidArgumentError(
+            f"when_matched_delete is True, False, SQL text or a pyarrow.compute expression, got {when_matched_delete!r}"
+        )
     for name, condition in (("when_matched_update_if", when_matched_update_if), ("when_not_matched_insert_if", when_not_matched_insert_if)):
-        if condition is not None and not isinstance(condition, pc.Expression):
-            raise InvalidArgumentError(f"{name} is a pyarrow.compute expression, got {condition!r}")
+        if condition is not None and not isinstance(condition, (str, pc.Expression)):
+            raise InvalidArgumentError(f"{name} is SQL text or a pyarrow.compute expression, got {condition!r}")
     for name, clause in (("when_matched_update", when_matched_update), ("when_not_matched_insert", when_not_matched_insert)):
         if isinstance(clause, Mapping) and (not_names := [c for c in clause if not isinstance(c, str)]):
             raise InvalidArgumentError(f"{name} sets columns by name (strings), got {not_names}")
@@ -110,7 +127,7 @@ def matched_changes(joined: pa.Table, clauses: MergeClauses, outputs: MergeOutpu
     no clause updates)."""
     gone = np.zeros(joined.num_rows, dtype=bool)
     parts = []
-    for output, hit in zip(outputs.matched, _first_applicable(joined, clauses.matched)):
+    for output, hit in zip(outputs.matched, _first_applicable(joined, outputs.matched_conditions)):
         gone |= hit
         if output is not None:
             chosen = joined.filter(pa.array(hit))
@@ -125,17 +142,17 @@ def inserted_rows(unmatched: pa.Table, clauses: MergeClauses, outputs: MergeOutp
     if not clauses.not_matched:
         return None
     parts = []
-    for output, hit in zip(outputs.not_matched, _first_applicable(unmatched, clauses.not_matched)):
+    for output, hit in zip(outputs.not_matched, _first_applicable(unmatched, outputs.not_matched_conditions)):
         assert output is not None  # every not-matched clause inserts
         parts.append(conform(project(unmatched.filter(pa.array(hit)), output), schema))
     return pa.concat_tables(parts)
 
 
-def _first_applicable(rows: pa.Table, clauses: Sequence[Clause]) -> Iterator[np.ndarray]:
+def _first_applicable(rows: pa.Table, conditions: Sequence[pc.Expression | None]) -> Iterator[np.ndarray]:
     """Per clause, the rows it applies to: its condition holds and no earlier clause applied."""
     free = np.ones(rows.num_rows, dtype=bool)
-    for clause in clauses:
-        hit = free & evaluate_condition(rows, clause.condition).to_numpy(zero_copy_only=False)
+    for condition in conditions:
+        hit = free & evaluate_condition(rows, condition).to_numpy(zero_copy_only=False)
         free &= ~hit
         yield hit
 

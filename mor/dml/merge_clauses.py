@@ -11,11 +11,11 @@ applies (a pair none applies to keeps its target row); likewise the not-matched 
 source row without a match. Only the last clause of each list may go without a condition: one
 before it would leave the rest nothing to do.
 
-Conditions and values are whatever the engine evaluates: locally, conditions are pyarrow.compute
-expressions (source columns as `pc.field("source.<name>")`) and values SQL text over the rows
-(`"source.n + n"`, mor/expr/values.py), pyarrow expressions or literals (`mor.lit(...)`); on
-Spark, Spark SQL text and Columns. `values=None` (the `*_all` clauses) takes every column from the source's column of the
-same name.
+Conditions and values are whatever the engine evaluates: locally, SQL text over the joined rows
+(conditions in the filter language: `"source.ts > target.ts"`; values `"source.n + n"`;
+mor/expr/values.py), pyarrow.compute expressions (source columns as `pc.field("source.<name>")`)
+and, for values, literals (`mor.lit(...)`); on Spark, Spark SQL text and Columns. `values=None`
+(the `*_all` clauses) takes every column from the source's column of the same name.
 """
 
 from __future__ import annotations

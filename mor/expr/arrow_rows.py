@@ -29,9 +29,10 @@ from mor.format.arrow_types import to_arrow_type
 _NULL = pa.nulls(1, pa.bool_())[0]  # not pa.scalar: that imports pandas, a second at start-up
 
 
-def to_arrow_filter(expr: BooleanExpression, schema: Schema) -> pc.Expression:
-    """`expr` must be bound to `schema` (mor.expr.filters.bind_filter)."""
-    return visit(expr, _SqlFilter(schema))
+def to_arrow_filter(expr: BooleanExpression, schema: Schema, paths: dict[int, tuple[str, ...]] | None = None) -> pc.Expression:
+    """`expr` must be bound to `schema` (mor.expr.filters.bind_filter). `paths`: each field's
+    column path in the rows, where it is not its path of names in `schema`."""
+    return visit(expr, _SqlFilter(schema, paths=paths))
 
 
 class RowFilter:
@@ -91,8 +92,8 @@ class IntegerSet:
 
 
 class _SqlFilter(BoundBooleanExpressionVisitor[pc.Expression]):
-    def __init__(self, schema: Schema, lookups: bool = False):
-        self.paths = _field_paths(schema.as_struct(), ())
+    def __init__(self, schema: Schema, lookups: bool = False, paths: dict[int, tuple[str, ...]] | None = None):
+        self.paths = _field_paths(schema.as_struct(), ()) if paths is None else paths
         self.with_lookups = lookups
         self.lookups: list[tuple[str, str, IntegerSet]] = []
         self.names = {f.name for f in schema.fields}

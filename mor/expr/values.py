@@ -31,8 +31,10 @@ from pyiceberg.schema import Schema, assign_fresh_schema_ids
 from pyiceberg.types import NestedField, StructType
 
 from mor.errors import InvalidArgumentError, InvalidFilterError, SchemaMismatchError
+from mor.expr.arrow_rows import to_arrow_filter
 from mor.expr.cast_rows import cast_expression
 from mor.expr.casts import CastType, cast_constant, check_cast
+from mor.expr.filters import bind_filter, parse_filter
 from mor.expr.parse_terms import TermParser
 from mor.expr.residual import NUMERIC, TEMPORAL, Call, Column, Constant, bind_term
 from mor.expr.residual_rows import term_expression
@@ -120,6 +122,45 @@ def _paths(struct: StructType, prefix: tuple[str, ...]) -> dict[int, tuple[str, 
         if isinstance(f.field_type, StructType):
             paths.update(_paths(f.field_type, (*prefix, f.name)))
     return paths
+
+
+# -- a condition -----------------------------------------------------------------------------
+
+
+def text_condition(text: str, scope: Scope, what: str) -> pc.Expression:
+    """A MERGE clause's condition as SQL text (the filter language: `source.qty > qty`,
+    `target.status = 'open' and source.op <> 'd'`) over the rows `scope` describes; `what`
+    names the clause in errors. InvalidFilterError for text that does not parse (with a caret)
+    or names a column the clause does not see."""
+    schema, paths = _with_target_struct(scope) if scope.aliases.get(f"{TARGET}.") == "" else (scope.schema, scope.paths)
+    try:
+        bound = bind_filter(schema, parse_filter(text))
+    except InvalidFilterError as e:
+        note = "" if "\n" in str(e) else scope.note  # after a one-line error, not after the syntax
+        raise InvalidFilterError(f"the condition of {what}: {e}{note}") from None
+    return to_arrow_filter(bound, schema, paths)
+
+
+def _with_target_struct(scope: Scope) -> tuple[Schema, dict[int, tuple[str, ...]]]:
+    """The scope's schema with the table's columns also under `target` (fields with fresh ids,
+    at the same places in the rows), for a condition to name them `target.<name>`."""
+    table = [f for f in scope.schema.fields if f.field_id in scope.paths and scope.paths[f.field_id] == (f.name,)]
+    ids = iter(range(scope.schema.highest_field_id + 1, 2**31))
+    fresh = assign_fresh_schema_ids(Schema(*table), lambda: next(ids))
+    paths = dict(scope.paths)
+    for old, new in zip(table, fresh.fields):
+        paths.update(_same_places(old, new, scope.paths))
+    target = NestedField(next(ids), TARGET, StructType(*fresh.fields), required=False)
+    return Schema(*scope.schema.fields, target), paths
+
+
+def _same_places(old: NestedField, new: NestedField, paths: dict[int, tuple[str, ...]]) -> dict[int, tuple[str, ...]]:
+    """`new`'s field ids (through structs) -> the rows' paths of the `old` fields they copy."""
+    found = {new.field_id: paths[old.field_id]}
+    if isinstance(old.field_type, StructType) and isinstance(new.field_type, StructType):
+        for o, n in zip(old.field_type.fields, new.field_type.fields):
+            found.update(_same_places(o, n, paths))
+    return found
 
 
 # -- reading a value -------------------------------------------------------------------------

@@ -188,7 +188,7 @@ def upsert_on_keys(
     schema = table.schema()
     fitted = conform(spark_arrow_schema(source.schema).empty_table(), schema)  # SchemaMismatchError unless it fits
     key_fields(schema, on)
-    job = MergeJob(DmlTarget.of(table, mode), tuple(on), MergeClauses().when_matched_delete(), MergeOutputs((None,), ()),
+    job = MergeJob(DmlTarget.of(table, mode), tuple(on), MergeClauses().when_matched_delete(), MergeOutputs((None,), (), (None,), ()),
                    tuple(on), fitted.schema, {}, table.metadata.format_version >= 3)  # fmt: skip
     local = _on_driver(spark, table, source, path, "upsert")
     if local is not None:

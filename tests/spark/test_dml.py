@@ -72,6 +72,13 @@ MERGE_CLAUSES: dict[str, Any] = {
     "when_not_matched_insert": "*",
     "when_not_matched_insert_if": pc.field("source.id") != 501,
 }
+# The same clauses with SQL text conditions (the filter language, over the joined rows).
+TEXT_MERGE_CLAUSES: dict[str, Any] = {
+    **MERGE_CLAUSES,
+    "when_matched_delete": "source.id = 30",
+    "when_matched_update_if": "source.id <> 16 and (target.n is null or source.n + n > -1)",
+    "when_not_matched_insert_if": "source.id <> 501",
+}
 UPSERT_SOURCE = source_rows([1, 2, 13, 48, 90, 150, 155, 700], n=5)
 # name -> (the local verb, the Spark verb, the snapshot operation)
 VERBS: dict[str, tuple[Callable[[mor.Table], Any], Callable[[Any, mor.Table], Any], str]] = {
@@ -88,6 +95,11 @@ VERBS: dict[str, tuple[Callable[[mor.Table], Any], Callable[[Any, mor.Table], An
     "merge": (
         lambda t: t.merge(MERGE_SOURCE, on=["id", "category"], **MERGE_CLAUSES),
         lambda s, t: merge(s, t, s.createDataFrame(MERGE_SOURCE), on=["id", "category"], **MERGE_CLAUSES),
+        "overwrite",
+    ),
+    "merge-text-conditions-distributed": (
+        lambda t: t.merge(MERGE_SOURCE, on=["id", "category"], **TEXT_MERGE_CLAUSES),
+        lambda s, t: merge(s, t, s.createDataFrame(MERGE_SOURCE), on=["id", "category"], path="distributed", **TEXT_MERGE_CLAUSES),
         "overwrite",
     ),
     "upsert": (

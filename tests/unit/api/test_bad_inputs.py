@@ -328,8 +328,10 @@ BAD_DML = [
     pytest.param(lambda t: t.merge(ROWS, on=["id"], when_matched_update="all"), mor.InvalidArgumentError, ["when_matched_update", "'all'"], id="merge-clause-bad-string"),
     pytest.param(lambda t: t.merge(ROWS, on=["id"], when_not_matched_insert={1: "'x'"}), mor.InvalidArgumentError, ["when_not_matched_insert", "[1]"], id="merge-clause-column-not-a-string"),
     pytest.param(lambda t: t.merge(ROWS, on=["id"], when_matched_update={"nope": 1}), mor.SchemaMismatchError, ["'nope'"], id="merge-clause-unknown-column"),
-    pytest.param(lambda t: t.merge(ROWS, on=["id"], when_matched_delete="true"), mor.InvalidArgumentError, ["when_matched_delete", "'true'"], id="merge-delete-a-string"),
-    pytest.param(lambda t: t.merge(ROWS, on=["id"], when_matched_update="*", when_matched_update_if="id > 1"), mor.InvalidArgumentError, ["when_matched_update_if"], id="merge-condition-a-string"),
+    pytest.param(lambda t: t.merge(ROWS, on=["id"], when_matched_delete=5), mor.InvalidArgumentError, ["when_matched_delete", "5"], id="merge-delete-a-number"),
+    pytest.param(lambda t: t.merge(ROWS, on=["id"], when_matched_update="*", when_matched_update_if=1), mor.InvalidArgumentError, ["when_matched_update_if"], id="merge-condition-a-number"),
+    pytest.param(lambda t: t.merge(ROWS, on=["id"], when_matched_update="*", when_matched_update_if="source.nope > 1"), mor.InvalidFilterError, ["WHEN MATCHED UPDATE", "'source.nope'"], id="merge-condition-text-unknown-column"),
+    pytest.param(lambda t: t.merge(ROWS, on=["id"], when_matched_delete="id >"), mor.InvalidFilterError, ["WHEN MATCHED DELETE", "^"], id="merge-condition-text-unparsable"),
     pytest.param(lambda t: t.merge(ROWS, on=["id"], when_matched_update={"name": pc.field("source.nope")}), mor.SchemaMismatchError, ["'source.nope'"], id="merge-expression-unknown-column"),
     pytest.param(lambda t: t.merge(ROWS, on=["id"], when_matched_update="*", when_matched_update_if=pc.field("id")), mor.SchemaMismatchError, ["not boolean"], id="merge-condition-not-boolean"),
     # delete_rows

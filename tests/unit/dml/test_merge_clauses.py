@@ -21,15 +21,21 @@ SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.int64()
 SOURCE = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.int64()), ("tag", pa.string()), ("op", pa.string())])
 Row = dict[str, Any]
 
-# Conditions as (pyarrow expression, the same in Python over (target row or None, source row)).
-CONDITIONS: dict[str, tuple[pc.Expression, Callable[[Row | None, Row], bool]]] = {
+# Conditions as (a pyarrow expression or SQL text, the same in Python over (target row or None,
+# source row)).
+CONDITIONS: dict[str, tuple[pc.Expression | str, Callable[[Row | None, Row], bool]]] = {
     "op=d": (pc.field("source.op") == "d", lambda t, s: s["op"] == "d"),
     "op=u": (pc.field("source.op") == "u", lambda t, s: s["op"] == "u"),
     "v<source.v": (pc.field("v") < pc.field("source.v"), lambda t, s: t is not None and t["v"] is not None and t["v"] < s["v"]),
     "source.v>5": (pc.field("source.v") > 5, lambda t, s: s["v"] > 5),
+    "text op=d": ("source.op = 'd'", lambda t, s: s["op"] == "d"),
+    "text v<source.v": ("target.v < source.v", lambda t, s: t is not None and t["v"] is not None and t["v"] < s["v"]),
+    "text v+source.v>6": ("v + source.v > 6 and tag <> 'x'", lambda t, s: t is not None and t["v"] + s["v"] > 6 and t["tag"] != "x"),
+    "text like or in": ("source.tag like 's1%' or source.op in ('x')", lambda t, s: s["tag"].startswith("s1") or s["op"] == "x"),
 }
 MATCHED = st.tuples(st.sampled_from(["update_v", "update_all", "delete"]), st.sampled_from([None, *CONDITIONS]))
-SOURCE_ONLY = [name for name in CONDITIONS if not name.startswith("v<")]  # an insert sees no target row
+TARGET_READING = {"v<source.v", "text v<source.v", "text v+source.v>6"}
+SOURCE_ONLY = [name for name in CONDITIONS if name not in TARGET_READING]  # an insert sees no target row
 NOT_MATCHED = st.tuples(st.sampled_from(["insert_all", "insert_tagged"]), st.sampled_from([None, *SOURCE_ONLY]))
 
 
@@ -122,7 +128,9 @@ def test_an_unconditional_clause_before_another_is_refused_and_nothing_changes(c
         table.merge(source, on=["id"], when_matched_update="*", clauses=MergeClauses().when_matched_delete())
     with pytest.raises(mor.InvalidArgumentError, match="at least one clause"):
         table.merge(source, on=["id"], clauses=MergeClauses())
-    with pytest.raises(mor.InvalidArgumentError, match="condition is a pyarrow.compute expression"):
+    with pytest.raises(mor.InvalidArgumentError, match="condition is SQL text or a pyarrow.compute expression"):
+        table.merge(source, on=["id"], clauses=MergeClauses().when_matched_delete(5))
+    with pytest.raises(mor.InvalidFilterError, match="names column 'op'"):  # the source's is source.op
         table.merge(source, on=["id"], clauses=MergeClauses().when_matched_delete("op = 'd'"))
     assert table.refresh().metadata_location == before
 
@@ -134,3 +142,35 @@ def test_the_builder_is_immutable_and_speaks_delta() -> None:
     assert [c.action for c in more] == ["delete", "update", "insert"]
     assert more.has_update and more.has_insert and more.reads_target_columns
     assert not MergeClauses().when_matched_update_all().reads_target_columns
+
+
+def test_conditions_as_sql_text_in_the_keyword_form_and_their_errors(catalog: mor.Catalog) -> None:
+    table = catalog.create_table("db.t", schema=SCHEMA)
+    table.append(pa.Table.from_pylist([{"id": i, "v": i, "tag": "old"} for i in range(4)], schema=SCHEMA))
+    source = pa.Table.from_pylist(
+        [{"id": 0, "v": 9, "tag": "a", "op": "d"}, {"id": 1, "v": 0, "tag": "b", "op": "u"},
+         {"id": 2, "v": 7, "tag": "c", "op": "u"}, {"id": 8, "v": 1, "tag": "d", "op": "u"},
+         {"id": 9, "v": 2, "tag": "e", "op": "d"}],
+        schema=SOURCE,
+    )  # fmt: skip
+    table.merge(
+        source, on=["id"],
+        when_matched_delete="source.op = 'd'",
+        when_matched_update={"v": "source.v", "tag": "upper(source.tag)"}, when_matched_update_if="source.v > target.v",
+        when_not_matched_insert="*", when_not_matched_insert_if="source.op <> 'd'",
+    )  # fmt: skip
+    got = sorted(table.scan().to_arrow().to_pylist(), key=lambda r: r["id"])
+    assert got == [
+        {"id": 1, "v": 1, "tag": "old"},  # 0 < 1: the update's condition does not hold
+        {"id": 2, "v": 7, "tag": "C"},
+        {"id": 3, "v": 3, "tag": "old"},
+        {"id": 8, "v": 1, "tag": "d"},
+    ]
+    before = table.metadata_location
+    with pytest.raises(mor.InvalidFilterError, match="names column 'v'.*an insert sees only the source's columns"):
+        table.merge(source, on=["id"], when_not_matched_insert="*", when_not_matched_insert_if="v > 1")
+    with pytest.raises(mor.InvalidFilterError, match=r"(?s)the condition of WHEN MATCHED UPDATE.*\^"):
+        table.merge(source, on=["id"], when_matched_update="*", when_matched_update_if="source.v >")
+    with pytest.raises(mor.InvalidArgumentError, match="when_matched_update_if is SQL text or a pyarrow.compute expression"):
+        table.merge(source, on=["id"], when_matched_update="*", when_matched_update_if=3)
+    assert table.refresh().metadata_location == before
