@@ -171,6 +171,9 @@ def _unfit_message(schema: Schema, error: Exception) -> str:
         close = difflib.get_close_matches(name, names, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         return f"the filter names column {name!r}, which the table does not have (columns: {columns}){hint}"
+    if "Cannot convert BooleanLiteral into" in str(error):
+        kind = str(error).rsplit(" ", 1)[-1]
+        return f"a column of type {kind} compared with true or false (or named alone as a condition): only a boolean column is a condition"
     return f"the filter does not fit the table schema: {error} (columns: {columns})"
 
 

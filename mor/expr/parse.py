@@ -5,7 +5,7 @@ literals, and terms (mor.expr.parse_terms) that become residuals (mor.expr.resid
 predicates evaluated on rows, not by metadata. The grammar (spec/predicates.md has it whole):
 
     filter     := or;  or := and ("or" and)*;  and := not ("and" not)*
-    not        := "not" not | "(" filter ")" | "true" | "false" | predicate
+    not        := "not" not | "(" filter ")" | "true" | "false" | predicate | column   -- a boolean column: = true
     predicate  := term op term                       -- column op value: plain, prunes files
                 | term "is" ["not"] "null" | column "is" ["not"] "nan"
                 | term ["not"] "in" "(" term ("," term)* ")"   -- values only: one set
@@ -59,7 +59,7 @@ from pyiceberg.expressions import (
     Reference,
     StartsWith,
 )
-from pyiceberg.expressions.literals import Literal, LongLiteral
+from pyiceberg.expressions.literals import BooleanLiteral, Literal, LongLiteral
 
 from mor.expr.like import DEFAULT_ESCAPE, LikePattern, parse_like
 from mor.expr.parse_terms import (
@@ -74,16 +74,17 @@ from mor.expr.parse_terms import (
 )
 from mor.expr.residual import Column, Constant, Residual, Test
 
-__all__ = ["SYNTAX", "make_literals", "parse", "set_predicate"]
+__all__ = ["SYNTAX", "PredicateParser", "make_literals", "parse", "set_predicate"]
 
 _COMPARISONS = {"<": LessThan, "<=": LessThanOrEqual, ">": GreaterThan, ">=": GreaterThanOrEqual,
                 "=": EqualTo, "==": EqualTo, "!=": NotEqualTo, "<>": NotEqualTo}  # fmt: skip
 _FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}  # `5 < x` is `x > 5`
+_AFTER_CONDITION = ("and", "or", "then", "when", "else", "end")  # words that may follow a whole condition
 _OPERATORS = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "=": "=", "==": "=", "!=": "!=", "<>": "!="}
 
 
 def parse(text: str) -> BooleanExpression:
-    return _Parser(text).parse()
+    return PredicateParser(text).parse()
 
 
 def set_predicate(cls: type[Any], term: Any, literals: set[Literal]) -> BooleanExpression:
@@ -145,7 +146,9 @@ def _negated(expr: BooleanExpression, nots: int) -> BooleanExpression:
     return Not(expr) if nots % 2 else expr  # Not(Not(x)) is x, as pyiceberg makes it
 
 
-class _Parser(TermParser):
+class PredicateParser(TermParser):
+    """The filter grammar above (mor.expr.values reads a value's conditions with it too)."""
+
     def parse(self) -> BooleanExpression:
         try:
             expr = self._or()
@@ -213,6 +216,8 @@ class _Parser(TermParser):
             return self._comparison(t.text, left, self._term(after=t), t)
         if isinstance(left, Constant) and left.kind == "bool" and not t.is_word("is", "in", "between", "like", "starts", "not"):
             return AlwaysTrue() if left.value else AlwaysFalse()
+        if isinstance(left, Column) and (t.kind == "end" or t.is_punct(")") or t.is_word(*_AFTER_CONDITION)):
+            return EqualTo(Reference(left.name), BooleanLiteral(True))  # a boolean column alone: `where flag`
         self._no_interval(left, start)
         return self._predicate(left)
 

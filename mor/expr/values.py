@@ -3,8 +3,12 @@ MERGE clause is an expression over the old row, in the filter language's terms
 (mor.expr.parse_terms): `qty + 1`, `upper(name)`, `'closed'` (the text), `null`,
 `coalesce(x, 0)`, `cast(x as int)`, `x::date`, `extract(year from t)`, `current_timestamp`,
 `date '2025-01-15' + interval 1 day`. A MERGE names the source row's columns `source.<name>`
-(and the table's `target.<name>`, or by their plain names). There is no CASE, and no
-comparison (a condition is no value here).
+(and the table's `target.<name>`, or by their plain names). A condition is a value too (its
+truth, for a boolean column: `qty > 10`), and so is a CASE, searched (`case when qty > 10 then
+'big' when qty > 0 then 'small' else 'none' end`) or simple (`case status when 'o' then 'open'
+end`), whose branches are values (null among them) and whose conditions are filters; NULL
+counts as false, and a CASE without `else` gives null. A CASE is a whole value or a branch of
+another, not an operand (`case ... end + 1`: put the arithmetic in the branches).
 
 The result is stored in the column as Spark's ANSI store assignment stores it: a number in any
 number column (to whole numbers toward zero, to fewer decimal places half away from zero; a
@@ -27,6 +31,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyiceberg.expressions import BooleanExpression
 from pyiceberg.schema import Schema, assign_fresh_schema_ids
 from pyiceberg.types import NestedField, StructType
 
@@ -35,7 +40,8 @@ from mor.expr.arrow_rows import to_arrow_filter
 from mor.expr.cast_rows import cast_expression
 from mor.expr.casts import CastType, cast_constant, check_cast
 from mor.expr.filters import bind_filter, parse_filter
-from mor.expr.parse_terms import TermParser
+from mor.expr.parse import PredicateParser
+from mor.expr.parse_terms import Token
 from mor.expr.residual import NUMERIC, TEMPORAL, Call, Column, Constant, bind_term
 from mor.expr.residual_rows import term_expression
 from mor.format.arrow_types import from_arrow_schema, to_arrow_type
@@ -44,6 +50,7 @@ VALUE_SYNTAX = """value syntax (SQL over the old row, as in Delta Lake's Python 
   qty + 1   upper(name)   coalesce(x, 0)   cast(x as int)   x::date   extract(year from t)
   'closed' (text; '' for a quote)   12, -3.5, true   null   mor.lit("any text") for a literal
   '2025-01-15 12:00' into a timestamp column   date '2025-01-15'   current_timestamp - interval 1 day
+  qty > 10 (true/false)   case when qty > 10 then 'big' else 'small' end   case s when 'o' then 1 end
   in a MERGE: source.<name> for the source's columns, target.<name> or <name> for the table's
   + - * / %  lower() upper() length() abs() coalesce() year() month() day() hour() date() ..."""
 SOURCE, TARGET = "source", "target"
@@ -132,13 +139,18 @@ def text_condition(text: str, scope: Scope, what: str) -> pc.Expression:
     `target.status = 'open' and source.op <> 'd'`) over the rows `scope` describes; `what`
     names the clause in errors. InvalidFilterError for text that does not parse (with a caret)
     or names a column the clause does not see."""
-    schema, paths = _with_target_struct(scope) if scope.aliases.get(f"{TARGET}.") == "" else (scope.schema, scope.paths)
     try:
-        bound = bind_filter(schema, parse_filter(text))
+        return condition_expression(parse_filter(text), scope)
     except InvalidFilterError as e:
         note = "" if "\n" in str(e) else scope.note  # after a one-line error, not after the syntax
         raise InvalidFilterError(f"the condition of {what}: {e}{note}") from None
-    return to_arrow_filter(bound, schema, paths)
+
+
+def condition_expression(condition: BooleanExpression, scope: Scope) -> pc.Expression:
+    """A parsed condition as a boolean expression over the rows `scope` describes (SQL's:
+    NULL where SQL says so); InvalidFilterError for a column it does not see."""
+    schema, paths = _with_target_struct(scope) if scope.aliases.get(f"{TARGET}.") == "" else (scope.schema, scope.paths)
+    return to_arrow_filter(bind_filter(schema, condition), schema, paths)
 
 
 def _with_target_struct(scope: Scope) -> tuple[Schema, dict[int, tuple[str, ...]]]:
@@ -166,29 +178,103 @@ def _same_places(old: NestedField, new: NestedField, paths: dict[int, tuple[str,
 # -- reading a value -------------------------------------------------------------------------
 
 
-class _ValueParser(TermParser):
+@dataclass(frozen=True)
+class Truth:
+    """A condition as a value: true, false or (where it is NULL) null."""
+
+    condition: BooleanExpression
+
+
+@dataclass(frozen=True)
+class Case:
+    """`case when c then v ... [else d] end`: the value of the first branch whose condition is
+    true, else `default` (NULL_VALUE without `else`)."""
+
+    whens: tuple[tuple[BooleanExpression, Any], ...]
+    default: Any
+
+
+NULL_VALUE = Constant(None, "null")  # `null` as a CASE's branch (a whole value is caught earlier)
+_PREDICATE_WORDS = ("is", "in", "between", "like", "not", "starts", "and", "or")
+_BRANCH_ENDS = ("when", "else", "end")
+_MAX_CASE_DEPTH = 16
+
+
+class _ValueParser(PredicateParser):
     HELP = VALUE_SYNTAX
 
     def __init__(self, text: str, column: str):
         super().__init__(text)
         self.WHAT = f"the value of {column!r}"
+        self.case_depth = 0
 
     def value(self) -> Any:
-        term = self._term()
+        value = self._value()
         t = self._peek()
+        if isinstance(value, Case) and t.kind in ("arith", "op", "cast"):
+            self._fail(t, "a CASE is a whole value or a branch of another CASE, not an operand: put the arithmetic in its branches")
         if t.kind != "end":
-            self._fail(t, f"expected an operator or the end of the value, found {t.describe()} (a value holds no comparison)")
+            self._fail(t, f"expected an operator or the end of the value, found {t.describe()}")
+        return value
+
+    def _value(self) -> Any:
+        """A term, a condition (its truth), a CASE, or (a CASE's branch) null."""
+        t = self._peek()
+        if t.is_word("case"):
+            self.i += 1
+            return self._case(t)
+        if t.is_word("null") and self._peek(1).is_word(*_BRANCH_ENDS) and self.case_depth:
+            self.i += 1
+            return NULL_VALUE
+        start = self.i
+        self.term_nodes = 0
+        try:
+            term = self._term()
+        except InvalidFilterError as term_error:  # `(a > 1) and b < 2` is no term: try a condition
+            reached, self.i = self.i, start
+            try:
+                return Truth(self._or())
+            except InvalidFilterError:
+                if self.i > reached:
+                    raise
+                raise term_error from None
+        t = self._peek()
+        if t.kind == "op" or t.is_word(*_PREDICATE_WORDS):
+            self.i = start
+            return Truth(self._or())
         return term
 
+    def _case(self, at: Token) -> Case:
+        self.case_depth += 1
+        if self.case_depth > _MAX_CASE_DEPTH:
+            self._fail(at, f"CASEs nest more than {_MAX_CASE_DEPTH} deep")
+        subject = None if self._peek().is_word("when") else self._term(at)  # the simple form: case x when 1 then ...
+        whens = []
+        while (t := self._peek()).is_word("when"):
+            self.i += 1
+            self.term_nodes = 0
+            condition = self._or() if subject is None else self._comparison("=", subject, self._term(t), t)
+            self._expect("then", f"'then' after the condition of the 'when' at offset {t.at}")
+            whens.append((condition, self._value()))
+        if not whens:
+            self._fail(t, "expected 'when' (case when <condition> then <value> ... [else <value>] end)")
+        default = self._value() if self._word("else") else NULL_VALUE
+        self._expect("end", f"'when', 'else' or 'end' to close the 'case' at offset {at.at}")
+        self.case_depth -= 1
+        return Case(tuple(whens), default)
+
     def _operand(self, after: Any, depth: int) -> Any:
-        if self._peek().is_word("null"):
-            self._fail(self._peek(), "null is a whole value ('null'), not an operand")
+        t = self._peek()
+        if t.is_word("null"):
+            self._fail(t, "null is a whole value ('null') or a CASE's branch, not an operand")
+        if t.is_word("case"):
+            self._fail(t, "a CASE is a whole value or a branch of another CASE, not an operand: put the arithmetic in its branches")
         return super()._operand(after, depth)
 
 
 def parse_value(text: str, column: str) -> Any:
-    """The term `text` writes (a Column, Constant or Call); InvalidArgumentError with a caret
-    where it does not parse."""
+    """The value `text` writes (a Column, Constant or Call; a Truth or a Case);
+    InvalidArgumentError with a caret where it does not parse."""
     try:
         return _ValueParser(text, column).value()
     except InvalidFilterError as e:
@@ -201,30 +287,68 @@ def text_expression(text: str, target: pa.DataType, scope: Scope, column: str) -
     does not fit, InvalidArgumentError for text that does not parse."""
     if text.strip().lower() == "null":
         return pc.scalar(pa.scalar(None, type=target))
-    term = _resolved(parse_value(text, column), scope, text, column)
-    if isinstance(term, Column):
-        found = scope.schema.find_field(term.name)
-        if to_arrow_type(found.field_type) == target:  # a column of the same type, whatever the type
-            return pc.field(*scope.paths[found.field_id])
-    into = _cast_type(target)
-    if into is None:
-        raise SchemaMismatchError(
-            f"{column!r} is {target}: SQL text sets it only to null or a column of that type; "
-            f"give a Python value (bytes, uuid.UUID, datetime.time, ...) or a pyarrow expression instead of {text!r}"
-        )
-    if isinstance(term, Constant):  # converted now: a value that does not fit fails before any row is read
-        term = _fitted(term, into, text, f"{column!r} ({target})")
-    try:
-        bound = bind_term(term, scope.schema)
-    except InvalidFilterError as e:
-        raise SchemaMismatchError(f"the value of {column!r} ({text}): {e}") from None
-    refusal = _refusal(bound.kind, into, text)
-    if refusal is not None:
-        raise SchemaMismatchError(f"cannot set {column!r} ({target}) to {text}: {refusal}")
-    expr, dtype = term_expression(bound, scope.paths)
-    if dtype != target and not (bound.kind == into.kind and _same_kind_fits(dtype, target)):
-        expr, dtype = cast_expression(expr, bound.kind, dtype, into)
-    return expr if dtype == target else expr.cast(target)
+    return _ValueOf(text, target, scope, column).expression(parse_value(text, column))
+
+
+@dataclass(frozen=True)
+class _ValueOf:
+    """Parsed values of one column's text (`text`, for errors) as expressions of its type."""
+
+    text: str
+    target: pa.DataType
+    scope: Scope
+    column: str
+
+    def expression(self, value: Any) -> pc.Expression:
+        if value is NULL_VALUE:
+            return pc.scalar(pa.scalar(None, type=self.target))
+        if isinstance(value, Case):
+            truths = [self._truth(condition) for condition, _ in value.whens]
+            branches = [self.expression(branch) for _, branch in value.whens]
+            chosen = pc.make_struct(*truths, field_names=[f"when{i}" for i in range(len(truths))])
+            return pc.case_when(chosen, *branches, self.expression(value.default))
+        term = value if isinstance(value, Truth) else _resolved(value, self.scope, self.text, self.column, whole=True)
+        if isinstance(term, Column):
+            found = self.scope.schema.find_field(term.name)
+            if to_arrow_type(found.field_type) == self.target:  # a column of the same type, whatever the type
+                return pc.field(*self.scope.paths[found.field_id])
+        into = _cast_type(self.target)
+        if into is None:
+            raise SchemaMismatchError(
+                f"{self.column!r} is {self.target}: SQL text sets it only to null or a column of that type; "
+                f"give a Python value (bytes, uuid.UUID, datetime.time, ...) or a pyarrow expression instead of {self.text!r}"
+            )
+        if isinstance(term, Truth):
+            expr, dtype, kind = self._truth(term.condition), pa.bool_(), "bool"
+        else:
+            expr, dtype, kind = self._term(term, into)
+        refusal = _refusal(kind, into, self.text)
+        if refusal is not None and isinstance(term, Truth):
+            refusal = (
+                "a condition is true or false, stored in a boolean or text column; "
+                f"for numbers write case when {self.text} then 1 else 0 end"
+            )
+        if refusal is not None:
+            raise SchemaMismatchError(f"cannot set {self.column!r} ({self.target}) to {self.text}: {refusal}")
+        if dtype != self.target and not (kind == into.kind and _same_kind_fits(dtype, self.target)):
+            expr, dtype = cast_expression(expr, kind, dtype, into)
+        return expr if dtype == self.target else expr.cast(self.target)
+
+    def _term(self, term: Any, into: CastType) -> tuple[pc.Expression, pa.DataType, str]:
+        if isinstance(term, Constant):  # converted now: a value that does not fit fails before any row is read
+            term = _fitted(term, into, self.text, f"{self.column!r} ({self.target})")
+        try:
+            bound = bind_term(term, self.scope.schema)
+        except InvalidFilterError as e:
+            raise SchemaMismatchError(f"the value of {self.column!r} ({self.text}): {e}") from None
+        expr, dtype = term_expression(bound, self.scope.paths)
+        return expr, dtype, bound.kind
+
+    def _truth(self, condition: BooleanExpression) -> pc.Expression:
+        try:
+            return condition_expression(condition, self.scope)
+        except InvalidFilterError as e:
+            raise SchemaMismatchError(f"the value of {self.column!r} ({self.text}): {e}{self.scope.note}") from None
 
 
 def _same_kind_fits(dtype: pa.DataType, target: pa.DataType) -> bool:
@@ -232,9 +356,9 @@ def _same_kind_fits(dtype: pa.DataType, target: pa.DataType) -> bool:
     return not pa.types.is_decimal(dtype) or dtype.scale <= target.scale
 
 
-def _resolved(term: Any, scope: Scope, text: str, column: str) -> Any:
+def _resolved(term: Any, scope: Scope, text: str, column: str, whole: bool = False) -> Any:
     """`term` with aliases replaced; SchemaMismatchError for a column the scope lacks (a bare
-    word naming none: the quotes of text suggested)."""
+    word naming none, `whole` the value or a CASE's branch: the quotes of text suggested)."""
     if isinstance(term, Column):
         name = term.name
         for prefix, replacement in scope.aliases.items():
@@ -247,10 +371,12 @@ def _resolved(term: Any, scope: Scope, text: str, column: str) -> Any:
                 raise SchemaMismatchError(
                     f"the value of {column!r} ({text}) names {name!r}: the source's column is {SOURCE}.{name}"
                 ) from None
-            if term.name == text.strip() and "." not in term.name:
+            if whole and "." not in term.name:
+                word = term.name
+                lit = f" or mor.lit({word!r})" if word == text.strip() else ""
                 raise SchemaMismatchError(
-                    f"the value of {column!r} is SQL text, and {text.strip()!r} names no column{scope.note}; "
-                    f"for the text write \"'{text.strip()}'\" (quoted, as in SQL) or mor.lit({text.strip()!r})"
+                    f"the value of {column!r} is SQL text, and {word!r} names no column{scope.note}; "
+                    f"for the text write \"'{word}'\" (quoted, as in SQL){lit}"
                 ) from None
             names = ", ".join(n for n in scope.schema.column_names[:30])
             raise SchemaMismatchError(

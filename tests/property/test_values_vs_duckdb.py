@@ -107,8 +107,40 @@ def _strings(depth: int) -> st.SearchStrategy[Expr]:
     )
 
 
+def _conditions() -> st.SearchStrategy[Expr]:
+    """Filters over the row, as a CASE's conditions and as values of their own (true/false/null)."""
+    comparisons = st.tuples(_ints(1), st.sampled_from(["<", "<=", ">", ">=", "=", "<>"]), _ints(1)).map(
+        lambda t: (f"{t[0][0]} {t[1]} {t[2][0]}", f"{t[0][1]} {t[1]} {t[2][1]}")
+    )
+    others = st.sampled_from(["s like 'a%'", "s like '%b'", "s is null", "s in ('a', 'Ab')", "i between -1 and 2", "f > 0.5", "d is not null"])
+    atoms = st.one_of(comparisons, others.map(_same))
+    return st.one_of(
+        atoms,
+        st.tuples(atoms, st.sampled_from(["and", "or"]), atoms).map(lambda t: (f"({t[0][0]}) {t[1]} ({t[2][0]})", f"({t[0][1]}) {t[1]} ({t[2][1]})")),
+        atoms.map(lambda a: (f"not ({a[0]})", f"NOT ({a[1]})")),
+    )
+
+
+def _cases(values: st.SearchStrategy[Expr]) -> st.SearchStrategy[Expr]:
+    """Searched CASEs (branches may be null; without else the CASE is null) and simple ones."""
+    branch = st.one_of(values, st.just(_same("null")))
+    searched = st.tuples(st.lists(st.tuples(_conditions(), branch), min_size=1, max_size=3), st.one_of(st.none(), branch)).map(
+        lambda t: tuple(
+            "case " + " ".join(f"when {c[k]} then {v[k]}" for c, v in t[0]) + ("" if t[1] is None else f" else {t[1][k]}") + " end"
+            for k in (0, 1)
+        )
+    )
+    simple = st.tuples(st.lists(st.tuples(small, branch), min_size=1, max_size=3), branch).map(
+        lambda t: tuple("case i " + " ".join(f"when {n} then {v[k]}" for n, v in t[0]) + f" else {t[1][k]} end" for k in (0, 1))
+    )
+    return st.one_of(searched, simple)  # type: ignore[arg-type]
+
+
 # (target column, mor's text, DuckDB's SQL of the stored value)
 assignments = st.one_of(
+    st.tuples(st.sampled_from(["i", "j"]), _cases(_ints(1))).map(lambda t: (t[0], t[1][0], f"CAST({t[1][1]} AS {TARGETS[t[0]][1]})")),
+    _cases(_strings(1)).map(lambda e: ("s", e[0], f"CAST({e[1]} AS VARCHAR)")),
+    _conditions().map(lambda e: ("s", e[0], f"CAST(({e[1]}) AS VARCHAR)")),  # a condition's truth into a text column
     st.tuples(st.sampled_from(["i", "j"]), _ints(3)).map(lambda t: (t[0], t[1][0], f"CAST({t[1][1]} AS {TARGETS[t[0]][1]})")),
     st.tuples(st.sampled_from(["i", "j"]), _floats(1)).map(lambda t: (t[0], t[1][0], f"CAST(trunc({t[1][1]}) AS {TARGETS[t[0]][1]})")),
     _decimals(2).map(lambda e: ("d", e[0], f"CAST({e[1]} AS DECIMAL(12,2))")),

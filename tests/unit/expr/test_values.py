@@ -160,7 +160,14 @@ def test_a_column_of_another_type_than_text_computes_only_from_its_own_kind(tabl
         ({"day": "qty"}, mor.SchemaMismatchError, ["does not convert to date"]),
         ({"name": "ratio"}, mor.SchemaMismatchError, ["cannot cast ratio"]),
         ({"qty": "qty +"}, mor.InvalidArgumentError, ["cannot parse the value of 'qty'", "^", "value syntax"]),
-        ({"qty": "qty > 1"}, mor.InvalidArgumentError, ["a value holds no comparison"]),
+        ({"qty": "qty > 1"}, mor.SchemaMismatchError, ["a condition is true or false", "case when qty > 1 then 1 else 0 end"]),
+        ({"qty": "case when qty > 1 then 1 end + 1"}, mor.InvalidArgumentError, ["a CASE is a whole value", "^"]),
+        ({"qty": "1 + case when qty > 1 then 1 end"}, mor.InvalidArgumentError, ["a CASE is a whole value", "^"]),
+        ({"name": "case when qty > 1 then closed end"}, mor.SchemaMismatchError, ["'closed' names no column", "\"'closed'\""]),
+        ({"name": "case when qty then 'a' end"}, mor.SchemaMismatchError, ["only a boolean column is a condition"]),
+        ({"name": "case when qty > 1 'a' end"}, mor.InvalidArgumentError, ["expected 'then'", "^"]),
+        ({"name": "case when nope > 1 then 'a' end"}, mor.SchemaMismatchError, ["'nope'"]),
+        ({"qty": "case when qty > 1 then 'a' else 2 end"}, mor.SchemaMismatchError, ["'qty'"]),
         ({"qty": "coalesce(qty, null)"}, mor.InvalidArgumentError, ["null is a whole value"]),
         ({"id": "null"}, mor.SchemaMismatchError, ["required columns to null: ['id']"]),
         ({"qty": "qty * 1000000000"}, mor.SchemaMismatchError, ["cannot evaluate"]),  # on the rows: ANSI overflow
@@ -229,3 +236,40 @@ def test_a_table_column_named_target_or_source_keeps_its_name(catalog: mor.Catal
 def test_lit_is_exported_and_keeps_its_value() -> None:
     assert mor.lit("x") == mor.lit(mor.lit("x")) and mor.lit("x").value == "x"
     assert "lit" in mor.__all__
+
+
+def test_case_and_conditions_as_values(table: mor.Table) -> None:
+    table.update(
+        {
+            "name": "case when qty > 0 then upper(name) when qty is null then 'none' else name || '' end".replace(" || ''", ""),
+            "flag": "qty < 0 or name like 'a%'",
+            "price": "case id when 1 then price * 2 when 2 then 9.99 end",
+            "day": "case when flag then day else null end",
+        },
+        where="true",
+    )
+    assert rows(table, "name", "flag", "price", "day") == [
+        {"id": 1, "name": "ANN", "flag": True, "price": Decimal("3.00"), "day": dt.date(2025, 1, 1)},
+        {"id": 2, "name": "none", "flag": None, "price": Decimal("9.99"), "day": None},  # null or null: null
+        {"id": 3, "name": "Bob", "flag": True, "price": None, "day": None},  # no branch, no else: null
+    ]
+    source = pa.table({"id": [1, 3, 4], "qty": pa.array([1, 50, 8], pa.int32()), "op": ["keep", "bump", "new"]})
+    table.merge(
+        source, on=["id"],
+        when_matched_update={"qty": "case when source.op = 'bump' and source.qty > target.qty then source.qty else qty end",
+                             "flag": "source.qty > qty"},
+        when_not_matched_insert={"id": "source.id", "name": "case source.op when 'new' then 'fresh' end"},
+    )  # fmt: skip
+    assert rows(table, "qty", "name", "flag") == [
+        {"id": 1, "qty": 5, "name": "ANN", "flag": False},
+        {"id": 2, "qty": None, "name": "none", "flag": None},
+        {"id": 3, "qty": 50, "name": "Bob", "flag": True},
+        {"id": 4, "qty": None, "name": "fresh", "flag": None},
+    ]
+
+
+def test_a_boolean_column_alone_is_a_condition(table: mor.Table) -> None:
+    assert [r["id"] for r in table.scan(filter="flag").to_arrow().to_pylist()] == [1]
+    assert [r["id"] for r in table.scan(filter="not flag or id = 2").to_arrow().to_pylist()] == [2, 3]
+    with pytest.raises(mor.InvalidFilterError, match="only a boolean column is a condition"):
+        table.scan(filter="qty and flag").count()
