@@ -31,6 +31,7 @@ _PARTS: dict[str, Callable[[pc.Expression], pc.Expression]] = {
 }  # fmt: skip
 _TIME_PARTS = ("hour", "minute", "second")  # of a date: its midnight's
 _MAX_PRECISION = 38
+_MAX_PRECISION_256 = 76
 _TEMPORAL_TYPES = {"date": pa.date32(), "timestamp": pa.timestamp("us"), "timestamptz": pa.timestamp("us", tz="UTC")}
 _KIND_TYPES = {"int": pa.int64(), "float": pa.float64(), "string": pa.string(), "text": pa.string(), "bool": pa.bool_(), **_TEMPORAL_TYPES}
 
@@ -145,7 +146,10 @@ def _call(call: Call, args: list[_Value]) -> _Value:
     if f in ("+", "-", "*"):
         left, right = _common(args, for_arithmetic=True)
         kernel = {"+": pc.add_checked, "-": pc.subtract_checked, "*": pc.multiply_checked}[f]
-        return _Value(kernel(left.expr, right.expr), left.kind, _arithmetic_type(f, left.type, right.type))
+        result = _arithmetic_type(f, left.type, right.type)
+        if pa.types.is_decimal(result) and _exact_decimal(f, left.type, right.type)[0] > _MAX_PRECISION:
+            return _Value(_decimal_beyond_38(kernel, left, right, result), "decimal", result)
+        return _Value(kernel(left.expr, right.expr), left.kind, result)
     if f == "/":
         a, b = (v.expr.cast(pa.float64()) for v in args)
         return _Value(pc.divide(a, b), "float", pa.float64())  # IEEE: x / 0 is infinite, 0 / 0 NaN
@@ -180,17 +184,43 @@ def _call(call: Call, args: list[_Value]) -> _Value:
 
 
 def _arithmetic_type(op: str, a: pa.DataType, b: pa.DataType) -> pa.DataType:
-    """Arrow's result type: for decimals, its precision and scale rules."""
+    """The result type: for decimals, SQL's precision and scale, and past 38 digits Spark's
+    rule (spark.sql.decimalOperations.allowPrecisionLoss, its default): the whole digits are
+    kept and the fraction gives way, down to 6 places (or fewer where the operands had fewer)."""
     if not pa.types.is_decimal(a):
         return a
-    if op == "*":
-        scale, precision = a.scale + b.scale, a.precision + b.precision + 1
-    else:
-        scale = max(a.scale, b.scale)
-        precision = max(a.precision - a.scale, b.precision - b.scale) + scale + 1
+    precision, scale = _exact_decimal(op, a, b)
     if precision > _MAX_PRECISION:
-        raise InvalidFilterError(f"decimal arithmetic needs {precision} digits; at most {_MAX_PRECISION}")
+        scale = max(_MAX_PRECISION - (precision - scale), min(scale, 6))
+        precision = _MAX_PRECISION
     return pa.decimal128(precision, scale)
+
+
+def _exact_decimal(op: str, a: pa.DataType, b: pa.DataType) -> tuple[int, int]:
+    """The precision and scale that hold every exact result of `a op b` (decimals)."""
+    if op == "*":
+        return a.precision + b.precision + 1, a.scale + b.scale
+    scale = max(a.scale, b.scale)
+    return max(a.precision - a.scale, b.precision - b.scale) + scale + 1, scale
+
+
+def _decimal_beyond_38(kernel: Any, left: _Value, right: _Value, result: pa.DataType) -> pc.Expression:
+    """`kernel` on decimals whose exact result needs more than 38 digits: computed exactly in
+    256 bits, rounded half up to the result's scale, then stored in 128 (an error, never a wrong
+    value, when the whole digits do not fit: ANSI overflow)."""
+    precisions = [left.type.precision, right.type.precision]
+    if kernel is pc.multiply_checked and sum(precisions) + 1 > _MAX_PRECISION_256:
+        # Arrow sizes a product one digit above its largest value: declare the wider operand a
+        # digit narrower (a value that needs that digit makes a product beyond 38 digits anyway,
+        # unless the other factor is tiny: then this cast fails, an error, never a wrong value).
+        wider = precisions.index(max(precisions))
+        precisions[wider] = _MAX_PRECISION_256 - 1 - precisions[1 - wider]
+    wide = [v.expr.cast(pa.decimal256(p, v.type.scale)) for v, p in zip((left, right), precisions)]
+    exact = kernel(*wide)
+    _, exact_scale = _exact_decimal("*" if kernel is pc.multiply_checked else "+", left.type, right.type)
+    if result.scale < exact_scale:
+        exact = pc.round(exact, ndigits=result.scale, round_mode="half_up")
+    return exact.cast(result)
 
 
 def _common(values: list[_Value], for_arithmetic: bool = False) -> list[_Value]:

@@ -111,3 +111,36 @@ def test_strings_into_date_and_time_columns_of_update_and_merge(spark: Any, cata
     with pytest.raises(SchemaMismatchError, match="column 'ts': 'next tuesday' is not a timestamp_ntz"):
         t.update("id = 1", set={"ts": "'next tuesday'"})
     assert table.refresh().metadata_location == before
+
+
+DECIMAL_VALUES = [  # SQL text of a value, into (column, Spark SQL type)
+    ("amount * 1.1", "amount", "DECIMAL(38,2)"),  # 41 digits exactly: Spark keeps the whole digits, rounds the fraction
+    ("amount * amount", "amount", "DECIMAL(38,2)"),
+    ("amount + 0.005", "amount", "DECIMAL(38,2)"),
+    ("amount * 3 - qty", "amount", "DECIMAL(38,2)"),
+    ("case when qty > 1 then amount * 1.15 when qty is null then 0 else amount end", "amount", "DECIMAL(38,2)"),
+    ("case qty when 1 then 'one' when 2 then upper(name) end", "name", "STRING"),
+    ("amount > 100 or name like 'b%'", "flag", "BOOLEAN"),
+]
+
+
+@pytest.mark.parametrize("text, column, sql_type", DECIMAL_VALUES)
+def test_values_on_wide_decimals_and_cases_are_stored_as_spark_stores_them(
+    spark: Any, catalog: mor.Catalog, text: str, column: str, sql_type: str
+) -> None:
+    from decimal import Decimal
+
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("amount", pa.decimal128(38, 2)), ("qty", pa.int32()),
+                        ("name", pa.string()), ("flag", pa.bool_())])  # fmt: skip
+    rows = pa.table(
+        {"id": [1, 2, 3, 4], "amount": [Decimal("123456.79"), Decimal("1.10"), None, Decimal("0.05")],
+         "qty": pa.array([1, 2, None, 5], pa.int32()), "name": ["ann", "bob", None, "cy"], "flag": [None] * 4},
+        schema=schema,
+    )  # fmt: skip
+    table = catalog.create_table("db.t", schema=schema)
+    table.append(rows)
+    table.update({column: text}, where="true")
+    ours = {r["id"]: r[column] for r in table.scan().to_arrow().to_pylist()}
+    spark.createDataFrame(rows.to_pandas()).createOrReplaceTempView("value_rows")
+    theirs = {r["id"]: r["v"] for r in spark.sql(f"SELECT id, CAST({text} AS {sql_type}) AS v FROM value_rows").collect()}
+    assert ours == theirs

@@ -273,3 +273,21 @@ def test_a_boolean_column_alone_is_a_condition(table: mor.Table) -> None:
     assert [r["id"] for r in table.scan(filter="not flag or id = 2").to_arrow().to_pylist()] == [2, 3]
     with pytest.raises(mor.InvalidFilterError, match="only a boolean column is a condition"):
         table.scan(filter="qty and flag").count()
+
+
+def test_decimal_arithmetic_past_38_digits_keeps_the_whole_digits_as_spark_does(catalog: mor.Catalog) -> None:
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("amount", pa.decimal128(38, 2))])
+    table = catalog.create_table("db.wide", schema=schema)
+    big = Decimal("9" * 36 + ".99")
+    table.append(pa.table({"id": [1, 2, 3], "amount": [Decimal("123456.79"), Decimal("0.05"), big]}, schema=schema))
+    # decimal(38,2) * decimal(2,1) is decimal(41,3) exactly: Spark's decimal(38,3), then stored at 2 places half up.
+    table.update({"amount": "amount * 1.1"}, where="id < 3")
+    assert column(table, "amount") == [Decimal("135802.47"), Decimal("0.06"), big]  # 135802.469 -> .47, 0.055 -> .06
+    table.update({"amount": "amount * amount"}, where="id = 2")  # (38,2)*(38,2): decimal(38,4)
+    assert column(table, "amount")[1] == Decimal("0.00")  # 0.0036 -> 0.00
+    before = table.metadata_location
+    with pytest.raises(mor.SchemaMismatchError, match="does not fit"):  # an overflow is an error, never NULL or wrapped
+        table.update({"amount": "amount * 10"}, where="id = 3")
+    assert table.refresh().metadata_location == before
+    table.delete("id = 3")
+    assert table.scan(filter="amount * 1.1 > 100").count() == 1  # filters compute as values do
