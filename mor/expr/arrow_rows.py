@@ -24,6 +24,7 @@ from pyiceberg.types import DoubleType, FloatType, IntegerType, LongType, Nested
 from mor.errors import InvalidFilterError
 from mor.expr.residual import BoundResidual
 from mor.expr.residual_rows import residual_expression
+from mor.expr.text import filter_text
 from mor.format.arrow_types import to_arrow_type
 
 _NULL = pa.nulls(1, pa.bool_())[0]  # not pa.scalar: that imports pandas, a second at start-up
@@ -58,8 +59,7 @@ class RowFilter:
             extended = pa.RecordBatch.from_arrays([*batch.columns, *found], names=[*names, *(n for n, _, _ in self.lookups)])
             return extended.filter(self.expression).select(names)
         except pa.ArrowInvalid as e:
-            text = str(self.filter)
-            raise InvalidFilterError(f"the filter {text if len(text) <= 200 else text[:197] + '...'} fails on a row read: {e}") from e
+            raise InvalidFilterError(f"the filter {filter_text(self.filter)} fails on a row read: {e}") from e
 
 
 class IntegerSet:
