@@ -10,7 +10,7 @@ predicates evaluated on rows, not by metadata. The grammar (spec/predicates.md h
                 | term "is" ["not"] "null" | column "is" ["not"] "nan"
                 | term ["not"] "in" "(" term ("," term)* ")"   -- values only: one set
                 | term ["not"] "between" term "and" term
-                | term ["not"] "like" string ["escape" string] | term ["not"] "starts" "with" string
+                | term ["not"] ("like" | "ilike") string ["escape" string] | term ["not"] "starts" "with" string
     term       := sums and products of: value | column | "(" term ")" | function "(" term ("," term)* ")"
                 | "cast" "(" term "as" type ")" | term "::" type | "extract" "(" part "from" term ")"
                 | "current_date" | "current_timestamp" | "now" "(" ")" | term ("+" | "-") interval
@@ -202,8 +202,8 @@ class PredicateParser(TermParser):
         after, then = self.tokens[close + 1], self.tokens[min(close + 2, len(self.tokens) - 1)]
         if after.kind in ("op", "arith", "cast") or (after.kind == "num" and after.text[0] in "+-"):
             return True
-        return after.is_word("is", "in", "between", "like", "starts") or (
-            after.is_word("not") and then.is_word("in", "between", "like", "starts")
+        return after.is_word("is", "in", "between", "like", "ilike", "starts") or (
+            after.is_word("not") and then.is_word("in", "between", "like", "ilike", "starts")
         )
 
     def _primary(self) -> BooleanExpression:
@@ -214,7 +214,7 @@ class PredicateParser(TermParser):
         if t.kind == "op":
             self.i += 1
             return self._comparison(t.text, left, self._term(after=t), t)
-        if isinstance(left, Constant) and left.kind == "bool" and not t.is_word("is", "in", "between", "like", "starts", "not"):
+        if isinstance(left, Constant) and left.kind == "bool" and not t.is_word("is", "in", "between", "like", "ilike", "starts", "not"):
             return AlwaysTrue() if left.value else AlwaysFalse()
         if isinstance(left, Column) and (t.kind == "end" or t.is_punct(")") or t.is_word(*_AFTER_CONDITION)):
             return EqualTo(Reference(left.name), BooleanLiteral(True))  # a boolean column alone: `where flag`
@@ -255,8 +255,9 @@ class PredicateParser(TermParser):
             t = self._next()
         if t.is_word("in"):
             return self._in(left, t, negate)
-        if t.is_word("like"):
-            expr = self._like(left, t)
+        if t.is_word("like", "ilike"):  # ilike: Spark's, lower(left) like lower(pattern)
+            ilike = t.is_word("ilike")
+            expr = self._like(self._call(t, "lower", (left,)) if ilike else left, t, lowered=ilike)
             return Not(expr) if negate else expr
         if t.is_word("starts") and self._word("with"):
             expr = self._text_test(left, True, self._string(after=t))
@@ -268,7 +269,7 @@ class PredicateParser(TermParser):
             return Not(expr) if negate else expr
         name = left.name if column is not None else str(left)
         expected = (
-            f"'in', 'like', 'starts with' or 'between' after '{name} not'"
+            f"'in', 'like', 'ilike', 'starts with' or 'between' after '{name} not'"
             if negate
             else (f"an operator after {'column ' if column is not None else ''}{name!r}")
         )
@@ -306,11 +307,13 @@ class PredicateParser(TermParser):
             self._no_interval(item, after)
         return items
 
-    def _like(self, left: Any, t: Token) -> BooleanExpression:
+    def _like(self, left: Any, t: Token, lowered: bool = False) -> BooleanExpression:
         """`left like 'pattern' [escape 'c']`: a prefix test or equality where the pattern is
-        one, else a residual matched on the rows (after a prefix test on its literal start)."""
+        one, else a residual matched on the rows (after a prefix test on its literal start).
+        `lowered`: the pattern in lower case (ilike)."""
         at = self._peek()
         raw = self._string(after=t)
+        raw = raw.lower() if lowered else raw
         escape = DEFAULT_ESCAPE
         if self._word("escape"):
             escape_at = self._peek()

@@ -25,7 +25,7 @@ from mor.expr.temporal import UNITS, Interval, current_date, current_timestamp, 
 SYNTAX = """filter syntax:
   col = 5 (!=, <>, <, <=, >, >=)   col [not] in (1, 2)   col [not] between 1 and 9
   col is null   col is not null   col is [not] nan   col [not] starts with 'ab'
-  col [not] like 'a_%'   and, or, not, ( )   bool_col   'text' ('' for a quote), 12, true
+  col [not] [i]like 'a_%'   and, or, not, ( )   bool_col   'text' ('' for a quote), 12, true
   times: '2025-06-05', '2025-06-05 10:00[:00.5][Z|+02:00]', date '...', timestamp '...'
     (on timestamptz, without zone is UTC; on timestamp, a date is its midnight)
     current_date - interval 7 days

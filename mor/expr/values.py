@@ -195,7 +195,7 @@ class Case:
 
 
 NULL_VALUE = Constant(None, "null")  # `null` as a CASE's branch (a whole value is caught earlier)
-_PREDICATE_WORDS = ("is", "in", "between", "like", "not", "starts", "and", "or")
+_PREDICATE_WORDS = ("is", "in", "between", "like", "ilike", "not", "starts", "and", "or")
 _BRANCH_ENDS = ("when", "else", "end")
 _MAX_CASE_DEPTH = 16
 

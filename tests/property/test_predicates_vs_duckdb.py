@@ -75,8 +75,8 @@ prefix_matches = st.tuples(st.sampled_from(["starts with", "not starts with", "l
     )
 )
 # SQL's LIKE, `%` and `_` anywhere (DuckDB has no default escape: a pattern without one means the same)
-like_patterns = st.tuples(st.booleans(), st.text(alphabet="ab%_B", max_size=4)).map(
-    lambda t: (f"s {'not ' * t[0]}like '{t[1]}'", f"s {'NOT ' * t[0]}LIKE '{t[1]}'")
+like_patterns = st.tuples(st.booleans(), st.sampled_from(["like", "ilike"]), st.text(alphabet="ab%_B", max_size=4)).map(
+    lambda t: (f"s {'not ' * t[0]}{t[1]} '{t[2]}'", f"s {'NOT ' * t[0]}{t[1].upper()} '{t[2]}'")
 )
 # Casts of a column (whole numbers and text, where Spark SQL and DuckDB agree) and of a value
 casts = st.one_of(
