@@ -16,7 +16,7 @@ from pyiceberg.schema import Schema
 
 from mor.errors import InvalidArgumentError, InvalidFilterError, NoSuchSnapshotError
 from mor.expr.filters import FileFilter, FilterLike, bind_filter, parse_filter
-from mor.expr.literals import parse_temporal
+from mor.expr.parse_terms import point_in_time
 from mor.format.arrow_types import to_arrow_schema
 from mor.format.lineage import LINEAGE_FIELDS
 from mor.format.metadata import Snapshot, TableMetadata
@@ -256,7 +256,8 @@ def _choose_snapshot(table: Table, snapshot_id: int | None, as_of: dt.datetime |
 def _as_of_ms(as_of: object) -> int:
     """Milliseconds since the epoch of an `as_of`: an int of milliseconds, a datetime or a date
     (naive: UTC; a date is its midnight), or text as filters write times ('2025-01-15',
-    '2025-01-15 12:00[:00.5][Z|+02:00]'; without a zone, UTC)."""
+    '2025-01-15 12:00[:00.5][Z|+02:00]', timestamp '...', current_timestamp - interval 1 day;
+    without a zone, UTC)."""
     if isinstance(as_of, dt.datetime):
         return int(_aware(as_of).timestamp() * 1000)
     if isinstance(as_of, dt.date):
@@ -265,7 +266,7 @@ def _as_of_ms(as_of: object) -> int:
         return int(as_of)
     if isinstance(as_of, str):
         try:
-            written = parse_temporal(as_of.strip())
+            written = point_in_time(as_of)
         except ValueError as e:
             raise InvalidArgumentError(f"as_of: {e}") from None
         return (written.wall_micros() - (written.offset or 0)) // 1000

@@ -18,7 +18,7 @@ from pyiceberg.expressions.literals import BooleanLiteral, DecimalLiteral, Doubl
 
 from mor.errors import InvalidFilterError
 from mor.expr.casts import TYPE_NAMES, CastType, cast_constant, cast_type, check_cast
-from mor.expr.literals import TYPED_TEXT, parse_temporal
+from mor.expr.literals import TYPED_TEXT, Temporal, parse_temporal
 from mor.expr.residual import EXTRACT_NAMES, EXTRACT_PARTS, PUBLIC_FUNCTIONS, TEMPORAL, Call, Column, Constant, constant_of
 from mor.expr.temporal import UNITS, Interval, current_date, current_timestamp, interval_of, shifted, unit_of
 
@@ -453,3 +453,26 @@ def _functions() -> str:
 
 def _units() -> str:
     return ", ".join(UNITS)
+
+
+def point_in_time(text: str) -> Temporal:
+    """A point in time written as a filter writes one: '2025-01-15', '2025-01-15 12:00[Z|+02:00]',
+    date '...', timestamp '...', current_date, current_timestamp (now()), and those plus or minus
+    an interval; ValueError saying what is accepted otherwise."""
+    try:
+        return parse_temporal(text.strip())
+    except ValueError:
+        pass
+    accepted = (
+        f"{text!r} is not a point in time: write '2025-01-15', '2025-01-15 12:00[:00][Z|+02:00]', date '...', "
+        "timestamp '...', current_date or current_timestamp, plus or minus an interval (current_timestamp - interval 1 hour)"
+    )
+    try:
+        parser = TermParser(text)
+        term = parser._term()
+        ended = parser._peek().kind == "end"
+    except InvalidFilterError:
+        raise ValueError(accepted) from None
+    if not (ended and isinstance(term, Constant) and term.kind in (*TEMPORAL, "text")):
+        raise ValueError(accepted)
+    return parse_temporal(term.value)

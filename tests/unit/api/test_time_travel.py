@@ -119,6 +119,17 @@ def test_scan_as_of_text_as_filters_write_times(history: History) -> None:
         assert scan_ids(table, as_of=in_berlin.isoformat(timespec="milliseconds")) == ids
     tomorrow = (dt.datetime.now(UTC) + dt.timedelta(days=1)).date()
     assert scan_ids(table, as_of=tomorrow.isoformat()) == scan_ids(table, as_of=tomorrow) == steps[-1][1]
+    # The typed literals and the clock of filters too.
+    first = dt.datetime.fromtimestamp(steps[0][0].timestamp_ms / 1000, UTC)
+    assert scan_ids(table, as_of=f"timestamp '{first.strftime('%Y-%m-%d %H:%M:%S.%f')}'") == steps[0][1]
+    assert scan_ids(table, as_of=f"timestamptz '{first.isoformat()}'") == steps[0][1]
+    for now in ("current_timestamp", "now()", "current_date + interval 1 day", "current_timestamp - interval 0 seconds"):
+        assert scan_ids(table, as_of=now) == steps[-1][1], now
+    with pytest.raises(mor.NoSuchSnapshotError, match="had no snapshot at current_timestamp - interval 30 days"):
+        table.scan(as_of="current_timestamp - interval 30 days")
+    for wrong in ("yesterday", "id + 1", "date '2025-13-01'"):
+        with pytest.raises(mor.InvalidArgumentError, match="is not a point in time: write '2025-01-15'"):
+            table.scan(as_of=wrong)
 
 
 def test_every_scan_like_result_converts_to_pandas_and_polars(history: History) -> None:
