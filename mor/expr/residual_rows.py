@@ -62,9 +62,12 @@ def _test(test: Test, paths: dict[int, tuple[str, ...]]) -> pc.Expression:
     return _compare(test.op, left, right)
 
 
-def term_expression(term: Any, paths: dict[int, tuple[str, ...]]) -> tuple[pc.Expression, pa.DataType]:
-    """A bound term (mor.expr.residual.bind_term) as an expression over the rows, and its type."""
-    value = _value(term, paths)
+def term_expression(term: Any, paths: dict[int, tuple[str, ...]], guard: pc.Expression | None = None) -> tuple[pc.Expression, pa.DataType]:
+    """A bound term (mor.expr.residual.bind_term) as an expression over the rows, and its type.
+    `guard`: the rows whose value is wanted (a CASE's branch); on the others every column reads
+    as null, so a cast or an overflow there raises nothing, as SQL computes a branch only for
+    the rows that take it."""
+    value = _value(term, paths, guard)
     return value.expr, value.type
 
 
@@ -89,27 +92,31 @@ def _compare(op: str, left: _Value, right: _Value) -> pc.Expression:
 # -- terms ------------------------------------------------------------------------------------
 
 
-def _value(term: Any, paths: dict[int, tuple[str, ...]]) -> _Value:
+def _value(term: Any, paths: dict[int, tuple[str, ...]], guard: pc.Expression | None = None) -> _Value:
     if isinstance(term, Column):
-        return _column(term, paths)
+        return _column(term, paths, guard)
     if isinstance(term, Constant):
         return _constant(term)
     if term.function == "cast":
-        value, target = _value(term.args[0], paths), term.args[1]
+        value, target = _value(term.args[0], paths, guard), term.args[1]
         expr, dtype = cast_expression(value.expr, value.kind, value.type, target)
         return _Value(expr, target.kind, dtype)
-    args = [_value(a, paths) for a in term.args]
+    args = [_value(a, paths, guard) for a in term.args]
     return _call(term, args)
 
 
-def _column(column: Column, paths: dict[int, tuple[str, ...]]) -> _Value:
+def _column(column: Column, paths: dict[int, tuple[str, ...]], guard: pc.Expression | None = None) -> _Value:
     expr = pc.field(*paths[column.field_id])
     if column.kind == "decimal":
         ftype = column.type
         assert ftype is not None  # a bound column has its type
-        return _Value(expr, "decimal", pa.decimal128(ftype.precision, ftype.scale))
-    target = _KIND_TYPES[column.kind]
-    return _Value(expr.cast(target), column.kind, target)  # int32 -> int64, float -> double
+        value = _Value(expr, "decimal", pa.decimal128(ftype.precision, ftype.scale))
+    else:
+        target = _KIND_TYPES[column.kind]
+        value = _Value(expr.cast(target), column.kind, target)  # int32 -> int64, float -> double
+    if guard is None:
+        return value
+    return _Value(pc.if_else(guard, value.expr, pa.scalar(None, value.type)), value.kind, value.type)
 
 
 def _constant(constant: Constant) -> _Value:

@@ -299,14 +299,20 @@ class _ValueOf:
     scope: Scope
     column: str
 
-    def expression(self, value: Any) -> pc.Expression:
+    def expression(self, value: Any, guard: pc.Expression | None = None) -> pc.Expression:
+        """`value` as an expression of the column's type; `guard`: the rows that take it (a
+        CASE's branch: columns read as null on the others, so nothing there raises)."""
         if value is NULL_VALUE:
             return pc.scalar(pa.scalar(None, type=self.target))
         if isinstance(value, Case):
-            truths = [self._truth(condition) for condition, _ in value.whens]
-            branches = [self.expression(branch) for _, branch in value.whens]
+            truths = [pc.coalesce(self._truth(condition), pa.scalar(False)) for condition, _ in value.whens]
+            branches, untaken = [], None  # untaken: no earlier branch was taken
+            for truth, (_, branch) in zip(truths, value.whens):
+                taken = truth if untaken is None else untaken & truth
+                branches.append(self.expression(branch, taken))
+                untaken = ~truth if untaken is None else untaken & ~truth
             chosen = pc.make_struct(*truths, field_names=[f"when{i}" for i in range(len(truths))])
-            return pc.case_when(chosen, *branches, self.expression(value.default))
+            return pc.case_when(chosen, *branches, self.expression(value.default, untaken))
         term = value if isinstance(value, Truth) else _resolved(value, self.scope, self.text, self.column, whole=True)
         if isinstance(term, Column):
             found = self.scope.schema.find_field(term.name)
@@ -321,7 +327,7 @@ class _ValueOf:
         if isinstance(term, Truth):
             expr, dtype, kind = self._truth(term.condition), pa.bool_(), "bool"
         else:
-            expr, dtype, kind = self._term(term, into)
+            expr, dtype, kind = self._term(term, into, guard)
         refusal = _refusal(kind, into, self.text)
         if refusal is not None and isinstance(term, Truth):
             refusal = (
@@ -334,14 +340,14 @@ class _ValueOf:
             expr, dtype = cast_expression(expr, kind, dtype, into)
         return expr if dtype == self.target else expr.cast(self.target)
 
-    def _term(self, term: Any, into: CastType) -> tuple[pc.Expression, pa.DataType, str]:
+    def _term(self, term: Any, into: CastType, guard: pc.Expression | None) -> tuple[pc.Expression, pa.DataType, str]:
         if isinstance(term, Constant):  # converted now: a value that does not fit fails before any row is read
             term = _fitted(term, into, self.text, f"{self.column!r} ({self.target})")
         try:
             bound = bind_term(term, self.scope.schema)
         except InvalidFilterError as e:
             raise SchemaMismatchError(f"the value of {self.column!r} ({self.text}): {e}") from None
-        expr, dtype = term_expression(bound, self.scope.paths)
+        expr, dtype = term_expression(bound, self.scope.paths, guard)
         return expr, dtype, bound.kind
 
     def _truth(self, condition: BooleanExpression) -> pc.Expression:

@@ -291,3 +291,18 @@ def test_decimal_arithmetic_past_38_digits_keeps_the_whole_digits_as_spark_does(
     assert table.refresh().metadata_location == before
     table.delete("id = 3")
     assert table.scan(filter="amount * 1.1 > 100").count() == 1  # filters compute as values do
+
+
+def test_a_case_branch_is_computed_only_for_the_rows_that_take_it(catalog: mor.Catalog) -> None:
+    rows = pa.table({"id": [1, 2, 3, 4], "raw": ["12", "x", "7", None], "n": pa.array([None] * 4, pa.int64()), "big": [1, 2**62, 3, 4]})
+    table = catalog.create_table("db.guarded", schema=rows.schema)
+    table.append(rows)
+    # cast('x' as int) and 2^62 * 100 would fail: no row that computes them takes their branch.
+    table.update({"n": "case when raw like '1%' then cast(raw as int) when raw = '7' then cast(raw as int) * 2 else -1 end"}, where="true")
+    assert column(table, "n") == [12, -1, 14, -1]
+    table.update({"n": "case when big < 1000 then big * 100 else n end"}, where="true")
+    assert column(table, "n") == [100, -1, 300, 400]
+    before = table.metadata_location
+    with pytest.raises(mor.SchemaMismatchError, match="'x'"):  # a row that takes the branch still fails
+        table.update({"n": "case when id > 0 then cast(raw as int) end"}, where="true")
+    assert table.refresh().metadata_location == before
