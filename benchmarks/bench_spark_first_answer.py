@@ -9,6 +9,8 @@ started first and not timed; then one query is timed to its answer:
 - `parquet`: `spark.read.parquet(<the table's data files>)`, deletes ignored: the floor;
 - `read_table`: `mor.spark.read_table(spark, "bench.events", warehouse=...)`, the fast path
   (Spark's native scan, deletes applied by mor's JVM functions);
+- `sql_view`: `mor.spark.register_tables(spark, warehouse=...)` and the query in SQL on the
+  table's view, both timed;
 - `format_mor`: `spark.read.format("mor").option("warehouse", ...).load("bench.events")`, mor's
   Python data source.
 
@@ -37,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import REPO_ROOT, TABLE_NAME, build_warehouse, file_slices, generate_events, local_path, remove_warehouse, start_result  # noqa: E402
 
-READERS = ("parquet", "read_table", "format_mor")
+READERS = ("parquet", "read_table", "sql_view", "format_mor")
 TARGET = 1.5
 
 
@@ -69,6 +71,11 @@ def child(reader: str, warehouse: str, paths: list[str], cores: int) -> dict[str
         import mor.spark
 
         df = mor.spark.read_table(spark, TABLE_NAME, warehouse=warehouse)
+    elif reader == "sql_view":  # the views made and queried in SQL, both timed
+        import mor.spark
+
+        views = mor.spark.register_tables(spark, warehouse=warehouse)
+        df = spark.sql(f"SELECT * FROM {views[TABLE_NAME]}")
     else:
         df = spark.read.format("mor").option("warehouse", warehouse).load(TABLE_NAME)
     row = df.agg(F.count(F.lit(1)).alias("rows"), F.sum("value").alias("total")).collect()[0]

@@ -8,20 +8,20 @@ TEMP_VIEW_NAME_TOO_MANY_NAME_PARTS), and a session-catalog table `USING mor` los
 option on its way to the source, so a table `namespace.table` becomes the view
 `namespace_table` (dots of nested namespaces become underscores too).
 
-A view reads the snapshot that was current when Spark first planned it, like any format "mor"
-DataFrame: Spark plans a Python data source's read once per relation, and a view keeps its
-relation. So every commit this Python process makes to a table (the local API, `MorTable` and
-`mor.spark.delete` / `update` / `merge` / `upsert`, compaction, restore, expiry: all commit
-through mor's catalog code, mor/catalog/listeners.py) re-makes the views of that table in every
-session at once; the next query sees it. A commit made in another process (another program,
-another engine, and `df.write.format("mor")`, which Spark commits in a Python worker) shows
-after `register_tables` is called again, and `register_tables` says so when it makes the views.
-Views that re-plan at every query would need a table catalog in mor's jar, which DESIGN.md's
-scope for the jar (a function catalog on Spark's public API) does not cover; Spark's public API
-offers no other way to hand a Python data source's relation to a SQL view.
+A view is `mor.spark.read_table`'s DataFrame of the table (Spark's native Parquet scan, deletes
+applied by mor's delete functions; the Python source only for columns the native reader cannot
+give), so it reads the snapshot that was current when the view was made: a DataFrame keeps the
+files it was planned with. So every commit this Python process makes to a table (the local API,
+`MorTable` and `mor.spark.delete` / `update` / `merge` / `upsert`, compaction, restore, expiry:
+all commit through mor's catalog code, mor/catalog/listeners.py) re-makes the views of that
+table in every session at once; the next query sees it. A commit made in another process
+(another program, another engine, and `df.write.format("mor")`, which Spark commits in a Python
+worker) shows after `register_tables` is called again, and `register_tables` says so when it
+makes the views. Views that re-plan at every query would need a table catalog in mor's jar,
+which DESIGN.md's scope for the jar (a function catalog on Spark's public API) does not cover.
 
-One view by hand, in SQL, with Spark's data source syntax (`path` names the table); Spark plans
-it once, like any DataFrame view:
+One view by hand, in SQL, with Spark's data source syntax (`path` names the table), read by mor's
+Python source; Spark plans it once, like any DataFrame view:
 
     CREATE TEMPORARY VIEW events USING mor OPTIONS (warehouse 'warehouse', path 'db.events')
 """
@@ -35,7 +35,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mor.catalog.listeners import listen
+from mor.errors import UnsupportedFeatureError
 from mor.spark.errors import spark_errors
+from mor.spark.fast_path import read_table
 from mor.spark.options import TableRef
 from mor.spark.source import FORMAT
 
@@ -99,7 +101,13 @@ def register_tables(
 
 
 def make_view(spark: SparkSession, view: RegisteredView) -> None:
-    spark.read.format(FORMAT).options(**dict(view.options)).load(view.identifier).createOrReplaceTempView(view.name)
+    settings = dict(view.options)
+    warehouse, uri = settings.pop("warehouse", None), settings.pop("uri", None)
+    try:
+        frame = read_table(spark, view.identifier, warehouse=warehouse, uri=uri, properties=settings)
+    except UnsupportedFeatureError:  # a column Spark's native reader cannot give: mor's Python source reads it
+        frame = spark.read.format(FORMAT).options(**dict(view.options)).load(view.identifier)
+    frame.createOrReplaceTempView(view.name)
 
 
 def _remake_views(metadata: TableMetadata) -> None:

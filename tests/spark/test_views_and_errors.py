@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from pyspark.errors import AnalysisException, PythonException
 from spark_helpers import SCHEMA, canonical, rows, spark_rows
@@ -63,6 +64,31 @@ def test_register_tables_makes_views_that_see_every_commit_of_this_process(
         "db.later": "db_later",
     }
     assert sql_rows(spark, "SELECT id FROM db_later") == [(7,)]
+
+
+def test_views_of_every_kind_of_table_read_the_live_rows(spark: Any, catalog: mor.Catalog, warehouse: Path) -> None:
+    """Views are read_table's DataFrames: equality deletes, deletion vectors, partitions, nested
+    columns and an empty table read as the local reader reads them."""
+    nested = pa.schema([pa.field("id", pa.int64(), nullable=False), ("tags", pa.list_(pa.string())),
+                        ("addr", pa.struct([("city", pa.string())]))])  # fmt: skip
+    tables = {
+        "kinds.equality": catalog.create_table("kinds.equality", SCHEMA, partition_by=["category"]),
+        "kinds.vectors": catalog.create_table("kinds.vectors", SCHEMA, properties={"format-version": "3"}),
+        "kinds.nested": catalog.create_table("kinds.nested", nested),
+        "kinds.empty": catalog.create_table("kinds.empty", SCHEMA),
+    }
+    tables["kinds.equality"].append(rows(range(30)))
+    tables["kinds.equality"].delete_rows(pa.table({"id": [3, 4, 25]}))
+    tables["kinds.vectors"].append(rows(range(30)))
+    tables["kinds.vectors"].delete("id % 3 = 0")
+    tables["kinds.nested"].append(
+        pa.table({"id": [1, 2], "tags": [["a"], None], "addr": [{"city": "Oslo"}, None]}, schema=nested)
+    )
+    tables["kinds.nested"].delete("addr.city = 'Oslo'")
+    views = mor.spark.register_tables(spark, warehouse=str(warehouse), namespace="kinds")
+    for identifier, table in tables.items():
+        assert sql_rows(spark, f"SELECT * FROM {views[identifier]}") == canonical(table.scan().to_arrow()), identifier
+    assert sql_rows(spark, "SELECT count(*) FROM kinds_empty") == [(0,)]
 
 
 def test_a_view_created_in_sql_with_using_mor(spark: Any, catalog: mor.Catalog, warehouse: Path) -> None:
