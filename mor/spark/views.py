@@ -64,6 +64,7 @@ class RegisteredView:
 _VIEWS: dict[int, dict[str, list[RegisteredView]]] = {}
 _SESSIONS: dict[int, SparkSession] = {}
 _VIEWS_LOCK = threading.Lock()
+_MAKE_LOCK = threading.Lock()
 
 
 def view_name(identifier: str) -> str:
@@ -101,6 +102,13 @@ def register_tables(
 
 
 def make_view(spark: SparkSession, view: RegisteredView) -> None:
+    """Make (or re-make) `view` of the table as it is now. One at a time: a view made by a thread
+    that opened the table before another thread's commit cannot replace the one made after it."""
+    with _MAKE_LOCK:
+        _make_view(spark, view)
+
+
+def _make_view(spark: SparkSession, view: RegisteredView) -> None:
     settings = dict(view.options)
     warehouse, uri = settings.pop("warehouse", None), settings.pop("uri", None)
     try:
