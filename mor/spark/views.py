@@ -125,13 +125,18 @@ def _remake_views(metadata: TableMetadata) -> None:
         shown = [(_SESSIONS[sid], list(by_location.get(_key(metadata.location), ()))) for sid, by_location in _VIEWS.items()]
     for spark, views in shown:
         for view in views:
+            if _stopped(spark):  # it shows nothing any more
+                _forget(spark)
+                break
             try:
                 if spark.catalog.tableExists(view.name):  # not dropped by the user since
                     make_view(spark, view)
-            except Exception:  # a stopped session: it shows nothing any more
-                logger.debug("mor.spark: view %s not re-made", view.name, exc_info=True)
-                _forget(spark)
-                break
+            except Exception:  # the commit stands; the view shows its older snapshot until the next one
+                logger.warning("mor.spark: view %s could not be re-made after a commit to %s", view.name, view.identifier, exc_info=True)
+
+
+def _stopped(spark: SparkSession) -> bool:
+    return getattr(spark.sparkContext, "_jsc", None) is None
 
 
 def _forget(spark: SparkSession) -> None:
