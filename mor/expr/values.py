@@ -228,6 +228,8 @@ class _ValueParser(PredicateParser):
             return NULL_VALUE
         start = self.i
         self.term_nodes = 0
+        if t.is_word("not"):  # `not flag`, `not (a > 1)`: a condition
+            return Truth(self._or())
         try:
             term = self._term()
         except InvalidFilterError as term_error:  # `(a > 1) and b < 2` is no term: try a condition

@@ -269,6 +269,11 @@ def test_case_and_conditions_as_values(table: mor.Table) -> None:
 
 
 def test_a_boolean_column_alone_is_a_condition(table: mor.Table) -> None:
+    table.update({"flag": "not flag or qty is null"}, where="true")  # as a value too
+    assert column(table, "flag") == [False, True, True]
+    table.update({"flag": "not (qty > 0)"}, where="true")
+    assert column(table, "flag") == [False, None, True]
+    table.update({"flag": "qty > 0"}, where="true")
     assert [r["id"] for r in table.scan(filter="flag").to_arrow().to_pylist()] == [1]
     assert [r["id"] for r in table.scan(filter="not flag or id = 2").to_arrow().to_pylist()] == [2, 3]
     with pytest.raises(mor.InvalidFilterError, match="only a boolean column is a condition"):
