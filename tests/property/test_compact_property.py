@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 import pyarrow as pa
+from examples import examples
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from pyiceberg.table import StaticTable
@@ -71,7 +72,7 @@ def apply(table: mor.Table, model: list[tuple], op: tuple, counter: list[int]) -
     return [r for r in model if r[0] not in source] + list(source.values())
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(partitioned=st.booleans(), history=st.lists(step, min_size=1, max_size=8), compact_options=options)
 def test_compact_keeps_every_snapshot_and_drops_only_dead_deletes(partitioned: bool, history: list[tuple], compact_options: dict) -> None:
     with tempfile.TemporaryDirectory() as folder:

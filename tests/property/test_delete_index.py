@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from examples import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -72,7 +73,7 @@ def spec_says_applies(delete: DeleteFile, data: DataFile) -> bool:
     return data.data_sequence_number < delete.data_sequence_number and (same_partition or delete_spec_unpartitioned)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(data=data_files(), deletes=st.lists(delete_files(), max_size=12, unique_by=lambda f: f.file_path))
 def test_index_matches_the_spec(data: list[DataFile], deletes: list[DeleteFile]) -> None:
     index = DeleteFileIndex(deletes, frozenset({UNPARTITIONED_SPEC}))

@@ -8,6 +8,7 @@ import struct
 import zlib
 
 import numpy as np
+from examples import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -110,7 +111,7 @@ def _decode_32(data: bytes, at: int) -> tuple[list[int], int]:
 
 
 # -- properties ------------------------------------------------------------------------------------
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(values=position_sets())
 def test_round_trip_and_independent_decode(values: set[int]) -> None:
     blob = deletion_vector.serialize(_array(values))
@@ -121,7 +122,7 @@ def test_round_trip_and_independent_decode(values: set[int]) -> None:
     assert deletion_vector.serialize(got) == blob  # one set, one encoding
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(vectors=st.lists(position_sets(), min_size=1, max_size=4))
 def test_merging_vectors_is_the_union(vectors: list[set[int]]) -> None:
     """What a writer does with a file's earlier vector and its new deletes."""
@@ -134,7 +135,7 @@ def test_merging_vectors_is_the_union(vectors: list[set[int]]) -> None:
     assert deletion_vector.deserialize(blob, "w").tolist() == sorted(union)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(values=position_sets(), flip=st.data())
 def test_any_damaged_byte_is_caught(values: set[int], flip: st.DataObject) -> None:
     """The CRC covers magic and vector; the length and the CRC itself are checked too: a

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
+from examples import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -20,7 +21,7 @@ def _table(pairs: list[tuple]) -> pa.Table:
 
 
 @pytest.mark.parametrize("dense_limit", [1 << 24, 0], ids=["dense-table", "binary-search"])
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(keys=rows.filter(bool), probe=rows)
 def test_membership_is_null_safe_tuple_equality(dense_limit: int, keys: list[tuple], probe: list[tuple]) -> None:
     equality_deletes.DENSE_LOOKUP_MAX_ENTRIES, saved = dense_limit, equality_deletes.DENSE_LOOKUP_MAX_ENTRIES

@@ -12,12 +12,13 @@ import tempfile
 from pathlib import Path
 
 import fastavro
+from examples import examples
+from foreign_writes import commit_as_another_engine
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_compact_property import SCHEMA, apply, rows_of, step
 
 import mor
-from foreign_writes import commit_as_another_engine
 from mor.io.fileio import to_local_path
 
 history_step = step | st.just(("compact",))
@@ -57,7 +58,7 @@ def files_under(location: str) -> set[str]:
     return {os.path.join(d, n) for d, _, names in os.walk(root) for n in names}
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     partitioned=st.booleans(),
     history=st.lists(history_step, min_size=1, max_size=8),

@@ -14,6 +14,7 @@ import uuid
 from typing import Any
 
 import pyarrow as pa
+from examples import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyiceberg.conversions import from_bytes
@@ -92,7 +93,7 @@ def _internal(value: Any) -> Any:
     return value
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=tables(), pick=st.integers(0, 100))
 def test_values_round_trip_and_bound_and_key_lookups_find_them(data: tuple[Schema, list[dict[str, Any]]], pick: int) -> None:
     schema, rows = data

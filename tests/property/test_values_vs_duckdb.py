@@ -15,6 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from examples import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -157,7 +158,7 @@ def _same_value(a: Any, b: Any) -> bool:
     return bool(a == b) and type(a) is type(b)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rows=st.lists(row, min_size=1, max_size=12), assignment=assignments)
 def test_values_agree_with_duckdb(rows: list[tuple[Any, ...]], assignment: tuple[str, str, str]) -> None:
     column, text, sql = assignment

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 
 import pyarrow as pa
+from examples import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -27,7 +28,7 @@ def _key(value: object) -> tuple:
     return (value is not None, value)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.sampled_from(sorted(VALUES)).flatmap(lambda k: st.tuples(st.just(k), st.lists(st.none() | VALUES[k][1], min_size=1, max_size=40))))
 def test_normalisation_preserves_order(case: tuple[str, list]) -> None:
     kind, values = case
@@ -45,7 +46,7 @@ columns = st.integers(2, 4).flatmap(
 )
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(columns, st.data())
 def test_key_follows_a_column_where_the_others_tie(rows: list[list[int | None]], data: st.DataObject) -> None:
     k = len(rows[0])

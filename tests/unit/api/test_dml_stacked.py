@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from examples import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyiceberg.expressions import In
@@ -181,7 +182,7 @@ def _pair_table(pairs: list[tuple]) -> pa.Table:
     return pa.table({"i": pa.array([p[0] for p in pairs], pa.int64()), "s": pa.array([p[1] for p in pairs], pa.string())})
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(files=st.lists(_pairs, min_size=1, max_size=4), chosen=st.lists(st.booleans(), min_size=4, max_size=4), probe=_pairs, dml=_pairs)
 def test_subsets_and_dml_views_are_null_safe_tuple_sets(files: list[list[tuple]], chosen: list[bool], probe: list[tuple], dml: list[tuple]) -> None:
     """A subset of an index's files, and an index among a DML's keys, against Python sets."""

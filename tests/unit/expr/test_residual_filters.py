@@ -10,14 +10,15 @@ from decimal import Decimal
 
 import pyarrow as pa
 import pytest
+from examples import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyiceberg.expressions import EqualTo
 
 import mor
-from tests import duckdb_rows
 from mor.expr.filters import bind_filter, parse_filter, pruning_filter
 from mor.expr.residual import Residual
+from tests import duckdb_rows
 
 NAN = float("nan")
 UTC = dt.timezone.utc
@@ -233,7 +234,7 @@ _SMALL_INTS = st.one_of(st.none(), st.integers(-20, 20))
 _RANDOM_SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("a", pa.int32()), ("b", pa.int64()), ("s", pa.string())])
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     rows=st.lists(st.tuples(_SMALL_INTS, _SMALL_INTS, st.one_of(st.none(), st.sampled_from(["a", "A", "b", "aB", ""]))), min_size=1, max_size=12),
     where=_predicate(),

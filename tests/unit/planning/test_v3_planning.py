@@ -10,6 +10,7 @@ test compares the index with the rules written out again.
 from __future__ import annotations
 
 import pytest
+from examples import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -228,7 +229,7 @@ def deletes_and_files(draw: st.DrawFn) -> tuple[list[DeleteFile], list[DataFile]
     return deletes, files
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(case=deletes_and_files())
 def test_the_index_follows_the_rules_with_vectors(case: tuple[list[DeleteFile], list[DataFile]]) -> None:
     deletes, files = case
