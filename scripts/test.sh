@@ -9,11 +9,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
-# Temporary files on tmpfs where there is one: the tests write thousands of small tables, and the
-# fsyncs of their catalogs cost the disk-backed /tmp about a third of the fast tier's time.
-if [ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then
-  export TMPDIR=/dev/shm
-fi
 workers=$(.venv/bin/python -c "import os; print(min(4, max(1, len(os.sched_getaffinity(0)))))")
 if [ "${1:-}" = "fast" ]; then
   shift
@@ -22,6 +17,13 @@ if [ "${1:-}" = "fast" ]; then
   # queued for busy ones (worksteal): the tier stays within its 3 minutes on two cores.
   export MOR_STATEFUL_EXAMPLES="${MOR_STATEFUL_EXAMPLES:-30}"
   export MOR_EXAMPLES_SHARE="${MOR_EXAMPLES_SHARE:-0.5}"
+  # Temporary files on tmpfs where there is one: the tests write thousands of small tables, and
+  # the fsyncs of their catalogs cost the disk-backed /tmp about a third of this tier's time.
+  # (Not for the whole suite yet: on tmpfs a failed Spark write can leave a data file its abort
+  # did not see, tests/spark/test_write.py; see the session notes.)
+  if [ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then
+    export TMPDIR=/dev/shm
+  fi
   exec .venv/bin/python -m pytest -m fast -p no:cacheprovider -n "$workers" --dist worksteal tests/unit tests/property tests/stateful "$@"
 fi
 for arg in "$@"; do
