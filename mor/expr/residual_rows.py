@@ -32,6 +32,7 @@ _PARTS: dict[str, Callable[[pc.Expression], pc.Expression]] = {
 _TIME_PARTS = ("hour", "minute", "second")  # of a date: its midnight's
 _MAX_PRECISION = 38
 _MAX_PRECISION_256 = 76
+_CHECKED = {"+": pc.add_checked, "-": pc.subtract_checked, "*": pc.multiply_checked}  # ANSI: overflow raises
 _TEMPORAL_TYPES = {"date": pa.date32(), "timestamp": pa.timestamp("us"), "timestamptz": pa.timestamp("us", tz="UTC")}
 _KIND_TYPES = {"int": pa.int64(), "float": pa.float64(), "string": pa.string(), "text": pa.string(), "bool": pa.bool_(), **_TEMPORAL_TYPES}
 
@@ -152,11 +153,10 @@ def _call(call: Call, args: list[_Value]) -> _Value:
     f = call.function
     if f in ("+", "-", "*"):
         left, right = _common(args, for_arithmetic=True)
-        kernel = {"+": pc.add_checked, "-": pc.subtract_checked, "*": pc.multiply_checked}[f]
         result = _arithmetic_type(f, left.type, right.type)
         if pa.types.is_decimal(result) and _exact_decimal(f, left.type, right.type)[0] > _MAX_PRECISION:
-            return _Value(_decimal_beyond_38(kernel, left, right, result), "decimal", result)
-        return _Value(kernel(left.expr, right.expr), left.kind, result)
+            return _Value(_decimal_beyond_38(f, left, right, result), "decimal", result)
+        return _Value(_CHECKED[f](left.expr, right.expr), left.kind, result)
     if f == "/":
         a, b = (v.expr.cast(pa.float64()) for v in args)
         return _Value(pc.divide(a, b), "float", pa.float64())  # IEEE: x / 0 is infinite, 0 / 0 NaN
@@ -211,21 +211,20 @@ def _exact_decimal(op: str, a: pa.DataType, b: pa.DataType) -> tuple[int, int]:
     return max(a.precision - a.scale, b.precision - b.scale) + scale + 1, scale
 
 
-def _decimal_beyond_38(kernel: Any, left: _Value, right: _Value, result: pa.DataType) -> pc.Expression:
-    """`kernel` on decimals whose exact result needs more than 38 digits: computed exactly in
+def _decimal_beyond_38(op: str, left: _Value, right: _Value, result: pa.DataType) -> pc.Expression:
+    """`left op right` on decimals whose exact result needs more than 38 digits: computed exactly in
     256 bits, rounded half up to the result's scale, then stored in 128 (an error, never a wrong
     value, when the whole digits do not fit: ANSI overflow)."""
     precisions = [left.type.precision, right.type.precision]
-    if kernel is pc.multiply_checked and sum(precisions) + 1 > _MAX_PRECISION_256:
+    if op == "*" and sum(precisions) + 1 > _MAX_PRECISION_256:
         # Arrow sizes a product one digit above its largest value: declare the wider operand a
         # digit narrower (a value that needs that digit makes a product beyond 38 digits anyway,
         # unless the other factor is tiny: then this cast fails, an error, never a wrong value).
         wider = precisions.index(max(precisions))
         precisions[wider] = _MAX_PRECISION_256 - 1 - precisions[1 - wider]
     wide = [v.expr.cast(pa.decimal256(p, v.type.scale)) for v, p in zip((left, right), precisions)]
-    exact = kernel(*wide)
-    _, exact_scale = _exact_decimal("*" if kernel is pc.multiply_checked else "+", left.type, right.type)
-    if result.scale < exact_scale:
+    exact = _CHECKED[op](*wide)
+    if result.scale < _exact_decimal(op, left.type, right.type)[1]:
         exact = pc.round(exact, ndigits=result.scale, round_mode="half_up")
     return exact.cast(result)
 
