@@ -13,10 +13,8 @@ and `_MetricsEvaluator` for pruning by such a list.
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import math
-import re
 import threading
 import weakref
 from bisect import bisect_left
@@ -94,6 +92,7 @@ from mor.expr.literals import TimestampNanoLiteral, exact_predicate
 from mor.expr.parse import parse, set_predicate
 from mor.expr.residual import Residual, bound_field_ids, pushed_not, without_residuals
 from mor.expr.shape import DERIVED_MAX_TERMS, shaped
+from mor.expr.text import unfit_message
 from mor.format.content_file import ContentFile, PartitionValues
 from mor.format.manifest import ManifestFile
 from mor.format.partition_values import as_record
@@ -155,29 +154,9 @@ def bind_filter(schema: Schema, expr: BooleanExpression, case_sensitive: bool = 
         try:
             return _bind(schema, shaped(expr, DERIVED_MAX_TERMS), case_sensitive, check=True)
         except (ValueError, TypeError) as e:
-            raise InvalidFilterError(_unfit_message(schema, e)) from e
+            raise InvalidFilterError(unfit_message(schema, e)) from e
 
     return _remembered("bound", schema, expr, case_sensitive, compute)
-
-
-def _unfit_message(schema: Schema, error: Exception) -> str:
-    """Why a filter does not bind, in the user's words: the unknown column and the likeliest
-    one meant, rather than pyiceberg's expression repr."""
-    names = schema.column_names
-    columns = ", ".join(names[:30]) + (", ..." if len(names) > 30 else "")
-    unknown = _UNKNOWN_NAME.search(str(error))
-    if unknown:
-        name = unknown.group(1)
-        close = difflib.get_close_matches(name, names, n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        return f"the filter names column {name!r}, which the table does not have (columns: {columns}){hint}"
-    if "Cannot convert BooleanLiteral into" in str(error):
-        kind = str(error).rsplit(" ", 1)[-1]
-        return f"a column of type {kind} compared with true or false (or named alone as a condition): only a boolean column is a condition"
-    return f"the filter does not fit the table schema: {error} (columns: {columns})"
-
-
-_UNKNOWN_NAME = re.compile(r"Could not find field with name (.+?), case_sensitive=")
 
 
 def _bind(schema: Schema, expr: BooleanExpression, case_sensitive: bool, check: bool) -> BooleanExpression:

@@ -1,8 +1,11 @@
-"""A filter as filter text, for messages: `id < 3 and (amount * 1.1) > 100` where pyiceberg's own
-`str` of an expression is its constructor's repr (`And(left=BoundLessThan(term=...`)."""
+"""Filters in messages: a filter as filter text (`id < 3 and (amount * 1.1) > 100`, where
+pyiceberg's own `str` of an expression is its constructor's repr, `And(left=BoundLessThan(...`),
+and why a filter does not bind, in the user's words."""
 
 from __future__ import annotations
 
+import difflib
+import re
 from typing import Any
 
 from pyiceberg.expressions import (
@@ -16,6 +19,7 @@ from pyiceberg.expressions import (
     UnboundPredicate,
 )
 from pyiceberg.expressions.literals import DateLiteral, Literal, TimestampLiteral
+from pyiceberg.schema import Schema
 from pyiceberg.utils.datetime import days_to_date, micros_to_timestamp
 
 from mor.expr.residual import Residual
@@ -28,6 +32,7 @@ _OPERATORS = {
 }  # fmt: skip
 _UNARY = {"IsNull": "is null", "NotNull": "is not null", "IsNaN": "is nan", "NotNaN": "is not nan"}
 _SETS = {"In": "in", "NotIn": "not in"}
+_UNKNOWN_NAME = re.compile(r"Could not find field with name (.+?), case_sensitive=")
 
 
 def filter_text(expr: BooleanExpression) -> str:
@@ -82,3 +87,20 @@ def _value(literal: Literal[Any]) -> str:
     if isinstance(value, bool):
         return str(value).lower()
     return str(value)
+
+
+def unfit_message(schema: Schema, error: Exception) -> str:
+    """Why a filter does not bind to `schema` (pyiceberg's `error`), in the user's words: the
+    unknown column and the likeliest one meant, or the boolean test of a column that is none."""
+    names = schema.column_names
+    columns = ", ".join(names[:30]) + (", ..." if len(names) > 30 else "")
+    unknown = _UNKNOWN_NAME.search(str(error))
+    if unknown:
+        name = unknown.group(1)
+        close = difflib.get_close_matches(name, names, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        return f"the filter names column {name!r}, which the table does not have (columns: {columns}){hint}"
+    if "Cannot convert BooleanLiteral into" in str(error):
+        kind = str(error).rsplit(" ", 1)[-1]
+        return f"a column of type {kind} compared with true or false (or named alone as a condition): only a boolean column is a condition"
+    return f"the filter does not fit the table schema: {error} (columns: {columns})"
