@@ -24,6 +24,8 @@
     │   │                         select (a rerun would keep them twice)
     │   ├── RefAlreadyExistsError  creating (or renaming to) a branch or tag name the table has
     │   ├── RetentionTooShortError  expiring or vacuuming closer to now than the table allows
+    │   ├── InvalidMetadataError  a commit would write table metadata Iceberg's metadata builder
+    │   │                         refuses (a field id used twice, a ref to no snapshot, ...)
     │   ├── PartitionEvolutionError  a partition spec change the table cannot take (a field added
     │   │                         twice, removing one it lacks, a duplicate name, a bad transform)
     │   └── SchemaEvolutionError  a schema change the table cannot take (unknown column, duplicate
@@ -139,6 +141,18 @@ class RefAlreadyExistsError(InvalidArgumentError):
 
 class RetentionTooShortError(InvalidArgumentError):
     """A retention shorter than the table's configured minimum, without the explicit override."""
+
+
+class InvalidMetadataError(InvalidArgumentError):
+    """A commit would make table metadata that Iceberg's metadata builder refuses; nothing was
+    written. `java_type`: the exception Iceberg Java throws for it (the REST server's answer)."""
+
+    def __init__(self, message: str, java_type: str = "ValidationException"):
+        super().__init__(message)
+        self.java_type = java_type
+
+    def __reduce__(self) -> tuple[type, tuple[object, ...]]:
+        return (type(self), (self.args[0], self.java_type))
 
 
 class PartitionEvolutionError(InvalidArgumentError):

@@ -28,6 +28,7 @@ from mor.errors import (
     UnsupportedFeatureError,
 )
 from mor.format.apply import apply_updates
+from mor.format.commit_validation import validate_change
 from mor.format.metadata import TableMetadata, with_previous_file
 from mor.format.requirements import CommitFailedError, check_requirements
 from mor.format.updates import TableCommit
@@ -102,13 +103,15 @@ def write_metadata(io: FileIO, location: str, metadata: TableMetadata) -> None:
 
 @dataclass(frozen=True)
 class PlannedCommit:
-    """One table's part of `commit_many`: from the metadata at `base_location` (None: the table
-    is created) to `metadata` (None: no change; the table must still point at `base_location`)."""
+    """One table's part of `commit_many`: from `base`, the metadata at `base_location` (both
+    None: the table is created) to `metadata` (None: no change; the table must still point at
+    `base_location`)."""
 
     namespace: str
     name: str
     base_location: str | None
     metadata: TableMetadata | None
+    base: TableMetadata | None
 
 
 def commit_many(io: FileIO, store: SqlCatalogStore | SqliteCatalogReader, planned: list[PlannedCommit]) -> list[str] | None:
@@ -118,9 +121,13 @@ def commit_many(io: FileIO, store: SqlCatalogStore | SqliteCatalogReader, planne
     commits here (CatalogTableOperations: one table; `mor serve`: a client's commit or
     transaction). The files are deleted when the commit did not happen (a lost race, an
     unreachable database, any error but CommitStateUnknownError, after which they stay: the
-    catalog may point at them)."""
+    catalog may point at them). Every new metadata is validated first (InvalidMetadataError:
+    nothing is written)."""
     from mor.catalog.sql import TableSwap  # a caller with a store has the SQL catalog loaded already
 
+    for p in planned:
+        if p.metadata is not None:
+            validate_change(p.base, p.metadata)
     locations = [_location_after(p) for p in planned]
     written: list[str] = []
     try:
@@ -172,7 +179,9 @@ def create_in_catalog(
     """Write a new table's first metadata file, run `before_row` (e.g. create the namespace:
     only once the file could be written) and add its catalog row; the file's location. The
     file is removed when the row certainly was not added (the name taken, the database
-    unreachable); after CommitStateUnknownError it is kept: the row may point at it."""
+    unreachable); after CommitStateUnknownError it is kept: the row may point at it. The
+    metadata is validated first (InvalidMetadataError: nothing is written)."""
+    validate_change(None, metadata)
     location = new_metadata_location(metadata.location, None)
 
     def add_row() -> None:
@@ -220,7 +229,7 @@ class CatalogTableOperations:
         `base`); the metadata as written and its location."""
         check_requirements(change.requirements, base)
         new = with_previous_file(apply_updates(base, change.updates), base_location, base)
-        locations = commit_many(self.io, self.store, [PlannedCommit(self.namespace, self.name, base_location, new)])
+        locations = commit_many(self.io, self.store, [PlannedCommit(self.namespace, self.name, base_location, new, base)])
         if locations is None:
             raise CommitFailedError(f"{self.namespace}.{self.name} changed since {base_location}")
         return new, locations[0]

@@ -385,7 +385,7 @@ def check_schema_fits_version(schema: Schema, format_version: int) -> None:
     default values) in a schema of an older table."""
     if format_version >= 3:
         return
-    for f in _all_fields(schema.fields):
+    for f in all_fields(schema.fields):
         if isinstance(f.field_type, (TimestampNanoType, TimestamptzNanoType, UnknownType)):
             what = f"type {f.field_type}"
         elif f.initial_default is not None or f.write_default is not None:
@@ -398,17 +398,17 @@ def check_schema_fits_version(schema: Schema, format_version: int) -> None:
         )
 
 
-def _all_fields(fields: tuple[NestedField, ...] | list[NestedField]) -> list[NestedField]:
+def all_fields(fields: tuple[NestedField, ...] | list[NestedField]) -> list[NestedField]:
     out: list[NestedField] = []
     for f in fields:
         out.append(f)
         t = f.field_type
         if isinstance(t, StructType):
-            out += _all_fields(t.fields)
+            out += all_fields(t.fields)
         elif isinstance(t, ListType):
-            out += _all_fields([t.element_field])
+            out += all_fields([t.element_field])
         elif isinstance(t, MapType):
-            out += _all_fields([t.key_field, t.value_field])
+            out += all_fields([t.key_field, t.value_field])
     return out
 
 

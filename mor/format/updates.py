@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 
-from mor.errors import InvalidArgumentError, UnsupportedFeatureError
+from mor.errors import InvalidArgumentError, InvalidMetadataError, UnsupportedFeatureError
+from mor.format.commit_validation import check_snapshot_fields
 from mor.format.metadata import Snapshot
 from mor.format.requirements import Requirement, requirement_from_dict
 
@@ -254,6 +255,8 @@ def update_from_dict(d: Any) -> Update:
     action = d["action"]
     try:
         return _parse(action, d)
+    except InvalidArgumentError:
+        raise
     except KeyError as e:
         raise InvalidArgumentError(f"update {action} lacks {e.args[0]!r}") from None
     except (ValueError, TypeError) as e:  # pydantic's ValidationError is a ValueError
@@ -282,9 +285,14 @@ def _parse(action: str, d: dict[str, Any]) -> Update:
     if action == SetDefaultSortOrder.ACTION:
         return SetDefaultSortOrder(_int(d["sort-order-id"]))
     if action == AddSnapshot.ACTION:
-        if not isinstance(d["snapshot"], dict):
+        raw = d["snapshot"]
+        if not isinstance(raw, dict):
             raise ValueError("snapshot is an object")
-        return AddSnapshot(Snapshot.from_dict(d["snapshot"]))
+        if not isinstance(raw.get("summary"), dict) or "operation" not in raw["summary"]:
+            raise InvalidMetadataError(f"snapshot {raw.get('snapshot-id')!r} has no summary with an operation")
+        snapshot = Snapshot.from_dict(raw)
+        check_snapshot_fields(snapshot)  # InvalidMetadataError naming a field of the wrong type
+        return AddSnapshot(snapshot)
     if action == SetSnapshotRef.ACTION:
         ref = {k: v for k, v in d.items() if k not in ("action", "ref-name")}
         _int(ref["snapshot-id"])

@@ -43,15 +43,14 @@ from mor.catalog.sqlite_reads import SqliteCatalogReader
 from mor.commit import steps
 from mor.commit.table_ops import PlannedCommit, commit_many, read_metadata
 from mor.errors import (
-    CorruptMetadataError,
     InvalidArgumentError,
     NoSuchNamespaceError,
     NoSuchTableError,
     SharedTableError,
 )
 from mor.format.apply import apply_updates
+from mor.format.commit_validation import validate_change
 from mor.format.metadata import TableMetadata, new_table_metadata, with_previous_file
-from mor.format.metadata_checks import check_metadata
 from mor.format.properties import check_properties
 from mor.format.requirements import AssertCreate, CommitFailedError, check_requirements
 from mor.format.spec import FORMAT_VERSION
@@ -67,6 +66,7 @@ from mor.format.updates import (
     UpgradeFormatVersion,
 )
 from mor.io.fileio import FileIO
+from mor.server.client_files import check_added_files
 from mor.server.locations import check_inside
 from mor.server.names import check_new_names
 from mor.server.row_checks import check_added_rows, check_constraint_columns
@@ -96,9 +96,10 @@ class _Planned:
     change: TableChange
     base_location: str | None  # None: the commit creates the table
     metadata: TableMetadata | None  # None: the commit changes nothing
+    base: TableMetadata | None  # the metadata at base_location
 
     def commit(self) -> PlannedCommit:
-        return PlannedCommit(self.change.namespace, self.change.name, self.base_location, self.metadata)
+        return PlannedCommit(self.change.namespace, self.change.name, self.base_location, self.metadata, self.base)
 
 
 class Committer:
@@ -157,7 +158,7 @@ class Committer:
         else:
             new = apply_updates(base, updates)
             if new is base:
-                return _Planned(change, base_location, None)
+                return _Planned(change, base_location, None, base)
             new = with_previous_file(new, base_location, base)
         if base is None or new.location != base.location:
             check_inside(self.warehouse, new.location, "table location")
@@ -167,13 +168,11 @@ class Committer:
                     self.check_unshared(f"{change.namespace}.{change.name}", new.location, None, verb)
                 except SharedTableError as e:
                     raise InvalidArgumentError(str(e)) from None  # 400: no retry makes it fit
+        validate_change(base, new)  # what Iceberg's metadata builder checks, before any file is read
+        check_added_files(self.io, base, new)  # manifest lists inside the table, readable
         check_constraint_columns(base, new)  # no client drops a column a constraint uses
         check_added_rows(self.io, new, updates, checked)  # NOT NULL and CHECK constraints of the rows it adds
-        try:
-            check_metadata(new)  # the spec's invariants, before anyone reads it
-        except CorruptMetadataError as e:
-            raise InvalidArgumentError(f"the commit would make invalid table metadata: {e}") from None
-        return _Planned(change, base_location, new)
+        return _Planned(change, base_location, new, base)
 
     def _creation_base(self, change: TableChange, updates: list[Update]) -> TableMetadata:
         """The table a create commit starts from, rebuilt from its own updates."""

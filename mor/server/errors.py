@@ -21,6 +21,7 @@ from mor.errors import (
     CorruptMetadataError,
     InvalidArgumentError,
     InvalidFilterError,
+    InvalidMetadataError,
     MaintenanceRefusedError,
     MorError,
     NamespaceAlreadyExistsError,
@@ -107,6 +108,8 @@ def error_response(error: BaseException) -> tuple[int, dict[str, Any]]:
     """(status, ErrorModel body) for an error a handler raised."""
     if isinstance(error, RestError):
         return error.status, error_body(error.status, error.type, str(error))
+    if isinstance(error, InvalidMetadataError):  # the type Iceberg Java's metadata builder throws
+        return 400, error_body(400, error.java_type, str(error))
     if isinstance(error, MorError):
         for cls, status, type_ in _MOR_ERRORS:
             if isinstance(error, cls):

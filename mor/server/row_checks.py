@@ -10,7 +10,8 @@ metadata it produces (mor/dml/constraints.py's `check_files`: file metrics settl
 prove, the rest is read), when that can differ from what the writer checked: the table has
 constraints, or the snapshot was written against another schema than the current one (or does
 not say which). `replace` snapshots move rows and are not checked. A violation refuses the
-commit with ConstraintViolationError (400): nothing is applied.
+commit with ConstraintViolationError (400): nothing is applied; so does a file that cannot be read
+(400: the client named it).
 
 A schema change that drops a column a CHECK constraint uses (by field id) is refused with
 SchemaEvolutionError (400) naming the constraint, as `update_schema().drop_column` refuses it.
@@ -18,16 +19,20 @@ SchemaEvolutionError (400) naming the constraint, as `update_schema().drop_colum
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 from mor.commit.row_rules import table_rules
 from mor.dml.constraints import check_files, table_constraints
-from mor.errors import SchemaEvolutionError
+from mor.errors import CorruptMetadataError, SchemaEvolutionError, StorageError
 from mor.format.metadata import TableMetadata
 from mor.format.spec import Operation
 from mor.format.updates import AddSnapshot, Update
 from mor.io.fileio import FileIO
 from mor.planning.planner import added_data_files
+from mor.server.errors import BadRequestError
+
+log = logging.getLogger("mor.server")
 
 
 def check_added_rows(io: FileIO, new: TableMetadata, updates: Sequence[Update], checked: set[object]) -> None:
@@ -41,7 +46,16 @@ def check_added_rows(io: FileIO, new: TableMetadata, updates: Sequence[Update], 
         snapshot = update.snapshot
         key = (snapshot.snapshot_id, table_rules(new))
         if (constrained or snapshot.schema_id != new.current_schema_id) and key not in checked:
-            check_files(io, new, added_data_files(io, new, snapshot), f"a data file snapshot {snapshot.snapshot_id} adds")
+            try:
+                check_files(io, new, added_data_files(io, new, snapshot), f"a data file snapshot {snapshot.snapshot_id} adds")
+            except (CorruptMetadataError, StorageError, OSError) as e:
+                # The client named these files: its error (a 500 would tell it "state unknown").
+                # The reason stays in the log: it may describe files outside the table.
+                log.info("snapshot %s: cannot read the files it adds: %s", snapshot.snapshot_id, e)
+                raise BadRequestError(
+                    f"snapshot {snapshot.snapshot_id}: cannot read the files it adds to check them against the table's "
+                    "constraints (missing, unreadable, or not what the manifest says)"
+                ) from None
             checked.add(key)
 
 
