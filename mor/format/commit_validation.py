@@ -5,6 +5,8 @@ the SQL catalog, `mor serve` and multi-table transactions all write there).
 
 `check_metadata` (metadata_checks.py) holds any metadata file to the spec's invariants. This
 module adds what a change can break, comparing the result with the metadata it started from:
+- properties it sets are strings mor can act on, and a new table's are none that Iceberg
+  reserves (`format-version`, `uuid`, ...);
 - counters never go back: format-version, last-column-id, last-partition-id,
   last-sequence-number and (v3) next-row-id; the table-uuid never changes;
 - what the change adds is well formed: schemas (field ids unique and outside the reserved range,
@@ -30,6 +32,7 @@ from pyiceberg.types import ListType, MapType, NestedField, StructType
 from mor.errors import CorruptMetadataError, InvalidMetadataError
 from mor.format.metadata import Snapshot, TableMetadata, all_fields, check_schema_fits_version
 from mor.format.metadata_checks import check_metadata
+from mor.format.properties import check_properties
 from mor.format.spec import MAIN_BRANCH, STATISTICS_KEYS, SUPPORTED_FORMAT_VERSIONS, Operation
 
 if TYPE_CHECKING:
@@ -46,6 +49,11 @@ MAX_COLUMN_ID = 2**31 - 1 - 200
 OPERATIONS = (Operation.APPEND, Operation.REPLACE, Operation.OVERWRITE, Operation.DELETE)
 RETENTION_FIELDS = ("min-snapshots-to-keep", "max-snapshot-age-ms", "max-ref-age-ms")
 BRANCH_ONLY_FIELDS = ("min-snapshots-to-keep", "max-snapshot-age-ms")
+# What the metadata states itself; a property of that name would contradict it.
+RESERVED_PROPERTIES = frozenset(
+    ("format-version", "uuid", "snapshot-count", "current-snapshot-id", "current-snapshot-summary",
+     "current-snapshot-timestamp-ms", "current-schema", "default-partition-spec", "default-sort-order")
+)  # fmt: skip
 
 
 def validate_change(base: TableMetadata | None, new: TableMetadata) -> None:
@@ -57,6 +65,7 @@ def validate_change(base: TableMetadata | None, new: TableMetadata) -> None:
         raise InvalidMetadataError(f"location must be a non-empty string, got {new.location!r}", ILLEGAL_ARGUMENT)
     if base is not None:
         _check_counters(base, new)
+    _check_properties(base, new)
     old_schemas = set() if base is None else {s.schema_id for s in base.schemas}
     for schema in new.schemas:
         if schema.schema_id not in old_schemas:
@@ -98,6 +107,16 @@ def _check_counters(base: TableMetadata, new: TableMetadata) -> None:
     for name, before, after in counters:
         if after < before:
             raise InvalidMetadataError(f"{name} cannot go back: {before} -> {after}", ILLEGAL_ARGUMENT)
+
+
+def _check_properties(base: TableMetadata | None, new: TableMetadata) -> None:
+    """Properties a commit sets are strings mor can act on; a new table's hold none of the
+    names Iceberg reserves for what the metadata itself says (Java refuses them at creation)."""
+    changed = {k: v for k, v in new.properties.items() if base is None or base.properties.get(k) != v}
+    check_properties(changed)
+    reserved = sorted(set(changed) & RESERVED_PROPERTIES) if base is None else []
+    if reserved:
+        raise InvalidMetadataError(f"table properties should not contain reserved properties, but got {reserved}", ILLEGAL_ARGUMENT)
 
 
 # -- schemas --------------------------------------------------------------------------------

@@ -61,6 +61,9 @@ METADATA_PREVIOUS_VERSIONS_MAX = "write.metadata.previous-versions-max"
 TARGET_FILE_SIZE_BYTES = "write.target-file-size-bytes"
 PARQUET_COMPRESSION_CODEC = "write.parquet.compression-codec"
 PARQUET_ROW_GROUP_LIMIT = "write.parquet.row-group-limit"
+# What Iceberg Java's metadata builder writes into every new table's properties, under the ones
+# given: a default that differs from the spec's (gzip), pinned so every engine writes zstd.
+NEW_TABLE_PROPERTIES = {PARQUET_COMPRESSION_CODEC: "zstd"}
 PARQUET_ROW_GROUP_SIZE_BYTES = "write.parquet.row-group-size-bytes"
 # Snapshot expiry (mor/maintenance/expire.py).
 MAX_SNAPSHOT_AGE_MS = "history.expire.max-snapshot-age-ms"
