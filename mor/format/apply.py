@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 
-from mor.errors import InvalidArgumentError, UnsupportedFeatureError
+from mor.errors import InvalidArgumentError, InvalidMetadataError, UnsupportedFeatureError
+from mor.format.commit_validation import ILLEGAL_ARGUMENT
 from mor.format.metadata import Snapshot, TableMetadata, check_schema_fits_version, now_ms, same_schema, sort_order_json, upgraded
 from mor.format.requirements import CommitFailedError
 from mor.format.spec import MAIN_BRANCH, STATISTICS_KEYS
@@ -47,8 +48,9 @@ if TYPE_CHECKING:
 
 def apply_updates(base: TableMetadata, updates: list[Update]) -> TableMetadata:
     """The metadata after `updates`, in order, as Iceberg's metadata builder makes it.
-    InvalidArgumentError for an update that cannot apply to any state (a ref to a snapshot the
-    table lacks, a downgrade); CommitFailedError for one that no longer fits the table as it is
+    InvalidMetadataError (an InvalidArgumentError carrying the exception Iceberg Java's builder
+    throws) for an update that cannot apply to any state (a ref to a snapshot the table lacks,
+    a downgrade); CommitFailedError for one that no longer fits the table as it is
     now (a snapshot whose sequence number or row ids are behind it): re-plan and try again."""
     state = _Builder(base)
     for update in updates:
@@ -73,12 +75,12 @@ class _Builder:
         m = self.m
         if isinstance(u, AssignUuid):
             if u.uuid != m.table_uuid:
-                raise InvalidArgumentError(f"cannot assign table-uuid {u.uuid}: the table has {m.table_uuid}")
+                raise InvalidMetadataError(f"cannot assign table-uuid {u.uuid}: the table has {m.table_uuid}", ILLEGAL_ARGUMENT)
         elif isinstance(u, UpgradeFormatVersion):
             try:
                 self.m = upgraded(m, u.format_version)
             except InvalidArgumentError as e:
-                raise InvalidArgumentError(f"upgrade-format-version: {e}") from None
+                raise InvalidMetadataError(f"upgrade-format-version: {e}", ILLEGAL_ARGUMENT) from None
         elif isinstance(u, AddSchema):
             self._add_schema(u)
         elif isinstance(u, SetCurrentSchema):
@@ -125,11 +127,11 @@ class _Builder:
             self.m = replace(m, extra={**m.extra, u.key: kept})
         elif isinstance(u, RemoveSpecs):
             if m.default_spec_id in u.spec_ids:
-                raise InvalidArgumentError(f"cannot remove the default partition spec {m.default_spec_id}")
+                raise InvalidMetadataError(f"cannot remove the default partition spec {m.default_spec_id}", ILLEGAL_ARGUMENT)
             self.m = replace(m, partition_specs=tuple(s for s in m.partition_specs if s.spec_id not in u.spec_ids))
         elif isinstance(u, RemoveSchemas):
             if m.current_schema_id in u.schema_ids:
-                raise InvalidArgumentError(f"cannot remove the current schema {m.current_schema_id}")
+                raise InvalidMetadataError(f"cannot remove the current schema {m.current_schema_id}", ILLEGAL_ARGUMENT)
             self.m = replace(m, schemas=tuple(s for s in m.schemas if s.schema_id not in u.schema_ids))
         else:
             raise UnsupportedFeatureError(f"update {type(u).__name__} is not supported")
@@ -138,12 +140,12 @@ class _Builder:
         if given != LAST_ADDED:
             return given
         if kind not in self.last_added:
-            raise InvalidArgumentError(f"{kind} id -1 means the one this commit added, and it added none")
+            raise InvalidMetadataError(f"{kind} id -1 means the one this commit added, and it added none")
         return self.last_added[kind]
 
     @staticmethod
     def _missing(kind: str, given: int) -> None:
-        raise InvalidArgumentError(f"the table has no {kind} with id {given}")
+        raise InvalidMetadataError(f"the table has no {kind} with id {given}", ILLEGAL_ARGUMENT)
 
     def _add_schema(self, u: AddSchema) -> None:
         """An identical schema already there is reused with its id, as Iceberg does; otherwise
@@ -187,7 +189,7 @@ class _Builder:
     def _add_snapshot(self, snapshot: Snapshot) -> None:
         m = self.m
         if any(s.snapshot_id == snapshot.snapshot_id for s in m.snapshots):
-            raise InvalidArgumentError(f"snapshot {snapshot.snapshot_id} already exists")
+            raise InvalidMetadataError(f"snapshot {snapshot.snapshot_id} already exists")
         v1 = m.format_version == 1 and snapshot.sequence_number == 0  # v1 has no sequence numbers
         if snapshot.parent_snapshot_id is not None and snapshot.sequence_number <= m.last_sequence_number and not v1:
             raise CommitFailedError(
@@ -197,7 +199,7 @@ class _Builder:
         next_row_id = m.next_row_id
         if m.format_version >= 3:
             if snapshot.first_row_id is None:
-                raise InvalidArgumentError(f"snapshot {snapshot.snapshot_id} of a v3 table lacks first-row-id")
+                raise InvalidMetadataError(f"snapshot {snapshot.snapshot_id} of a v3 table lacks first-row-id")
             if snapshot.first_row_id < (m.next_row_id or 0):
                 raise CommitFailedError(
                     f"snapshot {snapshot.snapshot_id} hands out row ids from {snapshot.first_row_id}, behind the "
@@ -216,9 +218,9 @@ class _Builder:
         m = self.m
         snapshot_id = u.ref["snapshot-id"]
         if not any(s.snapshot_id == snapshot_id for s in m.snapshots):
-            raise InvalidArgumentError(f"ref {u.ref_name!r} cannot point at snapshot {snapshot_id}: the table has no such snapshot")
+            raise InvalidMetadataError(f"ref {u.ref_name!r} cannot point at snapshot {snapshot_id}: the table has no such snapshot")
         if u.ref_name == MAIN_BRANCH and u.ref.get("type") != "branch":
-            raise InvalidArgumentError("main is a branch")
+            raise InvalidMetadataError("main is a branch, it cannot be set to a tag")
         if m.refs.get(u.ref_name) == u.ref:
             return
         refs = {**m.refs, u.ref_name: dict(u.ref)}
