@@ -35,7 +35,7 @@ from mor.format.metadata import new_table_metadata, parse_format_version
 from mor.format.properties import DELETE_MODE_PROPERTY, FORMAT_VERSION_PROPERTY, MERGE_ON_READ, check_properties
 from mor.format.spec import FORMAT_VERSION
 from mor.io.fileio import FileIO, is_object_store, to_local_path, to_uri
-from mor.maintenance.ownership import CatalogView, keys, overlaps
+from mor.maintenance.ownership import CatalogView, database_files, overlaps, same_file, touches
 from mor.maintenance.purge import PurgeResult
 from mor.write.partitioning import parse_partition_by
 
@@ -399,6 +399,7 @@ class Catalog(ABC):
                 raise
             return table
         table_location = table_location_of(location) if location is not None else self.default_location(identifier)
+        self.check_location(table_location, holding=False)
         metadata = new_table_metadata(iceberg_schema, spec, None, table_location, properties, version)
         adoption = plan_adoption(self.io, metadata, footers, check_partitions)
         changes = Changes(Operation.APPEND, added_data=adoption.files)
@@ -410,8 +411,10 @@ class Catalog(ABC):
     ) -> TableMetadata:
         """The first metadata of a new table `identifier` (its parts from `new_table_parts`), at
         `location` or the default one; UnsupportedFeatureError for an object storage location
-        this catalog has no configuration for."""
+        this catalog has no configuration for, InvalidArgumentError for one on the catalog's
+        own database (`check_location`)."""
         table_location = table_location_of(location) if location is not None else self.default_location(identifier)
+        self.check_location(table_location, holding=False)
         if is_object_store(table_location) and not (is_object_store(self.warehouse) or self.io.s3_configured):
             raise UnsupportedFeatureError(
                 f"table location {table_location} is in object storage, but this catalog has no object storage configuration: "
@@ -429,12 +432,16 @@ class Catalog(ABC):
         """SharedTableError when `location` is another table's location, holds it or lies in
         it, or `metadata_location` is another table's metadata file: two tables over one set
         of files, whose maintenance would delete each other's files. `identifier`: the table
-        that would get them (itself excluded); `verb`: what is refused, for the message."""
+        that would get them (itself excluded); `verb`: what is refused, for the message.
+        InvalidArgumentError when `location` is on the catalog's own files (`check_location`)."""
         anyway = " (pass allow_shared=True to register it anyway: then neither table can expire snapshots or remove orphan files)"
         hint = anyway if verb == "register" else ""
+        self.check_location(location)
         namespace, name = split_identifier(identifier)
+        # Compared as storage reads them (`..`, `//`, `file:` spellings, links), percent-escapes
+        # as written: `a%2Eb.db/t` (the level "a.b") and `a.b.db/t` (levels "a", "b") are two folders.
         for other in self._view((namespace, name)).others():
-            if metadata_location is not None and keys(other.metadata_location) & keys(metadata_location):
+            if metadata_location is not None and same_file(other.metadata_location, metadata_location):
                 raise SharedTableError(
                     f"cannot {verb} {identifier}: metadata file {metadata_location} is already table {other.name}'s{hint}"
                 )
@@ -447,6 +454,19 @@ class Catalog(ABC):
                     f"cannot {verb} {identifier}: its location {location} and table {other.name}'s location {theirs} "
                     f"are the same folder or one holds the other{hint}"
                 )
+
+    def check_location(self, location: str, holding: bool = True) -> None:
+        """InvalidArgumentError when `location`, a new table's or view's folder, is one of the
+        catalog's own files (its SQLite database, or SQLite's files beside it) or lies in one:
+        a folder there breaks the catalog for every table (a `-journal` folder stops SQLite
+        from writing), or cannot be made. With `holding`, a folder holding one is refused too:
+        so it is for a server's clients and for what `check_unshared` judges; the Python API
+        lets a user's own new table hold it (at the warehouse root), as maintenance never
+        deletes the database."""
+        database = self._view(None).database
+        for file in database_files(database) if database else []:
+            if touches(location, file, holding):
+                raise InvalidArgumentError(f"location {location} is, holds or lies in the catalog's database file {file}: choose another")
 
     @abstractmethod
     def _table(self, identifier: str, namespace: str, name: str) -> Table:

@@ -119,6 +119,7 @@ class SqlCatalog(SqlCatalogViews, Catalog):
         if not isinstance(metadata_location, str) or not metadata_location:
             raise InvalidArgumentError(f"metadata_location is the location of a metadata file, got {metadata_location!r}")
         metadata = read_metadata(self.io, metadata_location)  # refuse what we cannot read
+        self.check_location(metadata.location, holding=False)  # never on the catalog's own database, shared or not
         if not allow_shared:
             self.check_unshared(identifier, metadata.location, metadata_location)
         self.create_namespace_if_not_exists(namespace)

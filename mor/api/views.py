@@ -138,6 +138,7 @@ class SqlCatalogViews:
         view's own namespace. ViewAlreadyExistsError when a view or a table has the name."""
         namespace, name = new_identifier(identifier)
         where = table_location_of(location) if location is not None else self._sql().default_location(identifier)
+        self._sql().check_location(where, holding=False)  # never on the catalog's own database files
         fresh = view_schema(schema)
         metadata = create_view_metadata(where, fresh, sql_version(sql, dialect, namespace.split(".")), dict(properties or {}))
         self._sql().create_namespace_if_not_exists(namespace)

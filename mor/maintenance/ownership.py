@@ -21,6 +21,11 @@ table's location. The inner table is maintained as usual: the outer one's files 
 folder, except those it references, which are never deleted. A local file is deleted by its
 normalised path, never by a spelling the file system would read another way (`file://host/a`
 is the relative path `host/a` to it).
+
+Whether a new or registered table may take a location (`overlaps`, `same_file`) is judged on
+the spellings storage reads (`storage_forms`): percent-escapes as written, so `a%2Eb.db/t` and
+`a.b.db/t` are two folders, two tables. Maintenance, deciding what to delete, still decodes
+them too: of two such tables, each refuses expiry and orphan removal as if they shared a folder.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from mor.maintenance.reachable import referenced_locations
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):(.*)$", re.DOTALL)
 DATABASE_SUFFIXES = ("", "-wal", "-journal", "-shm")  # SQLite's files beside its database
+DATABASE_NAME = "catalog.db"  # the SQL catalog's database in its warehouse, unless told otherwise
 
 
 @dataclass(frozen=True)
@@ -100,9 +106,57 @@ def location_forms(location: str) -> list[Place]:
     return forms
 
 
+def storage_forms(location: str) -> list[Place]:
+    """The places storage reads a location as: as written (normalised: `//`, `.`, `..` and the
+    `file:` spellings), and locally with symbolic links resolved, after collapsing `..` (as
+    Hadoop's Path does) and as the operating system walks it (a link, then `..` out of where it
+    points). Percent-escapes stay: no file system or object store decodes them, so `a%2Eb` and
+    `a.b` are two folders."""
+    literal, walked = place(location, decode=False), walked_place(location)
+    if walked is None:
+        return [literal]
+    return list(dict.fromkeys([literal, Place("", os.path.realpath(literal.path)), walked]))
+
+
+def walked_place(location: str) -> Place | None:
+    """A local absolute location as the operating system walks it: each symbolic link resolved
+    where it stands, so `link/..` is the folder above the link's target. None for any other."""
+    path = system_path(location)
+    return None if path is None else Place("", os.path.realpath(path))
+
+
+def system_path(location: str) -> str | None:
+    """A local absolute location as the path the system is given (`.` and `..` left for it to
+    walk); None for any other."""
+    prefix, path = _split(location)
+    if prefix or not path.startswith("/"):
+        return None
+    return re.sub("/+", "/", path)
+
+
 def overlaps(a: str, b: str) -> bool:
-    """Are table locations `a` and `b` the same folder, or one inside the other?"""
-    return any(p.holds(q) or q.holds(p) for p in location_forms(a) for q in location_forms(b))
+    """Are table locations `a` and `b` the same folder, or one inside the other, as storage
+    reads them? (Whether two tables may be created or registered there; maintenance compares
+    decoded spellings too, `_relation`.)"""
+    return any(p.holds(q) or q.holds(p) for p in storage_forms(a) for q in storage_forms(b))
+
+
+def same_file(a: str, b: str) -> bool:
+    """Do locations `a` and `b` name one file, as storage reads them?"""
+    return not set(storage_forms(a)).isdisjoint(storage_forms(b))
+
+
+def database_files(database: str) -> list[str]:
+    """A SQLite database and the files SQLite keeps beside it."""
+    return [database + suffix for suffix in DATABASE_SUFFIXES]
+
+
+def touches(location: str, file: str, holding: bool = True) -> bool:
+    """Is the folder `location` the file `file` or a path through it, or (with `holding`) a
+    folder holding it, in any spelling (decoded ones too): a folder made there would replace
+    the file, fail, or take the file in."""
+    ours, theirs = location_forms(location) + storage_forms(location), location_forms(file) + storage_forms(file)
+    return any(q.holds(p) or (holding and p.holds(q)) for p in ours for q in theirs)
 
 
 def _relation(ours: str, theirs: str) -> tuple[bool, bool, bool]:

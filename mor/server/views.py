@@ -1,6 +1,7 @@
 """View operations of the REST protocol over mor's SQL catalog (mor/api/views.py): list, create,
 load, commit (replace), rename, drop. A view's metadata is returned as stored, and its
-location, like a table's, must lie inside the warehouse."""
+location, like a table's, must lie inside the warehouse, clear of the catalog's own files, and
+be able to become a folder (locations.py)."""
 
 from __future__ import annotations
 
@@ -48,6 +49,7 @@ class Views:
         given = body.get("location")
         location = self.catalog.default_location(f"{namespace}.{name}") if given is None else normal_location(given, "view location")
         check_inside(self.catalog.warehouse, location, "view location")
+        self.catalog.check_location(location)
         try:
             schema = Schema.model_validate(body["schema"])
             version = ViewVersion.model_validate(body["view-version"])
@@ -66,7 +68,9 @@ class Views:
             raise BadRequestError("requirements and updates are lists")
         for update in updates:
             if isinstance(update, dict) and update.get("action") == "set-location":
-                check_inside(self.catalog.warehouse, normal_location(update.get("location"), "view location"), "view location")
+                location = normal_location(update.get("location"), "view location")
+                check_inside(self.catalog.warehouse, location, "view location")
+                self.catalog.check_location(location)
         return self.result(commit_view_changes(self.catalog, namespace, name, requirements, updates))
 
     def rename(self, body: dict[str, Any]) -> None:
