@@ -51,7 +51,7 @@ from mor.errors import (
 from mor.format.apply import apply_updates
 from mor.format.commit_validation import validate_change
 from mor.format.metadata import TableMetadata, new_table_metadata, with_previous_file
-from mor.format.properties import NEW_TABLE_PROPERTIES, check_properties
+from mor.format.properties import check_properties
 from mor.format.requirements import AssertCreate, CommitFailedError, check_requirements
 from mor.format.spec import FORMAT_VERSION
 from mor.format.updates import (
@@ -192,7 +192,7 @@ class Committer:
             spec.spec if isinstance(spec, AddSpec) else PartitionSpec(spec_id=0),
             order.sort_order if isinstance(order, AddSortOrder) else UNSORTED_SORT_ORDER,
             locations[-1].rstrip("/") if locations else self.default_location(change.namespace, change.name),
-            dict(NEW_TABLE_PROPERTIES),  # as Iceberg Java's builder; the client's own set-properties follow
+            {},  # the client's own set-properties follow (Iceberg Java's create from updates adds none)
             format_version,
         )
         return replace(metadata, table_uuid=uuid.uuid) if isinstance(uuid, AssignUuid) else metadata

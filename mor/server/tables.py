@@ -1,7 +1,8 @@
 """Table operations of the REST protocol over mor's SQL catalog: list, create (and staged
 create), load, register, rename, drop (and purge).
 
-A table created here has exactly the properties its client sent (mor's merge-on-read
+A table created here has the properties its client sent over the one Iceberg Java's metadata
+builder persists for every new table (`write.parquet.compression-codec=zstd`; mor's merge-on-read
 preference reaches clients as `table-default.*` in /v1/config, which they apply themselves, as
 mor's own client does), the default location `<warehouse>/<ns>.db/<name>` unless given; its
 schema (empty too: Iceberg lets a table start without columns), partition spec and sort order
@@ -13,8 +14,14 @@ model included), since the client reads it as its own.
 Creating a table, staged or not, makes its `metadata/` folder on a local file system: clients
 that write their own manifests (DuckDB) write them there before the create commit.
 
+A table to register is held to what a commit is (the metadata validator, and manifest lists
+inside its location: client_files.py); a file it names that cannot be read is the client's
+error (400), never a 500.
+
 Locations a client gives (a new table's, a registered metadata file and the table location it
-names) must lie inside the warehouse (locations.py); so must a table to purge.
+names) must lie inside the warehouse, clear of the catalog's own files, and a table location
+must be able to become a folder (locations.py, `Catalog.check_location`); a table to purge must
+lie inside the warehouse too.
 """
 
 from __future__ import annotations
@@ -33,16 +40,21 @@ from mor.commit.table_ops import create_in_catalog, read_metadata
 from mor.errors import (
     CorruptMetadataError,
     InvalidArgumentError,
+    InvalidMetadataError,
+    MorError,
     NoSuchNamespaceError,
+    NoSuchTableError,
     SchemaMismatchError,
     TableAlreadyExistsError,
     UnsupportedFeatureError,
 )
 from mor.format.arrow_types import RESERVED_COLUMNS, reserved_message
+from mor.format.commit_validation import validate_change
 from mor.format.metadata import new_table_metadata, parse_format_version
-from mor.format.properties import FORMAT_VERSION_PROPERTY
+from mor.format.properties import FORMAT_VERSION_PROPERTY, NEW_TABLE_PROPERTIES
 from mor.format.spec import FORMAT_VERSION
 from mor.io.fileio import unreadable
+from mor.server.client_files import check_registered_files
 from mor.server.credentials import CredentialVendor
 from mor.server.errors import BadRequestError
 from mor.server.locations import check_inside, normal_location
@@ -105,7 +117,7 @@ class Tables:
         properties = body.get("properties") or {}
         if not isinstance(properties, dict):
             raise BadRequestError(f"properties is an object of strings, got {properties!r}")
-        properties = dict(properties)
+        properties = {**NEW_TABLE_PROPERTIES, **properties}  # what Iceberg Java's builder persists for a new table
         version = parse_format_version(properties.pop(FORMAT_VERSION_PROPERTY, FORMAT_VERSION))
         given = body.get("location")
         location = self.default_location(namespace, name) if given is None else normal_location(given, "table location")
@@ -115,7 +127,10 @@ class Tables:
         metadata = new_table_metadata(schema, spec, order, location, properties, version)
         # A client may write manifests there before its first commit (DuckDB's CREATE TABLE AS
         # does, and does not make the folder itself).
-        self.io.make_parent_dirs(f"{location}/metadata/manifest.avro")
+        try:
+            self.io.make_parent_dirs(f"{location}/metadata/manifest.avro")
+        except (FileExistsError, NotADirectoryError) as e:  # a file appeared there since check_inside
+            raise BadRequestError(f"table location {location} cannot be a folder: {e.strerror or e}") from None
         if body.get("stage-create") is True:  # the client commits it later, with assert-create
             return self.load_result(None, json.loads(metadata.to_json()), vend)
         metadata_location = create_in_catalog(self.io, self.store, namespace, name, metadata)
@@ -128,16 +143,23 @@ class Tables:
         name = escaped(name)
         check_new_names(namespace, name)
         location = normal_location(location, "metadata-location")
-        check_inside(self.catalog.warehouse, location, "metadata-location")
+        check_inside(self.catalog.warehouse, location, "metadata-location", folder=False)
         if not self.store.namespace_exists(namespace):
             raise NoSuchNamespaceError(f"namespace {namespace!r} does not exist")
         if body.get("overwrite") is True and self.exists(namespace, name):
             raise UnsupportedFeatureError("register with overwrite=true of an existing table is not supported: drop it first")
         try:
             metadata = read_metadata(self.io, location)
-        except CorruptMetadataError as e:
+        except NoSuchTableError:
+            raise
+        except (MorError, OSError) as e:  # the client named the file: its error, not ours (4xx)
             raise InvalidArgumentError(f"cannot register {namespace}.{name}: {e}") from None
         check_inside(self.catalog.warehouse, metadata.location, "the registered table's location")
+        try:
+            validate_change(None, metadata)
+        except InvalidMetadataError as e:
+            raise InvalidMetadataError(f"cannot register {namespace}.{name}: {e}", e.java_type) from None
+        check_registered_files(self.io, metadata)
         self.catalog.register_table(f"{namespace}.{name}", location)
         return self.load_result(location, self.metadata_json(location), vend)
 
@@ -153,7 +175,7 @@ class Tables:
         identifier = f"{namespace}.{name}"
         if purge:
             location = read_metadata(self.io, self.store.metadata_location(namespace, name)).location
-            check_inside(self.catalog.warehouse, location, "the location of the table to purge")
+            check_inside(self.catalog.warehouse, location, "the location of the table to purge", folder=False)
         result = self.catalog.drop_table(identifier, purge=purge)
         if result is not None:
             log.info("purged %s: deleted %d files, left %d", identifier, len(result.deleted_paths), len(result.skipped_paths))

@@ -162,3 +162,23 @@ def test_a_valid_client_commit_still_lands(served_sqlite: Served, table: mor.Tab
     client = served_sqlite.rest().load_table(tuple(table.identifier.rsplit(".", 1)))
     client.append(pa.table({"id": [3], "s": ["c"]}, schema=SCHEMA))
     assert sorted(served_sqlite.mor().load_table(table.identifier).scan().to_arrow().column("id").to_pylist()) == [1, 2, 3]
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        (lambda m: m["snapshots"][-1].update({"manifest-list": "file:///etc/hostname"}), "is not a manifest list inside the table location"),
+        (lambda m: m["schemas"][-1]["fields"].append({"id": 1, "name": "twin", "type": "long", "required": False}), "field id 1 is used twice"),
+    ],
+)
+def test_register_holds_the_table_to_what_a_commit_may_make(served_sqlite: Served, table: mor.Table, change: Any, match: str) -> None:
+    metadata = json.loads(Path(to_local_path(table.metadata_location)).read_text())
+    metadata["location"] = f"{served_sqlite.warehouse.as_uri()}/{unique('adopted')}"
+    change(metadata)
+    copy = Path(to_local_path(metadata["location"])) / "metadata" / "v1.metadata.json"
+    copy.parent.mkdir(parents=True)
+    copy.write_text(json.dumps(metadata))
+    namespace = table.identifier.rsplit(".", 1)[0]
+    response = post(served_sqlite, f"/v1/namespaces/{namespace}/register", {"name": "adopted", "metadata-location": copy.as_uri()})
+    assert response.status_code == 400 and match in response.json()["error"]["message"], response.text
+    assert not served_sqlite.mor().table_exists(f"{namespace}.adopted")

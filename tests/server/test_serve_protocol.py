@@ -39,7 +39,7 @@ def get(served: Served, path: str, **params: str) -> requests.Response:
     return requests.get(served.url + path, params=params, headers=served.headers(), timeout=60)
 
 
-def test_config_offers_mor_defaults_and_a_table_keeps_exactly_its_clients_properties(served: Served) -> None:
+def test_config_offers_mor_defaults_and_a_table_keeps_its_clients_properties_over_javas_persisted_ones(served: Served) -> None:
     config = get(served, "/v1/config").json()
     assert config["defaults"]["table-default.write.delete.mode"] == "merge-on-read"
     assert config["defaults"]["table-default.write.merge.mode"] == "merge-on-read"
@@ -47,10 +47,13 @@ def test_config_offers_mor_defaults_and_a_table_keeps_exactly_its_clients_proper
     ns = unique("props")
     client.create_namespace(ns)
     created = client.create_table(f"{ns}.t", schema=Schema(NestedField(1, "id", LongType())), properties={"owner": "ana"})
-    assert dict(client.load_table(f"{ns}.t").properties) == dict(created.properties) == {"owner": "ana"}
+    zstd = {"write.parquet.compression-codec": "zstd"}  # what Iceberg Java's builder persists for every new table
+    assert dict(client.load_table(f"{ns}.t").properties) == dict(created.properties) == {**zstd, "owner": "ana"}
     staged = client.create_table_transaction(f"{ns}.staged", schema=Schema(NestedField(1, "id", LongType())), properties={"k": "v"})
     staged.commit_transaction()
-    assert dict(client.load_table(f"{ns}.staged").properties) == {"k": "v"}
+    assert dict(client.load_table(f"{ns}.staged").properties) == {**zstd, "k": "v"}
+    given = client.create_table(f"{ns}.gzip", schema=Schema(NestedField(1, "id", LongType())), properties={"write.parquet.compression-codec": "gzip"})
+    assert dict(given.properties) == {"write.parquet.compression-codec": "gzip"}  # the client's own value wins
     # mor's own client applies mor's defaults itself, on this server as on any other
     ours = mor.load_catalog(uri=served.url, properties={"token": served.token} if served.token else {})
     assert ours.create_table(f"{ns}.m", schema=SCHEMA).metadata.properties["write.delete.mode"] == "merge-on-read"
