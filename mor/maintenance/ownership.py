@@ -22,10 +22,11 @@ folder, except those it references, which are never deleted. A local file is del
 normalised path, never by a spelling the file system would read another way (`file://host/a`
 is the relative path `host/a` to it).
 
-Whether a new or registered table may take a location (`overlaps`, `same_file`) is judged on
-the spellings storage reads (`storage_forms`): percent-escapes as written, so `a%2Eb.db/t` and
-`a.b.db/t` are two folders, two tables. Maintenance, deciding what to delete, still decodes
-them too: of two such tables, each refuses expiry and orphan removal as if they shared a folder.
+Where another table's folder is (whether a new or registered table may take a location,
+`overlaps` and `same_file`; which folders maintenance protects or refuses to run beside) is
+judged on the spellings storage reads (`storage_forms`): percent-escapes as written, so
+`a%2Eb.db/t` and `a.b.db/t` are two folders, two tables, each maintained on its own. A file this
+table would delete must still lie under its location both decoded and as written.
 """
 
 from __future__ import annotations
@@ -160,8 +161,9 @@ def touches(location: str, file: str, holding: bool = True) -> bool:
 
 
 def _relation(ours: str, theirs: str) -> tuple[bool, bool, bool]:
-    """(same folder, theirs inside ours, ours inside theirs), in any of the locations' forms."""
-    pairs = [(p, q) for p in location_forms(ours) for q in location_forms(theirs)]
+    """(same folder, theirs inside ours, ours inside theirs), in any of the spellings storage
+    reads the locations in."""
+    pairs = [(p, q) for p in storage_forms(ours) for q in storage_forms(theirs)]
     same = any(p.holds(q) and q.holds(p) for p, q in pairs)
     inner = not same and any(p.holds(q) for p, q in pairs)
     outer = not same and any(q.holds(p) for p, q in pairs)
@@ -222,7 +224,7 @@ class Ownership:
                     f"cannot be told apart; give each table a folder of its own (or drop one of them)"
                 )
             if not outer:  # a folder holding ours is not protected whole: its references are
-                self.protected += location_forms(metadata.location)
+                self.protected += storage_forms(metadata.location)
         if view is not None and view.database:
             for suffix in DATABASE_SUFFIXES:
                 self.protected += [place(view.database + suffix), Place("", os.path.realpath(view.database + suffix))]
@@ -242,7 +244,7 @@ class Ownership:
             if _through_link(self.literal.path, literal.path):
                 return None
             forms.append(Place("", os.path.normpath(os.path.join(self.real or "", os.path.relpath(literal.path, self.literal.path)))))
-        if any(p.holds(f) for p in self.protected for f in forms):
+        if any(p.holds(f) for p in self.protected for f in forms[1:]):  # as storage reads it (`storage_forms`)
             return None
         return literal.path if self.local else self.io.path(location)
 

@@ -3,13 +3,15 @@
 Two tables may not share a folder, but distinct names have distinct folders: the namespace
 level "a.b" (spelled `a%2Eb`), the levels "a", "b" and the level "a%2Eb" (spelled `a%252Eb`) are
 three folders to every file system and object store, which do not decode percent escapes. So
-the sharing check compares locations as storage reads them (`..`, `//`, `file:` spellings,
-links), while maintenance, deciding what to delete, still also decodes. And no table, through
+the sharing check and maintenance's view of other tables compare locations as storage reads them
+(`..`, `//`, `file:` spellings, links); a file maintenance deletes must still lie under its own
+table decoded and as written. And no table, through
 the Python API either, may sit on the catalog's SQLite database or SQLite's files beside it.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import shutil
 from pathlib import Path
 
@@ -134,3 +136,24 @@ def test_a_table_in_another_spelling_of_a_folder_is_still_shared(catalog: mor.Ca
             "db.u", f"{warehouse}/copy", f"{warehouse}/link/t/{Path(local(table.metadata_location)).relative_to(folder)}"
         )
     catalog.check_unshared("db.u", f"{warehouse}/copy", None, "create")  # a copy is a folder of its own
+
+
+def test_tables_in_percent_spellings_of_one_name_are_each_maintained_alone(catalog: mor.Catalog, warehouse: Path) -> None:
+    """`a.b` and `a%2Eb` are two folders: neither refuses expiry or orphan removal for the
+    other, and each deletes only its own files."""
+    tables = {}
+    for i, name in enumerate(["a.b.t", "a%2Eb.t"]):
+        table = catalog.create_table(name, SCHEMA)
+        for k in range(3):
+            table.append(make_rows([10 * i + k]))
+        tables[name] = table
+        (Path(local(table.location)) / "data" / "stray.parquet").write_bytes(b"orphan")
+    for name in tables:
+        table = catalog.load_table(name)
+        other = next(t for n, t in tables.items() if n != name)
+        others_files = sorted(p for p in Path(local(other.location)).rglob("*") if p.is_file())
+        table.expire_snapshots(retain_last=1)
+        result = table.remove_orphan_files(older_than=dt.timedelta(0))
+        assert [Path(p).name for p in result] == ["stray.parquet"], result
+        assert all(p.exists() for p in others_files)  # nothing of the other table went
+    assert scan_ids(catalog.load_table("a.b.t")) == [0, 1, 2] and scan_ids(catalog.load_table("a%2Eb.t")) == [10, 11, 12]
