@@ -58,7 +58,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     catalog_args(v, rest_client=False)
     v.add_argument("--host", default="127.0.0.1", help="without --token-file only a loopback address")
     v.add_argument("--port", type=int, default=8181, help="0: a free port (the URL printed says which)")
-    v.add_argument("--token-file", default=None, help="bearer tokens (and CLIENT_ID:SECRET lines) every request must carry one of")
+    v.add_argument(
+        "--token-file",
+        default=None,
+        help="one TOKEN or CLIENT_ID:SECRET a line, every request must carry one; a line may add read-only "
+        "and namespaces=NS[,NS...] (docs/rest.md)",
+    )
     v.add_argument("--prefix", default=None, help="also serve the catalog under /v1/PREFIX/ and tell clients so")
     v.set_defaults(run=serve)
 

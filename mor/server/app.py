@@ -3,7 +3,10 @@
 Every request passes the gate first: it is routed on its raw path, so a name with an encoded
 "/" (`a%2Fb`) stays one path segment and is decoded once, by names.py; and when the server has
 tokens, a request without an accepted `Authorization: Bearer` token is answered 401 before
-anything reads its body or the catalog (the token endpoint excepted).
+anything reads its body or the catalog (the token endpoint excepted). The gate hands on the
+token's grant (auth.py); each route then refuses (403) what the grant does not allow before
+its handler runs: a write of a read-only token before the body is read, a namespace outside
+the token's after (routes.py says which namespaces each operation touches).
 
 Routes run in Starlette's thread pool (the catalog is blocking SQL and file access). Request
 bodies are read up to `max_body_bytes` (413 above it) and must be a JSON object. Whatever a
@@ -29,7 +32,7 @@ from mor.api.sql_catalog import SqlCatalog
 from mor.catalog.sql import SqlCatalogStore
 from mor.catalog.sqlite_reads import SqliteCatalogReader
 from mor.errors import InvalidArgumentError
-from mor.server.auth import OAuthError, Tokens, token_response
+from mor.server.auth import EVERYTHING, Grant, OAuthError, Tokens, token_response
 from mor.server.errors import (
     BadRequestError,
     MethodNotAllowedError,
@@ -38,10 +41,11 @@ from mor.server.errors import (
     PayloadTooLargeError,
     error_response,
 )
-from mor.server.routes import Answer, Call, Handler, Op, Service
+from mor.server.routes import Answer, Call, Op, Service
 
 MAX_BODY_BYTES = 10 << 20
 TOKEN_PATH = "/v1/oauth/tokens"
+GRANT = "mor.grant"  # where the gate puts the token's grant in the ASGI scope
 _PREFIX = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
@@ -53,7 +57,7 @@ def create_app(
     `prefix`: also serve every catalog route under `/v1/<prefix>/`, and tell clients so."""
     if not isinstance(getattr(catalog, "store", None), (SqlCatalogStore, SqliteCatalogReader)):
         raise InvalidArgumentError("mor serve serves a SQL catalog (a warehouse and its database), not a REST catalog")
-    tokens = Tokens((token,)) if isinstance(token, str) else token
+    tokens = Tokens.of(token) if isinstance(token, str) else token
     if prefix is not None and not _PREFIX.match(prefix):
         raise InvalidArgumentError(f"prefix is letters, digits, '-' and '_', got {prefix!r}")
     service = Service(catalog, prefix)
@@ -68,7 +72,7 @@ def create_app(
             return JSONResponse({"error": "invalid_request", "error_description": str(e)}, status_code=413)
 
     routes = [
-        Route("/v1/config", _endpoint({"GET": Op(service.config)}, max_body_bytes), methods=["GET"]),
+        Route("/v1/config", _endpoint({"GET": Op(service.config, writes=False, touches=None)}, max_body_bytes), methods=["GET"]),
         Route(TOKEN_PATH, oauth_tokens, methods=["POST"]),
     ]
     bases = ["/v1"] + ([f"/v1/{prefix}"] if prefix else [])
@@ -86,10 +90,14 @@ def _endpoint(ops: dict[str, Op], max_body_bytes: int) -> Callable[[Request], An
             op = ops.get(request.method)
             if op is None:
                 raise MethodNotAllowedError(f"{request.method} is not allowed here")
-            call = Call(dict(request.path_params), dict(request.query_params), dict(request.headers))
+            grant: Grant = request.scope[GRANT]
+            what = f"{request.method} {request.url.path}"
+            if op.writes:
+                grant.check_write(what)  # before the body is read: a read-only token writes nothing
+            call = Call(dict(request.path_params), dict(request.query_params), dict(request.headers), grant)
             if op.body:
                 call.body = _json_object(await _read_body(request, max_body_bytes))
-            status, body = await run_in_threadpool(_guarded, op.handler, call)
+            status, body = await run_in_threadpool(_guarded, op, call, what)
         except Exception as e:
             status, body = error_response(e)
         if head or body is None or status == 204:
@@ -99,9 +107,11 @@ def _endpoint(ops: dict[str, Op], max_body_bytes: int) -> Callable[[Request], An
     return endpoint
 
 
-def _guarded(handler: Handler, call: Call) -> Answer:
+def _guarded(op: Op, call: Call, what: str) -> Answer:
     try:
-        return handler(call)
+        if op.touches is not None:
+            call.grant.check_namespaces(op.touches(call), what)
+        return op.handler(call)
     except RecursionError:  # a body nested too deeply for the parsers
         raise BadRequestError("the request is nested too deeply") from None
 
@@ -143,7 +153,7 @@ async def _routing_error(request: Request, exc: Exception) -> Response:
 
 
 class _Gate:
-    """Routing on the raw path, and the bearer token check (module docstring)."""
+    """Routing on the raw path, the bearer token check, and its grant handed on (module docstring)."""
 
     def __init__(self, app: ASGIApp, tokens: Tokens | None):
         self.app = app
@@ -160,13 +170,14 @@ class _Gate:
             except UnicodeDecodeError:
                 await _send_error(send, BadRequestError("the request path is not UTF-8"))
                 return
+        grant: Grant | None = EVERYTHING
         if self.tokens is not None and scope["path"] != TOKEN_PATH:
             headers = dict(scope.get("headers") or [])
-            authorization = headers.get(b"authorization", b"").decode("latin-1")
-            if not self.tokens.allows_header(authorization):
+            grant = self.tokens.grant_of_header(headers.get(b"authorization", b"").decode("latin-1"))
+            if grant is None:
                 await _send_error(send, NotAuthorizedError("a valid 'Authorization: Bearer <token>' header is required"))
                 return
-        await self.app(scope, receive, send)
+        await self.app({**scope, GRANT: grant}, receive, send)
 
 
 async def _send_error(send: Send, error: Exception) -> None:

@@ -14,6 +14,11 @@ Two ways, by the server's own properties:
   their life is left, so a busy table costs STS one call per half-life, not one per load.
   STS is reached at `server.vend.s3.sts-endpoint`, else at `s3.endpoint` (S3-compatible
   servers serve STS there), else AWS's own, with the server's S3 credentials.
+
+A read-only token (auth.py) is vended nothing that writes (`CredentialVendor.read_only()`):
+minted credentials get a session policy that only reads and lists; the server's own keys,
+which write, are not passed on at all (the other settings are, so the client reaches the
+store with credentials of its own).
 """
 
 from __future__ import annotations
@@ -39,6 +44,8 @@ ROLE_ARN, DURATION, EXTERNAL_ID, STS_ENDPOINT = (
 EXPIRES_AT = "s3.session-token-expires-at-ms"
 _ROLE = re.compile(r"arn:(aws[a-z-]*):iam::\d{12}:role/[\w+=,.@/-]+")
 _STS_DURATIONS = (900, 43200)  # what AssumeRole accepts
+READ_ACTIONS = ["s3:GetObject"]
+WRITE_ACTIONS = ["s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"]
 
 
 @dataclass(frozen=True)
@@ -79,12 +86,17 @@ class MintingSettings:
 class CredentialVendor:
     """The storage credentials of each table, by the server's properties (module docstring)."""
 
-    def __init__(self, properties: Mapping[str, str]):
+    def __init__(self, properties: Mapping[str, str], writes: bool = True):
         self.properties = dict(properties)
+        self.writes = writes  # False: vend only what reads (module docstring)
         self.minting = MintingSettings.of(self.properties)  # InvalidArgumentError before serving
         self._minted: dict[str, tuple[dict[str, str], float]] = {}  # prefix -> (config, time to mint anew)
         self._lock = threading.Lock()
         self._sts: Any = None
+
+    def read_only(self) -> CredentialVendor:
+        """A vendor of the same settings whose credentials only read."""
+        return CredentialVendor(self.properties, writes=False)
 
     def storage_credentials(self, table_location: str) -> list[dict[str, Any]]:
         """The spec's `storage-credentials` of a table: [] when there is nothing to hand out."""
@@ -95,7 +107,7 @@ class CredentialVendor:
         """The properties that reach the table's files (loadTable's `config`)."""
         passed_on = {k: v for k, v in self.properties.items() if k.startswith(PASSED_ON_PREFIXES)}
         if self.minting is None:
-            return passed_on
+            return passed_on if self.writes else {k: v for k, v in passed_on.items() if k not in SECRET_KEYS}
         settings = {k: v for k, v in passed_on.items() if k not in SECRET_KEYS}  # the server's keys stay with it
         if not table_location.startswith(("s3://", "s3a://", "s3n://")):
             return settings
@@ -117,7 +129,7 @@ class CredentialVendor:
             "RoleArn": self.minting.role_arn,
             "RoleSessionName": "mor-serve",
             "DurationSeconds": self.minting.duration_seconds,
-            "Policy": json.dumps(session_policy(prefix, self.minting.partition)),
+            "Policy": json.dumps(session_policy(prefix, self.minting.partition, self.writes)),
         }
         if self.minting.external_id is not None:
             request["ExternalId"] = self.minting.external_id
@@ -152,10 +164,10 @@ class CredentialVendor:
         return self._sts
 
 
-def session_policy(prefix: str, partition: str = "aws") -> dict[str, Any]:
-    """An IAM session policy that allows reading and writing objects under `prefix`
-    (`s3://bucket/path`) and listing under it, nothing else: what the assumed role may do is
-    the intersection of its own policies and this."""
+def session_policy(prefix: str, partition: str = "aws", writes: bool = True) -> dict[str, Any]:
+    """An IAM session policy that allows reading (and unless `writes` is False, writing)
+    objects under `prefix` (`s3://bucket/path`) and listing under it, nothing else: what the
+    assumed role may do is the intersection of its own policies and this."""
     bucket, _, path = prefix.split("://", 1)[1].partition("/")
     path = path.strip("/")
     objects = f"arn:{partition}:s3:::{bucket}/{path}/*" if path else f"arn:{partition}:s3:::{bucket}/*"
@@ -168,7 +180,7 @@ def session_policy(prefix: str, partition: str = "aws") -> dict[str, Any]:
         "Statement": [
             {
                 "Effect": "Allow",
-                "Action": ["s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"],
+                "Action": READ_ACTIONS + (WRITE_ACTIONS if writes else []),
                 "Resource": objects,
             },
             list_statement,

@@ -3,7 +3,9 @@
 mor's namespaces are flat strings ("a.b"); the protocol's are hierarchical: listing under
 `parent=a` answers the next level (["a", "b"]), and a level that exists only because a
 namespace below it does ("a" when only "a.b" was created) is listed, loads with no
-properties, and cannot be dropped while "a.b" exists.
+properties, and cannot be dropped while "a.b" exists. A listing sees only the namespaces its
+token may (`visible`): the levels shown, and whether the parent exists, are computed from
+those alone, so namespaces outside a token's scope neither show nor make a level show.
 
 The SQL catalog marks a namespace created without properties by a row `exists=true` (as
 pyiceberg's SqlCatalog does); that marker is the catalog's own and is neither shown nor
@@ -13,6 +15,7 @@ changeable here.
 from __future__ import annotations
 
 import builtins
+from collections.abc import Callable
 from typing import Any
 
 from mor.api.sql_catalog import SqlCatalog
@@ -28,8 +31,8 @@ class Namespaces:
         self.catalog = catalog
         self.store = catalog.store
 
-    def list(self, parent: str | None) -> dict[str, Any]:
-        names = self.store.list_namespaces()
+    def list(self, parent: str | None, visible: Callable[[str], bool] = lambda namespace: True) -> dict[str, Any]:
+        names = [n for n in self.store.list_namespaces() if visible(n)]
         if parent is not None and not self._known(parent, names):
             raise NoSuchNamespaceError(f"namespace {parent!r} does not exist")
         depth = 0 if parent is None else len(namespace_levels(parent))

@@ -5,6 +5,16 @@ They hold no HTTP machinery (app.py reads bodies, checks tokens and turns errors
 ErrorModel) and block freely: app.py runs them in a thread pool. /v1/config announces the
 endpoints from the same table the routes are served from, so the list clients check before
 calling (pyiceberg does) is exactly what is served.
+
+Each operation also says what a token needs for it (auth.py's `Grant`), checked by app.py
+before the handler runs: whether it writes (refused to a read-only token), and which
+namespaces it touches (each must be in the token's scope): the path's, a rename's source and
+destination, every table of a transaction, the namespace a create names. Every POST and DELETE
+writes, except a metrics report (kept nowhere, it changes nothing). The decision rests on the
+names in the request only, never on what exists, so a 403 says nothing about the catalog.
+Listing namespaces is the one operation on a namespace a token may not hold: a token for `a.b`
+may list under `a` (and the top), to find its own; every listing shows only namespaces in
+scope and the levels that lead to them.
 """
 
 from __future__ import annotations
@@ -18,10 +28,11 @@ from typing import Any
 from mor.api.catalog import DEFAULT_PROPERTIES
 from mor.api.sql_catalog import SqlCatalog
 from mor.format.updates import TableCommit
+from mor.server.auth import Grant
 from mor.server.commits import Committer, TableChange
 from mor.server.errors import BadRequestError
 from mor.server.locations import check_warehouse
-from mor.server.names import identifier_from_json, namespace_from_path, table_from_path
+from mor.server.names import identifier_from_json, namespace_from_levels, namespace_from_path, table_from_path
 from mor.server.namespaces import Namespaces
 from mor.server.tables import Tables
 from mor.server.views import Views
@@ -34,6 +45,7 @@ class Call:
     params: dict[str, str]
     query: dict[str, str]
     headers: dict[str, str]
+    grant: Grant  # what the request's token may do
     body: Any = None
 
     def namespace(self) -> str:
@@ -56,10 +68,20 @@ Answer = tuple[int, Any]
 Handler = Callable[[Call], Answer]
 
 
+def path_namespace(call: Call) -> list[str]:
+    return [call.namespace()]
+
+
 @dataclass
 class Op:
     handler: Handler
     body: bool = False  # reads a JSON object body
+    # Refused to a read-only token. True unless said otherwise, so an operation added without
+    # thought is refused rather than let through.
+    writes: bool = True
+    # The namespaces the request reads or changes, each checked against the token's; None for
+    # an operation on no namespace (config; listing namespaces filters by itself).
+    touches: Callable[[Call], list[str]] | None = path_namespace
 
 
 @dataclass
@@ -70,12 +92,17 @@ class Service:
     prefix: str | None = None
     namespaces: Namespaces = field(init=False)
     tables: Tables = field(init=False)
+    reading_tables: Tables = field(init=False)  # what read-only tokens load tables with
     views: Views = field(init=False)
     committer: Committer = field(init=False)
 
     def __post_init__(self) -> None:
         self.namespaces = Namespaces(self.catalog)
         self.tables = Tables(self.catalog)
+        # The same tables, vending credentials that only read (credentials.py): a read-only
+        # token must not leave with keys that write.
+        self.reading_tables = Tables(self.catalog)
+        self.reading_tables.vendor = self.tables.vendor.read_only()
         self.views = Views(self.catalog)
         self.committer = Committer(
             self.catalog.store, self.catalog.io, self.catalog.warehouse, self.tables.default_location, self.catalog.check_unshared
@@ -84,33 +111,36 @@ class Service:
     def routes(self) -> dict[str, dict[str, Op]]:
         """Paths under `/v1/` (or `/v1/<prefix>/`) -> method -> operation."""
         return {
-            "namespaces": {"GET": Op(self.list_namespaces), "POST": Op(self.create_namespace, body=True)},
+            "namespaces": {
+                "GET": Op(self.list_namespaces, writes=False, touches=None),
+                "POST": Op(self.create_namespace, body=True, touches=created_namespace),
+            },
             "namespaces/{namespace}": {
-                "GET": Op(self.load_namespace),
-                "HEAD": Op(self.namespace_exists),
+                "GET": Op(self.load_namespace, writes=False),
+                "HEAD": Op(self.namespace_exists, writes=False),
                 "DELETE": Op(self.drop_namespace),
             },
             "namespaces/{namespace}/properties": {"POST": Op(self.update_namespace, body=True)},
-            "namespaces/{namespace}/tables": {"GET": Op(self.list_tables), "POST": Op(self.create_table, body=True)},
+            "namespaces/{namespace}/tables": {"GET": Op(self.list_tables, writes=False), "POST": Op(self.create_table, body=True)},
             "namespaces/{namespace}/tables/{table}": {
-                "GET": Op(self.load_table),
-                "HEAD": Op(self.table_exists),
+                "GET": Op(self.load_table, writes=False),
+                "HEAD": Op(self.table_exists, writes=False),
                 "POST": Op(self.commit_table, body=True),
                 "DELETE": Op(self.drop_table),
             },
-            "namespaces/{namespace}/tables/{table}/metrics": {"POST": Op(self.report_metrics, body=True)},
-            "namespaces/{namespace}/tables/{table}/credentials": {"GET": Op(self.load_credentials)},
+            "namespaces/{namespace}/tables/{table}/metrics": {"POST": Op(self.report_metrics, body=True, writes=False)},
+            "namespaces/{namespace}/tables/{table}/credentials": {"GET": Op(self.load_credentials, writes=False)},
             "namespaces/{namespace}/register": {"POST": Op(self.register_table, body=True)},
-            "tables/rename": {"POST": Op(self.rename_table, body=True)},
-            "namespaces/{namespace}/views": {"GET": Op(self.list_views), "POST": Op(self.create_view, body=True)},
+            "tables/rename": {"POST": Op(self.rename_table, body=True, touches=renamed)},
+            "namespaces/{namespace}/views": {"GET": Op(self.list_views, writes=False), "POST": Op(self.create_view, body=True)},
             "namespaces/{namespace}/views/{view}": {
-                "GET": Op(self.load_view),
-                "HEAD": Op(self.view_exists),
+                "GET": Op(self.load_view, writes=False),
+                "HEAD": Op(self.view_exists, writes=False),
                 "POST": Op(self.commit_view, body=True),
                 "DELETE": Op(self.drop_view),
             },
-            "views/rename": {"POST": Op(self.rename_view, body=True)},
-            "transactions/commit": {"POST": Op(self.commit_transaction, body=True)},
+            "views/rename": {"POST": Op(self.rename_view, body=True, touches=renamed)},
+            "transactions/commit": {"POST": Op(self.commit_transaction, body=True, touches=transaction_namespaces)},
         }
 
     def endpoints(self) -> list[str]:
@@ -131,7 +161,10 @@ class Service:
     # -- namespaces ----------------------------------------------------------------------------
     def list_namespaces(self, call: Call) -> Answer:
         parent = call.query.get("parent") or None  # the spec: an empty parent is no parent
-        listed = self.namespaces.list(None if parent is None else namespace_from_path(parent))
+        under = None if parent is None else namespace_from_path(parent)
+        if under is not None:
+            call.grant.check_listing(under)
+        listed = self.namespaces.list(under, call.grant.covers)
         return 200, paged(listed, "namespaces", call.query)
 
     def create_namespace(self, call: Call) -> Answer:
@@ -160,10 +193,13 @@ class Service:
         return 200, self.tables.create(call.namespace(), call.body, call.vend())
 
     def load_table(self, call: Call) -> Answer:
-        return 200, self.tables.load(call.namespace(), call.table(), call.vend())
+        return 200, self.tables_for(call).load(call.namespace(), call.table(), call.vend())
 
     def load_credentials(self, call: Call) -> Answer:
-        return 200, self.tables.credentials(call.namespace(), call.table())
+        return 200, self.tables_for(call).credentials(call.namespace(), call.table())
+
+    def tables_for(self, call: Call) -> Tables:
+        return self.reading_tables if call.grant.read_only else self.tables
 
     def table_exists(self, call: Call) -> Answer:
         return (204 if self.tables.exists(call.namespace(), call.table()) else 404), None
@@ -218,16 +254,35 @@ class Service:
         return 200, {"metadata-location": done.metadata_location, "metadata": done.metadata}
 
     def commit_transaction(self, call: Call) -> Answer:
-        changes = call.body.get("table-changes")
-        if not isinstance(changes, list) or not changes:
-            raise BadRequestError("table-changes is a non-empty list of table commits")
-        parsed = []
-        for change in changes:
-            if not isinstance(change, dict) or change.get("identifier") is None:
-                raise BadRequestError("each table change has an identifier")
-            parsed.append(TableChange(*identifier_from_json(change["identifier"], "identifier"), TableCommit.from_dict(change)))
-        self.committer.commit(parsed)
+        changes = table_changes(call.body)
+        self.committer.commit([TableChange(namespace, name, TableCommit.from_dict(change)) for namespace, name, change in changes])
         return 204, None
+
+
+def table_changes(body: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    """A transaction's `table-changes`: (namespace, name, the change as sent) of each."""
+    changes = body.get("table-changes")
+    if not isinstance(changes, list) or not changes:
+        raise BadRequestError("table-changes is a non-empty list of table commits")
+    parsed = []
+    for change in changes:
+        if not isinstance(change, dict) or change.get("identifier") is None:
+            raise BadRequestError("each table change has an identifier")
+        parsed.append((*identifier_from_json(change["identifier"], "identifier"), change))
+    return parsed
+
+
+# -- the namespaces an operation touches (Op.touches), beyond the path's -------------------------
+def created_namespace(call: Call) -> list[str]:
+    return [namespace_from_levels(call.body.get("namespace"))]
+
+
+def renamed(call: Call) -> list[str]:
+    return [identifier_from_json(call.body.get(end), end)[0] for end in ("source", "destination")]
+
+
+def transaction_namespaces(call: Call) -> list[str]:
+    return [namespace for namespace, _, _ in table_changes(call.body)]
 
 
 DEFAULT_PAGE_SIZE = 1000  # a listing's page when the client asks for pages (`pageToken`) without a size

@@ -121,7 +121,9 @@ def requests_for(served: Served, what: str, location: str) -> list[tuple[str, st
     if not lure.exists():  # a metadata file inside the warehouse naming the location (made before the state is taken)
         metadata = json.loads(local(served.rest().load_table("ns.victim").metadata_location).read_text())
         lure.parent.mkdir(exist_ok=True)
-        lure.write_text(json.dumps({**metadata, "location": location}))
+        # without the victim's snapshots: their manifest lists lie in the victim's folder, not the lure's
+        empty = {"snapshots": [], "refs": {}, "current-snapshot-id": -1, "snapshot-log": []}
+        lure.write_text(json.dumps({**metadata, **empty, "location": location}))
     table = {"name": "t", "schema": SCHEMA_JSON, "location": location}
     return [
         ("POST", "/v1/namespaces/ns/tables", table),
