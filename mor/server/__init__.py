@@ -6,10 +6,11 @@ extension) talks to it; the tables it serves are the SQL catalog's, so mor itsel
 
     app.py         the ASGI application: token gate, raw-path routing, bodies, responses
     routes.py      each REST operation as a function of the request's parts
-    auth.py        bearer tokens, the OAuth2 token endpoint
+    auth.py        bearer tokens and their grants (read-only, namespaces), the OAuth2 token endpoint
     errors.py      mor's errors as the spec's ErrorModel (status code and type)
     names.py       namespaces and table names in paths and bodies
-    locations.py   what lies inside the warehouse (the only place the server writes)
+    locations.py   what lies inside the warehouse (the only place the server writes), off its own files
+    client_files.py  manifest lists and files a commit names: inside the table, readable
     namespaces.py  namespace operations
     tables.py      table operations: create, load, register, rename, drop
     commits.py     commits: requirements checked and updates applied on the current metadata,
