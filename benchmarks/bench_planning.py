@@ -261,7 +261,7 @@ def cache_settings() -> dict[str, Any] | None:
         from mor.planning import manifest_cache
     except ImportError:
         return None
-    return {"max_entries": manifest_cache.cache().max_entries, "threads": manifest_cache.DEFAULT_THREADS}
+    return {"max_bytes": manifest_cache.cache().max_bytes, "threads": manifest_cache.DEFAULT_THREADS}
 
 
 def cold_one_thread(plan: Callable[[], Any]) -> Callable[[], Any]:
@@ -317,17 +317,17 @@ def measure_cache_that_fits(table: Any, files: int, repeat: int) -> dict[str, An
     """When the table has more entries than the default cache holds: warm plans with a cache
     sized to hold them all (the default is restored afterwards)."""
     settings = cache_settings()
-    if settings is None or 2 * files <= settings["max_entries"]:
+    if settings is None or 2 * files * 3000 <= settings["max_bytes"]:
         return None
     from mor.planning import manifest_cache
 
-    manifest_cache.configure(max_entries=2 * files + 1000)
+    manifest_cache.configure(max_bytes=(2 * files + 1000) * 3000)
     try:
         timings = time_calls({"mor_cache_fits": lambda: table.scan().plan_files()}, repeat)
     finally:
-        manifest_cache.configure(max_entries=settings["max_entries"])
+        manifest_cache.configure(max_bytes=settings["max_bytes"])
     log(f"  full scan with a cache of {2 * files + 1000} entries: {timings['mor_cache_fits']['median_seconds']:.3f} s")
-    return {"max_entries": 2 * files + 1000, "timings": timings}
+    return {"max_bytes": (2 * files + 1000) * 3000, "timings": timings}
 
 
 def main() -> None:

@@ -107,11 +107,17 @@ def render(result: dict[str, Any], out_dir: Path) -> str:
 
 def _cache_note(result: dict[str, Any]) -> str:
     cache = result.get("manifest_cache") or {}
-    over = [r["files"] for r in result["sizes"] if 2 * r["files"] > cache.get("max_entries", float("inf"))]
+    budget = cache.get("max_bytes")
+    if budget is None:  # results from before the cache was sized in bytes
+        over = [r["files"] for r in result["sizes"] if 2 * r["files"] > cache.get("max_entries", float("inf"))]
+        held = f"{cache.get('max_entries', 0):,} entries"
+    else:
+        over = [r["files"] for r in result["sizes"] if 2 * r["files"] * 3000 > budget]
+        held = f"{budget >> 20:,} MiB"
     if not over:
         return ""
     return (f" At {', '.join(f'{n:,}' for n in over)} files the table has more manifest entries than mor's manifest "
-            f"cache holds by default ({cache['max_entries']:,}), so the warm plan reads part of them again.")
+            f"cache holds by default ({held}), so the warm plan reads part of them again.")
 
 
 def _plot(result: dict[str, Any], out_dir: Path) -> str:

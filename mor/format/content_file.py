@@ -15,7 +15,7 @@ from mor.format.spec import DELETE_FILE_PATH_ID, PUFFIN, FileContent, ManifestEn
 PartitionValues = tuple[Any, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ContentFile:
     content: FileContent
     file_path: str
@@ -66,9 +66,13 @@ class ContentFile:
 class DataFile(ContentFile):
     """A file of table rows (content 0)."""
 
+    __slots__ = ()
+
 
 class DeleteFile(ContentFile):
     """A position (content 1) or equality (content 2) delete file."""
+
+    __slots__ = ()
 
 
 @overload
@@ -87,14 +91,19 @@ CONTENT_FILE_FIELDS = frozenset(f.name for f in fields(ContentFile))
 
 def content_file_from_fields(content: FileContent, values: dict[str, Any]) -> ContentFile:
     """A content file from a dict holding every field (CONTENT_FILE_FIELDS), already of the
-    right types: what the frozen dataclass __init__ does, 8x faster (manifest reading builds
-    one per entry). The caller hands `values` over and must not keep it."""
+    right types: what the frozen dataclass __init__ does without its checks (manifest reading
+    builds one per entry). Slots, not a dict per file: a plan of a million files holds a
+    million of them."""
     file = object.__new__(DataFile if content is FileContent.DATA else DeleteFile)
-    file.__dict__.update(values)
+    for name, value in values.items():
+        _set(file, name, value)
     return file
 
 
-@dataclass(frozen=True)
+_set = object.__setattr__
+
+
+@dataclass(frozen=True, slots=True)
 class ManifestEntry:
     """One row of a manifest, with sequence numbers and snapshot id always resolved."""
 
@@ -114,13 +123,11 @@ def manifest_entry(
 ) -> ManifestEntry:
     """ManifestEntry(...) without the frozen dataclass __init__'s cost."""
     entry = object.__new__(ManifestEntry)
-    entry.__dict__.update(
-        status=status,
-        snapshot_id=snapshot_id,
-        data_sequence_number=data_sequence_number,
-        file_sequence_number=file_sequence_number,
-        file=file,
-    )
+    _set(entry, "status", status)
+    _set(entry, "snapshot_id", snapshot_id)
+    _set(entry, "data_sequence_number", data_sequence_number)
+    _set(entry, "file_sequence_number", file_sequence_number)
+    _set(entry, "file", file)
     return entry
 
 

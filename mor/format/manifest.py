@@ -22,6 +22,7 @@ from mor.format.avro_schemas import V1_BLOCK_SIZE_BYTES, manifest_entry_schema
 from mor.format.content_file import ContentFile, ManifestEntry, content_file_from_fields, manifest_entry
 from mor.format.partition_values import avro_record_keys, to_avro_record, to_internal
 from mor.format.spec import FileContent, ManifestContent, ManifestEntryStatus
+from mor.io.avro_columns import read_avro_columns
 from mor.io.fileio import FileIO, unreadable
 from mor.io.threads import IO_POOL
 
@@ -158,19 +159,63 @@ def read_manifest_bytes(io_: FileIO, manifest: ManifestFile) -> bytes:
         raise unreadable("manifest", manifest.manifest_path, e) from e
 
 
-def decode_manifest(data: bytes, manifest: ManifestFile, specs: dict[int, PartitionSpec], schema: Schema) -> list[ManifestEntry]:
-    """The entries of a manifest read as `data`, sequence numbers and snapshot ids resolved."""
+def decode_manifest(
+    data: bytes, manifest: ManifestFile, specs: dict[int, PartitionSpec], schema: Schema, metrics: bool = True
+) -> list[ManifestEntry]:
+    """The entries of a manifest read as `data`, sequence numbers and snapshot ids resolved.
+    `metrics=False` leaves out the column metrics of data files (sizes, counts, bounds): a plan
+    that prunes nothing needs none, and they are most of an entry's decoding and memory. A
+    delete file keeps its bounds (they name the data file a position delete file applies to)."""
+    return manifest_entries(manifest_columns(data, manifest, metrics), manifest, specs, schema)
+
+
+@dataclass(frozen=True)
+class ManifestColumns:
+    """A manifest's entries as columns (mor/io/avro_columns.py), not yet entries: decoding a
+    large manifest this far holds no GIL, so manifests get here in parallel."""
+
+    columns: dict[str, list[Any]]
+    count: int
+    size: int  # bytes read
+
+
+def manifest_columns(data: bytes, manifest: ManifestFile, metrics: bool = True) -> ManifestColumns:
+    deletes = manifest.content == ManifestContent.DELETES
+    paths = _ENTRY_PATHS + (_METRIC_PATHS if metrics else _BOUND_PATHS if deletes else ())
+    try:
+        columns, count = read_avro_columns(data, paths)
+    except Exception as e:  # fastavro and polars fail on bad bytes in many ways
+        raise unreadable("manifest", manifest.manifest_path, e) from e
+    return ManifestColumns(columns, count, len(data))
+
+
+def manifest_entries(
+    decoded: ManifestColumns, manifest: ManifestFile, specs: dict[int, PartitionSpec], schema: Schema
+) -> list[ManifestEntry]:
+    """The entries of a manifest decoded into columns, sequence numbers and snapshot ids resolved."""
     if manifest.sequence_number is None:
         raise CorruptMetadataError(f"manifest {manifest.manifest_path} has no sequence number")
     spec = specs.get(manifest.partition_spec_id)
     if spec is None:
         raise CorruptMetadataError(f"manifest {manifest.manifest_path} uses unknown spec {manifest.partition_spec_id}")
-    records = decode_avro_records(data, manifest.manifest_path, "manifest")
     try:
-        names = avro_record_keys(spec.partition_type(schema), records[0]["data_file"]["partition"] if records else None)
-        return _EntryDecoder(manifest, names).entries(records)
+        partitions = decoded.columns.get("data_file.partition") or [None]
+        names = avro_record_keys(spec.partition_type(schema), partitions[0])
+        return _EntryDecoder(manifest, names).entries(decoded.columns, decoded.count)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
         raise CorruptMetadataError(f"manifest {manifest.manifest_path} holds an entry that is not a manifest entry: {e!r}") from e
+
+
+_FILE_FIELDS = (
+    "content", "file_path", "file_format", "partition", "record_count", "file_size_in_bytes", "key_metadata", "equality_ids",
+    "sort_order_id", "referenced_data_file", "first_row_id", "content_offset", "content_size_in_bytes",
+)  # fmt: skip
+# Left out with metrics=False: column metrics, and split offsets (only `inspect` shows them).
+_METRICS = ("column_sizes", "value_counts", "null_value_counts", "nan_value_counts", "lower_bounds", "upper_bounds", "split_offsets")
+_ENTRY_PATHS = ("status", "snapshot_id", "sequence_number", "file_sequence_number") + tuple(f"data_file.{f}" for f in _FILE_FIELDS)
+_METRIC_PATHS = tuple(f"data_file.{f}" for f in _METRICS)
+_BOUND_PATHS = ("data_file.lower_bounds", "data_file.upper_bounds")
+_FORMATS: dict[str, str] = {}  # "parquet" -> "PARQUET", one string for every entry
 
 
 def read_avro_records(io_: FileIO, location: str, what: str) -> list[dict[str, Any]]:
@@ -232,9 +277,10 @@ _CONTENTS = {c.value: c for c in FileContent}
 
 
 class _EntryDecoder:
-    """Turns the Avro records of one manifest into entries. Planning decodes every entry of
-    every manifest it reads, so this avoids per-entry overhead: enum lookups by index, and
-    content files built from a complete field dict (`content_file_from_fields`)."""
+    """Turns the columns of one manifest (mor/io/avro_columns.py) into entries. Planning
+    decodes every entry of every manifest it reads, so this avoids per-entry overhead: enum
+    lookups by index, and content files built from a complete field dict
+    (`content_file_from_fields`)."""
 
     def __init__(self, manifest: ManifestFile, partition_names: tuple[str, ...]):
         self.manifest = manifest
@@ -245,19 +291,28 @@ class _EntryDecoder:
         # upgrade to v3) gives its files none.
         self.next_row_id = manifest.first_row_id
 
-    def entries(self, records: list[dict[str, Any]]) -> list[ManifestEntry]:
-        return [self.entry(r) for r in records]
+    def entries(self, columns: dict[str, list[Any]], count: int) -> list[ManifestEntry]:
+        absent = [None] * count
+        v1 = "sequence_number" not in columns  # no sequence numbers at all: every file is at its manifest's (0)
+        column = [columns.get(p, absent) for p in _ENTRY_PATHS]
+        metrics = [_maps(columns.get(f"data_file.{m}")) if f"data_file.{m}" in columns else absent for m in _METRICS[:-1]]
+        metrics.append(columns.get("data_file.split_offsets", absent))
+        return [self.entry(v1, *row) for row in zip(*column, *metrics)]
 
-    def entry(self, record: dict[str, Any]) -> ManifestEntry:
+    def entry(
+        self, v1: bool, status_value: int, snapshot_id: int | None, data_seq: int | None, file_seq: int | None,
+        content_value: int | None, file_path: str, file_format: str, partition: dict[str, Any] | None, record_count: int,
+        file_size: int, key_metadata: bytes | None, equality_ids: list[int] | None,
+        sort_order_id: int | None, referenced_data_file: str | None, first_row_id: int | None, content_offset: int | None,
+        content_size: int | None, column_sizes: dict[int, int] | None, value_counts: dict[int, int] | None,
+        null_value_counts: dict[int, int] | None, nan_value_counts: dict[int, int] | None,
+        lower_bounds: dict[int, bytes] | None, upper_bounds: dict[int, bytes] | None, split_offsets: list[int] | None,
+    ) -> ManifestEntry:  # fmt: skip
         manifest = self.manifest
-        status = _STATUSES[record["status"]]
-        snapshot_id = record.get("snapshot_id")
-        data_seq = record.get("sequence_number")
-        file_seq = record.get("file_sequence_number")
+        status = _STATUSES[status_value]
         if snapshot_id is None:  # inherited in every status, as Iceberg Java does (DuckDB writes DELETED entries so)
             snapshot_id = manifest.added_snapshot_id
-        if data_seq is None and "sequence_number" not in record:
-            # A v1 manifest: no sequence numbers at all; every file is at its manifest's (0).
+        if v1:
             data_seq = file_seq = manifest.sequence_number
         if status is ManifestEntryStatus.ADDED:
             if data_seq is None:
@@ -266,48 +321,49 @@ class _EntryDecoder:
                 file_seq = manifest.sequence_number
         if snapshot_id is None or data_seq is None or file_seq is None:
             raise CorruptMetadataError(f"{manifest.manifest_path}: a non-added entry lacks its snapshot id or sequence numbers")
-        d = record["data_file"]
-        content = _CONTENTS[d.get("content", 0)]
+        content = _CONTENTS[content_value or 0]
         if (content is FileContent.DATA) != self.data_manifest:
             raise CorruptMetadataError(f"{manifest.manifest_path}: {content.name} entry in a {manifest.content.name} manifest")
-        partition = d.get("partition") or {}
-        split_offsets = d.get("split_offsets")
-        equality_ids = d.get("equality_ids")
-        first_row_id = None
+        partition = partition or {}
         if self.next_row_id is not None and content is FileContent.DATA:
-            first_row_id = d.get("first_row_id")
             if first_row_id is None and status is not ManifestEntryStatus.DELETED:
                 first_row_id = self.next_row_id
-                self.next_row_id += d["record_count"]
+                self.next_row_id += record_count
+        else:
+            first_row_id = None
         file = content_file_from_fields(
             content,
             {
                 "content": content,
-                "file_path": d["file_path"],
-                "file_format": d["file_format"].upper(),
+                "file_path": file_path,
+                "file_format": _FORMATS.get(file_format) or _FORMATS.setdefault(file_format, file_format.upper()),
                 "spec_id": manifest.partition_spec_id,
                 "partition": tuple([to_internal(partition.get(name)) for name in self.names]),
-                "record_count": d["record_count"],
-                "file_size_in_bytes": d["file_size_in_bytes"],
-                "column_sizes": _map_from_avro(d.get("column_sizes")),
-                "value_counts": _map_from_avro(d.get("value_counts")),
-                "null_value_counts": _map_from_avro(d.get("null_value_counts")),
-                "nan_value_counts": _map_from_avro(d.get("nan_value_counts")),
-                "lower_bounds": _map_from_avro(d.get("lower_bounds")),
-                "upper_bounds": _map_from_avro(d.get("upper_bounds")),
-                "key_metadata": d.get("key_metadata"),
+                "record_count": record_count,
+                "file_size_in_bytes": file_size,
+                "column_sizes": column_sizes,
+                "value_counts": value_counts,
+                "null_value_counts": null_value_counts,
+                "nan_value_counts": nan_value_counts,
+                "lower_bounds": lower_bounds,
+                "upper_bounds": upper_bounds,
+                "key_metadata": key_metadata,
                 "split_offsets": tuple(split_offsets) if split_offsets is not None else None,
                 "equality_ids": tuple(equality_ids) if equality_ids is not None else None,
-                "sort_order_id": d.get("sort_order_id"),
-                "referenced_data_file": d.get("referenced_data_file"),
+                "sort_order_id": sort_order_id,
+                "referenced_data_file": referenced_data_file,
                 "first_row_id": first_row_id,
-                "content_offset": d.get("content_offset"),
-                "content_size_in_bytes": d.get("content_size_in_bytes"),
+                "content_offset": content_offset,
+                "content_size_in_bytes": content_size,
                 "data_sequence_number": data_seq,
                 "file_sequence_number": file_seq,
             },
         )
         return manifest_entry(status, snapshot_id, data_seq, file_seq, file)
+
+
+def _maps(column: list[list[dict[str, Any]] | None] | None) -> list[dict[int, Any] | None]:
+    return [_map_from_avro(items) for items in column or ()]
 
 
 def _map_to_avro(values: dict[int, Any] | None) -> list[dict[str, Any]] | None:

@@ -9,9 +9,11 @@ has the size it was read with, and is read again (and fails, naming it, as it wo
 object storage a hit costs nothing: objects are never replaced in place, and a HEAD request per
 manifest per plan is what the cache is there to save.
 
-Memory is bounded by a number of entries (`MOR_MANIFEST_CACHE_ENTRIES` or
-`configure(max_entries=...)`; default DEFAULT_MAX_ENTRIES, about 3 KB each with metrics for 5
-columns; 0 turns the cache off), least recently used first out.
+Memory is bounded in bytes (`MOR_MANIFEST_CACHE_BYTES` or `configure(max_bytes=...)`; default
+DEFAULT_MAX_BYTES; 0 turns the cache off), least recently used first out. A manifest's weight
+is an estimate of what its decoded entries hold, measured on entries of real shape: about 500
+bytes an entry without column metrics (a plan that prunes nothing reads them so), and about 450
+more per column with metrics.
 A plan never evicts manifests it has read itself: when those fill the cache, it reads the rest
 without caching them, so a plan larger than the cache still finds its first part cached the next
 time instead of thrashing.
@@ -39,13 +41,15 @@ from pyiceberg.schema import Schema
 
 from mor.errors import CorruptMetadataError
 from mor.format.content_file import ManifestEntry
-from mor.format.manifest import ManifestFile, decode_manifest, read_manifest_bytes
+from mor.format.manifest import ManifestColumns, ManifestFile, manifest_columns, manifest_entries, read_manifest_bytes
 from mor.io.environment import budget_from_env
 from mor.io.fileio import FileIO, is_object_store
 from mor.io.threads import SharedPool
 
-DEFAULT_MAX_ENTRIES = 100_000
-BUDGET_ENV = "MOR_MANIFEST_CACHE_ENTRIES"
+DEFAULT_MAX_BYTES = 256 << 20
+BUDGET_ENV = "MOR_MANIFEST_CACHE_BYTES"
+ENTRY_BYTES = 500  # an entry without metrics: its slots, path, partition tuple, manifest entry
+METRICS_BYTES_PER_COLUMN = 450  # six small dicts' share for one column
 DEFAULT_THREADS = 4
 
 
@@ -63,18 +67,21 @@ class _Cached:
     size: int  # bytes read: a hit is served only while the file still has this size
     live_keys: frozenset[tuple[str, int | None]]  # of the live entries, to find a file listed twice
     live_count: int
+    weight: int  # estimated bytes held
 
 
-def _cached(entries: list[ManifestEntry], size: int) -> _Cached:
+def _cached(entries: list[ManifestEntry], size: int, metrics: bool) -> _Cached:
     live = [e.file.key for e in entries if e.is_live]
-    return _Cached(entries, size, frozenset(live), len(live))
+    columns = len(entries[0].file.value_counts or ()) if metrics and entries else 0
+    weight = max(1, len(entries)) * (ENTRY_BYTES + METRICS_BYTES_PER_COLUMN * columns)
+    return _Cached(entries, size, frozenset(live), len(live), weight)
 
 
 class ManifestCache:
-    def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES):
-        self.max_entries = max_entries
+    def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES):
+        self.max_bytes = max_bytes
         self._items: OrderedDict[Hashable, _Cached] = OrderedDict()
-        self._entries = 0
+        self._bytes = 0
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -83,8 +90,9 @@ class ManifestCache:
         return len(self._items)
 
     @property
-    def entries(self) -> int:
-        return self._entries
+    def bytes(self) -> int:
+        """The estimated bytes the cached entries hold."""
+        return self._bytes
 
     def get(self, key: Hashable, scope: PlanScope) -> _Cached | None:
         with self._lock:
@@ -101,38 +109,34 @@ class ManifestCache:
         with self._lock:
             found = self._items.pop(key, None)
             if found is not None:
-                self._entries -= _weight(found)
+                self._bytes -= found.weight
 
     def put(self, key: Hashable, value: _Cached, scope: PlanScope) -> None:
-        weight = _weight(value)
-        if scope.full or weight > self.max_entries:
+        weight = value.weight
+        if scope.full or weight > self.max_bytes:
             return
         with self._lock:
             if key in self._items:
                 return
-            while self._entries + weight > self.max_entries:
+            while self._bytes + weight > self.max_bytes:
                 victim = next((k for k in self._items if k not in scope.keys), None)
                 if victim is None:
                     scope.full = True
                     return
-                self._entries -= _weight(self._items.pop(victim))
+                self._bytes -= self._items.pop(victim).weight
             self._items[key] = value
-            self._entries += weight
+            self._bytes += weight
             scope.keys.add(key)
 
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
-            self._entries = 0
+            self._bytes = 0
             self.hits = self.misses = 0
 
 
-def _weight(value: _Cached) -> int:
-    return max(1, len(value.entries))
-
-
 def _budget() -> int:
-    return budget_from_env(BUDGET_ENV, DEFAULT_MAX_ENTRIES, "entries")
+    return budget_from_env(BUDGET_ENV, DEFAULT_MAX_BYTES, "bytes")
 
 
 _CACHE = ManifestCache(_budget())
@@ -143,15 +147,15 @@ def cache() -> ManifestCache:
     return _CACHE
 
 
-def configure(max_entries: int | None = None, threads: int | None = None) -> None:
+def configure(max_bytes: int | None = None, threads: int | None = None) -> None:
     """Resize the process-wide cache (0 turns it off; shrinking empties it) and set how many
     threads read manifests (1: read them one after another in the calling thread)."""
-    if max_entries is not None:
-        if max_entries < 0:
-            raise ValueError(f"max_entries must be >= 0, got {max_entries}")
-        if max_entries < _CACHE.max_entries:
+    if max_bytes is not None:
+        if max_bytes < 0:
+            raise ValueError(f"max_bytes must be >= 0, got {max_bytes}")
+        if max_bytes < _CACHE.max_bytes:
             _CACHE.clear()
-        _CACHE.max_entries = max_entries
+        _CACHE.max_bytes = max_bytes
     if threads is not None:
         if threads < 1:
             raise ValueError(f"threads must be >= 1, got {threads}")
@@ -188,18 +192,21 @@ def read_entries(
     schema: Schema,
     scope: PlanScope | None = None,
     of_snapshot: str | None = None,
+    metrics: bool = True,
 ) -> list[list[ManifestEntry]]:
     """Every entry of each manifest (in manifest and file order), from the cache or read
     concurrently; errors as `read_manifest` raises them. `of_snapshot`: the manifests are (some
-    of) that manifest list's, so no file may be live in two entries (CorruptMetadataError)."""
+    of) that manifest list's, so no file may be live in two entries (CorruptMetadataError).
+    `metrics=False`: data files without their column metrics (`decode_manifest`), for a plan
+    that prunes nothing; cached apart from the entries with metrics."""
     scope = scope or PlanScope()
     out: list[list[ManifestEntry] | None] = [None] * len(manifests)
     found: list[_Cached | None] = [None] * len(manifests)
     missing: list[int] = []
     fingerprints = {spec_id: spec_fingerprint(spec) for spec_id, spec in specs.items()}
-    keys = [cache_key(io, m, fingerprints.get(m.partition_spec_id)) for m in manifests]
+    keys = [(cache_key(io, m, fingerprints.get(m.partition_spec_id)), metrics) for m in manifests]
     for i, (manifest, key) in enumerate(zip(manifests, keys)):
-        cached = _CACHE.get(key, scope) if _CACHE.max_entries else None
+        cached = _CACHE.get(key, scope) if _CACHE.max_bytes else None
         if cached is not None and _still_there(io, manifest, cached.size):
             out[i], found[i] = cached.entries, cached
         else:
@@ -207,24 +214,26 @@ def read_entries(
                 _CACHE.discard(key)
             missing.append(i)
 
-    def decode(i: int, data: bytes) -> list[ManifestEntry]:
-        entries = decode_manifest(data, manifests[i], specs, schema)
-        found[i] = made = _cached(entries, len(data))
-        if _CACHE.max_entries:
+    def columns(i: int) -> ManifestColumns:
+        return manifest_columns(read_manifest_bytes(io, manifests[i]), manifests[i], metrics)
+
+    def decode(i: int, decoded: ManifestColumns) -> list[ManifestEntry]:
+        entries = manifest_entries(decoded, manifests[i], specs, schema)
+        found[i] = made = _cached(entries, decoded.size, metrics)
+        if _CACHE.max_bytes:
             _CACHE.put(keys[i], made, scope)
         return entries
 
     with gc_paused():
         if len(missing) > 1 and _POOL.threads > 1:
-            # Reading releases the GIL and decoding does not: threads read ahead, this thread
-            # decodes in order as the bytes arrive (decoding in the pool made the GIL change
-            # hands per entry: 5-25% slower locally than one thread).
-            read = _POOL.get().map(lambda i: read_manifest_bytes(io, manifests[i]), missing)
-            for i, data in zip(missing, read):
-                out[i] = decode(i, data)
+            # Threads read ahead and decode into columns (reading, and decoding a large manifest,
+            # release the GIL: mor/io/avro_columns.py); this thread makes the entries, which
+            # holds the GIL, in order as the columns arrive.
+            for i, decoded in zip(missing, _POOL.get().map(columns, missing)):
+                out[i] = decode(i, decoded)
         else:
             for i in missing:
-                out[i] = decode(i, read_manifest_bytes(io, manifests[i]))
+                out[i] = decode(i, columns(i))
     # Every slot is filled by now: from the cache, or read and decoded.
     entries_of, cached_of = cast(list[list[ManifestEntry]], out), cast(list[_Cached], found)
     if of_snapshot is not None:

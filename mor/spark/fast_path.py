@@ -94,7 +94,7 @@ def read_table(
     lineage = [f for f in scan.projection.fields if f.field_id in LINEAGE_FIELD_IDS]
     read_schema = Schema(*[f for f in scan.schema.fields if f.field_id in read_ids], *lineage)
     bound = None if isinstance(scan.row_filter, AlwaysTrue) else bind_filter(scan.schema, scan.row_filter, CASE_SENSITIVE)
-    tasks = scan.plan_files()
+    tasks = scan.plan_files(keep_metrics=False)  # only read
     if bound is not None and has_residual(bound):
         return _residual_read(spark, table, scan.snapshot, read_schema, tasks, filter, output, metadata_columns)
     condition = None if bound is None else to_column(bound)

@@ -64,7 +64,7 @@ class ScanPlan:
         if self.snapshot_id is None:
             return []
         snapshot = table.metadata.snapshot_by_id(self.snapshot_id)
-        tasks = plan_files(table.io, table.metadata, snapshot, self.row_filter, CASE_SENSITIVE, self.schema)
+        tasks = plan_files(table.io, table.metadata, snapshot, self.row_filter, CASE_SENSITIVE, self.schema, keep_metrics=False)
         only = self.options.data_files
         return tasks if only is None else [t for t in tasks if t.data_file.file_path in only]
 

@@ -8,6 +8,8 @@ Every kind of damage is a CorruptMetadataError that names the file.
 
 from __future__ import annotations
 
+import dataclasses
+
 import glob
 import json
 import struct
@@ -448,7 +450,7 @@ def test_no_vectors_no_file(tmp_path: Path) -> None:
 
 
 def _changed(dv: DeleteFile, **fields: object) -> DeleteFile:
-    values = {k: v for k, v in dv.__dict__.items()}
+    values = {f.name: getattr(dv, f.name) for f in dataclasses.fields(dv)}
     values.update(fields)
     return DeleteFile(**values)
 

@@ -31,10 +31,10 @@ MakeTable = Callable[..., mor.Table]
 @pytest.fixture(autouse=True)
 def fresh_cache() -> Iterator[None]:
     cache = manifest_cache.cache()
-    max_entries = cache.max_entries
+    max_bytes = cache.max_bytes
     manifest_cache.clear()
     yield
-    manifest_cache.configure(max_entries=max_entries, threads=manifest_cache.DEFAULT_THREADS)
+    manifest_cache.configure(max_bytes=max_bytes, threads=manifest_cache.DEFAULT_THREADS)
     manifest_cache.clear()
 
 
@@ -93,7 +93,7 @@ def test_cached_concurrent_plans_equal_a_plain_reading(busy_table: mor.Table, te
 
 def test_the_cache_off_plans_the_same(busy_table: mor.Table) -> None:
     warm = [as_pairs(busy_table.scan(filter=t).plan_files()) for t in FILTERS]
-    manifest_cache.configure(max_entries=0)
+    manifest_cache.configure(max_bytes=0)
     assert len(manifest_cache.cache()) == 0
     assert [as_pairs(busy_table.scan(filter=t).plan_files()) for t in FILTERS] == warm
     assert len(manifest_cache.cache()) == 0
@@ -103,7 +103,7 @@ def test_every_snapshot_plans_the_same_warm_and_cold(busy_table: mor.Table) -> N
     snapshots = [s.snapshot_id for s in busy_table.snapshots()]
     warm = [as_pairs(busy_table.scan(snapshot_id=s).plan_files()) for s in snapshots]
     warm_again = [as_pairs(busy_table.scan(snapshot_id=s).plan_files()) for s in snapshots]
-    manifest_cache.configure(max_entries=0)
+    manifest_cache.configure(max_bytes=0)
     cold = [as_pairs(busy_table.scan(snapshot_id=s).plan_files()) for s in snapshots]
     assert warm == cold == warm_again
 
@@ -166,23 +166,24 @@ def test_another_kind_of_file_io_does_not_share_entries(make_table: MakeTable, t
 
 def test_the_cache_stays_within_its_budget_and_keeps_a_plans_first_manifests(make_table: MakeTable) -> None:
     table = make_table(*[range(i * 10, i * 10 + 10) for i in range(6)])  # 6 manifests of 1 entry
-    manifest_cache.configure(max_entries=4, threads=1)
+    one = manifest_cache.ENTRY_BYTES + manifest_cache.METRICS_BYTES_PER_COLUMN * len(table.schema().fields)  # one entry with metrics
+    manifest_cache.configure(max_bytes=4 * one, threads=1)
     cache = manifest_cache.cache()
     table.scan().plan_files()
-    assert cache.entries <= 4 and len(cache) == 4
+    assert cache.bytes <= 4 * one and len(cache) == 4
     before = cache.hits
     table.scan().plan_files()
     assert cache.hits - before == 4  # a plan larger than the cache does not thrash it
     other = make_table(range(500, 510), name="other")
     other.scan().plan_files()  # another table's plan may evict what this one left
-    assert cache.entries <= 4
+    assert cache.bytes <= 4 * one
 
 
 def test_decoded_files_have_every_field_and_equal_constructed_ones(busy_table: mor.Table) -> None:
     for task in busy_table.scan().plan_files():
         for f in (task.data_file, *task.delete_files):
-            assert set(f.__dict__) == CONTENT_FILE_FIELDS
-            rebuilt = type(f)(**f.__dict__)
+            values = {name: getattr(f, name) for name in CONTENT_FILE_FIELDS}  # every field set (slots: none missing)
+            rebuilt = type(f)(**values)
             assert rebuilt == f and hash(rebuilt) == hash(f)
             assert rebuilt.data_sequence_number == f.data_sequence_number
 
@@ -239,6 +240,6 @@ def test_planning_an_empty_snapshot_and_all_pruned(make_table: MakeTable) -> Non
 
 def test_configure_refuses_nonsense() -> None:
     with pytest.raises(ValueError):
-        manifest_cache.configure(max_entries=-1)
+        manifest_cache.configure(max_bytes=-1)
     with pytest.raises(ValueError):
         manifest_cache.configure(threads=0)

@@ -9,6 +9,8 @@ test compares the index with the rules written out again.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from examples import examples
 from hypothesis import given, settings
@@ -215,7 +217,7 @@ def a_delete(draw: st.DrawFn, i: int) -> DeleteFile:
         target = path if kind == "pos-target" else None
         bounds = (path, path) if kind == "pos-bounds" else None
         f = pos(f"p{i}", seq, partition, target=target, bounds=bounds)
-        f = DeleteFile(**{**f.__dict__, "spec_id": spec})
+        f = dataclasses.replace(f, spec_id=spec)
     return f
 
 

@@ -4,6 +4,8 @@ reader takes them, escaped. No SparkSession is started."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from typing import Any
 
 import pytest
@@ -29,7 +31,7 @@ def test_each_delete_file_is_listed_once_and_each_data_file_names_its_own() -> N
     equality = content(FileContent.EQUALITY_DELETES, "/w/d/eq 1.parquet", equality_ids=(1, 3))
     a: DataFile = content(FileContent.DATA, "s3://bucket/w/a.parquet", first_row_id=100)
     b: DataFile = content(FileContent.DATA, "file:///w/b\tc%.parquet")
-    a = DataFile(**{**a.__dict__, "data_sequence_number": 7})
+    a = dataclasses.replace(a, data_sequence_number=7)
     tasks = [
         FileScanTask(a, (vector, equality), AlwaysTrue()),
         FileScanTask(b, (shared, equality), AlwaysTrue()),
