@@ -114,19 +114,26 @@ def _plan_files(
     manifests = manifests_of(io, snapshot)
     scope = PlanScope()
 
-    def read(content: ManifestContent) -> list[list[ManifestEntry]]:
-        chosen = [m for m in manifests if m.content == content and (not prunes or file_filter.manifest_may_match(m))]
-        return read_entries(io, chosen, specs, metadata.schema(), scope, of_snapshot=snapshot.manifest_list, metrics=prunes or keep_metrics)
+    def read(contents: tuple[ManifestContent, ...]) -> dict[ManifestContent, list[list[ManifestEntry]]]:
+        chosen = [m for m in manifests if m.content in contents and (not prunes or file_filter.manifest_may_match(m))]
+        read = read_entries(io, chosen, specs, metadata.schema(), scope, of_snapshot=snapshot.manifest_list, metrics=prunes or keep_metrics)
+        return {c: [entries for m, entries in zip(chosen, read) if m.content == c] for c in contents}
 
+    # Without a filter every manifest is needed: data and delete manifests are read together,
+    # so their decoding overlaps. With one, delete manifests are read only if a data file is left.
+    both = (ManifestContent.DATA, ManifestContent.DELETES)
+    entries_of = read(both) if not prunes else read(both[:1])
     data: list[DataFile] = []
-    for entries in read(ManifestContent.DATA):
+    for entries in entries_of[ManifestContent.DATA]:
         for entry in entries:
             if entry.is_live and (not prunes or file_filter.file_may_match(entry.file)):
                 data.append(entry.file)  # type: ignore[arg-type]  # a data manifest's files; no cast per entry in this loop
     if not data:
         return []
+    if ManifestContent.DELETES not in entries_of:
+        entries_of.update(read(both[1:]))
     deletes: list[DeleteFile] = []
-    for entries in read(ManifestContent.DELETES):
+    for entries in entries_of[ManifestContent.DELETES]:
         for entry in entries:
             f = entry.file
             if entry.is_live and (not prunes or file_filter.partition_may_match(f.spec_id, f.partition)):
