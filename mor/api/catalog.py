@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +35,7 @@ from mor.format.metadata import new_table_metadata, parse_format_version
 from mor.format.properties import DELETE_MODE_PROPERTY, FORMAT_VERSION_PROPERTY, MERGE_ON_READ, check_properties
 from mor.format.spec import FORMAT_VERSION
 from mor.io.fileio import FileIO, is_object_store, to_local_path, to_uri
-from mor.maintenance.ownership import CatalogView, database_files, overlaps, same_file, touches
+from mor.maintenance.ownership import CatalogView, OtherTable, database_files, overlaps, same_file, touches
 from mor.maintenance.purge import PurgeResult
 from mor.write.partitioning import parse_partition_by
 
@@ -440,20 +440,31 @@ class Catalog(ABC):
         namespace, name = split_identifier(identifier)
         # Compared as storage reads them (`..`, `//`, `file:` spellings, links), percent-escapes
         # as written: `a%2Eb.db/t` (the level "a.b") and `a.b.db/t` (levels "a", "b") are two folders.
-        for other in self._view((namespace, name)).others():
+        for other, theirs in self._tables_beside((namespace, name), location, metadata_location):
             if metadata_location is not None and same_file(other.metadata_location, metadata_location):
                 raise SharedTableError(
                     f"cannot {verb} {identifier}: metadata file {metadata_location} is already table {other.name}'s{hint}"
                 )
-            try:
-                theirs = read_metadata(self.io, other.metadata_location).location
-            except (MorError, OSError):
-                continue  # not ours to judge here; maintenance refuses while it cannot be read
+            if theirs is None:
+                try:
+                    theirs = read_metadata(self.io, other.metadata_location).location
+                except (MorError, OSError):
+                    continue  # not ours to judge here; maintenance refuses while it cannot be read
             if overlaps(location, theirs):
                 raise SharedTableError(
                     f"cannot {verb} {identifier}: its location {location} and table {other.name}'s location {theirs} "
                     f"are the same folder or one holds the other{hint}"
                 )
+
+    def _tables_beside(
+        self, table: tuple[str, str], location: str, metadata_location: str | None
+    ) -> Iterator[tuple[OtherTable, str | None]]:
+        """The tables other than `table` that `check_unshared` must compare with a table at
+        `location` (and metadata file `metadata_location`), each with its location when known
+        (None: read from its metadata). Here every other table; a catalog that remembers
+        locations (the SQL catalog) finds the few near it, and near the location written in
+        `metadata_location`, where any table pointing at that file is."""
+        return ((other, None) for other in self._view(table).others())
 
     def check_location(self, location: str, holding: bool = True) -> None:
         """InvalidArgumentError when `location`, a new table's or view's folder, is one of the

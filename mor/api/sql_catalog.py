@@ -6,6 +6,7 @@ the row's pointer by compare-and-swap (mor/commit/table_ops.py)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -22,14 +23,16 @@ from mor.api.catalog import (
 )
 from mor.api.table import Table
 from mor.api.views import SqlCatalogViews
+from mor.catalog.located import LocatedMetadata
 from mor.catalog.sqlite_reads import SqliteCatalogReader
 from mor.commit.table_ops import CatalogTableOperations, NewTableOperations, create_in_catalog, read_metadata
-from mor.errors import InvalidArgumentError, NoSuchNamespaceError, NoSuchTableError, TableAlreadyExistsError
+from mor.errors import InvalidArgumentError, MorError, NoSuchNamespaceError, NoSuchTableError, TableAlreadyExistsError
 from mor.io.fileio import FileIO
-from mor.maintenance.ownership import CatalogView, OtherTable
+from mor.maintenance.ownership import CatalogView, OtherTable, storage_forms
 from mor.maintenance.purge import PurgeResult, delete_purged, plan_purge
 
 if TYPE_CHECKING:
+    from mor.catalog.locations import Unindexed
     from mor.catalog.sql import SqlCatalogStore
     from mor.commit.snapshot_producer import TableOperations
 
@@ -41,6 +44,7 @@ class SqlCatalog(SqlCatalogViews, Catalog):
         self.store = store
         self.warehouse = warehouse_uri
         self.io = io if io is not None else FileIO()  # its properties configure object storage
+        store.location_forms = location_forms  # so that the store records locations as the check compares them
 
     def __repr__(self) -> str:
         return f"Catalog({self.name!r}, warehouse={self.warehouse!r})"  # the default catalog keeps its short name
@@ -123,7 +127,7 @@ class SqlCatalog(SqlCatalogViews, Catalog):
         if not allow_shared:
             self.check_unshared(identifier, metadata.location, metadata_location)
         self.create_namespace_if_not_exists(namespace)
-        self.store.create_table_row(namespace, name, metadata_location)
+        self.store.create_table_row(namespace, name, LocatedMetadata(metadata_location, metadata.location))
         return self._table(identifier, namespace, name)
 
     def rename_table(self, identifier: str, new_identifier_: str) -> Table:
@@ -167,10 +171,59 @@ class SqlCatalog(SqlCatalogViews, Catalog):
 
         def others() -> list[OtherTable]:
             return [
-                OtherTable(f"{ns}.{t}" if catalog == self.name else f"{catalog}:{ns}.{t}", location)
+                OtherTable(self._other_name(catalog, ns, t), location)
                 for catalog, ns, t, location in self.store.table_rows()
                 if (catalog, (ns, t)) != (self.name, table)
             ]
 
         database = self.store.database_file
         return CatalogView(others, os.path.abspath(database) if database else None)
+
+    def _other_name(self, catalog: str, namespace: str, name: str) -> str:
+        return f"{namespace}.{name}" if catalog == self.name else f"{catalog}:{namespace}.{name}"
+
+    def _tables_beside(
+        self, table: tuple[str, str], location: str, metadata_location: str | None
+    ) -> Iterator[tuple[OtherTable, str | None]]:
+        """The tables whose recorded location is `location`'s folder, above it or inside it
+        (mor/catalog/locations.py), or that of `metadata_location`'s table: a few indexed
+        lookups, once the tables other writers created or moved are read and recorded. Without
+        the index (a read-only database): every other table."""
+        index = self.store.locations
+        if index is None:
+            yield from super()._tables_beside(table, location, metadata_location)
+            return
+        places = [location]
+        if metadata_location is not None:  # a table pointing at that file is at the location written in it
+            try:
+                places.append(read_metadata(self.io, metadata_location).location)
+            except (MorError, OSError):
+                pass
+        read: dict[Unindexed, str] = {}  # the tables other writers created or moved, read now
+        for pending in index.unindexed():
+            try:
+                read[pending] = read_metadata(self.io, pending.metadata_location).location
+            except (MorError, OSError):
+                continue  # not ours to judge here (as for every table before); it stays pending
+        for left in index.heal([(pending, theirs, location_forms(theirs)) for pending, theirs in read.items()]):
+            if left.key != (self.name, *table):  # not in the index: compared here
+                yield OtherTable(self._other_name(*left.key), left.metadata_location), read[left]
+        for found in index.near(*location_probes(places)):
+            if (found.catalog_name, (found.namespace, found.name)) != (self.name, table):
+                yield OtherTable(self._other_name(found.catalog_name, found.namespace, found.name), found.metadata_location), found.location
+
+
+def location_forms(location: str) -> list[str]:
+    """The spellings the catalog records a table location as: those `overlaps` compares."""
+    return [str(form) for form in storage_forms(location)]
+
+
+def location_probes(locations: list[str]) -> tuple[list[str], list[str]]:
+    """What a table at one of `locations` may share a folder with, as recorded forms: its own
+    folder and those above it (`exact`), and the beginnings of the folders inside it (`below`)."""
+    exact, below = [], []
+    for form in (form for location in locations for form in storage_forms(location)):
+        levels = form.path.split("/")  # "/a/b" -> ["", "a", "b"]; a relative "a/b" -> ["a", "b"]
+        exact += [form.prefix + ("/".join(levels[:i]) or "/") for i in range(1, len(levels) + 1)]
+        below.append(form.prefix + form.path.rstrip("/") + "/")
+    return exact, below

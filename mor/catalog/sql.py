@@ -10,13 +10,18 @@ use, a connect timeout and a statement timeout. A server that cannot be used rai
 `CatalogUnavailableError` naming host:port/db, never a driver error. A commit (`swap`) that fails
 before its COMMIT was sent certainly did not happen (`CatalogUnavailableError`); one whose COMMIT
 was sent but not acknowledged may have (`CommitStateUnknownError`).
+
+Beside pyiceberg's two tables the store keeps each table's location (mor/catalog/locations.py),
+recorded in the transaction of the write that sets it when the writer says what it is (a
+`LocatedMetadata` pointer) and the catalog said how to spell locations (`location_forms`);
+listings come a page at a time (mor/catalog/listings.py).
 """
 
 from __future__ import annotations
 
 import functools
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
@@ -33,9 +38,12 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError, SQLAlchemyError
-from sqlalchemy.exc import TimeoutError as PoolTimeoutError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
+from mor.catalog import listings
+from mor.catalog.located import LocatedMetadata
+from mor.catalog.locations import Key, LocationForms, LocationIndex, indexable
+from mor.catalog.sql_connections import describe, is_unavailable, postgres_engine_options, reason
 from mor.errors import (
     CatalogUnavailableError,
     CommitConflictError,
@@ -50,14 +58,6 @@ from mor.errors import (
     TableAlreadyExistsError,
     ViewAlreadyExistsError,
 )
-
-# Server defaults. Each can be given to SqlCatalogStore, or in the URL's query
-# (`?connect_timeout=5&statement_timeout=10000`); connect_timeout is libpq's, in seconds.
-DEFAULT_CONNECT_TIMEOUT_S = 10
-DEFAULT_STATEMENT_TIMEOUT_MS = 30_000
-DEFAULT_POOL_SIZE = 5
-DEFAULT_MAX_OVERFLOW = 10
-DEFAULT_POOL_RECYCLE_S = 1800
 
 _META = MetaData()
 TABLES = Table(
@@ -128,6 +128,10 @@ class SqlCatalogStore:
     (default 10); the URL's query parameters of the same names win over the defaults. SQLite
     ignores them."""
 
+    # The spellings storage reads a table location as (the SQL catalog sets them: they are
+    # mor/maintenance/ownership.py's); without them writes leave locations to the next check.
+    location_forms: LocationForms | None = None
+
     def __init__(
         self,
         uri: str | URL,
@@ -143,8 +147,8 @@ class SqlCatalogStore:
         url = make_url(uri)  # ArgumentError for a malformed URL
         self.is_server = url.get_backend_name() != "sqlite"
         if url.get_backend_name() == "postgresql":
-            url, engine_kwargs = _postgres_engine_options(url, engine_kwargs, connect_timeout, statement_timeout, pool_size, max_overflow)
-        self.server = _describe(url)
+            url, engine_kwargs = postgres_engine_options(url, engine_kwargs, connect_timeout, statement_timeout, pool_size, max_overflow)
+        self.server = describe(url)
         # An engine in autocommit mode commits with the UPDATE itself: its failure is then unknown.
         self._autocommit = "AUTOCOMMIT" in (
             engine_kwargs.get("isolation_level"),
@@ -163,15 +167,30 @@ class SqlCatalogStore:
                 raise  # load_catalog maps SQLite's errors (a locked or unreadable file)
             self.engine.dispose()
             raise self._error("open the catalog", e) from None
+        self.locations = LocationIndex.open(self.engine, TABLES, self._error)
+        self._collation = self._byte_collation()
+
+    def _byte_collation(self) -> str | None:
+        """The collation listings compare names in, and its indexes (mor/catalog/listings.py)."""
+        if not self.is_server:
+            return None  # SQLite compares bytes
+        try:
+            with self.engine.connect() as conn:
+                collation = listings.byte_collation(conn)
+        except SQLAlchemyError as e:
+            self.engine.dispose()
+            raise self._error("open the catalog", e) from None
+        listings.prepare(self.engine, collation)
+        return collation
 
     def _error(self, what: str, e: SQLAlchemyError) -> Exception:
         """The mor error for a driver error `e` raised while doing `what`."""
         if not self.is_server:
             return e  # SQLite: as before
-        reason = _reason(e)
-        if _is_unavailable(e):
-            return CatalogUnavailableError(f"{what}: the catalog database {self.server} is unavailable: {reason}")
-        return StorageError(f"{what}: the catalog database {self.server} refused it: {reason}")
+        why = reason(e)
+        if is_unavailable(e):
+            return CatalogUnavailableError(f"{what}: the catalog database {self.server} is unavailable: {why}")
+        return StorageError(f"{what}: the catalog database {self.server} refused it: {why}")
 
     def dispose(self) -> None:
         """Close the pooled connections."""
@@ -325,8 +344,14 @@ class SqlCatalogStore:
         """Add the table. CatalogUnavailableError: it certainly was not added;
         CommitStateUnknownError: it may have been (the caller must not remove its file)."""
         statement = self._new_row(namespace, name, metadata_location, _TABLE_TYPE)
+        located = self._located(metadata_location)
+
+        def write(conn: Any) -> None:
+            conn.execute(statement)
+            self._record(conn, (namespace, name), metadata_location, located)
+
         try:
-            self._write_once(f"creation of {namespace}.{name}", lambda conn: conn.execute(statement))
+            self._write_once(f"creation of {namespace}.{name}", write)
         except IntegrityError as e:
             raise TableAlreadyExistsError(f"table {namespace}.{name} already exists") from e
 
@@ -339,9 +364,17 @@ class SqlCatalogStore:
         statement = (
             update(TABLES)
             .where(self._row(namespace, name), TABLES.c.metadata_location == expected)
-            .values(metadata_location=new, previous_metadata_location=expected)
+            .values(metadata_location=str(new), previous_metadata_location=expected)
         )
-        return self._write_once(f"commit of {namespace}.{name} to {new}", lambda conn: conn.execute(statement).rowcount == 1)
+        located = self._located(new)
+
+        def write(conn: Any) -> bool:
+            if conn.execute(statement).rowcount != 1:
+                return False
+            self._record(conn, (namespace, name), new, located)
+            return True
+
+        return self._write_once(f"commit of {namespace}.{name} to {new}", write)
 
     def swap_many(self, changes: list[TableSwap]) -> bool:
         """Several tables' pointers moved in ONE transaction, all or none: each from its
@@ -352,10 +385,13 @@ class SqlCatalogStore:
         if len(changes) == 1 and (expected := changes[0].expected) is not None and changes[0].new != expected:
             return self.swap(changes[0].namespace, changes[0].name, expected, changes[0].new)
 
+        located = [self._located(change.new) for change in changes]
+
         def write(conn: Any) -> bool:
-            for change in changes:
+            for change, where in zip(changes, located):
                 if change.expected is None:
                     conn.execute(self._new_row(change.namespace, change.name, change.new, _TABLE_TYPE))
+                    self._record(conn, (change.namespace, change.name), change.new, where)
                     continue
                 # new == expected: the table only has to still point there (its row is locked
                 # until the end of the transaction); its previous location stays as it is.
@@ -363,10 +399,14 @@ class SqlCatalogStore:
                 statement = (
                     update(TABLES)
                     .where(self._row(change.namespace, change.name), TABLES.c.metadata_location == change.expected)
-                    .values(metadata_location=change.new, **moved)
+                    .values(metadata_location=str(change.new), **moved)
                 )
                 if conn.execute(statement).rowcount != 1:
                     raise _LostRace()  # leaves the transaction uncommitted: rolled back on close
+                if moved:
+                    self._record(conn, (change.namespace, change.name), change.new, where)
+                elif self.locations is not None:
+                    self.locations.settle(conn, self._key(change.namespace, change.name))  # its update queued it again
             return True
 
         names = ", ".join(f"{c.namespace}.{c.name}" for c in changes)
@@ -383,8 +423,15 @@ class SqlCatalogStore:
             update(TABLES).where(self._row(namespace, name), self._is_table()).values(table_namespace=new_namespace, table_name=new_name)
         )
         what = f"rename of {namespace}.{name} to {new_namespace}.{new_name}"
+
+        def write(conn: Any) -> int:
+            count = int(conn.execute(statement).rowcount)
+            if count and self.locations is not None:
+                self.locations.move(conn, self._key(namespace, name), self._key(new_namespace, new_name))
+            return count
+
         try:
-            renamed = self._write_once(what, lambda conn: conn.execute(statement).rowcount)
+            renamed = self._write_once(what, write)
         except IntegrityError as e:
             raise TableAlreadyExistsError(f"table {new_namespace}.{new_name} already exists") from e
         if renamed == 0:
@@ -406,14 +453,14 @@ class SqlCatalogStore:
                 raise
             except SQLAlchemyError as e:
                 if self._autocommit:  # the statement was its own commit
-                    raise CommitStateUnknownError(f"{what}: {_reason(e)}") from e
+                    raise CommitStateUnknownError(f"{what}: {reason(e)}") from e
                 raise self._unsent(what, e) from None  # inside a transaction never committed
             try:
                 transaction.commit()
             except SQLAlchemyError as e:
                 # COMMIT was sent: the server may have applied it. The caller must not clean up.
                 raise CommitStateUnknownError(
-                    f"{what}: the catalog database {self.server} did not acknowledge the COMMIT: {_reason(e)}"
+                    f"{what}: the catalog database {self.server} did not acknowledge the COMMIT: {reason(e)}"
                 ) from e
         finally:
             try:
@@ -425,14 +472,65 @@ class SqlCatalogStore:
     def _unsent(self, what: str, e: SQLAlchemyError) -> Exception:
         error = self._error(what, e)
         if isinstance(error, SQLAlchemyError):  # SQLite
-            return CatalogUnavailableError(f"{what}: the catalog database {self.server} is unavailable: {_reason(e)}")
+            return CatalogUnavailableError(f"{what}: the catalog database {self.server} is unavailable: {reason(e)}")
         return error
 
     def drop_table_row(self, namespace: str, name: str) -> None:
         """Remove the table. CommitStateUnknownError: it may have been removed."""
         statement = delete(TABLES).where(self._row(namespace, name), self._is_table())
-        if self._write_once(f"drop of {namespace}.{name}", lambda conn: conn.execute(statement).rowcount) == 0:
+
+        def write(conn: Any) -> int:
+            count = int(conn.execute(statement).rowcount)
+            if count and self.locations is not None:
+                self.locations.forget(conn, self._key(namespace, name))
+            return count
+
+        if self._write_once(f"drop of {namespace}.{name}", write) == 0:
             raise NoSuchTableError(f"table {namespace}.{name} does not exist")
+
+    # -- table locations (mor/catalog/locations.py) ----------------------------------------------
+    def _key(self, namespace: str, name: str) -> Key:
+        return (self.catalog_name, namespace, name)
+
+    def _located(self, metadata_location: str) -> tuple[str, list[str]] | None:
+        """(table location, its forms) of a pointer that says where its table is (a
+        `LocatedMetadata`, mor/catalog/located.py); worked out before the transaction, which then
+        only writes. None: nothing to record, the write leaves the table pending."""
+        if self.locations is None or self.location_forms is None or not isinstance(metadata_location, LocatedMetadata):
+            return None
+        forms = self.location_forms(metadata_location.table_location)
+        return (metadata_location.table_location, forms) if indexable(metadata_location.table_location, forms) else None
+
+    def _record(self, conn: Any, name: tuple[str, str], metadata_location: str, located: tuple[str, list[str]] | None) -> None:
+        if self.locations is not None and located is not None:
+            self.locations.record(conn, self._key(*name), str(metadata_location), *located)
+
+    # -- pages (mor/catalog/listings.py) -------------------------------------------------------
+    @_guarded("list tables")
+    def table_names(self, namespace: str, after: str | None = None, limit: int | None = None, views: bool = False) -> list[str]:
+        """The names of the namespace's tables (`views`: its views) after `after`, in byte order,
+        at most `limit` of them: a page."""
+        kind = (TABLES.c.iceberg_type == _VIEW_TYPE) if views else self._is_table()
+        name: Any = TABLES.c.table_name
+        space: Any = TABLES.c.table_namespace
+        if self._collation is not None:
+            name, space = name.collate(self._collation), space.collate(self._collation)
+        query = select(TABLES.c.table_name).where(TABLES.c.catalog_name == self.catalog_name, space == namespace, kind)
+        if after is not None:
+            query = query.where(name > after)
+        with self.engine.connect() as conn:
+            return [str(n) for n in conn.execute(query.order_by(name).limit(limit)).scalars()]
+
+    def namespace_names(self, lo: str = "", inclusive: bool = True, hi: str | None = None) -> Iterator[str]:
+        """The catalog's namespaces from `lo` up to `hi` (excluded), in byte order, read as
+        they are consumed: what a page of namespaces needs, not every table's row."""
+        try:
+            yield from listings.walk_namespaces(self.engine, self.catalog_name, lo, inclusive, hi, self._collation)
+        except SQLAlchemyError as e:
+            error = self._error("list namespaces", e)
+            if error is e:
+                raise
+            raise error from None
 
     # -- views: rows of the same table, `iceberg_type` VIEW (as Iceberg Java's JDBC catalog) ------
     @_guarded("list views")
@@ -485,7 +583,7 @@ class SqlCatalogStore:
             catalog_name=self.catalog_name,
             table_namespace=namespace,
             table_name=name,
-            metadata_location=metadata_location,
+            metadata_location=str(metadata_location),
             previous_metadata_location=None,
             iceberg_type=iceberg_type,
         )
@@ -499,79 +597,3 @@ class SqlCatalogStore:
     @staticmethod
     def _is_table() -> Any:
         return (TABLES.c.iceberg_type == _TABLE_TYPE) | TABLES.c.iceberg_type.is_(None)
-
-
-def _postgres_engine_options(
-    url: URL,
-    engine_kwargs: dict[str, Any],
-    connect_timeout: float | None,
-    statement_timeout: int | None,
-    pool_size: int | None,
-    max_overflow: int | None,
-) -> tuple[URL, dict[str, Any]]:
-    """A server's pool and timeouts; query parameters of the URL win over the defaults."""
-    if url.drivername == "postgresql":  # SQLAlchemy's default driver is psycopg2; ours is psycopg 3
-        url = url.set(drivername="postgresql+psycopg")
-    query: dict[str, Any] = dict(url.query)  # a value is a tuple of strings when the key repeats
-
-    def take(key: str, given: Any, default: Any, kind: type) -> Any:
-        raw = query.pop(key, None)
-        value = given if raw is None else raw
-        value = default if value is None else value
-        try:
-            number = kind(float(value)) if kind is int else kind(value)
-        except (TypeError, ValueError):
-            raise InvalidArgumentError(f"catalog {key} is a number, got {value!r}") from None
-        if number < 0:
-            raise InvalidArgumentError(f"catalog {key} is >= 0, got {value!r}")
-        return number
-
-    connect_s = take("connect_timeout", connect_timeout, DEFAULT_CONNECT_TIMEOUT_S, float)
-    statement_ms = take("statement_timeout", statement_timeout, DEFAULT_STATEMENT_TIMEOUT_MS, int)
-    pool = take("pool_size", pool_size, DEFAULT_POOL_SIZE, int)
-    overflow = take("max_overflow", max_overflow, DEFAULT_MAX_OVERFLOW, int)
-    options = " ".join(filter(None, [query.pop("options", ""), f"-c statement_timeout={statement_ms}"]))
-    connect_args = {
-        # libpq counts whole seconds, at least 2
-        "connect_timeout": max(2, int(round(connect_s))) if connect_s else 0,
-        "options": options,
-        "application_name": query.pop("application_name", "mor"),
-        # notice a peer that vanished without closing the connection
-        "keepalives": 1,
-        "keepalives_idle": 30,
-        "keepalives_interval": 10,
-        "keepalives_count": 3,
-        **engine_kwargs.pop("connect_args", {}),
-    }
-    options_out: dict[str, Any] = {
-        "pool_pre_ping": True,
-        "pool_size": pool,
-        "max_overflow": overflow,
-        "pool_timeout": max(connect_s, 1.0) * 3,
-        "pool_recycle": DEFAULT_POOL_RECYCLE_S,
-        "connect_args": connect_args,
-        **engine_kwargs,
-    }
-    return url.set(query=query), options_out
-
-
-def _describe(url: URL) -> str:
-    """host:port/database (no user, no password); the file for SQLite."""
-    if url.get_backend_name() == "sqlite":
-        return url.database or ":memory:"
-    port = url.port or {"postgresql": 5432, "mysql": 3306}.get(url.get_backend_name()) or ""
-    return f"{url.host or 'localhost'}:{port}/{url.database or ''}"
-
-
-def _reason(e: SQLAlchemyError) -> str:
-    """The driver's message, first line, without SQLAlchemy's statement dump."""
-    orig = getattr(e, "orig", None)
-    text = str(orig if orig is not None else e).strip() or type(orig or e).__name__
-    return text.splitlines()[0]
-
-
-def _is_unavailable(e: SQLAlchemyError) -> bool:
-    """A connection problem or a timeout (rather than the server rejecting the statement)."""
-    if isinstance(e, (OperationalError, InterfaceError, PoolTimeoutError)):
-        return True
-    return isinstance(e, DBAPIError) and bool(e.connection_invalidated)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 if TYPE_CHECKING:
+    from mor.catalog.locations import LocationForms
     from mor.catalog.sql import SqlCatalogStore
 
 _POINTER = (
@@ -40,6 +41,7 @@ class SqliteCatalogReader:
         self.catalog_name = catalog_name
         self.server = str(path)
         self._open_full = open_full
+        self._location_forms: LocationForms | None = None
 
     @classmethod
     def open(cls, path: Path, catalog_name: str, open_full: Callable[[], SqlCatalogStore]) -> SqliteCatalogReader | None:
@@ -56,11 +58,24 @@ class SqliteCatalogReader:
 
     @cached_property
     def full(self) -> SqlCatalogStore:
-        return self._open_full()
+        store = self._open_full()
+        store.location_forms = self._location_forms
+        return store
+
+    @property
+    def location_forms(self) -> LocationForms | None:
+        return self._location_forms
+
+    @location_forms.setter
+    def location_forms(self, forms: LocationForms | None) -> None:
+        # Kept for the full store (SqlCatalogStore.location_forms) without building it now.
+        self._location_forms = forms
+        if "full" in self.__dict__:
+            self.full.location_forms = forms
 
     def __getattr__(self, name: str) -> Any:
         # Called only for what this class does not define: the full store's methods.
-        if name.startswith("__") or name in ("full", "_open_full"):
+        if name.startswith("__") or name in ("full", "_open_full", "_location_forms"):
             raise AttributeError(name)
         return getattr(self.full, name)
 

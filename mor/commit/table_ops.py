@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from mor.catalog.listeners import committed
+from mor.catalog.located import LocatedMetadata
 from mor.commit import steps
 from mor.errors import (
     CommitConflictError,
@@ -139,7 +140,11 @@ def commit_many(io: FileIO, store: SqlCatalogStore | SqliteCatalogReader, planne
         _delete_all(io, written)
         raise
     steps.reached("metadata-written")
-    swaps = [TableSwap(p.namespace, p.name, p.base_location, location) for p, location in zip(planned, locations)]
+    # A pointer that says its table's location: the store records it in the swap's transaction.
+    swaps = [
+        TableSwap(p.namespace, p.name, p.base_location, location if p.metadata is None else LocatedMetadata(location, p.metadata.location))
+        for p, location in zip(planned, locations)
+    ]
     try:
         swapped = store.swap_many(swaps)
     except CommitStateUnknownError:
@@ -187,7 +192,7 @@ def create_in_catalog(
     def add_row() -> None:
         if before_row is not None:
             before_row()
-        store.create_table_row(namespace, name, location)
+        store.create_table_row(namespace, name, LocatedMetadata(location, metadata.location))  # recorded with the row
 
     point_at_new_file(io, location, metadata.to_json().encode("utf-8"), add_row)
     return location

@@ -19,8 +19,6 @@ scope and the levels that lead to them.
 
 from __future__ import annotations
 
-import base64
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +32,7 @@ from mor.server.errors import BadRequestError
 from mor.server.locations import check_warehouse
 from mor.server.names import identifier_from_json, namespace_from_levels, namespace_from_path, table_from_path
 from mor.server.namespaces import Namespaces
+from mor.server.pages import page_request
 from mor.server.tables import Tables
 from mor.server.views import Views
 
@@ -164,8 +163,7 @@ class Service:
         under = None if parent is None else namespace_from_path(parent)
         if under is not None:
             call.grant.check_listing(under)
-        listed = self.namespaces.list(under, call.grant.covers)
-        return 200, paged(listed, "namespaces", call.query)
+        return 200, self.namespaces.list(under, call.grant.covers, page_request(call.query))
 
     def create_namespace(self, call: Call) -> Answer:
         return 200, self.namespaces.create(call.body)
@@ -187,7 +185,7 @@ class Service:
 
     # -- tables --------------------------------------------------------------------------------
     def list_tables(self, call: Call) -> Answer:
-        return 200, paged(self.tables.list(call.namespace()), "identifiers", call.query)
+        return 200, self.tables.list(call.namespace(), page_request(call.query))
 
     def create_table(self, call: Call) -> Answer:
         return 200, self.tables.create(call.namespace(), call.body, call.vend())
@@ -223,7 +221,7 @@ class Service:
 
     # -- views ---------------------------------------------------------------------------------
     def list_views(self, call: Call) -> Answer:
-        return 200, paged(self.views.list(call.namespace()), "identifiers", call.query)
+        return 200, self.views.list(call.namespace(), page_request(call.query))
 
     def create_view(self, call: Call) -> Answer:
         return 200, self.views.create(call.namespace(), call.body)
@@ -285,43 +283,19 @@ def transaction_namespaces(call: Call) -> list[str]:
     return [namespace for namespace, _, _ in table_changes(call.body)]
 
 
-DEFAULT_PAGE_SIZE = 1000  # a listing's page when the client asks for pages (`pageToken`) without a size
-
-
 def paged(listing: dict[str, Any], key: str, query: dict[str, str]) -> dict[str, Any]:
-    """One page of `listing[key]` when the client asks for pages (`pageSize`, or `pageToken`,
-    which is empty on the first request): the items after the token's, in name order, and
-    `next-page-token` when more follow. The token names the last item given (opaque to
-    clients), so items created or dropped between pages shift nothing: each item present
-    throughout is listed exactly once."""
-    if "pageSize" not in query and "pageToken" not in query:
+    """One page of a whole listing `listing[key]` when the client asks for pages, as the
+    listings above get theirs from the store (pages.py): the items after the token's, in name
+    order, and `next-page-token` when more follow."""
+    page = page_request(query)
+    if page is None:
         return listing
-    size_text = query.get("pageSize") or str(DEFAULT_PAGE_SIZE)
-    if not size_text.isdigit() or int(size_text) < 1:
-        raise BadRequestError(f"pageSize is a positive integer, got {size_text!r}")
-    size = int(size_text)
     items = sorted(listing[key], key=_sort_key)
-    token = query.get("pageToken") or None
-    if token is not None:
-        after = _token_key(token)
-        items = [item for item in items if _sort_key(item) > after]
-    page, more = items[:size], len(items) > size
-    answer = {**listing, key: page}
-    if more:
-        answer["next-page-token"] = base64.urlsafe_b64encode(json.dumps(_sort_key(page[-1])).encode()).decode()
-    return answer
+    if page.after is not None:
+        items = [item for item in items if _sort_key(item) > page.after]
+    return page.answer({**listing, key: items[: page.size]}, _sort_key(items[page.size - 1]) if len(items) > page.size else None)
 
 
 def _sort_key(item: Any) -> list[str]:
     """A namespace's levels, or a table identifier's levels and name."""
     return [*item["namespace"], item["name"]] if isinstance(item, dict) else list(item)
-
-
-def _token_key(token: str) -> list[str]:
-    try:
-        key = json.loads(base64.urlsafe_b64decode(token.encode()))
-    except ValueError:
-        raise BadRequestError(f"pageToken {token!r} is not one this server gave") from None
-    if not isinstance(key, list) or not all(isinstance(k, str) for k in key):
-        raise BadRequestError(f"pageToken {token!r} is not one this server gave")
-    return key

@@ -59,6 +59,8 @@ from mor.server.credentials import CredentialVendor
 from mor.server.errors import BadRequestError
 from mor.server.locations import check_inside, normal_location
 from mor.server.names import check_new_names, escaped, identifier_from_json, identifier_to_json
+from mor.server.namespaces import namespace_known
+from mor.server.pages import PageRequest
 
 log = logging.getLogger("mor.server")
 
@@ -73,8 +75,8 @@ class Tables:
     def default_location(self, namespace: str, name: str) -> str:
         return self.catalog.default_location(f"{namespace}.{name}")
 
-    def list(self, namespace: str) -> dict[str, Any]:
-        return identifiers(self.store, namespace, self.store.list_tables(namespace))
+    def list(self, namespace: str, page: PageRequest | None = None) -> dict[str, Any]:
+        return name_listing(self.store, namespace, page, views=False)
 
     def exists(self, namespace: str, name: str) -> bool:
         return self.catalog.table_exists(f"{namespace}.{name}")
@@ -226,9 +228,20 @@ def new_name(store: Any, namespace: str, body: dict[str, Any], kind: str) -> str
     return name
 
 
+def name_listing(store: Any, namespace: str, page: PageRequest | None, views: bool) -> dict[str, Any]:
+    """The tables (`views`: the views) of `namespace`: all of them, or the page asked for, which
+    the store finds by its names alone (the page's size and one more, to know whether more
+    follow)."""
+    if page is None:
+        return identifiers(store, namespace, store.list_views(namespace) if views else store.list_tables(namespace))
+    names = store.table_names(namespace, page.after_name, page.size + 1, views)
+    listing = identifiers(store, namespace, names[: page.size])
+    return page.answer(listing, [*namespace.split("."), names[page.size - 1]] if len(names) > page.size else None)
+
+
 def identifiers(store: Any, namespace: str, names: builtins.list[str]) -> dict[str, Any]:
     """A listing's answer: `names` in `namespace` as identifiers; NoSuchNamespaceError when the
     namespace is empty because it does not exist (no level of it either)."""
-    if not names and not any(n == namespace or n.startswith(namespace + ".") for n in store.list_namespaces()):
+    if not names and not namespace_known(store, namespace):
         raise NoSuchNamespaceError(f"namespace {namespace!r} does not exist")
     return {"identifiers": [identifier_to_json(namespace, n) for n in names]}

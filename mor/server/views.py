@@ -17,7 +17,8 @@ from mor.format.view_metadata import create_view_metadata, view_metadata_dict
 from mor.server.errors import BadRequestError
 from mor.server.locations import check_inside, normal_location
 from mor.server.names import check_new_names, identifier_from_json
-from mor.server.tables import identifiers, new_name
+from mor.server.pages import PageRequest
+from mor.server.tables import name_listing, new_name
 
 
 class Views:
@@ -25,8 +26,8 @@ class Views:
         self.catalog = catalog
         self.store = catalog.store
 
-    def list(self, namespace: str) -> dict[str, Any]:
-        return identifiers(self.store, namespace, self.store.list_views(namespace))
+    def list(self, namespace: str, page: PageRequest | None = None) -> dict[str, Any]:
+        return name_listing(self.store, namespace, page, views=True)
 
     def exists(self, namespace: str, name: str) -> bool:
         try:
