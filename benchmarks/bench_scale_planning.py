@@ -178,7 +178,9 @@ def plan_mor(spec: dict[str, Any]) -> dict[str, Any]:
     tasks: list[Any] = []
     for _ in ("cold", "warm"):
         tasks = []  # the previous plan is freed before the next one starts
-        tasks, run = timed(lambda: table.scan(filter=filter_text(spec["bound"])).plan_files())
+        scan = table.scan(filter=filter_text(spec["bound"]))
+        # --read-plan: the plan a read makes (mor >= e162354): without column metrics when nothing is pruned
+        tasks, run = timed(lambda: scan.plan_files(keep_metrics=False) if spec.get("read_plan") else scan.plan_files())
         runs.append({**run, "tasks": len(tasks), "delete_files": sum(len(t.delete_files) for t in tasks)})
     settings = {k: v for k, v in vars(manifest_cache.cache()).items() if k.startswith("max_")}  # its bound, whichever kind
     return {"load_table_seconds": load, "cold": runs[0], "warm": runs[1], "manifest_cache": settings,
@@ -376,7 +378,7 @@ def measure_size(args: argparse.Namespace, files: int, skip: dict[str, str]) -> 
             for planner in PLANNERS:
                 if planner in skip:
                     continue
-                spec: dict[str, Any] = {"warehouse": build["warehouse"], "bound": bound}
+                spec: dict[str, Any] = {"warehouse": build["warehouse"], "bound": bound, "read_plan": args.read_plan}
                 python, timeout = sys.executable, args.timeout
                 if planner == "pyiceberg":
                     timeout = args.pyiceberg_timeout
@@ -456,6 +458,7 @@ def main() -> None:
     parser.add_argument("--java-check-max", type=int, default=100_000, help="compare Java's whole plan on tables up to this many files")
     parser.add_argument("--mor-rev", default=None, help="measure mor as committed at this git revision (exported under --data-dir)")
     parser.add_argument("--mor-path", type=Path, default=None, help="import mor from this folder (holding `mor/`)")
+    parser.add_argument("--read-plan", action="store_true", help="mor plans as its reads do: plan_files(keep_metrics=False)")
     args = parser.parse_args()
     measured = {"rev": args.mor_rev, "commit": None, "path": None if args.mor_path is None else str(args.mor_path)}
     if args.mor_rev:

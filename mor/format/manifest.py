@@ -183,7 +183,7 @@ def manifest_columns(data: bytes, manifest: ManifestFile, metrics: bool = True) 
     deletes = manifest.content == ManifestContent.DELETES
     paths = _ENTRY_PATHS + (_METRIC_PATHS if metrics else _BOUND_PATHS if deletes else ())
     try:
-        columns, count = read_avro_columns(data, paths)
+        columns, count = read_avro_columns(data, paths, compiled=not metrics)
     except Exception as e:  # fastavro and polars fail on bad bytes in many ways
         raise unreadable("manifest", manifest.manifest_path, e) from e
     return ManifestColumns(columns, count, len(data))

@@ -5,7 +5,8 @@ Python dict per record (and per metric of every column) holding the GIL: about 4
 polars' Avro reader (Rust) decodes into Arrow columns without the GIL, about 6 us an entry, so
 the manifests of one plan decode in parallel, and only the fields asked for become Python
 values; it costs 0.2 s to import and a few milliseconds a file more than fastavro on files of a
-few entries, so it reads only files of `COMPILED_FROM` bytes or more, and a file it cannot read
+few entries, so it reads only files of `COMPILED_FROM` bytes or more, and only for the lean
+columns of a plan without metrics (see `read_avro_columns`), and a file it cannot read
 (it refuses a schema that names one fixed type twice) goes to fastavro. Both give the same values
 (checked over every manifest of the Iceberg Java fixtures: tests/unit/io/test_avro_columns.py):
 columns keyed by field path (`data_file.file_path`: a field of a record field), nested records
@@ -25,11 +26,13 @@ COMPILED_FROM = int(os.environ.get("MOR_AVRO_COMPILED_FROM_BYTES", 256 * 1024))
 Columns = dict[str, list[Any]]
 
 
-def read_avro_columns(data: bytes, paths: tuple[str, ...]) -> tuple[Columns, int]:
+def read_avro_columns(data: bytes, paths: tuple[str, ...], compiled: bool = True) -> tuple[Columns, int]:
     """The fields at `paths` (`name`, or `record.name` one level down) of every record of the
     Avro file `data`, as columns, and the number of records. Raises what the decoder raises on
-    bytes that are not Avro (the caller names the file)."""
-    if len(data) >= COMPILED_FROM:
+    bytes that are not Avro (the caller names the file). `compiled=False`: fastavro whatever the
+    size (a column of small records, such as metric maps, costs more memory as polars' lists of
+    dicts than as fastavro's records, for little time saved)."""
+    if compiled and len(data) >= COMPILED_FROM:
         try:
             return _compiled(data, paths)
         except Exception:  # a schema it cannot read (a named type used twice): fastavro reads every valid file
