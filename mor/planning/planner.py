@@ -119,10 +119,11 @@ def _plan_files(
         read = read_entries(io, chosen, specs, metadata.schema(), scope, of_snapshot=snapshot.manifest_list, metrics=prunes or keep_metrics)
         return {c: [entries for m, entries in zip(chosen, read) if m.content == c] for c in contents}
 
-    # Without a filter every manifest is needed: data and delete manifests are read together,
-    # so their decoding overlaps. With one, delete manifests are read only if a data file is left.
+    # A read without a filter needs every manifest, decoded lean: data and delete manifests are
+    # read together, so their decoding overlaps. Otherwise data first (its decoded records are
+    # freed before the deletes'), and delete manifests only if a data file is left.
     both = (ManifestContent.DATA, ManifestContent.DELETES)
-    entries_of = read(both) if not prunes else read(both[:1])
+    entries_of = read(both) if not (prunes or keep_metrics) else read(both[:1])
     data: list[DataFile] = []
     for entries in entries_of[ManifestContent.DATA]:
         for entry in entries:
