@@ -287,30 +287,30 @@ def _check_ref(name: str, ref: dict[str, Any]) -> None:
 def _check_statistics(base: TableMetadata | None, new: TableMetadata) -> None:
     """Statistics files a commit adds name their snapshot and path with their spec types."""
     for key in STATISTICS_KEYS:
-        before = [] if base is None else base.extra.get(key) or []
-        entries = new.extra.get(key)
-        if entries is None:
-            continue
-        if not isinstance(entries, list):
-            raise InvalidMetadataError(f"{key} must be a list, got {type(entries).__name__}", ILLEGAL_ARGUMENT)
-        for entry in entries:
-            if entry in before:
-                continue
-            if not isinstance(entry, dict):
-                raise InvalidMetadataError(f"a {key} entry must be an object, got {entry!r}", ILLEGAL_ARGUMENT)
-            _long(entry.get("snapshot-id"), f"{key} entry: snapshot-id")
-            if not isinstance(entry.get("statistics-path"), str) or not entry["statistics-path"]:
-                raise InvalidMetadataError(
-                    f"{key} entry of snapshot {entry.get('snapshot-id')}: statistics-path must be a string", ILLEGAL_ARGUMENT
-                )
+        if not isinstance(new.extra.get(key) or [], list):
+            raise InvalidMetadataError(f"{key} must be a list, got {type(new.extra[key]).__name__}", ILLEGAL_ARGUMENT)
+    for key, entry in _added_statistics(base, new):
+        if not isinstance(entry, dict):
+            raise InvalidMetadataError(f"a {key} entry must be an object, got {entry!r}", ILLEGAL_ARGUMENT)
+        _long(entry.get("snapshot-id"), f"{key} entry: snapshot-id")
+        if not isinstance(entry.get("statistics-path"), str) or not entry["statistics-path"]:
+            raise InvalidMetadataError(
+                f"{key} entry of snapshot {entry.get('snapshot-id')}: statistics-path must be a string", ILLEGAL_ARGUMENT
+            )
 
 
 def statistics_paths(base: TableMetadata | None, new: TableMetadata) -> list[str]:
-    """The paths of the statistics files `new` lists that `base` did not."""
+    """The paths of the statistics files `new` lists that `base` did not (after `validate_change`)."""
+    return [entry["statistics-path"] for _, entry in _added_statistics(base, new) if isinstance(entry, dict)]
+
+
+def _added_statistics(base: TableMetadata | None, new: TableMetadata) -> list[tuple[str, Any]]:
+    """(key, entry) of each statistics entry `new` lists that `base` did not."""
     out = []
     for key in STATISTICS_KEYS:
         before = [] if base is None else base.extra.get(key) or []
-        out += [e["statistics-path"] for e in new.extra.get(key) or [] if e not in before and isinstance(e, dict)]
+        entries = new.extra.get(key) or []
+        out += [(key, e) for e in entries if e not in before] if isinstance(entries, list) else []
     return out
 
 

@@ -231,14 +231,6 @@ def read_avro_records(io_: FileIO, location: str, what: str) -> list[dict[str, A
         raise unreadable(what, location, e) from e
 
 
-def decode_avro_records(data: bytes, location: str, what: str) -> list[dict[str, Any]]:
-    """`read_avro_records` of bytes already read."""
-    try:
-        return cast(list[dict[str, Any]], list(fastavro.reader(io.BytesIO(data))))  # a record schema's datums are dicts
-    except Exception as e:
-        raise unreadable(what, location, e) from e
-
-
 def _entry_to_avro(entry: EntryToWrite, partition_type: Any) -> dict[str, Any]:
     f = entry.file
     return {
