@@ -7,6 +7,7 @@ partition-spec field order, so planning compares them without conversions.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, overload
 
@@ -86,20 +87,21 @@ def make_content_file(content: FileContent, **fields: Any) -> ContentFile:
     return cls(content=FileContent(content), **fields)
 
 
-CONTENT_FILE_FIELDS = frozenset(f.name for f in fields(ContentFile))
+CONTENT_FILE_FIELDS = tuple(f.name for f in fields(ContentFile))
 
 
-def content_file_from_fields(content: FileContent, values: dict[str, Any]) -> ContentFile:
-    """A content file from a dict holding every field (CONTENT_FILE_FIELDS), already of the
-    right types: what the frozen dataclass __init__ does without its checks (manifest reading
-    builds one per entry). Slots, not a dict per file: a plan of a million files holds a
-    million of them."""
+def content_file_from_values(content: FileContent, values: Sequence[Any]) -> ContentFile:
+    """A content file from every field's value in declaration order (CONTENT_FILE_FIELDS),
+    already of the right types: what the frozen dataclass __init__ does without its checks
+    (manifest reading builds one per entry: a third of the time of the __init__). Slots, not a
+    dict per file: a plan of a million files holds a million of them."""
     file = object.__new__(DataFile if content is FileContent.DATA else DeleteFile)
-    for name, value in values.items():
-        _set(file, name, value)
+    for set_field, value in zip(_FIELD_SETTERS, values):
+        set_field(file, value)
     return file
 
 
+_FIELD_SETTERS = tuple(getattr(ContentFile, f.name).__set__ for f in fields(ContentFile))  # the slots' own setters
 _set = object.__setattr__
 
 

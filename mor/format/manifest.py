@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
@@ -19,10 +19,10 @@ from pyiceberg.schema import Schema
 
 from mor.errors import CorruptMetadataError, MorError
 from mor.format.avro_schemas import V1_BLOCK_SIZE_BYTES, manifest_entry_schema
-from mor.format.content_file import ContentFile, ManifestEntry, content_file_from_fields, manifest_entry
+from mor.format.content_file import ContentFile, ManifestEntry, content_file_from_values, manifest_entry
 from mor.format.partition_values import avro_record_keys, to_avro_record, to_internal
-from mor.format.spec import FileContent, ManifestContent, ManifestEntryStatus
-from mor.io.avro_columns import read_avro_columns
+from mor.format.spec import DELETE_FILE_PATH_ID, FileContent, ManifestContent, ManifestEntryStatus
+from mor.io.avro_columns import read_avro_columns, take_rows
 from mor.io.fileio import FileIO, unreadable
 from mor.io.threads import IO_POOL
 
@@ -160,50 +160,124 @@ def read_manifest_bytes(io_: FileIO, manifest: ManifestFile) -> bytes:
 
 
 def decode_manifest(
-    data: bytes, manifest: ManifestFile, specs: dict[int, PartitionSpec], schema: Schema, metrics: bool = True
+    data: bytes, manifest: ManifestFile, specs: dict[int, PartitionSpec], schema: Schema, metrics: Metrics = True
 ) -> list[ManifestEntry]:
     """The entries of a manifest read as `data`, sequence numbers and snapshot ids resolved.
-    `metrics=False` leaves out the column metrics of data files (sizes, counts, bounds): a plan
-    that prunes nothing needs none, and they are most of an entry's decoding and memory. A
-    delete file keeps its bounds (they name the data file a position delete file applies to)."""
+    `metrics`: which column metrics of data files to decode (`Metrics`)."""
     return manifest_entries(manifest_columns(data, manifest, metrics), manifest, specs, schema)
+
+
+Metrics = bool | frozenset[int]
+"""Which column metrics (sizes, counts, bounds) of data files a reader decodes: all (True),
+none (False: a plan that prunes nothing needs none, and they are most of an entry's decoding
+and memory), or those of some field ids (a plan pruning by a filter on those columns). A
+position delete file keeps only the bound that names its data file, and only when it has no
+`referenced_data_file` (the planner's one use of its bounds), unless `metrics` is True."""
 
 
 @dataclass(frozen=True)
 class ManifestColumns:
-    """A manifest's entries as columns (mor/io/avro_columns.py), not yet entries: decoding a
-    large manifest this far holds no GIL, so manifests get here in parallel."""
+    """A manifest's entries as Arrow columns (mor/io/avro_columns.py), not yet entries:
+    decoding a large manifest this far holds no GIL, so manifests get here in parallel, and a
+    cache of them is bounded by their exact size."""
 
-    columns: dict[str, list[Any]]
+    columns: dict[str, Any]  # field path -> pyarrow array
     count: int
     size: int  # bytes read
+    metrics: Metrics
+
+    @property
+    def nbytes(self) -> int:
+        return sum(c.nbytes for c in self.columns.values())
 
 
-def manifest_columns(data: bytes, manifest: ManifestFile, metrics: bool = True) -> ManifestColumns:
+def manifest_columns(data: bytes, manifest: ManifestFile, metrics: Metrics = True) -> ManifestColumns:
     deletes = manifest.content == ManifestContent.DELETES
-    paths = _ENTRY_PATHS + (_METRIC_PATHS if metrics else _BOUND_PATHS if deletes else ())
+    keep_keys: dict[str, frozenset[int]] = {}
+    if metrics is True:
+        paths = _ENTRY_PATHS + _METRIC_PATHS
+    elif deletes:
+        paths = _ENTRY_PATHS + BOUND_PATHS
+        keep_keys = dict.fromkeys(BOUND_PATHS, _DELETE_PATH_KEY)
+    elif metrics:
+        paths = _ENTRY_PATHS + _METRIC_PATHS[:-1]  # no split offsets
+        keep_keys = dict.fromkeys(_METRIC_PATHS[:-1], metrics)
+    else:
+        paths = _ENTRY_PATHS
     try:
-        columns, count = read_avro_columns(data, paths, compiled=not metrics)
+        columns, count = read_avro_columns(data, paths, keep_keys)
     except Exception as e:  # fastavro and polars fail on bad bytes in many ways
         raise unreadable("manifest", manifest.manifest_path, e) from e
-    return ManifestColumns(columns, count, len(data))
+    referenced = columns.get("data_file.referenced_data_file")
+    if deletes and metrics is not True and referenced is not None and referenced.null_count == 0:
+        columns = {p: c for p, c in columns.items() if p not in BOUND_PATHS}  # every file named: no bound needed (`Metrics`)
+    return ManifestColumns(columns, count, len(data), metrics)
 
 
 def manifest_entries(
     decoded: ManifestColumns, manifest: ManifestFile, specs: dict[int, PartitionSpec], schema: Schema
 ) -> list[ManifestEntry]:
     """The entries of a manifest decoded into columns, sequence numbers and snapshot ids resolved."""
+    return [e for chunk in iter_manifest_entries(decoded, manifest, specs, schema) for e in chunk]
+
+
+def live_keys(decoded: ManifestColumns) -> list[tuple[str, int | None]]:
+    """`ContentFile.key` of each live entry, from the columns alone."""
+    deleted = ManifestEntryStatus.DELETED.value
+    statuses = decoded.columns["status"].to_pylist()
+    paths = decoded.columns["data_file.file_path"].to_pylist()
+    offsets = (
+        decoded.columns["data_file.content_offset"].to_pylist() if "data_file.content_offset" in decoded.columns else [None] * decoded.count
+    )
+    return [(p, o) for s, p, o in zip(statuses, paths, offsets) if s != deleted]
+
+
+def take_entries(decoded: ManifestColumns, rows: list[int]) -> ManifestColumns:
+    """The columns of some rows of a manifest of delete files (a data manifest's rows inherit
+    first row ids from the rows before them: never taken apart)."""
+    return ManifestColumns(take_rows(decoded.columns, rows), len(rows), decoded.size, decoded.metrics)
+
+
+def iter_manifest_entries(
+    decoded: ManifestColumns, manifest: ManifestFile, specs: dict[int, PartitionSpec], schema: Schema, chunk: int = 8192
+) -> Iterator[list[ManifestEntry]]:
+    """`manifest_entries`, a chunk of rows at a time: only one chunk's Python values exist at
+    once besides the entries kept."""
+    for rows in _decoded_rows(decoded, manifest, specs, schema, chunk):
+        yield [manifest_entry(*row) for row in rows]
+
+
+def iter_live_files(
+    decoded: ManifestColumns, manifest: ManifestFile, specs: dict[int, PartitionSpec], schema: Schema, chunk: int = 8192
+) -> Iterator[list[ContentFile]]:
+    """The files of the live entries, a chunk of rows at a time (what a plan reads)."""
+    deleted = ManifestEntryStatus.DELETED
+    for rows in _decoded_rows(decoded, manifest, specs, schema, chunk):
+        yield [row[4] for row in rows if row[0] is not deleted]
+
+
+_Row = tuple[ManifestEntryStatus, int, int, int, ContentFile]  # a ManifestEntry's fields
+
+
+def _decoded_rows(
+    decoded: ManifestColumns, manifest: ManifestFile, specs: dict[int, PartitionSpec], schema: Schema, chunk: int
+) -> Iterator[list[_Row]]:
     if manifest.sequence_number is None:
         raise CorruptMetadataError(f"manifest {manifest.manifest_path} has no sequence number")
     spec = specs.get(manifest.partition_spec_id)
     if spec is None:
         raise CorruptMetadataError(f"manifest {manifest.manifest_path} uses unknown spec {manifest.partition_spec_id}")
-    try:
-        partitions = decoded.columns.get("data_file.partition") or [None]
-        names = avro_record_keys(spec.partition_type(schema), partitions[0])
-        return _EntryDecoder(manifest, names).entries(decoded.columns, decoded.count)
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
-        raise CorruptMetadataError(f"manifest {manifest.manifest_path} holds an entry that is not a manifest entry: {e!r}") from e
+    decoder: _EntryDecoder | None = None
+    for start in range(0, decoded.count, chunk):
+        try:
+            columns = {path: c.slice(start, chunk).to_pylist() for path, c in decoded.columns.items()}
+            if decoder is None:
+                partitions = columns.get("data_file.partition") or [None]
+                decoder = _EntryDecoder(manifest, avro_record_keys(spec.partition_type(schema), partitions[0]), decoded.metrics is not True)
+            rows = decoder.rows(columns, min(chunk, decoded.count - start))
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+            raise CorruptMetadataError(f"manifest {manifest.manifest_path} holds an entry that is not a manifest entry: {e!r}") from e
+        yield rows
 
 
 _FILE_FIELDS = (
@@ -214,7 +288,8 @@ _FILE_FIELDS = (
 _METRICS = ("column_sizes", "value_counts", "null_value_counts", "nan_value_counts", "lower_bounds", "upper_bounds", "split_offsets")
 _ENTRY_PATHS = ("status", "snapshot_id", "sequence_number", "file_sequence_number") + tuple(f"data_file.{f}" for f in _FILE_FIELDS)
 _METRIC_PATHS = tuple(f"data_file.{f}" for f in _METRICS)
-_BOUND_PATHS = ("data_file.lower_bounds", "data_file.upper_bounds")
+BOUND_PATHS = ("data_file.lower_bounds", "data_file.upper_bounds")
+_DELETE_PATH_KEY = frozenset({DELETE_FILE_PATH_ID})
 _FORMATS: dict[str, str] = {}  # "parquet" -> "PARQUET", one string for every entry
 
 
@@ -271,11 +346,13 @@ _CONTENTS = {c.value: c for c in FileContent}
 class _EntryDecoder:
     """Turns the columns of one manifest (mor/io/avro_columns.py) into entries. Planning
     decodes every entry of every manifest it reads, so this avoids per-entry overhead: enum
-    lookups by index, and content files built from a complete field dict
-    (`content_file_from_fields`)."""
+    lookups by index, and content files built from every field's value in order
+    (`content_file_from_values`)."""
 
-    def __init__(self, manifest: ManifestFile, partition_names: tuple[str, ...]):
+    def __init__(self, manifest: ManifestFile, partition_names: tuple[str, ...], lean: bool = False):
         self.manifest = manifest
+        # A lean read of position deletes: bounds only where no referenced_data_file names the data file.
+        self.bounds_only_unreferenced = lean and manifest.content == ManifestContent.DELETES
         self.names = partition_names
         self.data_manifest = manifest.content == ManifestContent.DATA
         # First row id inheritance (v3): live data files without one take the next ids of
@@ -283,15 +360,19 @@ class _EntryDecoder:
         # upgrade to v3) gives its files none.
         self.next_row_id = manifest.first_row_id
 
-    def entries(self, columns: dict[str, list[Any]], count: int) -> list[ManifestEntry]:
+    def rows(self, columns: dict[str, list[Any]], count: int) -> list[_Row]:
         absent = [None] * count
         v1 = "sequence_number" not in columns  # no sequence numbers at all: every file is at its manifest's (0)
         column = [columns.get(p, absent) for p in _ENTRY_PATHS]
         metrics = [_maps(columns.get(f"data_file.{m}")) if f"data_file.{m}" in columns else absent for m in _METRICS[:-1]]
+        if self.bounds_only_unreferenced and "data_file.referenced_data_file" in columns:
+            referenced = columns["data_file.referenced_data_file"]
+            for i in (4, 5):  # lower_bounds, upper_bounds
+                metrics[i] = [None if r is not None else b for r, b in zip(referenced, metrics[i])]
         metrics.append(columns.get("data_file.split_offsets", absent))
-        return [self.entry(v1, *row) for row in zip(*column, *metrics)]
+        return [self.row(v1, *values) for values in zip(*column, *metrics)]
 
-    def entry(
+    def row(
         self, v1: bool, status_value: int, snapshot_id: int | None, data_seq: int | None, file_seq: int | None,
         content_value: int | None, file_path: str, file_format: str, partition: dict[str, Any] | None, record_count: int,
         file_size: int, key_metadata: bytes | None, equality_ids: list[int] | None,
@@ -299,7 +380,7 @@ class _EntryDecoder:
         content_size: int | None, column_sizes: dict[int, int] | None, value_counts: dict[int, int] | None,
         null_value_counts: dict[int, int] | None, nan_value_counts: dict[int, int] | None,
         lower_bounds: dict[int, bytes] | None, upper_bounds: dict[int, bytes] | None, split_offsets: list[int] | None,
-    ) -> ManifestEntry:  # fmt: skip
+    ) -> _Row:  # fmt: skip
         manifest = self.manifest
         status = _STATUSES[status_value]
         if snapshot_id is None:  # inherited in every status, as Iceberg Java does (DuckDB writes DELETED entries so)
@@ -323,35 +404,35 @@ class _EntryDecoder:
                 self.next_row_id += record_count
         else:
             first_row_id = None
-        file = content_file_from_fields(
+        file = content_file_from_values(
             content,
-            {
-                "content": content,
-                "file_path": file_path,
-                "file_format": _FORMATS.get(file_format) or _FORMATS.setdefault(file_format, file_format.upper()),
-                "spec_id": manifest.partition_spec_id,
-                "partition": tuple([to_internal(partition.get(name)) for name in self.names]),
-                "record_count": record_count,
-                "file_size_in_bytes": file_size,
-                "column_sizes": column_sizes,
-                "value_counts": value_counts,
-                "null_value_counts": null_value_counts,
-                "nan_value_counts": nan_value_counts,
-                "lower_bounds": lower_bounds,
-                "upper_bounds": upper_bounds,
-                "key_metadata": key_metadata,
-                "split_offsets": tuple(split_offsets) if split_offsets is not None else None,
-                "equality_ids": tuple(equality_ids) if equality_ids is not None else None,
-                "sort_order_id": sort_order_id,
-                "referenced_data_file": referenced_data_file,
-                "first_row_id": first_row_id,
-                "content_offset": content_offset,
-                "content_size_in_bytes": content_size,
-                "data_sequence_number": data_seq,
-                "file_sequence_number": file_seq,
-            },
+            (
+                content,
+                file_path,
+                _FORMATS.get(file_format) or _FORMATS.setdefault(file_format, file_format.upper()),
+                manifest.partition_spec_id,
+                tuple([to_internal(partition.get(name)) for name in self.names]),
+                record_count,
+                file_size,
+                column_sizes,
+                value_counts,
+                null_value_counts,
+                nan_value_counts,
+                lower_bounds,
+                upper_bounds,
+                key_metadata,
+                tuple(split_offsets) if split_offsets is not None else None,
+                tuple(equality_ids) if equality_ids is not None else None,
+                sort_order_id,
+                referenced_data_file,
+                first_row_id,
+                content_offset,
+                content_size,
+                data_seq,
+                file_seq,
+            ),  # in CONTENT_FILE_FIELDS order
         )
-        return manifest_entry(status, snapshot_id, data_seq, file_seq, file)
+        return status, snapshot_id, data_seq, file_seq, file
 
 
 def _maps(column: list[list[dict[str, Any]] | None] | None) -> list[dict[int, Any] | None]:

@@ -1,40 +1,53 @@
-"""Avro files read into columns: a compiled decoder for large files, fastavro for small ones.
+"""Avro files read into Arrow columns: a compiled decoder for large files, fastavro for small ones.
 
 Planning a table of a million files decodes a million manifest entries. fastavro builds a
 Python dict per record (and per metric of every column) holding the GIL: about 40 us an entry.
-polars' Avro reader (Rust) decodes into Arrow columns without the GIL, about 6 us an entry, so
-the manifests of one plan decode in parallel, and only the fields asked for become Python
-values; it costs 0.2 s to import and a few milliseconds a file more than fastavro on files of a
-few entries, so it reads only files of `COMPILED_FROM` bytes or more, and only for the lean
-columns of a plan without metrics (see `read_avro_columns`), and a file it cannot read
-(it refuses a schema that names one fixed type twice) goes to fastavro. Both give the same values
-(checked over every manifest of the Iceberg Java fixtures: tests/unit/io/test_avro_columns.py):
-columns keyed by field path (`data_file.file_path`: a field of a record field), nested records
-as dicts, arrays as lists. A field the file's schema lacks has no column.
+polars' Avro reader (Rust) decodes into Arrow without the GIL, about 6 us an entry, so the
+manifests of one plan decode in parallel and only the fields asked for are kept, as Arrow
+arrays (a tenth of the memory of Python values, and their size is known). It costs 0.2 s to
+import and a few milliseconds a file more than fastavro on files of a few entries, so it reads
+only files of `COMPILED_FROM` bytes or more; a file it cannot read (it refuses a schema that
+names one fixed type twice) goes to fastavro, whose records are then made into the same
+columns. Both give the same values (checked over every manifest of the Iceberg Java fixtures:
+tests/unit/io/test_avro_columns.py): columns keyed by field path (`data_file.file_path`: a
+field of a record field); `to_pylist()` gives nested records as dicts, arrays as lists. A field
+the file's schema lacks has no column.
+
+Map fields stored as arrays of key-value records (Iceberg's metrics) can be cut to some keys
+(`keep_keys`): a plan whose filter names two columns needs their metrics, not the other
+columns'.
 """
 
 from __future__ import annotations
 
 import io
 import os
+import threading
+from collections.abc import Collection, Mapping
 from typing import Any, cast
 
 import fastavro
+import pyarrow as pa
 
 COMPILED_FROM = int(os.environ.get("MOR_AVRO_COMPILED_FROM_BYTES", 256 * 1024))
+# A large manifest decodes whole before its fields are picked (a hundred megabytes for 100,000
+# entries, and polars' allocator keeps what it frees for a while): one decoder per core but one,
+# which the caller keeps busy turning columns into files. On two cores a second decoder saved no
+# time and cost 250 MB at peak (a plan of 1M + 1M files).
+_DECODING = threading.BoundedSemaphore(max(1, (os.cpu_count() or 1) - 1))
 
-Columns = dict[str, list[Any]]
+Columns = dict[str, pa.Array]
 
 
-def read_avro_columns(data: bytes, paths: tuple[str, ...], compiled: bool = True) -> tuple[Columns, int]:
+def read_avro_columns(data: bytes, paths: tuple[str, ...], keep_keys: Mapping[str, Collection[int]] | None = None) -> tuple[Columns, int]:
     """The fields at `paths` (`name`, or `record.name` one level down) of every record of the
-    Avro file `data`, as columns, and the number of records. Raises what the decoder raises on
-    bytes that are not Avro (the caller names the file). `compiled=False`: fastavro whatever the
-    size (a column of small records, such as metric maps, costs more memory as polars' lists of
-    dicts than as fastavro's records, for little time saved)."""
-    if compiled and len(data) >= COMPILED_FROM:
+    Avro file `data`, as Arrow arrays, and the number of records. `keep_keys`: for some of
+    those paths (arrays of `{key, value}` records), only the items of these keys. Raises what
+    the decoder raises on bytes that are not Avro (the caller names the file)."""
+    keep_keys = keep_keys or {}
+    if len(data) >= COMPILED_FROM:
         try:
-            return _compiled(data, paths)
+            return _compiled(data, paths, keep_keys)
         except Exception:  # a schema it cannot read (a named type used twice): fastavro reads every valid file
             pass
     records = cast(list[dict[str, Any]], list(fastavro.reader(io.BytesIO(data))))  # a record schema's datums are dicts
@@ -46,23 +59,44 @@ def read_avro_columns(data: bytes, paths: tuple[str, ...], compiled: bool = True
         first = records[0].get(outer)
         if outer not in records[0] or (inner and not (isinstance(first, dict) and inner in first)):
             continue
-        columns[path] = [r[outer][inner] for r in records] if inner else [r[outer] for r in records]
+        values = [r[outer][inner] for r in records] if inner else [r[outer] for r in records]
+        if path in keep_keys:
+            keys = keep_keys[path]
+            values = [None if items is None else [kv for kv in items if kv["key"] in keys] for items in values]
+        columns[path] = pa.array(values)  # Avro values are typed: Arrow infers one type for them
     return columns, len(records)
 
 
-def _compiled(data: bytes, paths: tuple[str, ...]) -> tuple[Columns, int]:
+def _compiled(data: bytes, paths: tuple[str, ...], keep_keys: Mapping[str, Collection[int]]) -> tuple[Columns, int]:
     import polars as pl  # only for large files: its import costs 0.2 s
 
-    frame = pl.read_avro(io.BytesIO(data))
-    columns: Columns = {}
+    with _DECODING:
+        return _pick(pl.read_avro(io.BytesIO(data)), paths, keep_keys)
+
+
+def _pick(frame: Any, paths: tuple[str, ...], keep_keys: Mapping[str, Collection[int]]) -> tuple[Columns, int]:
+    import polars as pl
+
+    picked: list[pl.Expr] = []
     for path in paths:
         outer, _, inner = path.partition(".")
         if outer not in frame.columns:
             continue
-        series = frame.get_column(outer)
+        column = pl.col(outer)
         if inner:
-            if not isinstance(series.dtype, pl.Struct) or inner not in [f.name for f in series.dtype.fields]:
+            dtype = frame.schema[outer]
+            if not isinstance(dtype, pl.Struct) or inner not in [f.name for f in dtype.fields]:
                 continue
-            series = series.struct.field(inner)
-        columns[path] = series.to_list()
-    return columns, frame.height
+            column = column.struct.field(inner)
+        if path in keep_keys:
+            keys = list(keep_keys[path])
+            column = column.list.eval(pl.element().filter(pl.element().struct.field("key").is_in(keys)))
+        picked.append(column.alias(path))
+    table = frame.select(picked).to_arrow() if picked else pa.table({})
+    return {name: table.column(name).combine_chunks() for name in table.column_names}, frame.height
+
+
+def take_rows(columns: Columns, rows: list[int]) -> Columns:
+    """The values of `columns` at `rows` (in that order)."""
+    indices = pa.array(rows, pa.int64())
+    return {path: column.take(indices) for path, column in columns.items()}

@@ -28,11 +28,15 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from mor.errors import CorruptMetadataError
 from mor.format.content_file import DataFile, DeleteFile, referenced_path
 from mor.format.spec import DELETE_FILE_PATH_ID, FileContent
+
+if TYPE_CHECKING:
+    from mor.planning.referenced_deletes import ReferencedDeletes
 
 
 def applies_to(delete: DeleteFile, data: DataFile, unpartitioned_spec_ids: frozenset[int]) -> bool:
@@ -86,7 +90,12 @@ class _BySequence:
 
 
 class DeleteFileIndex:
-    def __init__(self, delete_files: Iterable[DeleteFile], unpartitioned_spec_ids: frozenset[int]):
+    """`referenced`: more position delete files that name their data file, kept as columns
+    (mor/planning/referenced_deletes.py) and made into files a chunk of data files at a time."""
+
+    def __init__(
+        self, delete_files: Iterable[DeleteFile], unpartitioned_spec_ids: frozenset[int], referenced: ReferencedDeletes | None = None
+    ):
         self.unpartitioned_spec_ids = unpartitioned_spec_ids
         by_path: dict[str, list[DeleteFile]] = defaultdict(list)
         by_partition: dict[tuple[int, tuple], list[DeleteFile]] = defaultdict(list)
@@ -101,15 +110,28 @@ class DeleteFileIndex:
         self._by_path = {k: _BySequence(v) for k, v in by_path.items()}
         self._by_partition = {k: _BySequence(v) for k, v in by_partition.items()}
         self._global = _BySequence(global_eq)
+        self._referenced = referenced if referenced else None
 
     def __bool__(self) -> bool:
-        return bool(self._by_path or self._by_partition or self._global.files)
+        return bool(self._by_path or self._by_partition or self._global.files or self._referenced)
 
     def for_data_file(self, data: DataFile) -> tuple[DeleteFile, ...]:
         """The delete files that apply to `data`, ordered by (sequence number, path)."""
+        return self.for_data_files([data])[0]
+
+    def for_data_files(self, data_files: Sequence[DataFile]) -> list[tuple[DeleteFile, ...]]:
+        """`for_data_file` of each; the referenced delete files they may need made at once."""
+        referenced = self._referenced
+        if referenced is None:
+            return [self._for(data, ()) for data in data_files]
+        ids = [referenced.candidates(data.file_path) for data in data_files]
+        made = referenced.resolve({i for found in ids for i in found})
+        return [self._for(data, [made[i] for i in found]) for data, found in zip(data_files, ids)]
+
+    def _for(self, data: DataFile, more: Sequence[DeleteFile]) -> tuple[DeleteFile, ...]:
         seq = data.data_sequence_number
         assert seq is not None
-        candidates: list[DeleteFile] = []
+        candidates: list[DeleteFile] = list(more)
         if self._by_path and (group := self._by_path.get(data.file_path)) is not None:
             candidates += group.at_or_after(seq)
         if self._by_partition and (group := self._by_partition.get((data.spec_id, partition_key(data.partition)))) is not None:

@@ -9,47 +9,44 @@ has the size it was read with, and is read again (and fails, naming it, as it wo
 object storage a hit costs nothing: objects are never replaced in place, and a HEAD request per
 manifest per plan is what the cache is there to save.
 
-Memory is bounded in bytes (`MOR_MANIFEST_CACHE_BYTES` or `configure(max_bytes=...)`; default
-DEFAULT_MAX_BYTES; 0 turns the cache off), least recently used first out. A manifest's weight
-is an estimate of what its decoded entries hold, measured on entries of real shape: about 500
-bytes an entry without column metrics (a plan that prunes nothing reads them so), and about 450
-more per column with metrics.
-A plan never evicts manifests it has read itself: when those fill the cache, it reads the rest
-without caching them, so a plan larger than the cache still finds its first part cached the next
-time instead of thrashing.
+What is cached is a manifest's columns (`ManifestColumns`: Arrow arrays of the fields a kind
+of plan reads, `Metrics`), not Python objects: a tenth of the memory, and an exact size. Memory
+is bounded in bytes (`MOR_MANIFEST_CACHE_BYTES` or `configure(max_bytes=...)`; default
+DEFAULT_MAX_BYTES; 0 turns the cache off), least recently used first out. A plan never evicts
+manifests it has read itself: when those fill the cache, it reads the rest without caching them,
+so a plan larger than the cache still finds its first part cached the next time instead of
+thrashing.
 
-Threads read manifests ahead (reading releases the GIL: the gain on an object store, where a GET
-costs milliseconds) while the calling thread decodes them in order; decoding holds the GIL
-(fastavro), so it stays in one thread. Decoding
-allocates a few dozen objects per entry, all kept, and Python's cyclic garbage collector would
-traverse them again and again (a third of the time of a cold plan of 20,000 entries): it is
-paused while manifests are decoded (reference counting still frees everything acyclic).
+Threads read and decode manifests ahead, a few at a time, in the order asked (reading releases
+the GIL, and so does decoding a large manifest: mor/io/avro_columns.py), while the caller turns
+columns into files. Making files allocates a few dozen objects per entry, and Python's cyclic
+garbage collector would traverse them again and again (a third of the time of a cold plan of
+20,000 entries): it is paused while manifests are decoded (reference counting still frees
+everything acyclic).
 """
 
 from __future__ import annotations
 
 import gc
 import threading
-from collections import OrderedDict
-from collections.abc import Hashable, Iterator, Sequence
+from collections import OrderedDict, deque
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import cast
 
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 
 from mor.errors import CorruptMetadataError
-from mor.format.content_file import ManifestEntry
-from mor.format.manifest import ManifestColumns, ManifestFile, manifest_columns, manifest_entries, read_manifest_bytes
+from mor.format.content_file import ContentFile, ManifestEntry
+from mor.format.manifest import ManifestColumns, ManifestFile, Metrics, manifest_columns, manifest_entries, read_manifest_bytes
+from mor.format.spec import ManifestContent
 from mor.io.environment import budget_from_env
 from mor.io.fileio import FileIO, is_object_store
 from mor.io.threads import SharedPool
 
 DEFAULT_MAX_BYTES = 256 << 20
 BUDGET_ENV = "MOR_MANIFEST_CACHE_BYTES"
-ENTRY_BYTES = 500  # an entry without metrics: its slots, path, partition tuple, manifest entry
-METRICS_BYTES_PER_COLUMN = 450  # six small dicts' share for one column
 DEFAULT_THREADS = 4
 
 
@@ -63,18 +60,13 @@ class PlanScope:
 
 @dataclass(frozen=True)
 class _Cached:
-    entries: list[ManifestEntry]
+    columns: ManifestColumns
     size: int  # bytes read: a hit is served only while the file still has this size
-    live_keys: frozenset[tuple[str, int | None]]  # of the live entries, to find a file listed twice
-    live_count: int
-    weight: int  # estimated bytes held
+    weight: int  # bytes held
 
 
-def _cached(entries: list[ManifestEntry], size: int, metrics: bool) -> _Cached:
-    live = [e.file.key for e in entries if e.is_live]
-    columns = len(entries[0].file.value_counts or ()) if metrics and entries else 0
-    weight = max(1, len(entries)) * (ENTRY_BYTES + METRICS_BYTES_PER_COLUMN * columns)
-    return _Cached(entries, size, frozenset(live), len(live), weight)
+def _cached(columns: ManifestColumns) -> _Cached:
+    return _Cached(columns, columns.size, max(1, columns.nbytes))
 
 
 class ManifestCache:
@@ -185,6 +177,62 @@ def spec_fingerprint(spec: PartitionSpec | None) -> Hashable:
     return None if spec is None else tuple((f.source_id, f.field_id, str(f.transform), f.name) for f in spec.fields)
 
 
+def read_columns(
+    io: FileIO,
+    manifests: Sequence[ManifestFile],
+    specs: dict[int, PartitionSpec],
+    scope: PlanScope | None = None,
+    metrics: Metrics = True,
+) -> Iterator[ManifestColumns]:
+    """The columns of each manifest, in order, from the cache or read and decoded by the
+    pool's threads a few manifests ahead of the caller (so at most that many are held besides
+    the cache); errors as `read_manifest` raises them. `metrics`: see `Metrics`; each kind of
+    read is cached apart."""
+    scope = scope or PlanScope()
+    fingerprints = {spec_id: spec_fingerprint(spec) for spec_id, spec in specs.items()}
+    keys = [(cache_key(io, m, fingerprints.get(m.partition_spec_id)), metrics) for m in manifests]
+
+    def cached(i: int) -> ManifestColumns | None:
+        found = _CACHE.get(keys[i], scope) if _CACHE.max_bytes else None
+        if found is None:
+            return None
+        if _still_there(io, manifests[i], found.size):
+            return found.columns
+        _CACHE.discard(keys[i])
+        return None
+
+    def read(i: int) -> ManifestColumns:
+        columns = manifest_columns(read_manifest_bytes(io, manifests[i]), manifests[i], metrics)
+        if _CACHE.max_bytes:
+            _CACHE.put(keys[i], _cached(columns), scope)
+        return columns
+
+    pool = _POOL.get() if _POOL.threads > 1 else None  # even for one manifest: the caller works meanwhile
+
+    def start(i: int) -> Callable[[], ManifestColumns]:
+        hit = cached(i)
+        if hit is not None:
+            return lambda: hit
+        if pool is None:
+            return lambda: read(i)
+        return pool.submit(read, i).result
+
+    # The first few are started now, not at the first next(): a caller may read other
+    # manifests (the deletes) while these decode.
+    ahead = deque(start(i) for i in range(min(len(manifests), _POOL.threads + 1)))
+    return _in_order(ahead, start, len(manifests))
+
+
+def _in_order(
+    ahead: deque[Callable[[], ManifestColumns]], start: Callable[[int], Callable[[], ManifestColumns]], count: int
+) -> Iterator[ManifestColumns]:
+    for i in range(len(ahead), count):
+        yield ahead.popleft()()
+        ahead.append(start(i))
+    while ahead:
+        yield ahead.popleft()()
+
+
 def read_entries(
     io: FileIO,
     manifests: Sequence[ManifestFile],
@@ -192,89 +240,78 @@ def read_entries(
     schema: Schema,
     scope: PlanScope | None = None,
     of_snapshot: str | None = None,
-    metrics: bool = True,
+    metrics: Metrics = True,
 ) -> list[list[ManifestEntry]]:
-    """Every entry of each manifest (in manifest and file order), from the cache or read
-    concurrently; errors as `read_manifest` raises them. `of_snapshot`: the manifests are (some
-    of) that manifest list's, so no file may be live in two entries (CorruptMetadataError).
-    `metrics=False`: data files without their column metrics (`decode_manifest`), for a plan
-    that prunes nothing; cached apart from the entries with metrics."""
-    scope = scope or PlanScope()
-    out: list[list[ManifestEntry] | None] = [None] * len(manifests)
-    found: list[_Cached | None] = [None] * len(manifests)
-    missing: list[int] = []
-    fingerprints = {spec_id: spec_fingerprint(spec) for spec_id, spec in specs.items()}
-    keys = [(cache_key(io, m, fingerprints.get(m.partition_spec_id)), metrics) for m in manifests]
-    for i, (manifest, key) in enumerate(zip(manifests, keys)):
-        cached = _CACHE.get(key, scope) if _CACHE.max_bytes else None
-        if cached is not None and _still_there(io, manifest, cached.size):
-            out[i], found[i] = cached.entries, cached
-        else:
-            if cached is not None:
-                _CACHE.discard(key)
-            missing.append(i)
-
-    def columns(i: int) -> ManifestColumns:
-        return manifest_columns(read_manifest_bytes(io, manifests[i]), manifests[i], metrics)
-
-    def decode(i: int, decoded: ManifestColumns) -> list[ManifestEntry]:
-        entries = manifest_entries(decoded, manifests[i], specs, schema)
-        found[i] = made = _cached(entries, decoded.size, metrics)
-        if _CACHE.max_bytes:
-            _CACHE.put(keys[i], made, scope)
-        return entries
-
+    """Every entry of each manifest (in manifest and file order): `read_columns` made into
+    entries. `of_snapshot`: the manifests are (some of) that manifest list's, so no file may be
+    live in two entries (CorruptMetadataError)."""
     with gc_paused():
-        if len(missing) > 1 and _POOL.threads > 1:
-            # Threads read ahead and decode into columns (reading, and decoding a large manifest,
-            # release the GIL: mor/io/avro_columns.py); this thread makes the entries, which
-            # holds the GIL, in order as the columns arrive.
-            for i, decoded in zip(missing, _POOL.get().map(columns, missing)):
-                out[i] = decode(i, decoded)
-        else:
-            for i in missing:
-                out[i] = decode(i, columns(i))
-    # Every slot is filled by now: from the cache, or read and decoded.
-    entries_of, cached_of = cast(list[list[ManifestEntry]], out), cast(list[_Cached], found)
-    if of_snapshot is not None:
-        checked = (of_snapshot, tuple(keys))
-        if checked not in _CHECKED:
-            _check_each_file_once(of_snapshot, manifests, cached_of, entries_of)
-            if len(_CHECKED) >= _CHECKED_MAX:
-                _CHECKED.clear()
-            _CHECKED.add(checked)
-    return entries_of
+        out = [manifest_entries(c, m, specs, schema) for m, c in zip(manifests, read_columns(io, manifests, specs, scope, metrics))]
+    if of_snapshot is not None and (of_snapshot, tuple(manifests)) not in _CHECKED:
+        live_of = {id(m): [e.file for e in es if e.is_live] for m, es in zip(manifests, out)}
+        check = OnceEach(of_snapshot, lambda m: live_of[id(m)])
+        for manifest in manifests:
+            check.add(manifest, live_of[id(manifest)])
+        check.done(manifests)
+    return out
 
 
-# Manifest combinations found to list each file once: manifests never change (a replaced file
-# is read again, under its new size), so each plan of the same snapshot need not check again.
+class OnceEach:
+    """A file live in two entries of one snapshot would be read twice (its rows returned twice)
+    or, a delete file, indexed twice. Keys are `ContentFile.key`: a Puffin file holds the
+    deletion vectors of several data files, one entry per blob. Only the keys' hashes are kept
+    (a plan streams a million files through); a hash met twice is looked for again in the
+    manifests met so far (`live_files`), to name the file, or to find two keys sharing a hash.
+    Manifest combinations found clean are remembered: manifests never change (a replaced file
+    is read again, under its new size), so later plans of them need not check again."""
+
+    def __init__(self, manifest_list: str, live_files: Callable[[ManifestFile], Iterable[ContentFile]]):
+        self.manifest_list = manifest_list
+        self.live_files = live_files
+        self.hashes: set[int] = set()
+        self.met: list[ManifestFile] = []
+
+    def add(self, manifest: ManifestFile, files: Iterable[ContentFile]) -> None:
+        self.add_keys(manifest, (f.key for f in files), delete=manifest.content == ManifestContent.DELETES)
+
+    def add_keys(self, manifest: ManifestFile, keys: Iterable[tuple[str, int | None]], delete: bool) -> None:
+        if not self.met or self.met[-1] is not manifest:
+            self.met.append(manifest)
+        hashes = self.hashes
+        keys = list(keys)
+        new = set(map(hash, keys))
+        if len(new) == len(keys) and hashes.isdisjoint(new):
+            hashes |= new
+            return
+        for key in keys:  # some hash met twice: find which key, and whether it is one file twice
+            h = hash(key)
+            if h in hashes:
+                self._met_again(key, delete)
+            hashes.add(h)
+
+    def _met_again(self, key: tuple[str, int | None], delete: bool) -> None:
+        holders = [m.manifest_path for m in self.met for f in self.live_files(m) if f.key == key]
+        if len(holders) > 1:
+            path, offset = key
+            blob = "" if offset is None else f" (blob at offset {offset})"
+            raise CorruptMetadataError(
+                f"manifest list {self.manifest_list}: {'delete file' if delete else 'data file'} {path}{blob} is live twice, "
+                f"in manifest {holders[0]} and in manifest {holders[1]}"
+            )
+
+    def done(self, manifests: Sequence[ManifestFile]) -> None:
+        """Every live file of `manifests` was added: remember them clean."""
+        if len(_CHECKED) >= _CHECKED_MAX:
+            _CHECKED.clear()
+        _CHECKED.add((self.manifest_list, tuple(manifests)))
+
+
+def checked(manifest_list: str, manifests: Sequence[ManifestFile]) -> bool:
+    return (manifest_list, tuple(manifests)) in _CHECKED
+
+
 _CHECKED: set[Hashable] = set()
 _CHECKED_MAX = 10_000
-
-
-def _check_each_file_once(
-    manifest_list: str, manifests: Sequence[ManifestFile], found: list[_Cached], entries_of: list[list[ManifestEntry]]
-) -> None:
-    """A file live in two entries of one snapshot would be read twice (its rows returned twice)
-    or, a delete file, indexed twice. Keys are `ContentFile.key`: a Puffin file holds the deletion
-    vectors of several data files, one entry per blob. The union of the key sets is built in C;
-    only a table that fails is walked entry by entry, to name the file."""
-    if len(frozenset().union(*(c.live_keys for c in found))) == sum(c.live_count for c in found):
-        return
-    seen: dict[tuple[str, int | None], str] = {}
-    for manifest, entries in zip(manifests, entries_of):
-        for e in entries:
-            if not e.is_live:
-                continue
-            if e.file.key in seen:
-                path, offset = e.file.key
-                what = "data file" if not e.file.is_delete else "delete file"
-                blob = "" if offset is None else f" (blob at offset {offset})"
-                raise CorruptMetadataError(
-                    f"manifest list {manifest_list}: {what} {path}{blob} is live twice, in manifest "
-                    f"{seen[e.file.key]} and in manifest {manifest.manifest_path}"
-                )
-            seen[e.file.key] = manifest.manifest_path
 
 
 _gc_pauses = 0

@@ -13,19 +13,22 @@ file. Column metrics of a delete file describe the delete file, never prune by t
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.schema import Schema
 
 from mor.expr.filters import FileFilter
-from mor.format.content_file import DataFile, DeleteFile, ManifestEntry
-from mor.format.manifest import ManifestFile
+from mor.format.content_file import ContentFile, DataFile, DeleteFile, ManifestEntry
+from mor.format.manifest import ManifestColumns, ManifestFile, Metrics, iter_live_files, live_keys, take_entries
 from mor.format.manifest_list import read_manifest_list
 from mor.format.metadata import Snapshot, TableMetadata
 from mor.format.properties import NAME_MAPPING_PROPERTY
 from mor.format.spec import ManifestContent, ManifestEntryStatus
 from mor.io.fileio import FileIO
 from mor.planning.delete_index import DeleteFileIndex
-from mor.planning.manifest_cache import PlanScope, gc_paused, read_entries
+from mor.planning.manifest_cache import OnceEach, PlanScope, checked, gc_paused, read_columns, read_entries
+from mor.planning.referenced_deletes import ReferencedDeletes
 from mor.planning.task import FileScanTask
 
 
@@ -87,60 +90,108 @@ def plan_files(
     schema: Schema | None = None,
     keep_metrics: bool = True,
 ) -> list[FileScanTask]:
-    """`keep_metrics=False`: the tasks are only read, so when the filter prunes nothing the
-    data files come without their column metrics (`decode_manifest`): most of a plan's time and
-    memory at scale. A caller that writes the files back (DML, maintenance) keeps them."""
-    if snapshot is None:
-        return []
-    # Planning allocates a few objects per file and no cycles: with the collector on, a plan of
-    # 100,000 files spent most of its time in collections traversing the cached entries.
-    with gc_paused():
-        return _plan_files(io, metadata, snapshot, row_filter, case_sensitive, schema, keep_metrics)
+    """Every task of `plan_tasks`, as a list."""
+    return list(plan_tasks(io, metadata, snapshot, row_filter, case_sensitive, schema, keep_metrics))
 
 
-def _plan_files(
+def plan_tasks(
     io: FileIO,
     metadata: TableMetadata,
-    snapshot: Snapshot,
+    snapshot: Snapshot | None,
     row_filter: BooleanExpression,
-    case_sensitive: bool,
-    schema: Schema | None,
-    keep_metrics: bool,
-) -> list[FileScanTask]:
+    case_sensitive: bool = True,
+    schema: Schema | None = None,
+    keep_metrics: bool = True,
+) -> Iterator[FileScanTask]:
+    """The tasks of a scan, as a stream in manifest and file order: the delete index is held
+    whole, data files a chunk at a time, so a reader of a million files never holds a million
+    tasks. `keep_metrics=False`: the tasks are only read, so their data files carry the column
+    metrics of the filter's columns only, none without a filter (`Metrics`): most of a plan's
+    time and memory at scale. A caller that writes the files back (DML, maintenance) keeps them."""
+    if snapshot is None:
+        return
     schema = schema or metadata.schema()
     specs = metadata.specs()
     file_filter = FileFilter(schema, specs, row_filter, case_sensitive)
     prunes = not isinstance(row_filter, AlwaysTrue)
-    manifests = manifests_of(io, snapshot)
-    scope = PlanScope()
-
-    def read(contents: tuple[ManifestContent, ...]) -> dict[ManifestContent, list[list[ManifestEntry]]]:
-        chosen = [m for m in manifests if m.content in contents and (not prunes or file_filter.manifest_may_match(m))]
-        read = read_entries(io, chosen, specs, metadata.schema(), scope, of_snapshot=snapshot.manifest_list, metrics=prunes or keep_metrics)
-        return {c: [entries for m, entries in zip(chosen, read) if m.content == c] for c in contents}
-
-    # A read without a filter needs every manifest, decoded lean: data and delete manifests are
-    # read together, so their decoding overlaps. Otherwise data first (its decoded records are
-    # freed before the deletes'), and delete manifests only if a data file is left.
-    both = (ManifestContent.DATA, ManifestContent.DELETES)
-    entries_of = read(both) if not (prunes or keep_metrics) else read(both[:1])
-    data: list[DataFile] = []
-    for entries in entries_of[ManifestContent.DATA]:
-        for entry in entries:
-            if entry.is_live and (not prunes or file_filter.file_may_match(entry.file)):
-                data.append(entry.file)  # type: ignore[arg-type]  # a data manifest's files; no cast per entry in this loop
-    if not data:
-        return []
-    if ManifestContent.DELETES not in entries_of:
-        entries_of.update(read(both[1:]))
-    deletes: list[DeleteFile] = []
-    for entries in entries_of[ManifestContent.DELETES]:
-        for entry in entries:
-            f = entry.file
-            if entry.is_live and (not prunes or file_filter.partition_may_match(f.spec_id, f.partition)):
-                deletes.append(f)  # type: ignore[arg-type]  # a delete manifest's files; no cast per entry in this loop
-    index = DeleteFileIndex(deletes, unpartitioned_spec_ids(metadata))
+    metrics: Metrics = True if keep_metrics else frozenset(file_filter.field_ids) if prunes else False
+    manifests = [m for m in manifests_of(io, snapshot) if not prunes or file_filter.manifest_may_match(m)]
+    data_manifests = [m for m in manifests if m.content == ManifestContent.DATA]
+    delete_manifests = [m for m in manifests if m.content == ManifestContent.DELETES]
+    plan = _Plan(io, metadata, snapshot, file_filter if prunes else None, metrics)
     mapping = metadata.properties.get(NAME_MAPPING_PROPERTY)
-    if not index:
-        return [FileScanTask(f, (), row_filter, mapping) for f in data]
-    return [FileScanTask(f, index.for_data_file(f), row_filter, mapping) for f in data]
+    index: DeleteFileIndex | None = None
+    data_files = plan.data_files(data_manifests, plan.columns(data_manifests))  # the first manifests start decoding
+    if not prunes and any(m.has_live_files for m in data_manifests):
+        index = plan.delete_index(delete_manifests)  # needed: read it before the first data file
+    for chunk in data_files:
+        if index is None:
+            index = plan.delete_index(delete_manifests)  # a data file is left: its deletes may apply
+        with gc_paused():
+            deletes = index.for_data_files(chunk) if index else [()] * len(chunk)
+            tasks = [FileScanTask(f, d, row_filter, mapping) for f, d in zip(chunk, deletes)]
+        yield from tasks
+
+
+class _Plan:
+    """One plan's reading of manifests: data files streamed a chunk at a time, delete files
+    indexed, each file checked to be live once in the snapshot."""
+
+    def __init__(self, io: FileIO, metadata: TableMetadata, snapshot: Snapshot, file_filter: FileFilter | None, metrics: Metrics):
+        self.io, self.metadata, self.snapshot = io, metadata, snapshot
+        self.file_filter = file_filter
+        self.metrics = metrics
+        self.specs, self.schema = metadata.specs(), metadata.schema()
+        self.scope = PlanScope()
+
+    def live_files_of(
+        self, manifests: list[ManifestFile], columns: Iterator[ManifestColumns] | None = None
+    ) -> Iterator[tuple[ManifestFile, list[ContentFile]]]:
+        """The files of the live entries of each manifest, a chunk at a time."""
+        for manifest, decoded in zip(manifests, columns or self.columns(manifests)):
+            for chunk in iter_live_files(decoded, manifest, self.specs, self.schema):
+                yield manifest, chunk
+
+    def columns(self, manifests: list[ManifestFile]) -> Iterator[ManifestColumns]:
+        """Decoding starts now, a few manifests ahead of the caller."""
+        return read_columns(self.io, manifests, self.specs, self.scope, self.metrics)
+
+    def live_files(self, manifest: ManifestFile) -> Iterator[ContentFile]:
+        return (f for _, chunk in self.live_files_of([manifest]) for f in chunk)
+
+    def data_files(self, manifests: list[ManifestFile], columns: Iterator[ManifestColumns]) -> Iterator[list[DataFile]]:
+        """The live data files the filter may match, a chunk at a time."""
+        once = None if checked(self.snapshot.manifest_list, manifests) else OnceEach(self.snapshot.manifest_list, self.live_files)
+        file_filter = self.file_filter
+        for manifest, live in self.live_files_of(manifests, columns):
+            with gc_paused():
+                if once is not None:
+                    once.add(manifest, live)
+                kept = live if file_filter is None else [f for f in live if file_filter.file_may_match(f)]
+            if kept:
+                yield kept  # type: ignore[misc]  # a data manifest's files; no cast per entry
+        if once is not None:
+            once.done(manifests)
+
+    def delete_index(self, manifests: list[ManifestFile]) -> DeleteFileIndex:
+        """The live delete files that may apply to a planned data file, indexed; those that name
+        their data file left as columns (mor/planning/referenced_deletes.py). Pruned by the
+        filter's partition projection only (module docstring); a delete file that names its data
+        file is looked up by that file alone, so it needs no pruning."""
+        once = None if checked(self.snapshot.manifest_list, manifests) else OnceEach(self.snapshot.manifest_list, self.live_files)
+        file_filter = self.file_filter
+        referenced = ReferencedDeletes(self.specs, self.schema)
+        deletes: list[DeleteFile] = []
+        with gc_paused():
+            for manifest, decoded in zip(manifests, self.columns(manifests)):
+                if once is not None:
+                    once.add_keys(manifest, live_keys(decoded), delete=True)
+                others = referenced.add(manifest, decoded)
+                if not others:
+                    continue
+                picked = decoded if len(others) == decoded.count else take_entries(decoded, others)
+                for live in iter_live_files(picked, manifest, self.specs, self.schema):
+                    deletes += live if file_filter is None else [f for f in live if file_filter.partition_may_match(f.spec_id, f.partition)]  # type: ignore[arg-type,misc]  # a delete manifest's files
+            if once is not None:
+                once.done(manifests)
+            return DeleteFileIndex(deletes, unpartitioned_spec_ids(self.metadata), referenced)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
+from typing import Any
 
 import fastavro
 import pytest
@@ -41,10 +42,27 @@ def test_the_compiled_decoder_reads_what_fastavro_reads(path: Path, monkeypatch:
     data = path.read_bytes()
     paths = paths_of(data) + ("no_such_field", "data_file.no_such_field")
     monkeypatch.setattr(avro_columns, "COMPILED_FROM", 0)
-    compiled = read_avro_columns(data, paths)
+    compiled = values(read_avro_columns(data, paths))
     monkeypatch.setattr(avro_columns, "COMPILED_FROM", 1 << 40)
-    assert compiled == read_avro_columns(data, paths)
+    assert compiled == values(read_avro_columns(data, paths))
     assert "no_such_field" not in compiled[0]
+
+
+def values(read: tuple[dict[str, Any], int]) -> tuple[dict[str, list[Any]], int]:
+    return {path: column.to_pylist() for path, column in read[0].items()}, read[1]
+
+
+def test_map_items_are_cut_to_the_keys_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    paths = ("data_file.lower_bounds", "data_file.value_counts")
+    data = next(d for d in (p.read_bytes() for p in AVRO_FILES) if any(b for b in read_avro_columns(d, paths)[0]["data_file.lower_bounds"].to_pylist() if b and len(b) > 1))
+    for compiled_from in (0, 1 << 40):
+        monkeypatch.setattr(avro_columns, "COMPILED_FROM", compiled_from)
+        every, _ = values(read_avro_columns(data, paths))
+        key = next(m for m in every["data_file.lower_bounds"] if m)[0]["key"]
+        cut, _ = values(read_avro_columns(data, paths, {"data_file.lower_bounds": {key}}))
+        assert cut["data_file.value_counts"] == every["data_file.value_counts"]
+        assert cut["data_file.lower_bounds"] == [None if m is None else [kv for kv in m if kv["key"] == key] for m in every["data_file.lower_bounds"]]
+        assert cut["data_file.lower_bounds"] != every["data_file.lower_bounds"] and any(cut["data_file.lower_bounds"])
 
 
 def test_a_schema_polars_refuses_is_read_by_fastavro(catalog: mor.Catalog, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -82,5 +100,6 @@ def test_a_scan_without_a_filter_plans_the_same_tasks_without_metrics(catalog: m
     assert files(lean) == files(full)
     assert all(t.data_file.value_counts is None and t.data_file.split_offsets is None for t in lean)
     assert all(t.data_file.value_counts for t in full)
-    assert all(d.lower_bounds for t in lean for d in t.delete_files)  # a delete file keeps what names its data file
+    # A position delete file keeps what names its data file: its referenced_data_file, or its bounds.
+    assert all(d.referenced_data_file or d.lower_bounds for t in lean for d in t.delete_files)
     assert sorted(table.scan().to_arrow().column("id").to_pylist()) == [i for i in range(30) if i % 3]

@@ -17,7 +17,7 @@ from unit_helpers import make_rows
 import mor
 from mor.errors import CorruptMetadataError
 from mor.format.content_file import CONTENT_FILE_FIELDS, DataFile, DeleteFile
-from mor.format.manifest import ManifestFile, read_manifest
+from mor.format.manifest import ManifestFile, manifest_columns, read_manifest
 from mor.format.spec import ManifestContent
 from mor.io.fileio import FileIO, to_local_path
 from mor.planning import manifest_cache
@@ -166,17 +166,19 @@ def test_another_kind_of_file_io_does_not_share_entries(make_table: MakeTable, t
 
 def test_the_cache_stays_within_its_budget_and_keeps_a_plans_first_manifests(make_table: MakeTable) -> None:
     table = make_table(*[range(i * 10, i * 10 + 10) for i in range(6)])  # 6 manifests of 1 entry
-    one = manifest_cache.ENTRY_BYTES + manifest_cache.METRICS_BYTES_PER_COLUMN * len(table.schema().fields)  # one entry with metrics
-    manifest_cache.configure(max_bytes=4 * one, threads=1)
+    manifests = manifests_of(table.io, table.current_snapshot())  # type: ignore[arg-type]
+    weights = [manifest_columns(table.io.read_bytes(m.manifest_path), m).nbytes for m in manifests]  # with metrics, as plan_files reads
+    budget = sum(weights[:4])  # the plan's first four manifests, exactly
+    manifest_cache.configure(max_bytes=budget, threads=1)
     cache = manifest_cache.cache()
     table.scan().plan_files()
-    assert cache.bytes <= 4 * one and len(cache) == 4
+    assert cache.bytes == budget and len(cache) == 4
     before = cache.hits
     table.scan().plan_files()
     assert cache.hits - before == 4  # a plan larger than the cache does not thrash it
     other = make_table(range(500, 510), name="other")
     other.scan().plan_files()  # another table's plan may evict what this one left
-    assert cache.bytes <= 4 * one
+    assert cache.bytes <= budget
 
 
 def test_decoded_files_have_every_field_and_equal_constructed_ones(busy_table: mor.Table) -> None:
@@ -243,3 +245,47 @@ def test_configure_refuses_nonsense() -> None:
         manifest_cache.configure(max_bytes=-1)
     with pytest.raises(ValueError):
         manifest_cache.configure(threads=0)
+
+
+def busy(make_table: MakeTable) -> mor.Table:
+    table = make_table(range(0, 30), range(30, 60), partition_by=["category"])
+    table.delete("id = 3 or id = 41")
+    table.append(make_rows(range(60, 90)))
+    table.delete_rows(pa.table({"id": [65, 12]}))
+    table.delete("id = 70 or id = 71")
+    return table
+
+
+@pytest.mark.parametrize("named_by", ["referenced_data_file", "bounds"])
+@pytest.mark.parametrize("hashes", ["real", "all-colliding"])
+def test_delete_files_kept_as_columns_plan_as_every_delete_file_decoded(
+    make_table: MakeTable, monkeypatch: pytest.MonkeyPatch, named_by: str, hashes: str
+) -> None:
+    """Position delete files that name their data file stay columns until a chunk of data files
+    needs them (mor/planning/referenced_deletes.py): named by `referenced_data_file`, or (older
+    writers) by equal path bounds; a hash shared by every path names candidates, never a match.
+    The files made so are those every entry decoded gives (the lean plan leaves out their bounds
+    only when referenced_data_file names the file)."""
+    if named_by == "bounds":
+        from dataclasses import replace
+
+        from mor.dml import row_changes
+
+        written = row_changes.write_position_delete_file
+        monkeypatch.setattr(row_changes, "write_position_delete_file", lambda *a: replace(written(*a), referenced_data_file=None))
+    table = busy(make_table)
+    if hashes == "all-colliding":
+        from mor.planning import referenced_deletes
+
+        monkeypatch.setattr(referenced_deletes, "hash", lambda _: 7, raising=False)
+        monkeypatch.setattr(manifest_cache, "hash", lambda _: 7, raising=False)
+    deletes = [d for t in table.scan().plan_files() for d in t.delete_files]
+    assert all((d.referenced_data_file is None) == (named_by == "bounds") for d in deletes if d.content == 1)
+    for text in FILTERS:
+        expected = reference_plan(table, parse_filter(text))
+        assert as_pairs(table.scan(filter=text).plan_files()) == expected
+        lean = table.scan(filter=text).plan_files(keep_metrics=False)
+        assert [(t.data_file.file_path, [d.file_path for d in t.delete_files]) for t in lean] == [
+            (f.file_path, [d.file_path for d in ds]) for f, ds in expected
+        ]
+        assert all(d.lower_bounds for t in lean for d in t.delete_files if d.content == 1 and named_by == "bounds")
