@@ -34,6 +34,10 @@ A mor plan that fails aborts the run; pyiceberg and Java failures and timeouts a
     .venv/bin/python benchmarks/bench_scale_planning.py --sizes 10000,100000,1000000 \
         --mor-rev HEAD --out benchmarks/results/scale_planning.json
 
+`--stream` measures mor's plan as its reads consume it (`scan.plan_tasks()`: tasks counted as
+they come, none held), the plan whose cost the lake-scale targets are about; without it mor's
+plan is `plan_files()`, a list of every task (`--read-plan`: without column metrics).
+
 `--mor-rev REV` exports mor as committed at REV (`git archive`, under `--data-dir`) and makes
 this process and every child import it (the tables are built by it too); `--mor-path DIR`
 imports it from DIR. Without either, the working tree's mor is measured, in whatever state it is.
@@ -176,15 +180,37 @@ def plan_mor(spec: dict[str, Any]) -> dict[str, Any]:
     load = time.perf_counter() - t0
     runs: list[dict[str, Any]] = []
     tasks: list[Any] = []
+    pairs: list[Any] = []
     for _ in ("cold", "warm"):
         tasks = []  # the previous plan is freed before the next one starts
         scan = table.scan(filter=filter_text(spec["bound"]))
+        if spec.get("stream"):
+            # --stream: the plan as reads consume it (mor >= 58f4f2a): tasks counted as they come, none
+            # held; the warm pass keeps the paths for the digest (its time and peak include them).
+            keep = bool(runs)
+            (count, deletes, pairs), run = timed(lambda: consume(scan.plan_tasks(), keep))
+            runs.append({**run, "tasks": count, "delete_files": deletes, "streamed": True})
+            continue
         # --read-plan: the plan a read makes (mor >= e162354): without column metrics when nothing is pruned
         tasks, run = timed(lambda: scan.plan_files(keep_metrics=False) if spec.get("read_plan") else scan.plan_files())
         runs.append({**run, "tasks": len(tasks), "delete_files": sum(len(t.delete_files) for t in tasks)})
+    if not spec.get("stream"):
+        pairs = list(mor_pairs(tasks))
     settings = {k: v for k, v in vars(manifest_cache.cache()).items() if k.startswith("max_")}  # its bound, whichever kind
     return {"load_table_seconds": load, "cold": runs[0], "warm": runs[1], "manifest_cache": settings,
-            "mor_imported_from": str(Path(mor.__file__).parent), **plan_digest(mor_pairs(tasks))}  # fmt: skip
+            "mor_imported_from": str(Path(mor.__file__).parent), **plan_digest(pairs)}  # fmt: skip
+
+
+def consume(stream: Iterable[Any], keep: bool) -> tuple[int, int, list[Any]]:
+    """Tasks and delete files of a stream of tasks; `keep`: each task's paths, for the digest."""
+    count = deletes = 0
+    kept: list[Any] = []
+    for t in stream:
+        count += 1
+        deletes += len(t.delete_files)
+        if keep:
+            kept.append((t.data_file.file_path, [d.file_path for d in t.delete_files]))
+    return count, deletes, kept
 
 
 def plan_pyiceberg(spec: dict[str, Any]) -> dict[str, Any]:
@@ -378,7 +404,7 @@ def measure_size(args: argparse.Namespace, files: int, skip: dict[str, str]) -> 
             for planner in PLANNERS:
                 if planner in skip:
                     continue
-                spec: dict[str, Any] = {"warehouse": build["warehouse"], "bound": bound, "read_plan": args.read_plan}
+                spec: dict[str, Any] = {"warehouse": build["warehouse"], "bound": bound, "read_plan": args.read_plan, "stream": args.stream}
                 python, timeout = sys.executable, args.timeout
                 if planner == "pyiceberg":
                     timeout = args.pyiceberg_timeout
@@ -459,6 +485,7 @@ def main() -> None:
     parser.add_argument("--mor-rev", default=None, help="measure mor as committed at this git revision (exported under --data-dir)")
     parser.add_argument("--mor-path", type=Path, default=None, help="import mor from this folder (holding `mor/`)")
     parser.add_argument("--read-plan", action="store_true", help="mor plans as its reads do: plan_files(keep_metrics=False)")
+    parser.add_argument("--stream", action="store_true", help="mor's plan consumed as reads consume it: scan.plan_tasks(), no task held")
     args = parser.parse_args()
     measured = {"rev": args.mor_rev, "commit": None, "path": None if args.mor_path is None else str(args.mor_path)}
     if args.mor_rev:

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import itertools
 import numbers
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -20,7 +21,7 @@ from mor.expr.parse_terms import point_in_time
 from mor.format.arrow_types import to_arrow_schema
 from mor.format.lineage import LINEAGE_FIELDS
 from mor.format.metadata import Snapshot, TableMetadata
-from mor.planning.planner import plan_files
+from mor.planning.planner import plan_tasks
 from mor.planning.task import FileScanTask
 from mor.progress import Progress, ProgressArg, Step
 from mor.read.scan_reader import TaskDone, read_batches, read_table
@@ -95,15 +96,21 @@ class Scan(FrameConversions):
         return limited
 
     def plan_files(self, keep_metrics: bool = True) -> list[FileScanTask]:
-        """The tasks of this scan. `keep_metrics=False` when they are only read: a scan without
-        a filter then leaves the data files' column metrics out (faster, far less memory at
-        scale); keep them to write the files back."""
-        return plan_files(
+        """The tasks of this scan. `keep_metrics=False` when they are only read: the data files
+        then carry only the filter's columns' metrics (faster, far less memory at scale); keep
+        them to write the files back."""
+        return list(self.plan_tasks(keep_metrics))
+
+    def plan_tasks(self, keep_metrics: bool = False) -> Iterator[FileScanTask]:
+        """The tasks of this scan as a stream, in the order `plan_files` lists them: a table of
+        a million files is read without holding a million tasks. By default for reading
+        (`keep_metrics=False`)."""
+        return plan_tasks(
             self.table.io, self.table.metadata, self.snapshot, self.row_filter, self.case_sensitive, self.schema, keep_metrics
         )
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
-        return self._batches(self.plan_files(keep_metrics=False), self.projection)
+        return self._batches(self.plan_tasks(), self.projection)
 
     def to_arrow(self) -> pa.Table:
         tasks = self.plan_files(keep_metrics=False)
@@ -114,36 +121,61 @@ class Scan(FrameConversions):
     def count(self) -> int:
         """Live rows matching the filter (at most `limit`). A data file no delete file applies
         to, whose metrics prove every row matches (always, without a filter), is counted from
-        its record count; the others are read, only the filter's and delete keys' columns."""
-        tasks = self.plan_files(keep_metrics=False)
+        its record count; the others are read, only the filter's and delete keys' columns.
+        Planned and read a group of files at a time."""
         metrics = FileFilter(self.schema, self.table.metadata.specs(), self.row_filter, self.case_sensitive)
-        known = [not t.delete_files and metrics.every_row_matches(t.data_file) for t in tasks]
-        total = sum(t.data_file.record_count for t, k in zip(tasks, known) if k)
-        to_read = [t for t, k in zip(tasks, known) if not k]
-        if self.row_limit is not None:
-            if total >= self.row_limit:
-                return self.row_limit
-            return total + sum(b.num_rows for b in self._batches(to_read, self.schema.select(), self.row_limit - total))
-        if to_read:
-            total += self._table(to_read, self.schema.select()).num_rows
-        return total
+        total = 0
+        for tasks in batched(self.plan_tasks(), STREAM_GROUP):
+            known = [not t.delete_files and metrics.every_row_matches(t.data_file) for t in tasks]
+            total += sum(t.data_file.record_count for t, k in zip(tasks, known) if k)
+            to_read = [t for t, k in zip(tasks, known) if not k]
+            if self.row_limit is not None:
+                if total >= self.row_limit:
+                    return self.row_limit
+                total += sum(b.num_rows for b in self._batches(to_read, self.schema.select(), self.row_limit - total))
+            elif to_read:
+                total += self._table(to_read, self.schema.select()).num_rows
+        return total if self.row_limit is None else min(total, self.row_limit)
 
     def _table(self, tasks: Sequence[FileScanTask], projection: Schema) -> pa.Table:
         with self.progress.stage("read files", len(tasks), with_bytes=True) as step:
             return read_table(self.table.io, tasks, self.schema, projection, self.row_filter, self.case_sensitive, task_done=_counted(step))
 
-    def _batches(self, tasks: Sequence[FileScanTask], projection: Schema, limit: int | None = None) -> Iterator[pa.RecordBatch]:
-        """The rows, streamed (at most `limit`, default the scan's); the progress stage lasts
-        as long as the stream."""
+    def _batches(self, tasks: Iterable[FileScanTask], projection: Schema, limit: int | None = None) -> Iterator[pa.RecordBatch]:
+        """The rows, streamed (at most `limit`, default the scan's) a group of tasks at a time
+        as the plan gives them; the progress stage lasts as long as the stream (its total known
+        when the tasks are a list or one group: a stream of more is read as it is planned)."""
         limit = self.row_limit if limit is None else limit
-        with self.progress.stage("read files", len(tasks), with_bytes=True) as step:
+        groups = batched(tasks, STREAM_GROUP)
+        first = next(groups, [])
+        rest = next(groups, None)
+        total = len(first) if rest is None else len(tasks) if isinstance(tasks, Sequence) else None
+        groups = itertools.chain([first], [] if rest is None else [rest], groups)
+        with self.progress.stage("read files", total, with_bytes=True) as step:
 
             def read(part: Sequence[FileScanTask]) -> Iterator[pa.RecordBatch]:
                 return read_batches(
                     self.table.io, part, self.schema, projection, self.row_filter, self.case_sensitive, task_done=_counted(step)
                 )
 
-            yield from read(tasks) if limit is None else first_rows(read, tasks, limit)
+            for group in groups:
+                if limit is None:
+                    yield from read(group)
+                    continue
+                for batch in first_rows(read, group, limit):
+                    limit -= batch.num_rows
+                    yield batch
+                if limit <= 0:
+                    return
+
+
+STREAM_GROUP = 1024  # tasks read per reader: a stream of a million files is read a group at a time
+
+
+def batched(items: Iterable[FileScanTask], size: int) -> Iterator[list[FileScanTask]]:
+    iterator = iter(items)
+    while group := list(itertools.islice(iterator, size)):
+        yield group
 
 
 def _counted(step: Step) -> TaskDone:

@@ -70,3 +70,24 @@ def test_one_file_is_read_in_parts_with_its_deletes(catalog: mor.Catalog) -> Non
     assert whole.to_pylist() == streamed.to_pylist()
     assert sorted(whole["id"].to_pylist()) == [i for i in range(1000) if i not in (0, 99, 100, 101, 550, 999, 300, 301)]
     assert table.scan(filter="id >= 500").count() == 498
+
+
+def test_a_plan_of_more_files_than_a_group_is_read_as_it_is_planned(make_table: MakeTable, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reads consume the plan as a stream, a group of tasks at a time: the same rows, limits
+    and counts across groups; progress knows no total until planning ends."""
+    from mor.api import scan as scan_module
+    from mor.progress import ProgressEvent
+
+    monkeypatch.setattr(scan_module, "STREAM_GROUP", 2)
+    table = make_table(*[range(i * 10, i * 10 + 10) for i in range(5)])
+    table.delete("id % 10 = 3")
+    live = [i for i in range(50) if i % 10 != 3]
+    planned = table.scan().plan_tasks()
+    assert not isinstance(planned, list) and len(list(planned)) == 5
+    events: list[ProgressEvent] = []
+    assert_rows_are(pa.Table.from_batches(list(table.scan(progress=events.append).to_batches())), live)
+    assert events[-1].done == 5 and events[-1].total is None
+    assert table.scan().count() == len(live) and table.scan(filter="id >= 25").count() == len([i for i in live if i >= 25])
+    for limit in (0, 7, 9, 20, 45, 100):
+        assert sum(b.num_rows for b in table.scan(limit=limit).to_batches()) == min(limit, len(live))
+        assert table.scan(limit=limit).count() == min(limit, len(live))
