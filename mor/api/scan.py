@@ -21,6 +21,7 @@ from mor.expr.parse_terms import point_in_time
 from mor.format.arrow_types import to_arrow_schema
 from mor.format.lineage import LINEAGE_FIELDS
 from mor.format.metadata import Snapshot, TableMetadata
+from mor.planning.data_manifests import ReadDataManifests
 from mor.planning.planner import plan_tasks
 from mor.planning.task import FileScanTask
 from mor.progress import Progress, ProgressArg, Step
@@ -101,12 +102,20 @@ class Scan(FrameConversions):
         them to write the files back."""
         return list(self.plan_tasks(keep_metrics))
 
-    def plan_tasks(self, keep_metrics: bool = False) -> Iterator[FileScanTask]:
+    def plan_tasks(self, keep_metrics: bool = False, *, read_data_manifests: ReadDataManifests | None = None) -> Iterator[FileScanTask]:
         """The tasks of this scan as a stream, in the order `plan_files` lists them: a table of
         a million files is read without holding a million tasks. By default for reading
-        (`keep_metrics=False`)."""
+        (`keep_metrics=False`). `read_data_manifests`: where the data manifests are read (Spark's
+        executors: mor/spark/planning.py); the same tasks wherever."""
         return plan_tasks(
-            self.table.io, self.table.metadata, self.snapshot, self.row_filter, self.case_sensitive, self.schema, keep_metrics
+            self.table.io,
+            self.table.metadata,
+            self.snapshot,
+            self.row_filter,
+            self.case_sensitive,
+            self.schema,
+            keep_metrics,
+            read_data_manifests,
         )
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:

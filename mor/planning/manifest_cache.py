@@ -28,6 +28,7 @@ everything acyclic).
 from __future__ import annotations
 
 import gc
+import hashlib
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
@@ -256,6 +257,16 @@ def read_entries(
     return out
 
 
+Key = tuple[str, int | None]  # ContentFile.key
+
+
+def stable_hash(key: Key) -> int:
+    """A key's hash, the same in every process (Python's string hashes are salted per process):
+    for hashes made on Spark executors."""
+    path, offset = key
+    return int.from_bytes(hashlib.blake2b(f"{path}\x00{offset}".encode(), digest_size=8).digest(), "little")
+
+
 class OnceEach:
     """A file live in two entries of one snapshot would be read twice (its rows returned twice)
     or, a delete file, indexed twice. Keys are `ContentFile.key`: a Puffin file holds the
@@ -265,39 +276,52 @@ class OnceEach:
     Manifest combinations found clean are remembered: manifests never change (a replaced file
     is read again, under its new size), so later plans of them need not check again."""
 
-    def __init__(self, manifest_list: str, live_files: Callable[[ManifestFile], Iterable[ContentFile]]):
+    def __init__(
+        self,
+        manifest_list: str,
+        live_files: Callable[[ManifestFile], Iterable[ContentFile]],
+        key_hash: Callable[[Key], int] | None = None,
+    ):
         self.manifest_list = manifest_list
         self.live_files = live_files
+        self.key_hash = key_hash or hash  # `stable_hash` for hashes made in other processes
         self.hashes: set[int] = set()
         self.met: list[ManifestFile] = []
 
     def add(self, manifest: ManifestFile, files: Iterable[ContentFile]) -> None:
         self.add_keys(manifest, (f.key for f in files), delete=manifest.content == ManifestContent.DELETES)
 
-    def add_keys(self, manifest: ManifestFile, keys: Iterable[tuple[str, int | None]], delete: bool) -> None:
+    def add_keys(self, manifest: ManifestFile, keys: Iterable[Key], delete: bool) -> None:
+        self.add_hashes(manifest, map(self.key_hash, keys), delete)
+
+    def add_hashes(self, manifest: ManifestFile, key_hashes: Iterable[int], delete: bool) -> None:
         if not self.met or self.met[-1] is not manifest:
             self.met.append(manifest)
         hashes = self.hashes
-        keys = list(keys)
-        new = set(map(hash, keys))
-        if len(new) == len(keys) and hashes.isdisjoint(new):
+        added = list(key_hashes)
+        new = set(added)
+        if len(new) == len(added) and hashes.isdisjoint(new):
             hashes |= new
             return
-        for key in keys:  # some hash met twice: find which key, and whether it is one file twice
-            h = hash(key)
+        for h in added:  # some hash met twice: find its keys, and whether one is a file live twice
             if h in hashes:
-                self._met_again(key, delete)
+                self._met_again(h, delete)
             hashes.add(h)
 
-    def _met_again(self, key: tuple[str, int | None], delete: bool) -> None:
-        holders = [m.manifest_path for m in self.met for f in self.live_files(m) if f.key == key]
-        if len(holders) > 1:
-            path, offset = key
-            blob = "" if offset is None else f" (blob at offset {offset})"
-            raise CorruptMetadataError(
-                f"manifest list {self.manifest_list}: {'delete file' if delete else 'data file'} {path}{blob} is live twice, "
-                f"in manifest {holders[0]} and in manifest {holders[1]}"
-            )
+    def _met_again(self, key_hash: int, delete: bool) -> None:
+        holders: dict[Key, str] = {}
+        for manifest in self.met:
+            for f in self.live_files(manifest):
+                if self.key_hash(f.key) != key_hash:
+                    continue
+                if f.key in holders:
+                    path, offset = f.key
+                    blob = "" if offset is None else f" (blob at offset {offset})"
+                    raise CorruptMetadataError(
+                        f"manifest list {self.manifest_list}: {'delete file' if delete else 'data file'} {path}{blob} is live "
+                        f"twice, in manifest {holders[f.key]} and in manifest {manifest.manifest_path}"
+                    )
+                holders[f.key] = manifest.manifest_path
 
     def done(self, manifests: Sequence[ManifestFile]) -> None:
         """Every live file of `manifests` was added: remember them clean."""

@@ -13,7 +13,7 @@ file. Column metrics of a delete file describe the delete file, never prune by t
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.schema import Schema
@@ -26,8 +26,9 @@ from mor.format.metadata import Snapshot, TableMetadata
 from mor.format.properties import NAME_MAPPING_PROPERTY
 from mor.format.spec import ManifestContent, ManifestEntryStatus
 from mor.io.fileio import FileIO
+from mor.planning.data_manifests import DataManifestReader, ManifestFiles, ReadDataManifests
 from mor.planning.delete_index import DeleteFileIndex
-from mor.planning.manifest_cache import OnceEach, PlanScope, checked, gc_paused, read_columns, read_entries
+from mor.planning.manifest_cache import Key, OnceEach, PlanScope, checked, gc_paused, read_columns, read_entries, stable_hash
 from mor.planning.referenced_deletes import ReferencedDeletes
 from mor.planning.task import FileScanTask
 
@@ -102,12 +103,15 @@ def plan_tasks(
     case_sensitive: bool = True,
     schema: Schema | None = None,
     keep_metrics: bool = True,
+    read_data_manifests: ReadDataManifests | None = None,
 ) -> Iterator[FileScanTask]:
     """The tasks of a scan, as a stream in manifest and file order: the delete index is held
     whole, data files a chunk at a time, so a reader of a million files never holds a million
     tasks. `keep_metrics=False`: the tasks are only read, so their data files carry the column
     metrics of the filter's columns only, none without a filter (`Metrics`): most of a plan's
-    time and memory at scale. A caller that writes the files back (DML, maintenance) keeps them."""
+    time and memory at scale. A caller that writes the files back (DML, maintenance) keeps them.
+    `read_data_manifests`: where the data manifests are read (Spark's executors:
+    mor/planning/data_manifests.py); the same tasks wherever."""
     if snapshot is None:
         return
     schema = schema or metadata.schema()
@@ -118,10 +122,14 @@ def plan_tasks(
     manifests = [m for m in manifests_of(io, snapshot) if not prunes or file_filter.manifest_may_match(m)]
     data_manifests = [m for m in manifests if m.content == ManifestContent.DATA]
     delete_manifests = [m for m in manifests if m.content == ManifestContent.DELETES]
-    plan = _Plan(io, metadata, snapshot, file_filter if prunes else None, metrics)
+    reader = DataManifestReader(io, specs, metadata.schema(), schema, row_filter if prunes else None, case_sensitive, metrics)
+    plan = _Plan(io, metadata, snapshot, reader)
     mapping = metadata.properties.get(NAME_MAPPING_PROPERTY)
     index: DeleteFileIndex | None = None
-    data_files = plan.data_files(data_manifests, plan.columns(data_manifests))  # the first manifests start decoding
+    if read_data_manifests is None:
+        data_files = plan.data_files(data_manifests, plan.columns(data_manifests))  # the first manifests start decoding
+    else:
+        data_files = plan.data_files_read_elsewhere(data_manifests, read_data_manifests(reader, data_manifests))
     if not prunes and any(m.has_live_files for m in data_manifests):
         index = plan.delete_index(delete_manifests)  # needed: read it before the first data file
     for chunk in data_files:
@@ -133,43 +141,52 @@ def plan_tasks(
         yield from tasks
 
 
+CHUNK = 8192  # data files planned at once: the delete files they need are made together
+
+
 class _Plan:
     """One plan's reading of manifests: data files streamed a chunk at a time, delete files
     indexed, each file checked to be live once in the snapshot."""
 
-    def __init__(self, io: FileIO, metadata: TableMetadata, snapshot: Snapshot, file_filter: FileFilter | None, metrics: Metrics):
+    def __init__(self, io: FileIO, metadata: TableMetadata, snapshot: Snapshot, reader: DataManifestReader):
         self.io, self.metadata, self.snapshot = io, metadata, snapshot
-        self.file_filter = file_filter
-        self.metrics = metrics
+        self.reader = reader
         self.specs, self.schema = metadata.specs(), metadata.schema()
         self.scope = PlanScope()
 
-    def live_files_of(
-        self, manifests: list[ManifestFile], columns: Iterator[ManifestColumns] | None = None
-    ) -> Iterator[tuple[ManifestFile, list[ContentFile]]]:
-        """The files of the live entries of each manifest, a chunk at a time."""
-        for manifest, decoded in zip(manifests, columns or self.columns(manifests)):
-            for chunk in iter_live_files(decoded, manifest, self.specs, self.schema):
-                yield manifest, chunk
-
     def columns(self, manifests: list[ManifestFile]) -> Iterator[ManifestColumns]:
         """Decoding starts now, a few manifests ahead of the caller."""
-        return read_columns(self.io, manifests, self.specs, self.scope, self.metrics)
+        return read_columns(self.io, manifests, self.specs, self.scope, self.reader.metrics)
 
     def live_files(self, manifest: ManifestFile) -> Iterator[ContentFile]:
-        return (f for _, chunk in self.live_files_of([manifest]) for f in chunk)
+        decoded = next(self.columns([manifest]))
+        return (f for chunk in iter_live_files(decoded, manifest, self.specs, self.schema) for f in chunk)
+
+    def once_each(self, manifests: list[ManifestFile], key_hash: Callable[[Key], int] | None = None) -> OnceEach | None:
+        if checked(self.snapshot.manifest_list, manifests):
+            return None
+        return OnceEach(self.snapshot.manifest_list, self.live_files, key_hash)
 
     def data_files(self, manifests: list[ManifestFile], columns: Iterator[ManifestColumns]) -> Iterator[list[DataFile]]:
         """The live data files the filter may match, a chunk at a time."""
-        once = None if checked(self.snapshot.manifest_list, manifests) else OnceEach(self.snapshot.manifest_list, self.live_files)
-        file_filter = self.file_filter
-        for manifest, live in self.live_files_of(manifests, columns):
-            with gc_paused():
+        once = self.once_each(manifests)
+        for manifest, decoded in zip(manifests, columns):
+            for live, kept in self.reader.chunks(manifest, decoded):
                 if once is not None:
-                    once.add(manifest, live)
-                kept = live if file_filter is None else [f for f in live if file_filter.file_may_match(f)]
-            if kept:
-                yield kept  # type: ignore[misc]  # a data manifest's files; no cast per entry
+                    with gc_paused():
+                        once.add(manifest, live)
+                if kept:
+                    yield kept
+        if once is not None:
+            once.done(manifests)
+
+    def data_files_read_elsewhere(self, manifests: list[ManifestFile], read: Iterable[ManifestFiles]) -> Iterator[list[DataFile]]:
+        once = self.once_each(manifests, stable_hash)
+        for manifest, found in zip(manifests, read):
+            if once is not None:
+                once.add_hashes(manifest, found.key_hashes, delete=False)
+            for start in range(0, len(found.kept), CHUNK):
+                yield found.kept[start : start + CHUNK]
         if once is not None:
             once.done(manifests)
 
@@ -178,8 +195,8 @@ class _Plan:
         their data file left as columns (mor/planning/referenced_deletes.py). Pruned by the
         filter's partition projection only (module docstring); a delete file that names its data
         file is looked up by that file alone, so it needs no pruning."""
-        once = None if checked(self.snapshot.manifest_list, manifests) else OnceEach(self.snapshot.manifest_list, self.live_files)
-        file_filter = self.file_filter
+        once = self.once_each(manifests)
+        file_filter = self.reader.file_filter
         referenced = ReferencedDeletes(self.specs, self.schema)
         deletes: list[DeleteFile] = []
         with gc_paused():

@@ -21,6 +21,7 @@ from mor.format.manifest import ManifestFile, manifest_columns, read_manifest
 from mor.format.spec import ManifestContent
 from mor.io.fileio import FileIO, to_local_path
 from mor.planning import manifest_cache
+from mor.planning.data_manifests import DataManifestReader, ManifestFiles
 from mor.planning.delete_index import DeleteFileIndex
 from mor.expr.filters import FileFilter, parse_filter
 from mor.planning.planner import manifests_of, plan_files, unpartitioned_spec_ids
@@ -289,3 +290,32 @@ def test_delete_files_kept_as_columns_plan_as_every_delete_file_decoded(
             (f.file_path, [d.file_path for d in ds]) for f, ds in expected
         ]
         assert all(d.lower_bounds for t in lean for d in t.delete_files if d.content == 1 and named_by == "bounds")
+
+
+def read_in_another_process(reader: DataManifestReader, manifests: list[ManifestFile]) -> list[ManifestFiles]:
+    """What Spark's executors do (mor/spark/planning.py), short of the processes: the reader
+    and each answer pickled both ways."""
+    return [pickle.loads(pickle.dumps(pickle.loads(pickle.dumps(reader)).read(m))) for m in manifests]
+
+
+@pytest.mark.parametrize("text", FILTERS)
+@pytest.mark.parametrize("keep_metrics", [True, False])
+def test_data_manifests_read_elsewhere_plan_the_same_tasks(busy_table: mor.Table, text: str | None, keep_metrics: bool) -> None:
+    scan = busy_table.scan(filter=text)
+    local = scan.plan_files(keep_metrics)
+    manifest_cache.clear()
+    elsewhere = list(scan.plan_tasks(keep_metrics, read_data_manifests=read_in_another_process))
+    assert [(t.data_file, t.delete_files) for t in elsewhere] == [(t.data_file, t.delete_files) for t in local]
+    assert [t.data_file.data_sequence_number for t in elsewhere] == [t.data_file.data_sequence_number for t in local]
+
+
+def test_a_data_file_live_twice_is_found_when_read_elsewhere(make_table: MakeTable) -> None:
+    from mor.commit.snapshot_producer import Changes, commit_changes
+    from mor.planning.planner import live_entries
+
+    table = make_table(range(0, 10), range(10, 20))
+    entry = live_entries(table.io, table.metadata, table.current_snapshot(), ManifestContent.DATA)[0]  # type: ignore[arg-type]
+    readded = Changes("append", added_data=[entry.file])
+    table.metadata, table.metadata_location = commit_changes(table.io, table._ops, table.metadata, table.metadata_location, readded)  # type: ignore[arg-type]
+    with pytest.raises(CorruptMetadataError, match=f"data file {entry.file.file_path} is live twice"):
+        list(table.scan().plan_tasks(read_data_manifests=read_in_another_process))
