@@ -22,7 +22,7 @@ from mor.format.avro_schemas import V1_BLOCK_SIZE_BYTES, manifest_entry_schema
 from mor.format.content_file import ContentFile, ManifestEntry, content_file_from_values, manifest_entry
 from mor.format.partition_values import avro_record_keys, to_avro_record, to_internal
 from mor.format.spec import DELETE_FILE_PATH_ID, FileContent, ManifestContent, ManifestEntryStatus
-from mor.io.avro_columns import read_avro_columns, take_rows
+from mor.io.avro_columns import python_values, read_avro_columns, take_rows
 from mor.io.fileio import FileIO, unreadable
 from mor.io.threads import IO_POOL
 
@@ -270,7 +270,7 @@ def _decoded_rows(
     decoder: _EntryDecoder | None = None
     for start in range(0, decoded.count, chunk):
         try:
-            columns = {path: c.slice(start, chunk).to_pylist() for path, c in decoded.columns.items()}
+            columns = {path: python_values(c.slice(start, chunk), path in _MAP_PATHS) for path, c in decoded.columns.items()}
             if decoder is None:
                 partitions = columns.get("data_file.partition") or [None]
                 decoder = _EntryDecoder(manifest, avro_record_keys(spec.partition_type(schema), partitions[0]), decoded.metrics is not True)
@@ -288,6 +288,7 @@ _FILE_FIELDS = (
 _METRICS = ("column_sizes", "value_counts", "null_value_counts", "nan_value_counts", "lower_bounds", "upper_bounds", "split_offsets")
 _ENTRY_PATHS = ("status", "snapshot_id", "sequence_number", "file_sequence_number") + tuple(f"data_file.{f}" for f in _FILE_FIELDS)
 _METRIC_PATHS = tuple(f"data_file.{f}" for f in _METRICS)
+_MAP_PATHS = frozenset(_METRIC_PATHS[:-1])  # decoded as dicts
 BOUND_PATHS = ("data_file.lower_bounds", "data_file.upper_bounds")
 _DELETE_PATH_KEY = frozenset({DELETE_FILE_PATH_ID})
 _FORMATS: dict[str, str] = {}  # "parquet" -> "PARQUET", one string for every entry
@@ -364,7 +365,7 @@ class _EntryDecoder:
         absent = [None] * count
         v1 = "sequence_number" not in columns  # no sequence numbers at all: every file is at its manifest's (0)
         column = [columns.get(p, absent) for p in _ENTRY_PATHS]
-        metrics = [_maps(columns.get(f"data_file.{m}")) if f"data_file.{m}" in columns else absent for m in _METRICS[:-1]]
+        metrics = [columns.get(f"data_file.{m}", absent) for m in _METRICS[:-1]]
         if self.bounds_only_unreferenced and "data_file.referenced_data_file" in columns:
             referenced = columns["data_file.referenced_data_file"]
             for i in (4, 5):  # lower_bounds, upper_bounds
@@ -435,20 +436,10 @@ class _EntryDecoder:
         return status, snapshot_id, data_seq, file_seq, file
 
 
-def _maps(column: list[list[dict[str, Any]] | None] | None) -> list[dict[int, Any] | None]:
-    return [_map_from_avro(items) for items in column or ()]
-
-
 def _map_to_avro(values: dict[int, Any] | None) -> list[dict[str, Any]] | None:
     if values is None:
         return None
     return [{"key": k, "value": v} for k, v in sorted(values.items())]
-
-
-def _map_from_avro(items: list[dict[str, Any]] | None) -> dict[int, Any] | None:
-    if items is None:
-        return None
-    return {item["key"]: item["value"] for item in items}
 
 
 def _partition_summaries(entries: list[EntryToWrite], spec: PartitionSpec, schema: Schema) -> tuple[PartitionFieldSummary, ...]:

@@ -100,3 +100,20 @@ def take_rows(columns: Columns, rows: list[int]) -> Columns:
     """The values of `columns` at `rows` (in that order)."""
     indices = pa.array(rows, pa.int64())
     return {path: column.take(indices) for path, column in columns.items()}
+
+
+def python_values(column: pa.Array, as_maps: bool = False) -> list[Any]:
+    """The values of a column. `as_maps`: an array of `{key, value}` records per row (how Avro
+    stores a map with non-string keys) becomes a dict per row, made from the flat key and value
+    arrays: several times faster than a dict per record."""
+    flat = isinstance(column, (pa.ListArray, pa.LargeListArray)) and pa.types.is_struct(column.type.value_type)
+    if not as_maps or column.null_count or not flat:  # (every list empty: Arrow typed its items null)
+        values = column.to_pylist()
+        return [None if items is None else {kv["key"]: kv["value"] for kv in items} for items in values] if as_maps else values
+    offsets = column.offsets.to_pylist()
+    first = offsets[0]  # a slice's records sit at offsets[0]:offsets[-1] of the whole child array
+    items = column.values.slice(first, offsets[-1] - first)
+    keys, values = items.field("key").to_pylist(), items.field("value").to_pylist()
+    return [
+        dict(zip(keys[start - first : stop - first], values[start - first : stop - first])) for start, stop in zip(offsets, offsets[1:])
+    ]

@@ -18,7 +18,7 @@ from unit_helpers import make_rows
 import mor
 from mor.format.manifest import decode_manifest
 from mor.io import avro_columns
-from mor.io.avro_columns import read_avro_columns
+from mor.io.avro_columns import python_values, read_avro_columns
 from mor.planning.planner import manifests_of
 
 ROOTS = [Path(__file__).resolve().parents[3].parent / "shared" / "fixtures" / "iceberg-java", Path(__file__).resolve().parents[2] / "fixtures"]
@@ -103,3 +103,19 @@ def test_a_scan_without_a_filter_plans_the_same_tasks_without_metrics(catalog: m
     # A position delete file keeps what names its data file: its referenced_data_file, or its bounds.
     assert all(d.referenced_data_file or d.lower_bounds for t in lean for d in t.delete_files)
     assert sorted(table.scan().to_arrow().column("id").to_pylist()) == [i for i in range(30) if i % 3]
+
+
+MAP_PATHS = tuple(f"data_file.{m}" for m in ("column_sizes", "value_counts", "null_value_counts", "nan_value_counts", "lower_bounds", "upper_bounds"))
+
+
+@pytest.mark.parametrize("path", [p for p in AVRO_FILES if b"value_counts" in p.read_bytes()][:40], ids=lambda p: f"{p.parent.parent.name}/{p.name[:24]}")
+def test_maps_made_from_flat_keys_and_values_equal_those_made_per_record(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = path.read_bytes()
+    for compiled_from in (0, 1 << 40):
+        monkeypatch.setattr(avro_columns, "COMPILED_FROM", compiled_from)
+        columns, count = read_avro_columns(data, MAP_PATHS)
+        for column in columns.values():
+            for start, length in ((0, count), (1, count), (count // 2, 1)):
+                part = column.slice(start, length)
+                expected = [None if items is None else {kv["key"]: kv["value"] for kv in items} for items in part.to_pylist()]
+                assert python_values(part, as_maps=True) == expected
