@@ -7,14 +7,19 @@ Iceberg-Spark's distributed planning does (`planning_mode`).
                    and assigns deletes (mor/planning/data_manifests.py)
     "auto"         distributed when the snapshot's data manifests hold DISTRIBUTED_FROM_FILES
                    live files or more, in two manifests or more, and the session has executors
-                   to send work to (not Spark Connect)
+                   on other machines to send work to (not `local[...]`, not Spark Connect)
+
+Executors send the files they keep pickled, and the driver still makes each task, so the driver
+saves the decoding only: on one machine that does not pay. Measured on 2 cores, local[2], a plan
+of 1M + 1M files (10 + 10 manifests) under a load of 3-4: 30-31 s local, 54-77 s distributed.
 
 Either way the tasks are the same, in the same order (tests/spark/test_distributed_planning.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 from pyspark.sql import SparkSession
 
@@ -49,6 +54,8 @@ def data_manifest_reading(spark: SparkSession, scan: Scan, planning_mode: str) -
             )
         return None
     if planning_mode == "auto":
+        if (spark.sparkContext.master or "").startswith("local"):  # its executors share the driver's cores (module docstring)
+            return None
         data = [m for m in manifests_of(scan.table.io, scan.snapshot) if m.content == ManifestContent.DATA]
         if len(data) < 2 or sum(m.added_files_count + m.existing_files_count for m in data) < DISTRIBUTED_FROM_FILES:
             return None
@@ -56,12 +63,22 @@ def data_manifest_reading(spark: SparkSession, scan: Scan, planning_mode: str) -
 
 
 def _on_executors(spark: SparkSession) -> ReadDataManifests:
-    def read(reader: DataManifestReader, manifests: list[ManifestFile]) -> Iterable[ManifestFiles]:
+    def read(reader: DataManifestReader, manifests: list[ManifestFile]) -> Iterator[ManifestFiles]:
         if not manifests:
-            return []
-        # One partition per manifest, fetched in order as the driver plans: a partition's files
-        # arrive while the next ones are still being read.
-        rdd = spark.sparkContext.parallelize(manifests, len(manifests)).map(reader.read)
-        return rdd.toLocalIterator(prefetchPartitions=True)
+            return
+        sc = spark.sparkContext
+        rdd = sc.parallelize(manifests, len(manifests)).map(reader.read)  # one partition per manifest
+        # A job per `defaultParallelism` manifests, read side by side; the next group is read
+        # while the driver plans this one's files, in manifest order (toLocalIterator would
+        # read one manifest at a time). The driver holds two groups at most.
+        width = max(1, sc.defaultParallelism)
+        groups = [list(range(start, min(len(manifests), start + width))) for start in range(0, len(manifests), width)]
+        with ThreadPoolExecutor(1, thread_name_prefix="mor-planning") as ahead:
+            pending = ahead.submit(sc.runJob, rdd, list, groups[0])
+            for group in groups[1:]:
+                found = pending.result()
+                pending = ahead.submit(sc.runJob, rdd, list, group)
+                yield from found
+            yield from pending.result()
 
     return read
