@@ -23,18 +23,42 @@ from __future__ import annotations
 import io
 import os
 import threading
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, cast
 
 import fastavro
 import pyarrow as pa
 
 COMPILED_FROM = int(os.environ.get("MOR_AVRO_COMPILED_FROM_BYTES", 256 * 1024))
-# A large manifest decodes whole before its fields are picked (a hundred megabytes for 100,000
-# entries, and polars' allocator keeps what it frees for a while): one decoder per core but one,
-# which the caller keeps busy turning columns into files. On two cores a second decoder saved no
-# time and cost 250 MB at peak (a plan of 1M + 1M files).
-_DECODING = threading.BoundedSemaphore(max(1, (os.cpu_count() or 1) - 1))
+
+
+class _DecodeBudget:
+    """A large manifest decodes whole before its fields are picked (a hundred megabytes for
+    100,000 entries, and polars' allocator keeps what it frees for a while). Large files decode
+    one per core but one (the caller keeps that core busy turning columns into files: on two
+    cores a second decoder of large files saved no time and cost 250 MB at the peak of a plan of
+    1M + 1M files); small ones side by side while the bytes being decoded stay under `limit`."""
+
+    def __init__(self, decoders: int, limit: int):
+        self.decoders, self.limit = decoders, limit
+        self.running: list[int] = []
+        self.changed = threading.Condition()
+
+    @contextmanager
+    def held(self, size: int) -> Iterator[None]:
+        with self.changed:
+            self.changed.wait_for(lambda: not self.running or (sum(self.running) + size <= self.limit) or len(self.running) < self.decoders)
+            self.running.append(size)
+        try:
+            yield
+        finally:
+            with self.changed:
+                self.running.remove(size)
+                self.changed.notify_all()
+
+
+_DECODING = _DecodeBudget(max(1, (os.cpu_count() or 1) - 1), 4 << 20)
 
 Columns = dict[str, pa.Array]
 
@@ -70,7 +94,7 @@ def read_avro_columns(data: bytes, paths: tuple[str, ...], keep_keys: Mapping[st
 def _compiled(data: bytes, paths: tuple[str, ...], keep_keys: Mapping[str, Collection[int]]) -> tuple[Columns, int]:
     import polars as pl  # only for large files: its import costs 0.2 s
 
-    with _DECODING:
+    with _DECODING.held(len(data)):
         return _pick(pl.read_avro(io.BytesIO(data)), paths, keep_keys)
 
 

@@ -126,12 +126,15 @@ def plan_tasks(
     plan = _Plan(io, metadata, snapshot, reader)
     mapping = metadata.properties.get(NAME_MAPPING_PROPERTY)
     index: DeleteFileIndex | None = None
+    # Without a filter every delete manifest is needed before the first task: they start
+    # decoding first, then the first data manifests (decoding starts as `columns` is called).
+    delete_columns = plan.columns(delete_manifests) if not prunes and any(m.has_live_files for m in data_manifests) else None
     if read_data_manifests is None:
-        data_files = plan.data_files(data_manifests, plan.columns(data_manifests))  # the first manifests start decoding
+        data_files = plan.data_files(data_manifests, plan.columns(data_manifests))
     else:
         data_files = plan.data_files_read_elsewhere(data_manifests, read_data_manifests(reader, data_manifests))
-    if not prunes and any(m.has_live_files for m in data_manifests):
-        index = plan.delete_index(delete_manifests)  # needed: read it before the first data file
+    if delete_columns is not None:
+        index = plan.delete_index(delete_manifests, delete_columns)
     for chunk in data_files:
         if index is None:
             index = plan.delete_index(delete_manifests)  # a data file is left: its deletes may apply
@@ -190,7 +193,7 @@ class _Plan:
         if once is not None:
             once.done(manifests)
 
-    def delete_index(self, manifests: list[ManifestFile]) -> DeleteFileIndex:
+    def delete_index(self, manifests: list[ManifestFile], columns: Iterator[ManifestColumns] | None = None) -> DeleteFileIndex:
         """The live delete files that may apply to a planned data file, indexed; those that name
         their data file left as columns (mor/planning/referenced_deletes.py). Pruned by the
         filter's partition projection only (module docstring); a delete file that names its data
@@ -200,7 +203,7 @@ class _Plan:
         referenced = ReferencedDeletes(self.specs, self.schema)
         deletes: list[DeleteFile] = []
         with gc_paused():
-            for manifest, decoded in zip(manifests, self.columns(manifests)):
+            for manifest, decoded in zip(manifests, columns or self.columns(manifests)):
                 if once is not None:
                     once.add_keys(manifest, live_keys(decoded), delete=True)
                 others = referenced.add(manifest, decoded)
