@@ -47,6 +47,7 @@ from mor.spark.dataframe_plan import read_dataframe_plan, unsupported_reason
 from mor.spark.errors import spark_errors
 from mor.spark.file_paths import FILE_COLUMN, POS_COLUMN, check_metadata_columns_free, hadoop_reads, has_s3a, native_parquet
 from mor.spark.options import TableRef
+from mor.spark.planning import planned_tasks
 from mor.spark.types import spark_schema
 
 logger = logging.getLogger("mor.spark")
@@ -70,6 +71,7 @@ def read_table(
     path: ReadPath = "auto",
     metadata_columns: bool = False,
     branch: str | None = None,
+    planning_mode: str | None = None,
 ) -> DataFrame:
     """The live rows of `table` (a mor Table, a `namespace.table` name with `warehouse`/`uri`,
     or a metadata location) as a DataFrame: the rows `table.scan(...).to_arrow()` returns.
@@ -78,7 +80,9 @@ def read_table(
     the mor Python source); delete-free files are read natively whatever it says.
     `metadata_columns`: also `_file` (each row's data file, as the table spells it) and `_pos`
     (its position there), every file then read by the JVM path (or the Python source).
-    `branch`: the head of that branch, or a tag's snapshot, instead of main's."""
+    `branch`: the head of that branch, or a tag's snapshot, instead of main's. `planning_mode`:
+    where the data manifests are read, "auto" | "local" | "distributed" (mor/spark/planning.py;
+    default the session's `spark.mor.planning.mode`, else "auto")."""
     if path not in READ_PATHS:
         raise InvalidArgumentError(f"path must be one of {', '.join(READ_PATHS)}, not {path!r}")
     if path == "python" and not HAS_PYTHON_SOURCE:
@@ -94,7 +98,7 @@ def read_table(
     lineage = [f for f in scan.projection.fields if f.field_id in LINEAGE_FIELD_IDS]
     read_schema = Schema(*[f for f in scan.schema.fields if f.field_id in read_ids], *lineage)
     bound = None if isinstance(scan.row_filter, AlwaysTrue) else bind_filter(scan.schema, scan.row_filter, CASE_SENSITIVE)
-    tasks = scan.plan_files(keep_metrics=False)  # only read
+    tasks = planned_tasks(spark, scan, planning_mode)  # only read: lean files
     if bound is not None and has_residual(bound):
         return _residual_read(spark, table, scan.snapshot, read_schema, tasks, filter, output, metadata_columns)
     condition = None if bound is None else to_column(bound)

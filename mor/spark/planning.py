@@ -14,6 +14,8 @@ saves the decoding only: on one machine that does not pay. Measured on 2 cores, 
 of 1M + 1M files (10 + 10 manifests) under a load of 3-4: 30-31 s local, 54-77 s distributed.
 
 Either way the tasks are the same, in the same order (tests/spark/test_distributed_planning.py).
+`mor.spark.read_table(..., planning_mode=...)` chooses for one read; the session setting
+`spark.mor.planning.mode` for every read and DML job that does not say.
 """
 
 from __future__ import annotations
@@ -35,9 +37,14 @@ PLANNING_MODES = ("auto", "local", "distributed")
 DISTRIBUTED_FROM_FILES = 500_000
 
 
-def planned_tasks(spark: SparkSession, scan: Scan, planning_mode: str = "auto", keep_metrics: bool = False) -> list[FileScanTask]:
-    """The tasks of `scan`, planned as `planning_mode` says."""
-    return list(scan.plan_tasks(keep_metrics, read_data_manifests=data_manifest_reading(spark, scan, planning_mode)))
+PLANNING_MODE_CONF = "spark.mor.planning.mode"  # the session's default, for reads and DML alike
+
+
+def planned_tasks(spark: SparkSession, scan: Scan, planning_mode: str | None = None, keep_metrics: bool = False) -> list[FileScanTask]:
+    """The tasks of `scan`, planned as `planning_mode` says (None: the session's
+    `spark.mor.planning.mode`, default "auto"). `keep_metrics`: for a job that writes files back."""
+    mode = planning_mode if planning_mode is not None else spark.conf.get(PLANNING_MODE_CONF, "auto") or "auto"
+    return list(scan.plan_tasks(keep_metrics, read_data_manifests=data_manifest_reading(spark, scan, mode)))
 
 
 def data_manifest_reading(spark: SparkSession, scan: Scan, planning_mode: str) -> ReadDataManifests | None:

@@ -78,3 +78,28 @@ def test_auto_plans_large_tables_on_executors_of_other_machines(spark: Any, cata
     ]
     with pytest.raises(InvalidArgumentError, match="planning_mode"):
         planning.data_manifest_reading(spark, scan, "everywhere")
+
+
+def test_reads_and_dml_plan_on_the_executors_when_asked(spark: Any, catalog: mor.Catalog) -> None:
+    import mor.spark
+
+    table = catalog.create_table("db.t", schema=SCHEMA, partition_by=["category"])
+    for start in range(0, 30, 10):
+        table.append(rows(list(range(start, start + 10))))
+    table.delete("id % 4 = 0")
+    expected = sorted(table.scan().to_arrow().column("id").to_pylist())
+    for mode in ("local", "distributed"):
+        read = mor.spark.read_table(spark, table, planning_mode=mode)
+        assert sorted(r.id for r in read.select("id").collect()) == expected
+    with pytest.raises(InvalidArgumentError, match="planning_mode"):
+        mor.spark.read_table(spark, table, planning_mode="nowhere")
+    spark.conf.set(planning.PLANNING_MODE_CONF, "distributed")
+    try:
+        mor.spark.delete(spark, table, "id < 5")
+        mor.spark.update(spark, table, {"value": "value + 1"}, where="id >= 25")
+    finally:
+        spark.conf.unset(planning.PLANNING_MODE_CONF)
+    table = catalog.load_table("db.t")
+    got = {r["id"]: r["value"] for r in table.scan().to_arrow().to_pylist()}
+    assert sorted(got) == [i for i in expected if i >= 5]
+    assert all(got[i] == i / 2 + (1 if i >= 25 else 0) for i in got)
