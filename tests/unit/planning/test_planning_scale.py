@@ -62,8 +62,7 @@ def as_pairs(tasks: list[mor.FileScanTask]) -> list[tuple[DataFile, tuple[Delete
     return [(t.data_file, t.delete_files) for t in tasks]
 
 
-@pytest.fixture
-def busy_table(make_table: MakeTable) -> mor.Table:
+def busy(make_table: MakeTable) -> mor.Table:
     """Partitioned, several commits: appends, position deletes, an equality delete, a removal."""
     table = make_table(range(0, 30), range(30, 60), partition_by=["category"])
     table.delete("id = 3 or id = 41")
@@ -72,6 +71,11 @@ def busy_table(make_table: MakeTable) -> mor.Table:
     table.delete("id = 70")
     table.delete("category = 'c' and id < 60", mode="copy-on-write")
     return table
+
+
+@pytest.fixture
+def busy_table(make_table: MakeTable) -> mor.Table:
+    return busy(make_table)
 
 
 FILTERS = [None, "id < 40", "category = 'a'", "category = 'b' and id > 60", "id > 5000"]
@@ -246,15 +250,6 @@ def test_configure_refuses_nonsense() -> None:
         manifest_cache.configure(max_bytes=-1)
     with pytest.raises(ValueError):
         manifest_cache.configure(threads=0)
-
-
-def busy(make_table: MakeTable) -> mor.Table:
-    table = make_table(range(0, 30), range(30, 60), partition_by=["category"])
-    table.delete("id = 3 or id = 41")
-    table.append(make_rows(range(60, 90)))
-    table.delete_rows(pa.table({"id": [65, 12]}))
-    table.delete("id = 70 or id = 71")
-    return table
 
 
 @pytest.mark.parametrize("named_by", ["referenced_data_file", "bounds"])
