@@ -9,12 +9,17 @@ first row id and data sequence number v3 rows inherit) from `path_<token>`,
 `first_row_id_<token>` and `data_sequence_<token>` of `_metadata.file_path`:
 
 - the read's deletes (which delete files apply to which data file, as the planner decided) are
-  written as a small text (`descriptor`) and handed to the catalog through the session conf
-  `mor.deletes.<token>` only while Spark resolves the function; the bound function carries it
-  to the executors inside the plan, so nothing is left in the session or on disk;
+  written as a text (`descriptor`, a few hundred bytes a file) and handed to the catalog through the
+  session conf `mor.deletes.<token>` only while Spark resolves the functions. The catalog
+  broadcasts it once per read and the bound functions carry only the broadcast's handle, so a
+  task's payload does not grow with the read's files; each executor fetches and parses the text
+  once. Spark's cleaner drops the broadcast once no DataFrame holds the functions: nothing is
+  left in the session or on disk;
 - executors read the delete files themselves, lazily per data file: a position delete file's
   rows for that file, a deletion vector by offset and length, an equality delete file's keys.
-  The driver decodes none of them.
+  The driver decodes none of them. What they read is kept for the executor's other tasks in a
+  cache bounded by `spark.mor.deletes.cacheBytes` (CACHE_BYTES_CONF: estimated heap bytes,
+  default 256m; read through the session's conf when a read resolves its functions).
 
 Spark resolves the function when the DataFrame is made (classic PySpark analyses eagerly), so
 the conf can go right after. A Spark Connect session analyses later, on the server: it gets the
@@ -43,8 +48,9 @@ logger = logging.getLogger("mor.spark")
 CATALOG = "mor_deletes"
 CATALOG_CLASS = "mor.jvm.DeleteFunctions"
 CONF_PREFIX = "mor.deletes."
+CACHE_BYTES_CONF = "spark.mor.deletes.cacheBytes"  # jvm/src/mor/jvm/DeleteCache.java
 HEADER = "mor-deletes\t1"
-_ESCAPES = {"%": "%25", "\t": "%09", "\n": "%0A", "\r": "%0D"}
+_ESCAPE_TABLE = str.maketrans({"%": "%25", "\t": "%09", "\n": "%0A", "\r": "%0D"})
 
 
 def jar_path() -> Path:
@@ -136,9 +142,11 @@ def _delete_line(d: DeleteFile) -> str:
     path = _escape(spark_read_path(d.file_path))
     if d.is_deletion_vector:
         return "\t".join(["V", path, str(d.content_offset), str(d.content_size_in_bytes)])
+    size = str(d.file_size_in_bytes)  # executors open the file without asking the store its size
     if d.content == FileContent.EQUALITY_DELETES:
-        return "\t".join(["E", path, ",".join(map(str, d.equality_ids or ()))])
-    return "\t".join(["P", path])
+        return "\t".join(["E", path, ",".join(map(str, d.equality_ids or ())), size])
+    # Every row of a file-scoped delete file is for its one data file: read without filtering.
+    return "\t".join(["P", path, "1" if d.referenced_data_file is not None else "", size])
 
 
 def _number(value: int | None) -> str:
@@ -146,4 +154,4 @@ def _number(value: int | None) -> str:
 
 
 def _escape(text: str) -> str:
-    return "".join(_ESCAPES.get(c, c) for c in text)
+    return text.translate(_ESCAPE_TABLE)

@@ -1,62 +1,67 @@
 package mor.jvm;
 
 import java.io.IOException;
+import java.io.InterruptedIOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.util.Arrays;
-import java.util.Collections;
 import java.util.HashSet;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.function.Function;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.function.Consumer;
 import java.util.zip.CRC32;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
+import org.apache.parquet.HadoopReadOptions;
+import org.apache.parquet.ParquetReadOptions;
+import org.apache.parquet.column.ColumnDescriptor;
+import org.apache.parquet.column.ColumnReader;
+import org.apache.parquet.column.impl.ColumnReadStoreImpl;
+import org.apache.parquet.column.page.PageReadStore;
 import org.apache.parquet.example.data.Group;
 import org.apache.parquet.example.data.simple.convert.GroupRecordConverter;
 import org.apache.parquet.filter2.compat.FilterCompat;
 import org.apache.parquet.filter2.predicate.FilterApi;
-import org.apache.parquet.hadoop.ParquetReader;
-import org.apache.parquet.hadoop.api.InitContext;
-import org.apache.parquet.hadoop.api.ReadSupport;
+import org.apache.parquet.hadoop.ParquetFileReader;
+import org.apache.parquet.hadoop.util.HadoopInputFile;
+import org.apache.parquet.hadoop.util.HadoopStreams;
+import org.apache.parquet.io.InputFile;
+import org.apache.parquet.io.SeekableInputStream;
+import org.apache.parquet.io.ColumnIOFactory;
+import org.apache.parquet.io.MessageColumnIO;
+import org.apache.parquet.io.RecordReader;
 import org.apache.parquet.io.api.Binary;
-import org.apache.parquet.io.api.RecordMaterializer;
+import org.apache.parquet.io.api.GroupConverter;
 import org.apache.parquet.schema.MessageType;
 import org.apache.parquet.schema.Type;
 import org.apache.spark.SparkEnv;
+import org.apache.spark.broadcast.Broadcast;
 import scala.Tuple2;
 
 /**
  * Reads delete files on the executor that needs them, and keeps what it read for the other
- * tasks of that JVM (a few splits of one file, a delete file shared by many data files): a
- * position delete file's rows for one data file (row groups of other files skipped by their
- * file_path statistics), a deletion vector by its offset and length, an equality delete file's
- * keys.
+ * tasks of that JVM ({@link DeleteCache}): a position delete file's rows for one data file (row
+ * groups of other files skipped by their file_path statistics), a deletion vector by its offset
+ * and length, an equality delete file's keys.
  */
 final class DeleteLoader {
-  private static final int CACHED = 256;
   private static final byte[] MAGIC = {(byte) 0xD1, (byte) 0xD3, (byte) 0x39, (byte) 0x64};
-  private static final Map<String, Descriptor> DESCRIPTORS = lru(16);
-  private static final Map<String, PositionSet> POSITIONS = lru(CACHED);
-  private static final Map<String, Set<Object>> KEYS = lru(CACHED);
-  private static final Map<String, LongKeys> LONG_KEYS = lru(CACHED);
-  private static final Map<List<Object>, Object> LOADING = new ConcurrentHashMap<>();
   private static Configuration conf;
 
   private DeleteLoader() {}
 
-  static Descriptor descriptor(String text) {
-    return cached(DESCRIPTORS, text, Descriptor::parse);
+  /** A read's descriptor, parsed once per JVM while the cache keeps it. */
+  static Descriptor descriptor(Broadcast<String> text) {
+    return DeleteCache.SHARED.get("D" + text.id(), k -> Descriptor.parse(text.value()), d -> d.sizeInBytes);
   }
 
   /** The positions the file's position delete files and deletion vector remove, or null. */
   static PositionSet positions(Descriptor.DataFile file) {
-    StringBuilder key = new StringBuilder(file.tablePath);
+    StringBuilder key = new StringBuilder("P\n").append(file.tablePath);
     boolean any = false;
     for (Descriptor.DeleteFile d : file.deletes) {
       if (d.kind != Descriptor.Kind.EQUALITY) {
@@ -65,16 +70,16 @@ final class DeleteLoader {
       }
     }
     if (!any) return null;
-    return cached(POSITIONS, key.toString(), k -> readPositions(file));
+    return DeleteCache.SHARED.get(key.toString(), k -> readPositions(file), PositionSet::sizeInBytes);
   }
 
   /** The deleted keys (a value, or a list of values) of equality delete files over {@code ids}. */
   static Set<Object> equalityKeys(List<Descriptor.DeleteFile> files, long[] ids, ValueKind[] kinds) {
-    return cached(KEYS, keysKey(files, ids), k -> {
+    return DeleteCache.SHARED.get("K" + keysKey(files, ids), k -> {
       Set<Object> keys = new HashSet<>();
       for (Descriptor.DeleteFile d : files) readKeys(d, ids, kinds, keys);
       return keys;
-    });
+    }, DeleteCache::keysSize);
   }
 
   /**
@@ -82,7 +87,8 @@ final class DeleteLoader {
    * file the delete files apply to shares it (a million keys are not hashed again per file).
    */
   static LongKeys longKeys(List<Descriptor.DeleteFile> files, long[] ids, ValueKind[] kinds) {
-    return cached(LONG_KEYS, keysKey(files, ids), k -> LongKeys.of(equalityKeys(files, ids, kinds)));
+    String key = "L" + keysKey(files, ids);
+    return DeleteCache.SHARED.get(key, k -> LongKeys.of(equalityKeys(files, ids, kinds)), LongKeys::sizeInBytes);
   }
 
   private static String keysKey(List<Descriptor.DeleteFile> files, long[] ids) {
@@ -99,12 +105,15 @@ final class DeleteLoader {
           readVector(d, set);
         } else if (d.kind == Descriptor.Kind.POSITION) {
           readPositionFile(d, file.tablePath, set);
+        } else if (d.kind == Descriptor.Kind.SCOPED_POSITION) {
+          readScopedPositionFile(d, set);
         }
       } catch (IOException e) {
         throw new UncheckedIOException("mor could not read delete file " + d.path, e);
       }
     }
     set.optimize();
+    set.sorted(); // built now, so the cache weighs it
     return set;
   }
 
@@ -130,34 +139,119 @@ final class DeleteLoader {
 
   private static void readPositionFile(Descriptor.DeleteFile d, String dataPath, PositionSet set) throws IOException {
     FilterCompat.Filter only = FilterCompat.get(FilterApi.eq(FilterApi.binaryColumn("file_path"), Binary.fromString(dataPath)));
-    ReadSupport<Group> columns = new Projection(schema -> new MessageType("position_deletes", schema.getType("file_path"), schema.getType("pos")));
-    try (ParquetReader<Group> reader = ParquetReader.builder(columns, new Path(d.path)).withConf(conf()).withFilter(only).build()) {
-      for (Group row = reader.read(); row != null; row = reader.read()) {
-        set.add(row.getLong(1, 0));
+    try (ParquetFileReader reader = open(d, only)) {
+      MessageType schema = reader.getFileMetaData().getSchema();
+      MessageType columns = new MessageType("position_deletes", schema.getType("file_path"), schema.getType("pos"));
+      forEachRow(reader, schema, columns, only, row -> set.add(row.getLong(1, 0)));
+    }
+  }
+
+  /**
+   * A position delete file all of whose rows are for this data file: its pos column alone, read
+   * value by value (no file_path to compare, no records assembled): at one small delete file per
+   * data file, this is what a lake's read pays per file besides Spark's own reading.
+   */
+  private static void readScopedPositionFile(Descriptor.DeleteFile d, PositionSet set) throws IOException {
+    try (ParquetFileReader reader = open(d, FilterCompat.NOOP)) {
+      MessageType columns = new MessageType("position_deletes", reader.getFileMetaData().getSchema().getType("pos"));
+      reader.setRequestedSchema(columns);
+      ColumnDescriptor pos = columns.getColumns().get(0);
+      GroupConverter root = new GroupRecordConverter(columns).getRootConverter();
+      String createdBy = reader.getFileMetaData().getCreatedBy();
+      for (PageReadStore pages = reader.readNextRowGroup(); pages != null; pages = reader.readNextRowGroup()) {
+        ColumnReader values = new ColumnReadStoreImpl(pages, root, columns, createdBy).getColumnReader(pos);
+        for (long i = 0, n = pages.getRowCount(); i < n; i++) { // one value a row: a top-level column
+          if (values.getCurrentDefinitionLevel() == pos.getMaxDefinitionLevel()) set.add(values.getLong());
+          values.consume();
+        }
       }
     }
   }
 
   private static void readKeys(Descriptor.DeleteFile d, long[] ids, ValueKind[] kinds, Set<Object> keys) {
-    Type[][] picked = new Type[1][];
-    ReadSupport<Group> columns = new Projection(schema -> {
+    try (ParquetFileReader reader = open(d, FilterCompat.NOOP)) {
+      MessageType schema = reader.getFileMetaData().getSchema();
       Type[] fields = new Type[ids.length];
       for (int i = 0; i < ids.length; i++) fields[i] = fieldById(schema, ids[i], d.path);
-      picked[0] = fields;
-      return new MessageType("equality_deletes", fields);
-    });
-    try (ParquetReader<Group> reader = ParquetReader.builder(columns, new Path(d.path)).withConf(conf()).build()) {
-      for (Group row = reader.read(); row != null; row = reader.read()) {
+      forEachRow(reader, schema, new MessageType("equality_deletes", fields), FilterCompat.NOOP, row -> {
         if (ids.length == 1) {
-          keys.add(kinds[0].fromParquet(row, 0, picked[0][0].asPrimitiveType()));
+          keys.add(kinds[0].fromParquet(row, 0, fields[0].asPrimitiveType()));
         } else {
           Object[] key = new Object[ids.length];
-          for (int i = 0; i < ids.length; i++) key[i] = kinds[i].fromParquet(row, i, picked[0][i].asPrimitiveType());
+          for (int i = 0; i < ids.length; i++) key[i] = kinds[i].fromParquet(row, i, fields[i].asPrimitiveType());
           keys.add(Arrays.asList(key));
         }
-      }
+      });
     } catch (IOException e) {
       throw new UncheckedIOException("mor could not read delete file " + d.path, e);
+    }
+  }
+
+  /**
+   * A Parquet file opened with this JVM's one Hadoop configuration: row groups the filter's
+   * statistics rule out are skipped. (ParquetReader's builder makes a new Configuration per file,
+   * which parses Hadoop's default XML resources again: most of a small delete file's cost.)
+   */
+  private static ParquetFileReader open(Descriptor.DeleteFile d, FilterCompat.Filter filter) throws IOException {
+    Configuration c = conf();
+    ParquetReadOptions options = HadoopReadOptions.builder(c).withRecordFilter(filter).build();
+    Path path = new Path(d.path);
+    InputFile file = d.length > 0 ? new SizedInputFile(path.getFileSystem(c), path, d.length) : HadoopInputFile.fromPath(path, c);
+    return ParquetFileReader.open(file, options);
+  }
+
+  /** A file whose size the manifest gave: opened without a status call (a HEAD on object storage). */
+  private static final class SizedInputFile implements InputFile {
+    private final FileSystem fs;
+    private final Path path;
+    private final long length;
+
+    SizedInputFile(FileSystem fs, Path path, long length) {
+      this.fs = fs;
+      this.path = path;
+      this.length = length;
+    }
+
+    @Override
+    public long getLength() {
+      return length;
+    }
+
+    @Override
+    public SeekableInputStream newStream() throws IOException {
+      // openFile with the length: object stores (s3a) skip the HEAD that open() makes.
+      CompletableFuture<FSDataInputStream> opening =
+          fs.openFile(path).opt("fs.option.openfile.length", Long.toString(length)).build();
+      try {
+        return HadoopStreams.wrap(opening.get());
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new InterruptedIOException("opening " + path + " was interrupted");
+      } catch (ExecutionException e) {
+        Throwable cause = e.getCause();
+        if (cause instanceof IOException) throw (IOException) cause;
+        throw new IOException("could not open " + path, cause);
+      }
+    }
+
+    @Override
+    public String toString() {
+      return path.toString();
+    }
+  }
+
+  /** Each row of {@code columns} that passes {@code filter}, row group by row group. */
+  private static void forEachRow(
+      ParquetFileReader reader, MessageType schema, MessageType columns, FilterCompat.Filter filter, Consumer<Group> action)
+      throws IOException {
+    reader.setRequestedSchema(columns);
+    MessageColumnIO io = new ColumnIOFactory(reader.getFileMetaData().getCreatedBy()).getColumnIO(columns, schema);
+    for (PageReadStore pages = reader.readNextFilteredRowGroup(); pages != null; pages = reader.readNextFilteredRowGroup()) {
+      RecordReader<Group> records = io.getRecordReader(pages, new GroupRecordConverter(columns), filter);
+      for (long i = 0, n = pages.getRowCount(); i < n; i++) {
+        Group row = records.read();
+        if (row != null && !records.shouldSkipCurrentRecord()) action.accept(row);
+      }
     }
   }
 
@@ -175,6 +269,9 @@ final class DeleteLoader {
   static synchronized Configuration conf() {
     if (conf == null) {
       Configuration c = new Configuration();
+      // A delete file is small: its one or two column chunks are read at once, not through
+      // vectored reads (on a local file, an asynchronous channel's round trip per chunk).
+      c.setBoolean("parquet.hadoop.vectored.io.enabled", false);
       SparkEnv env = SparkEnv.get();
       if (env != null) {
         for (Tuple2<String, String> entry : env.conf().getAll()) {
@@ -184,60 +281,5 @@ final class DeleteLoader {
       conf = c;
     }
     return conf;
-  }
-
-  /**
-   * The cached value, else loaded once: tasks asking for the same key at once (every task's
-   * first file needs the same equality deletes) wait for one load, while loads of other keys go
-   * on beside it.
-   */
-  private static <V> V cached(Map<String, V> cache, String key, Function<String, V> load) {
-    V hit = cache.get(key);
-    if (hit != null) return hit;
-    List<Object> loading = Arrays.asList(System.identityHashCode(cache), key);
-    Object lock = LOADING.computeIfAbsent(loading, k -> new Object());
-    try {
-      synchronized (lock) {
-        hit = cache.get(key);
-        if (hit != null) return hit;
-        V value = load.apply(key);
-        cache.put(key, value);
-        return value;
-      }
-    } finally {
-      LOADING.remove(loading, lock);
-    }
-  }
-
-  private static <V> Map<String, V> lru(int capacity) {
-    return Collections.synchronizedMap(new LinkedHashMap<String, V>(16, 0.75f, true) {
-      private static final long serialVersionUID = 1L;
-
-      @Override
-      protected boolean removeEldestEntry(Map.Entry<String, V> eldest) {
-        return size() > capacity;
-      }
-    });
-  }
-
-  /** Reads the columns {@code project} picks from a file's schema, as example Groups. */
-  private static final class Projection extends ReadSupport<Group> {
-    private final Function<MessageType, MessageType> project;
-
-    Projection(Function<MessageType, MessageType> project) {
-      this.project = project;
-    }
-
-    @Override
-    public ReadContext init(InitContext context) {
-      return new ReadContext(project.apply(context.getFileSchema()));
-    }
-
-    @Override
-    @SuppressWarnings("deprecation") // its replacement is not in the Parquet of Spark 3.5
-    public RecordMaterializer<Group> prepareForRead(
-        Configuration configuration, Map<String, String> metadata, MessageType fileSchema, ReadContext context) {
-      return new GroupRecordConverter(context.getRequestedSchema());
-    }
   }
 }

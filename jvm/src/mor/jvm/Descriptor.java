@@ -15,15 +15,18 @@ import java.util.Map;
  * <pre>
  * mor-deletes 1
  * A  field id of each equality argument after (file_path, row_index), in order
- * P  path                            a position delete file (Parquet)
+ * P  path  [1]  [size]              a position delete file (Parquet); 1: all its rows are for
+ *                                    the one data file it applies to (referenced_data_file)
  * V  path  offset  length            a deletion vector blob in a Puffin file
- * E  path  field ids (comma)         an equality delete file (Parquet)
+ * E  path  field ids (comma)  [size] an equality delete file (Parquet)
  * F  data path  table's data path  indexes of the P/V/E lines that apply (comma)
  *    first row id  data sequence number   (v3 row lineage; empty when the metadata has none)
  * </pre>
  *
- * Paths are the ones Spark's reader takes ({@code /tmp/a b.parquet}, {@code s3a://b/k}); the
- * table's data path is the location as delete files spell it.
+ * A size is the file's bytes as its manifest says: the file is opened without asking the store
+ * (a HEAD request on object storage). Paths are the ones Spark's reader takes
+ * ({@code /tmp/a b.parquet}, {@code s3a://b/k}); the table's data path is the location as delete
+ * files spell it.
  */
 final class Descriptor {
   static final String VERSION = "1";
@@ -32,15 +35,16 @@ final class Descriptor {
   final long[] argFieldIds;
   final List<DeleteFile> deletes = new ArrayList<>();
   final Map<String, DataFile> files = new HashMap<>();
+  long sizeInBytes; // estimated heap bytes of the parse, for DeleteCache
 
-  enum Kind { POSITION, VECTOR, EQUALITY }
+  enum Kind { POSITION, SCOPED_POSITION, VECTOR, EQUALITY }
 
   static final class DeleteFile {
     final int index;
     final Kind kind;
     final String path;
     final long offset;
-    final long length;
+    final long length; // a vector's blob length; a Parquet file's size (0: unknown)
     final long[] fieldIds;
 
     DeleteFile(int index, Kind kind, String path, long offset, long length, long[] fieldIds) {
@@ -92,14 +96,16 @@ final class Descriptor {
           d = new Descriptor(args);
           break;
         case "P":
-          need(d).deletes.add(new DeleteFile(d.deletes.size(), Kind.POSITION, unescape(f[1]), 0, 0, new long[0]));
+          Kind kind = f.length > 2 && f[2].equals("1") ? Kind.SCOPED_POSITION : Kind.POSITION;
+          need(d).deletes.add(new DeleteFile(d.deletes.size(), kind, unescape(f[1]), 0, size(f, 3), new long[0]));
           break;
         case "V":
           need(d).deletes.add(new DeleteFile(
               d.deletes.size(), Kind.VECTOR, unescape(f[1]), Long.parseLong(f[2]), Long.parseLong(f[3]), new long[0]));
           break;
         case "E":
-          need(d).deletes.add(new DeleteFile(d.deletes.size(), Kind.EQUALITY, unescape(f[1]), 0, 0, ids(f[2].split(","), 0)));
+          need(d).deletes.add(
+              new DeleteFile(d.deletes.size(), Kind.EQUALITY, unescape(f[1]), 0, size(f, 3), ids(f[2].split(","), 0)));
           break;
         case "F":
           fileLines.add(f);
@@ -118,11 +124,18 @@ final class Descriptor {
       }
       result.files.put(fileKey(path), new DataFile(path, unescape(f[2]), deletes, number(f, 4), number(f, 5)));
     }
+    // A data file's line holds two paths and becomes three strings (as given, the table's, the
+    // key), one byte a character; then the objects, arrays and map nodes around them.
+    result.sizeInBytes = 3L * text.length() / 2 + 260L * result.files.size() + 100L * result.deletes.size();
     return result;
   }
 
   private Descriptor(long[] argFieldIds) {
     this.argFieldIds = argFieldIds;
+  }
+
+  private static long size(String[] fields, int i) {
+    return i < fields.length && !fields[i].isEmpty() ? Long.parseLong(fields[i]) : 0;
   }
 
   private static Long number(String[] fields, int i) {

@@ -22,8 +22,8 @@ final class FileCursor {
   private Current current;
 
   /** {@code kinds}: the equality arguments' kinds, or null for a cursor that reads no deletes. */
-  FileCursor(String text, ValueKind[] kinds) {
-    this.descriptor = DeleteLoader.descriptor(text);
+  FileCursor(Descriptor descriptor, ValueKind[] kinds) {
+    this.descriptor = descriptor;
     this.kinds = kinds;
     if (kinds != null && kinds.length != descriptor.argFieldIds.length) {
       throw new IllegalArgumentException(

@@ -12,8 +12,8 @@ public final class FileNumber extends ReadFunction<Long> {
   private static final long serialVersionUID = 1L;
   private final boolean firstRowId; // else the data sequence number
 
-  FileNumber(String name, String descriptor, boolean firstRowId) {
-    super(name, descriptor, null);
+  FileNumber(String name, ReadFunctions read, boolean firstRowId) {
+    super(name, read, null);
     this.firstRowId = firstRowId;
   }
 

@@ -14,8 +14,8 @@ import org.apache.spark.unsafe.types.UTF8String;
 public abstract class KeepKey extends ReadFunction<Boolean> {
   private static final long serialVersionUID = 1L;
 
-  KeepKey(String name, String descriptor, DataType key) {
-    super(name, descriptor, new ValueKind[] {ValueKind.of(key)});
+  KeepKey(String name, ReadFunctions read, DataType key) {
+    super(name, read, new ValueKind[] {ValueKind.of(key)});
   }
 
   @Override
@@ -27,8 +27,8 @@ public abstract class KeepKey extends ReadFunction<Boolean> {
   public static final class OfLong extends KeepKey {
     private static final long serialVersionUID = 1L;
 
-    OfLong(String name, String descriptor) {
-      super(name, descriptor, DataTypes.LongType);
+    OfLong(String name, ReadFunctions read) {
+      super(name, read, DataTypes.LongType);
     }
 
     public boolean invoke(UTF8String path, long pos, long key, boolean isNull) {
@@ -46,8 +46,8 @@ public abstract class KeepKey extends ReadFunction<Boolean> {
   public static final class OfString extends KeepKey {
     private static final long serialVersionUID = 1L;
 
-    OfString(String name, String descriptor) {
-      super(name, descriptor, DataTypes.StringType);
+    OfString(String name, ReadFunctions read) {
+      super(name, read, DataTypes.StringType);
     }
 
     public boolean invoke(UTF8String path, long pos, UTF8String key) {

@@ -12,8 +12,8 @@ import org.apache.spark.unsafe.types.UTF8String;
 public final class KeepPositions extends ReadFunction<Boolean> {
   private static final long serialVersionUID = 1L;
 
-  KeepPositions(String name, String descriptor) {
-    super(name, descriptor, new ValueKind[0]);
+  KeepPositions(String name, ReadFunctions read) {
+    super(name, read, new ValueKind[0]);
   }
 
   /** Spark's magic method: true when no delete removes row {@code pos} of {@code path}. */

@@ -16,8 +16,8 @@ public final class KeepRows extends ReadFunction<Boolean> {
 
   private final StructType input;
 
-  KeepRows(String name, String descriptor, ValueKind[] kinds, StructType input) {
-    super(name, descriptor, kinds);
+  KeepRows(String name, ReadFunctions read, ValueKind[] kinds, StructType input) {
+    super(name, read, kinds);
     this.input = input;
   }
 

@@ -85,6 +85,11 @@ final class LongKeys {
     return new LongKeys(hasNull, null, 0, -1, slots, hasEmptyValue);
   }
 
+  /** The estimated heap bytes: the bitset or the hash slots. */
+  long sizeInBytes() {
+    return 64 + 8L * (bits != null ? bits.length : slots == null ? 0 : slots.length);
+  }
+
   boolean contains(long key) {
     if (bits != null) {
       if (key < min || key > max) return false;

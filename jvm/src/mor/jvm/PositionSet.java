@@ -54,6 +54,12 @@ final class PositionSet {
     }
   }
 
+  /** The estimated heap bytes: the bitmaps and the sorted copy, once built. */
+  long sizeInBytes() {
+    int[] s = sorted;
+    return 64 + low.getLongSizeInBytes() + (high == null ? 0 : high.getLongSizeInBytes()) + (s == null ? 0 : 16 + 4L * s.length);
+  }
+
   void optimize() {
     low.runOptimize();
   }

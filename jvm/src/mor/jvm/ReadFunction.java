@@ -1,32 +1,39 @@
 package mor.jvm;
 
 import java.io.Serializable;
+import org.apache.spark.broadcast.Broadcast;
 import org.apache.spark.sql.connector.catalog.functions.ScalarFunction;
 import org.apache.spark.unsafe.types.UTF8String;
 
 /**
- * A bound function of one read: it travels with the plan (its name and the read's descriptor)
- * and, in each task, looks up the data file a row comes from through a {@link FileCursor} made
- * on first use.
+ * A bound function of one read: it travels with the plan (its name, the read's deletes as a
+ * broadcast handle and the executors' cache bound: a few hundred bytes, whatever the read's
+ * size) and, in each task, looks up the data file a row comes from through a {@link FileCursor}
+ * made on first use.
  */
 public abstract class ReadFunction<R> implements ScalarFunction<R>, Serializable {
-  private static final long serialVersionUID = 1L;
+  private static final long serialVersionUID = 2L;
 
   private final String name;
-  private final String descriptor;
+  private final Broadcast<String> deletes;
+  private final long cacheBytes;
   private final ValueKind[] kinds; // the equality arguments' kinds; null: no deletes read
   private transient FileCursor cursor;
 
-  ReadFunction(String name, String descriptor, ValueKind[] kinds) {
+  ReadFunction(String name, ReadFunctions read, ValueKind[] kinds) {
     this.name = name;
-    this.descriptor = descriptor;
+    this.deletes = read.deletes;
+    this.cacheBytes = read.cacheBytes;
     this.kinds = kinds;
   }
 
   /** The data file of the row whose {@code _metadata.file_path} this is. */
   final FileCursor.Current file(UTF8String path) {
     FileCursor c = cursor;
-    if (c == null) c = cursor = new FileCursor(descriptor, kinds);
+    if (c == null) {
+      DeleteCache.SHARED.budget(cacheBytes);
+      c = cursor = new FileCursor(DeleteLoader.descriptor(deletes), kinds);
+    }
     return c.at(path);
   }
 

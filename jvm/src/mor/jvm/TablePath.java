@@ -9,8 +9,8 @@ import org.apache.spark.unsafe.types.UTF8String;
 public final class TablePath extends ReadFunction<UTF8String> {
   private static final long serialVersionUID = 1L;
 
-  TablePath(String name, String descriptor) {
-    super(name, descriptor, null);
+  TablePath(String name, ReadFunctions read) {
+    super(name, read, null);
   }
 
   public UTF8String invoke(UTF8String path) {

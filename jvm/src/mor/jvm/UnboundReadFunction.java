@@ -38,12 +38,12 @@ final class UnboundReadFunction implements UnboundFunction {
   }
 
   private final String name;
-  private final String descriptor;
+  private final ReadFunctions read;
   private final Kind kind;
 
-  UnboundReadFunction(String name, String descriptor, Kind kind) {
+  UnboundReadFunction(String name, ReadFunctions read, Kind kind) {
     this.name = name;
-    this.descriptor = descriptor;
+    this.read = read;
     this.kind = kind;
   }
 
@@ -54,19 +54,19 @@ final class UnboundReadFunction implements UnboundFunction {
     switch (kind) {
       case KEEP:
         if (!located) break;
-        if (fields.length == 2) return new KeepPositions(name, descriptor);
+        if (fields.length == 2) return new KeepPositions(name, read);
         ValueKind[] kinds = new ValueKind[fields.length - 2];
         for (int i = 2; i < fields.length; i++) kinds[i - 2] = ValueKind.of(fields[i].dataType());
-        return new KeepRows(name, descriptor, kinds, inputType);
+        return new KeepRows(name, read, kinds, inputType);
       case KEEP_LONG:
-        if (located && fields.length == 4) return new KeepKey.OfLong(name, descriptor);
+        if (located && fields.length == 4) return new KeepKey.OfLong(name, read);
         break;
       case KEEP_STRING:
-        if (located && fields.length == 3) return new KeepKey.OfString(name, descriptor);
+        if (located && fields.length == 3) return new KeepKey.OfString(name, read);
         break;
       default:
         if (fields.length != 1 || !(fields[0].dataType() instanceof StringType)) break;
-        return kind == Kind.PATH ? new TablePath(name, descriptor) : new FileNumber(name, descriptor, kind == Kind.FIRST_ROW_ID);
+        return kind == Kind.PATH ? new TablePath(name, read) : new FileNumber(name, read, kind == Kind.FIRST_ROW_ID);
     }
     throw new UnsupportedOperationException(name + " takes " + kind.arguments + ", not " + simple(fields));
   }
