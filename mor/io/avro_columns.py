@@ -28,7 +28,10 @@ from contextlib import contextmanager
 from typing import Any, cast
 
 import fastavro
+import numpy as np
 import pyarrow as pa
+
+from mor.io.avro_arrow import Unsupported, arrow_array, named_types
 
 COMPILED_FROM = int(os.environ.get("MOR_AVRO_COMPILED_FROM_BYTES", 256 * 1024))
 
@@ -74,21 +77,41 @@ def read_avro_columns(data: bytes, paths: tuple[str, ...], keep_keys: Mapping[st
             return _compiled(data, paths, keep_keys)
         except Exception:  # a schema it cannot read (a named type used twice): fastavro reads every valid file
             pass
-    records = cast(list[dict[str, Any]], list(fastavro.reader(io.BytesIO(data))))  # a record schema's datums are dicts
+    reader = fastavro.reader(io.BytesIO(data))
+    records = cast(list[dict[str, Any]], list(reader))  # a record schema's datums are dicts
     if not records:
         return {}, 0
+    named = named_types(reader.writer_schema)
+    fields = _fields(reader.writer_schema, named)
     columns: Columns = {}
     for path in paths:
         outer, _, inner = path.partition(".")
-        first = records[0].get(outer)
-        if outer not in records[0] or (inner and not (isinstance(first, dict) and inner in first)):
+        field_schema = fields.get(outer)
+        if inner and field_schema is not None:
+            field_schema = _fields(field_schema, named).get(inner)
+        if field_schema is None:
             continue
         values = [r[outer][inner] for r in records] if inner else [r[outer] for r in records]
         if path in keep_keys:
             keys = keep_keys[path]
             values = [None if items is None else [kv for kv in items if kv["key"] in keys] for items in values]
-        columns[path] = pa.array(values)  # Avro values are typed: Arrow infers one type for them
+        try:
+            columns[path] = arrow_array(values, field_schema, named)
+        except Unsupported:  # not a manifest's type: Arrow infers it (importing pandas)
+            columns[path] = pa.array(values)
     return columns, len(records)
+
+
+def _fields(schema: Any, named: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a record schema (or of the record in a union with null) by name; none for another type."""
+    if isinstance(schema, str):
+        schema = named.get(schema, schema)
+    if isinstance(schema, list):
+        records = [s for s in schema if s != "null"]
+        return _fields(records[0], named) if len(records) == 1 else {}
+    if not isinstance(schema, dict) or schema.get("type") != "record":
+        return {}
+    return {f["name"]: f["type"] for f in schema["fields"]}
 
 
 def _compiled(data: bytes, paths: tuple[str, ...], keep_keys: Mapping[str, Collection[int]]) -> tuple[Columns, int]:
@@ -122,7 +145,7 @@ def _pick(frame: Any, paths: tuple[str, ...], keep_keys: Mapping[str, Collection
 
 def take_rows(columns: Columns, rows: list[int]) -> Columns:
     """The values of `columns` at `rows` (in that order)."""
-    indices = pa.array(rows, pa.int64())
+    indices = pa.Array.from_buffers(pa.int64(), len(rows), [None, pa.py_buffer(np.array(rows, np.int64))])  # pa.array imports pandas
     return {path: column.take(indices) for path, column in columns.items()}
 
 
