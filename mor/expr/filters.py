@@ -18,10 +18,10 @@ import math
 import threading
 import weakref
 from bisect import bisect_left
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
 from functools import cached_property
-from typing import Any, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 from pyiceberg.conversions import from_bytes
 from pyiceberg.expressions import (
@@ -86,6 +86,9 @@ from pyiceberg.types import (
     TimeType,
     UUIDType,
 )
+
+if TYPE_CHECKING:
+    import numpy as np
 
 from mor.errors import InvalidFilterError
 from mor.expr.literals import TimestampNanoLiteral, exact_predicate
@@ -370,6 +373,17 @@ class FileFilter:
             spec = self.specs[spec_id]
             self._partition_evals[spec_id] = _always if spec.is_unpartitioned() else self._partition_evaluator(spec)
         return bool(self._partition_evals[spec_id](as_record(partition)))
+
+    def entries_may_match(self, columns: Mapping[str, Any], count: int) -> np.ndarray | None:
+        """A first pass over a manifest's columns (mor/expr/bounds_prefilter.py): False for the
+        entries whose files `file_may_match` would rule out by their integer bounds alone; None
+        when it rules out none. The files left are still asked `file_may_match`."""
+        from mor.expr.bounds_prefilter import BoundsPrefilter  # pyarrow.compute: only for a filter
+
+        prefilter = _remembered(
+            "prefilter", self.schema, self.expr, self.case_sensitive, lambda: BoundsPrefilter(self._metrics.expr, self.schema)
+        )
+        return prefilter.may_match(columns, count)
 
     def file_may_match(self, file: ContentFile) -> bool:
         return self.partition_may_match(file.spec_id, file.partition) and bool(self._metrics.eval(file))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
@@ -22,6 +22,7 @@ from mor.format.avro_schemas import V1_BLOCK_SIZE_BYTES, manifest_entry_schema
 from mor.format.content_file import ContentFile, ManifestEntry, content_file_from_values, manifest_entry
 from mor.format.partition_values import avro_record_keys, to_avro_record, to_internal
 from mor.format.spec import DELETE_FILE_PATH_ID, FileContent, ManifestContent, ManifestEntryStatus
+from mor.io.avro_arrow import arrow_array
 from mor.io.avro_columns import python_values, read_avro_columns, take_rows
 from mor.io.fileio import FileIO, unreadable
 from mor.io.threads import IO_POOL
@@ -223,13 +224,18 @@ def manifest_entries(
 
 def live_keys(decoded: ManifestColumns) -> list[tuple[str, int | None]]:
     """`ContentFile.key` of each live entry, from the columns alone."""
+    return [key for chunk in iter_live_keys(decoded) for key in chunk]
+
+
+def iter_live_keys(decoded: ManifestColumns, chunk: int = 8192) -> Iterator[list[tuple[str, int | None]]]:
+    """`live_keys`, a chunk of rows at a time."""
     deleted = ManifestEntryStatus.DELETED.value
-    statuses = decoded.columns["status"].to_pylist()
-    paths = decoded.columns["data_file.file_path"].to_pylist()
-    offsets = (
-        decoded.columns["data_file.content_offset"].to_pylist() if "data_file.content_offset" in decoded.columns else [None] * decoded.count
-    )
-    return [(p, o) for s, p, o in zip(statuses, paths, offsets) if s != deleted]
+    offsets = decoded.columns.get("data_file.content_offset")
+    for start in range(0, decoded.count, chunk):
+        statuses = decoded.columns["status"].slice(start, chunk).to_pylist()
+        paths = decoded.columns["data_file.file_path"].slice(start, chunk).to_pylist()
+        some = offsets.slice(start, chunk).to_pylist() if offsets is not None else [None] * len(paths)
+        yield [(p, o) for s, p, o in zip(statuses, paths, some) if s != deleted]
 
 
 def take_entries(decoded: ManifestColumns, rows: list[int]) -> ManifestColumns:
@@ -248,20 +254,66 @@ def iter_manifest_entries(
 
 
 def iter_live_files(
-    decoded: ManifestColumns, manifest: ManifestFile, specs: dict[int, PartitionSpec], schema: Schema, chunk: int = 8192
+    decoded: ManifestColumns,
+    manifest: ManifestFile,
+    specs: dict[int, PartitionSpec],
+    schema: Schema,
+    chunk: int = 8192,
+    rows: Sequence[int] | None = None,
 ) -> Iterator[list[ContentFile]]:
-    """The files of the live entries, a chunk of rows at a time (what a plan reads)."""
+    """The files of the live entries, a chunk of rows at a time (what a plan reads). `rows`:
+    only the entries at these (ascending) rows become files; their first row ids are the ones
+    they inherit among every row."""
     deleted = ManifestEntryStatus.DELETED
-    for rows in _decoded_rows(decoded, manifest, specs, schema, chunk):
-        yield [row[4] for row in rows if row[0] is not deleted]
+    resolved = rows is not None and manifest.content == ManifestContent.DATA
+    if rows is not None:
+        decoded = _rows_taken(decoded, manifest, rows)
+    for decoded_rows in _decoded_rows(decoded, manifest, specs, schema, chunk, resolved):
+        yield [row[4] for row in decoded_rows if row[0] is not deleted]
+
+
+def live_rows(decoded: ManifestColumns, among: list[bool] | None = None) -> list[int]:
+    """The rows of the live entries (`among`: of those where it is True)."""
+    deleted = ManifestEntryStatus.DELETED.value
+    statuses = decoded.columns["status"].to_pylist()
+    if among is None:
+        return [i for i, s in enumerate(statuses) if s != deleted]
+    return [i for i, (s, keep) in enumerate(zip(statuses, among, strict=True)) if keep and s != deleted]
+
+
+def _rows_taken(decoded: ManifestColumns, manifest: ManifestFile, rows: Sequence[int]) -> ManifestColumns:
+    """Some rows of a manifest, their first row ids inherited first (v3: a data file without one
+    takes the next ids of its manifest's range after the live files before it)."""
+    columns = take_rows(decoded.columns, list(rows))
+    if manifest.content == ManifestContent.DATA:
+        ids = _inherited_first_row_ids(decoded, manifest)
+        columns["data_file.first_row_id"] = arrow_array([ids[i] for i in rows], "long")
+    return ManifestColumns(columns, len(rows), decoded.size, decoded.metrics)
+
+
+def _inherited_first_row_ids(decoded: ManifestColumns, manifest: ManifestFile) -> list[int | None]:
+    next_row_id = manifest.first_row_id
+    if next_row_id is None:  # no range (written before the upgrade to v3): no file has an id
+        return [None] * decoded.count
+    deleted = ManifestEntryStatus.DELETED.value
+    column = decoded.columns.get("data_file.first_row_id")
+    ids = column.to_pylist() if column is not None else [None] * decoded.count
+    statuses = decoded.columns["status"].to_pylist()
+    counts = decoded.columns["data_file.record_count"].to_pylist()
+    for i, (first, status, count) in enumerate(zip(ids, statuses, counts)):
+        if first is None and status != deleted:
+            ids[i] = next_row_id
+            next_row_id += count
+    return ids
 
 
 _Row = tuple[ManifestEntryStatus, int, int, int, ContentFile]  # a ManifestEntry's fields
 
 
 def _decoded_rows(
-    decoded: ManifestColumns, manifest: ManifestFile, specs: dict[int, PartitionSpec], schema: Schema, chunk: int
+    decoded: ManifestColumns, manifest: ManifestFile, specs: dict[int, PartitionSpec], schema: Schema, chunk: int, resolved: bool = False
 ) -> Iterator[list[_Row]]:
+    """`resolved`: the first row ids in the columns are already inherited (`_rows_taken`)."""
     if manifest.sequence_number is None:
         raise CorruptMetadataError(f"manifest {manifest.manifest_path} has no sequence number")
     spec = specs.get(manifest.partition_spec_id)
@@ -273,7 +325,8 @@ def _decoded_rows(
             columns = {path: python_values(c.slice(start, chunk), path in _MAP_PATHS) for path, c in decoded.columns.items()}
             if decoder is None:
                 partitions = columns.get("data_file.partition") or [None]
-                decoder = _EntryDecoder(manifest, avro_record_keys(spec.partition_type(schema), partitions[0]), decoded.metrics is not True)
+                names = avro_record_keys(spec.partition_type(schema), partitions[0])
+                decoder = _EntryDecoder(manifest, names, decoded.metrics is not True, resolved)
             rows = decoder.rows(columns, min(chunk, decoded.count - start))
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
             raise CorruptMetadataError(f"manifest {manifest.manifest_path} holds an entry that is not a manifest entry: {e!r}") from e
@@ -350,7 +403,7 @@ class _EntryDecoder:
     lookups by index, and content files built from every field's value in order
     (`content_file_from_values`)."""
 
-    def __init__(self, manifest: ManifestFile, partition_names: tuple[str, ...], lean: bool = False):
+    def __init__(self, manifest: ManifestFile, partition_names: tuple[str, ...], lean: bool = False, ids_resolved: bool = False):
         self.manifest = manifest
         # A lean read of position deletes: bounds only where no referenced_data_file names the data file.
         self.bounds_only_unreferenced = lean and manifest.content == ManifestContent.DELETES
@@ -360,6 +413,7 @@ class _EntryDecoder:
         # their manifest's range, in entry order. A manifest with no range (written before the
         # upgrade to v3) gives its files none.
         self.next_row_id = manifest.first_row_id
+        self.ids_resolved = ids_resolved  # the columns hold the inherited ids already
 
     def rows(self, columns: dict[str, list[Any]], count: int) -> list[_Row]:
         absent = [None] * count
@@ -399,12 +453,13 @@ class _EntryDecoder:
         if (content is FileContent.DATA) != self.data_manifest:
             raise CorruptMetadataError(f"{manifest.manifest_path}: {content.name} entry in a {manifest.content.name} manifest")
         partition = partition or {}
-        if self.next_row_id is not None and content is FileContent.DATA:
-            if first_row_id is None and status is not ManifestEntryStatus.DELETED:
-                first_row_id = self.next_row_id
-                self.next_row_id += record_count
-        else:
-            first_row_id = None
+        if not self.ids_resolved:
+            if self.next_row_id is not None and content is FileContent.DATA:
+                if first_row_id is None and status is not ManifestEntryStatus.DELETED:
+                    first_row_id = self.next_row_id
+                    self.next_row_id += record_count
+            else:
+                first_row_id = None
         file = content_file_from_values(
             content,
             (

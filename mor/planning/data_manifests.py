@@ -19,10 +19,10 @@ from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 
 from mor.expr.filters import FileFilter
-from mor.format.content_file import ContentFile, DataFile
-from mor.format.manifest import ManifestColumns, ManifestFile, Metrics, iter_live_files
+from mor.format.content_file import DataFile
+from mor.format.manifest import ManifestColumns, ManifestFile, Metrics, iter_live_files, iter_live_keys, live_rows
 from mor.io.fileio import FileIO
-from mor.planning.manifest_cache import gc_paused, read_columns, stable_hash
+from mor.planning.manifest_cache import Key, gc_paused, read_columns, stable_hash
 
 
 @dataclass(frozen=True)
@@ -53,12 +53,22 @@ class DataManifestReader:
     def __getstate__(self) -> dict[str, object]:
         return {k: v for k, v in self.__dict__.items() if k != "file_filter"}
 
-    def chunks(self, manifest: ManifestFile, decoded: ManifestColumns) -> Iterator[tuple[list[ContentFile], list[DataFile]]]:
-        """(live files, the live files the filter may match), a chunk at a time."""
+    def chunks(self, manifest: ManifestFile, decoded: ManifestColumns) -> Iterator[tuple[list[Key], list[DataFile]]]:
+        """(keys of the live files, the live files the filter may match), a chunk at a time.
+        With a filter, the entries its first pass over the columns rules out never become files
+        (`FileFilter.entries_may_match`)."""
         file_filter = self.file_filter
-        for live in iter_live_files(decoded, manifest, self.specs, self.schema):
-            kept = live if file_filter is None else [f for f in live if file_filter.file_may_match(f)]
-            yield live, kept  # type: ignore[misc]  # a data manifest's files; no cast per entry
+        may_match = None if file_filter is None else file_filter.entries_may_match(decoded.columns, decoded.count)
+        if file_filter is None or may_match is None:
+            for live in iter_live_files(decoded, manifest, self.specs, self.schema):
+                kept = live if file_filter is None else [f for f in live if file_filter.file_may_match(f)]
+                yield [f.key for f in live], kept  # type: ignore[misc]  # a data manifest's files; no cast per entry
+            return
+        picked = live_rows(decoded, among=may_match.tolist())
+        for keys in iter_live_keys(decoded):
+            yield keys, []
+        for files in iter_live_files(decoded, manifest, self.specs, self.schema, rows=picked):
+            yield [], [f for f in files if file_filter.file_may_match(f)]  # type: ignore[misc]
 
     def read(self, manifest: ManifestFile) -> ManifestFiles:
         """One whole manifest, for a driver in another process."""
@@ -66,8 +76,8 @@ class DataManifestReader:
         hashes: list[int] = []
         with gc_paused():
             decoded = next(read_columns(self.io, [manifest], self.specs, metrics=self.metrics))
-            for live, files in self.chunks(manifest, decoded):
-                hashes += [stable_hash(f.key) for f in live]
+            for keys, files in self.chunks(manifest, decoded):
+                hashes += map(stable_hash, keys)
                 kept += files
         return ManifestFiles(kept, hashes)
 

@@ -174,10 +174,10 @@ class _Plan:
         """The live data files the filter may match, a chunk at a time."""
         once = self.once_each(manifests)
         for manifest, decoded in zip(manifests, columns):
-            for live, kept in self.reader.chunks(manifest, decoded):
+            for keys, kept in self.reader.chunks(manifest, decoded):
                 if once is not None:
                     with gc_paused():
-                        once.add(manifest, live)
+                        once.add_keys(manifest, keys, delete=False)
                 if kept:
                     yield kept
         if once is not None:
