@@ -171,7 +171,8 @@ def decode_manifest(
 Metrics = bool | frozenset[int]
 """Which column metrics (sizes, counts, bounds) of data files a reader decodes: all (True),
 none (False: a plan that prunes nothing needs none, and they are most of an entry's decoding
-and memory), or those of some field ids (a plan pruning by a filter on those columns). A
+and memory), or the counts and bounds of some field ids (a plan pruning by a filter on those
+columns: what the metrics evaluators read). A
 position delete file keeps only the bound that names its data file, and only when it has no
 `referenced_data_file` (the planner's one use of its bounds), unless `metrics` is True."""
 
@@ -201,8 +202,8 @@ def manifest_columns(data: bytes, manifest: ManifestFile, metrics: Metrics = Tru
         paths = _ENTRY_PATHS + BOUND_PATHS
         keep_keys = dict.fromkeys(BOUND_PATHS, _DELETE_PATH_KEY)
     elif metrics:
-        paths = _ENTRY_PATHS + _METRIC_PATHS[:-1]  # no split offsets
-        keep_keys = dict.fromkeys(_METRIC_PATHS[:-1], metrics)
+        paths = _ENTRY_PATHS + _PRUNING_PATHS
+        keep_keys = dict.fromkeys(_PRUNING_PATHS, metrics)
     else:
         paths = _ENTRY_PATHS
     try:
@@ -342,6 +343,7 @@ _METRICS = ("column_sizes", "value_counts", "null_value_counts", "nan_value_coun
 _ENTRY_PATHS = ("status", "snapshot_id", "sequence_number", "file_sequence_number") + tuple(f"data_file.{f}" for f in _FILE_FIELDS)
 _METRIC_PATHS = tuple(f"data_file.{f}" for f in _METRICS)
 _MAP_PATHS = frozenset(_METRIC_PATHS[:-1])  # decoded as dicts
+_PRUNING_PATHS = _METRIC_PATHS[1:-1]  # what metrics evaluators read: counts and bounds, not sizes
 BOUND_PATHS = ("data_file.lower_bounds", "data_file.upper_bounds")
 _DELETE_PATH_KEY = frozenset({DELETE_FILE_PATH_ID})
 _FORMATS: dict[str, str] = {}  # "parquet" -> "PARQUET", one string for every entry

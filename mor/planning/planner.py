@@ -13,6 +13,7 @@ file. Column metrics of a delete file describe the delete file, never prune by t
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Iterator
 
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
@@ -135,6 +136,16 @@ def plan_tasks(
         data_files = plan.data_files_read_elsewhere(data_manifests, read_data_manifests(reader, data_manifests))
     if delete_columns is not None:
         index = plan.delete_index(delete_manifests, delete_columns)
+    elif prunes:  # few files may be kept: their paths make the delete index smaller
+        held: list[list[DataFile]] = []
+        for chunk in data_files:
+            held.append(chunk)
+            if sum(map(len, held)) > GATHERED:
+                break
+        else:
+            if held:
+                index = plan.delete_index(delete_manifests, only_for=(f.file_path for c in held for f in c))
+        data_files = itertools.chain(held, data_files)
     for chunk in data_files:
         if index is None:
             index = plan.delete_index(delete_manifests)  # a data file is left: its deletes may apply
@@ -145,6 +156,9 @@ def plan_tasks(
 
 
 CHUNK = 8192  # data files planned at once: the delete files they need are made together
+# Data files a filtered plan gathers before it reads the delete manifests: if every kept file is
+# among them, the delete index keeps only the delete files naming them (ReferencedDeletes).
+GATHERED = 100_000
 
 
 class _Plan:
@@ -193,14 +207,16 @@ class _Plan:
         if once is not None:
             once.done(manifests)
 
-    def delete_index(self, manifests: list[ManifestFile], columns: Iterator[ManifestColumns] | None = None) -> DeleteFileIndex:
+    def delete_index(
+        self, manifests: list[ManifestFile], columns: Iterator[ManifestColumns] | None = None, only_for: Iterable[str] | None = None
+    ) -> DeleteFileIndex:
         """The live delete files that may apply to a planned data file, indexed; those that name
         their data file left as columns (mor/planning/referenced_deletes.py). Pruned by the
         filter's partition projection only (module docstring); a delete file that names its data
         file is looked up by that file alone, so it needs no pruning."""
         once = self.once_each(manifests)
         file_filter = self.reader.file_filter
-        referenced = ReferencedDeletes(self.specs, self.schema)
+        referenced = ReferencedDeletes(self.specs, self.schema, only_for)
         deletes: list[DeleteFile] = []
         with gc_paused():
             for manifest, decoded in zip(manifests, columns or self.columns(manifests)):

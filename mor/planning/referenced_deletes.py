@@ -11,6 +11,7 @@ never a match: `applies_to` still compares each one's path, partition and sequen
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from pyiceberg.partitioning import PartitionSpec
@@ -25,10 +26,15 @@ _ROW_BITS = 32  # a row's id: its source's index above, its row in the source be
 
 
 class ReferencedDeletes:
-    def __init__(self, specs: dict[int, PartitionSpec], schema: Schema):
+    """`only_for`: the data file paths of the whole plan, when known before the deletes are
+    read (a filtered plan that keeps few files): delete files naming other files are dropped as
+    they are read, so a plan of 1% of a million files holds 1% of their delete files."""
+
+    def __init__(self, specs: dict[int, PartitionSpec], schema: Schema, only_for: Iterable[str] | None = None):
         self.specs, self.schema = specs, schema
         self.sources: list[tuple[ManifestFile, ManifestColumns]] = []
         self.by_path: dict[int, int | list[int]] = {}  # hash of the data file path -> row id(s)
+        self.wanted = None if only_for is None else {hash(path) for path in only_for}
 
     def __len__(self) -> int:
         return len(self.by_path)
@@ -48,17 +54,21 @@ class ReferencedDeletes:
         if unnamed:  # their bounds may name the data file
             for row, path in zip(unnamed, _bounds_path(columns, unnamed)):
                 referenced[row] = path
-        by_path = self.by_path
+        by_path, wanted = self.by_path, self.wanted
         others: list[int] = []
+        indexed = 0
         deleted, position = ManifestEntryStatus.DELETED.value, FileContent.POSITION_DELETES.value
         for row, (path, content, status) in enumerate(zip(referenced, contents, statuses)):
             if path is None or content != position or status == deleted:
                 others.append(row)
                 continue
             key, gid = hash(path), source | row
+            if wanted is not None and key not in wanted:
+                continue  # names a file the plan does not read
             held = by_path.get(key)
             by_path[key] = gid if held is None else [*held, gid] if isinstance(held, list) else [held, gid]
-        if len(others) < count:
+            indexed += 1
+        if indexed:
             self.sources.append((manifest, decoded))
         return others
 

@@ -314,3 +314,30 @@ def test_a_data_file_live_twice_is_found_when_read_elsewhere(make_table: MakeTab
     table.metadata, table.metadata_location = commit_changes(table.io, table._ops, table.metadata, table.metadata_location, readded)  # type: ignore[arg-type]
     with pytest.raises(CorruptMetadataError, match=f"data file {entry.file.file_path} is live twice"):
         list(table.scan().plan_tasks(read_data_manifests=read_in_another_process))
+
+
+def test_a_filtered_plan_indexes_only_the_deletes_of_the_files_it_keeps(busy_table: mor.Table, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Up to `GATHERED` kept data files are gathered before the delete manifests are read, and
+    only the delete files naming them are indexed; past it, every one is: the same tasks."""
+    from mor.planning import planner, referenced_deletes
+
+    indexes: list[referenced_deletes.ReferencedDeletes] = []
+
+    class Recorded(referenced_deletes.ReferencedDeletes):
+        def __init__(self, *args: object) -> None:
+            super().__init__(*args)  # type: ignore[arg-type]
+            indexes.append(self)
+
+    monkeypatch.setattr(planner, "ReferencedDeletes", Recorded)
+    sizes: dict[int, list[int]] = {}
+    for gathered in (0, 100_000):
+        monkeypatch.setattr(planner, "GATHERED", gathered)
+        for text in FILTERS[1:]:
+            indexes.clear()
+            tasks = busy_table.scan(filter=text).plan_files()
+            assert as_pairs(tasks) == reference_plan(busy_table, parse_filter(text))
+            assert len(indexes) <= 1
+            sizes.setdefault(gathered, []).append(len(indexes[0]) if indexes else 0)
+            if gathered and indexes:
+                assert len(indexes[0]) <= len(tasks)
+    assert all(g <= every for g, every in zip(sizes[100_000], sizes[0])) and sizes[100_000] != sizes[0]
