@@ -12,6 +12,7 @@ import math
 from typing import Any
 
 import fastavro
+from examples import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -82,7 +83,7 @@ RECORD = st.fixed_dictionaries(
 PATHS = tuple(f["name"] for f in SCHEMA["fields"]) + tuple(f"partition.{f['name']}" for f in SCHEMA["fields"][-1]["type"]["fields"])  # type: ignore[index]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(RECORD, min_size=1, max_size=20))
 def test_arrays_built_from_buffers_give_back_what_fastavro_decoded(records: list[dict[str, Any]]) -> None:
     out = io.BytesIO()

@@ -15,6 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from examples import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyiceberg.partitioning import PartitionSpec
@@ -114,7 +115,7 @@ def written(io: FileIO, folder: str, files: list[DataFile]) -> tuple[Any, bytes]
 
 
 @pytest.mark.parametrize("decoder", ["fastavro", "compiled"])
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(50), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(files=st.lists(data_files(), min_size=1, max_size=12), text=filters())
 def test_the_first_pass_never_rules_out_a_file_the_evaluator_keeps(
     files: list[DataFile], text: str, decoder: str, io: FileIO, metadata_dir: str, monkeypatch: pytest.MonkeyPatch
