@@ -410,7 +410,7 @@ class Table(TableMaintenance, TableDefinition, TableSnapshots):
         idempotency: tuple[str, int] | None = None,
         branch: str | None = None,
     ) -> Snapshot | None:
-        """MERGE INTO on the key columns `on` (matched null-safely; a key once in the source):
+        """MERGE INTO on the key columns `on` (matched as SQL's `=`: a key with a null matches no row; a key once in the source):
         see mor/dml/merge.py. The keyword clauses are one of each kind, the delete tried first;
         `"*"` means all columns from the source; values are as `update`'s, source columns
         `source.<name>` in SQL text and `pc.field("source.<name>")` in expressions; conditions

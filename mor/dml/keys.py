@@ -38,6 +38,19 @@ def key_fields(schema: Schema, names: Sequence[str]) -> list[NestedField]:
     return fields
 
 
+def null_keyed(rows: pa.Table, names: Sequence[str]) -> pa.Array | None:
+    """True for each row with a null in some key column: as in SQL, such a key matches no row
+    (not even one with the same nulls; a null-safe match is equality deletes' rule, not a join's).
+    None when no row has one."""
+    mask = None
+    for name in names:
+        column = rows.column(name)
+        if column.null_count:
+            nulls = pc.is_null(column)
+            mask = nulls if mask is None else pc.or_(mask, nulls)
+    return None if mask is None else mask.combine_chunks() if isinstance(mask, pa.ChunkedArray) else mask
+
+
 def unique_key_set(rows: pa.Table, names: Sequence[str]) -> EqualityKeySet:
     """The key set of DML source rows; each key may appear once."""
     keys = EqualityKeySet(list(names), rows.select(list(names)))

@@ -1,7 +1,9 @@
 """MERGE INTO and UPSERT: match source rows to live table rows by key, then act per clause.
 
-Keys match null-safely (null equals null, as in equality deletes). Each key may appear once in
-the source; a table key may occur in several rows, and each of them is matched. In expressions
+Keys match as SQL's `=` does: a key with a null in it matches no row, so a source row with one
+is never matched (MERGE's not-matched clauses, UPSERT's insert) and a table row with one is
+never replaced. Each key (without nulls) may appear once in the source; a table key may occur in
+several rows, and each of them is matched. In expressions
 and conditions, table columns are `pc.field("col")` and source columns `pc.field("source.col")`;
 in SQL text values (mor/expr/values.py), `col` (or `target.col`) and `source.col`.
 The clauses (mor/dml/merge_clauses.py) are tried in order: the first whose condition holds applies.
@@ -28,7 +30,7 @@ from mor.commit.snapshot_producer import Changes, Validator
 from mor.dml.constraints import check_rows
 from mor.dml.delete_rows import write_key_deletes
 from mor.dml.expressions import as_expression, evaluate_condition, project
-from mor.dml.keys import key_fields, key_range, unique_key_set
+from mor.dml.keys import key_fields, key_range, null_keyed, unique_key_set
 from mor.dml.merge_clauses import UPDATE, Clause, MergeClauses
 from mor.dml.row_changes import (
     FileMatch,
@@ -162,11 +164,12 @@ def merge_rows(
 ) -> tuple[Changes, Validator | None] | None:
     schema = table.schema()
     source, outputs = merge_outputs(table, source, on, clauses)
+    source, never_matched = _split_null_keys(source, on)
     keys = unique_key_set(source, on)
     prefixed = with_source_prefix(source)
     key_filter = key_range(schema, source.select(list(on)))
 
-    matches = find_key_matches(table, keys, key_filter, progress, clauses.reads_target_columns)
+    matches = find_key_matches(table, keys, key_filter, progress, clauses.reads_target_columns) if source.num_rows else []
     removed: list[FileMatch] = []
     new_parts: list[pa.Table] = []
     matched_source = np.zeros(source.num_rows, dtype=bool)
@@ -183,7 +186,10 @@ def merge_rows(
             removed.append(FileMatch(m.task, positions, m.live_rows))
         if updated is not None:
             new_parts.append(updated)
-    inserted = inserted_rows(prefixed.filter(pa.array(~matched_source)), clauses, outputs, schema)
+    unmatched = prefixed.filter(pa.array(~matched_source))
+    if never_matched is not None:
+        unmatched = pa.concat_tables([unmatched, with_source_prefix(never_matched)])
+    inserted = inserted_rows(unmatched, clauses, outputs, schema)
     if inserted is not None:
         new_parts.append(inserted)
     new_rows = pa.concat_tables(new_parts, promote_options="default") if new_parts else None
@@ -206,19 +212,23 @@ def upsert_rows(
     if rows.num_rows == 0:
         return None
     schema = table.schema()
-    keys = unique_key_set(rows, on)
+    keyed, never_matched = _split_null_keys(rows, on)
+    keys = unique_key_set(keyed, on)
     if strategy == "position" or mode != MERGE_ON_READ:
         if strategy == "equality":
             raise InvalidArgumentError("the equality strategy is merge-on-read only")
         # Every live row with one of the keys goes (a key may be held by several rows), and
         # each source row is added once: the same rows the equality strategy leaves.
-        rows_range = key_range(schema, rows.select(list(on)))
-        matches = find_key_matches(table, keys, rows_range, progress, all_columns=False)
-        changes, removals = build_changes(table, matches, _keeping_row_ids(rows, keys, matches), mode, progress)
+        rows_range = key_range(schema, keyed.select(list(on)))
+        matches = find_key_matches(table, keys, rows_range, progress, all_columns=False) if keyed.num_rows else []
+        new_rows = _keeping_row_ids(keyed, keys, matches)
+        if never_matched is not None:
+            new_rows = pa.concat_tables([new_rows, never_matched], promote_options="default")
+        changes, removals = build_changes(table, matches, new_rows, mode, progress)
         return changes, rows_validator(table, "merge", rows_range, removals, keys)
     # Blind: no scan; progress is the rows written (equality deletes of their keys, then the rows).
     with progress.stage("write rows", rows.num_rows, "rows", with_bytes=True) as step:
-        deletes, added_spec = write_key_deletes(table, rows.select(list(on)))
+        deletes, added_spec = write_key_deletes(table, keyed.select(list(on)))
         metadata = table.metadata
         written = WrittenFiles()
         written.paths += [d.file_path for d in deletes]
@@ -250,6 +260,14 @@ def _keeping_row_ids(rows: pa.Table, keys: EqualityKeySet, matches: list[FileMat
     return rows.append_column(pa.field(ROW_ID_NAME, pa.int64()), pa.array(by_source, mask=~keep))
 
 
+def _split_null_keys(rows: pa.Table, on: Sequence[str]) -> tuple[pa.Table, pa.Table | None]:
+    """(the rows whose keys may match, the rows with a null in their key: they match nothing)."""
+    nulls = null_keyed(rows, on)
+    if nulls is None:
+        return rows, None
+    return rows.filter(pc.invert(nulls)), rows.filter(nulls)
+
+
 def _check_is_table(what: str, data: object) -> None:
     if not isinstance(data, pa.Table):
         raise SchemaMismatchError(f"{what} must be a pyarrow Table, got {type(data).__name__}")
@@ -257,7 +275,7 @@ def _check_is_table(what: str, data: object) -> None:
 
 def _conform_keys(schema: Schema, source: pa.Table, on: Sequence[str]) -> pa.Table:
     """The source with its key columns cast to the table's key types (never silently by
-    value: "3" does not match 3). A null key is allowed; it matches only null keys."""
+    value: "3" does not match 3). A null key is allowed; it matches no row."""
     fields = key_fields(schema, on)
     missing = [k for k in on if k not in source.column_names]
     if missing:

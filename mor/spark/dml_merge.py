@@ -1,5 +1,6 @@
 """MERGE INTO and UPSERT on key columns from a Spark DataFrame, with the local API's semantics
-(mor/dml/merge.py): keys match null-safely, a key may appear once in the source
+(mor/dml/merge.py): keys match as SQL's `=` (a key with a null matches no row), a key may appear
+once in the source
 (DuplicateKeyError), the first clause whose condition holds applies. `MorTable` (mor/spark/table.py)
 comes here for a MERGE on key columns whose clauses are pyarrow expressions and literals, and for
 every UPSERT:
@@ -26,7 +27,7 @@ Two paths, chosen by cost (`path="auto"`, or forced with "driver"/"distributed")
 3. The target's live rows are read with format "mor" and its `_file`/`_pos` metadata columns,
    pinned to the metadata the driver planned from (and to the files the key range keeps); only
    the key columns unless the clauses read other table columns. They are joined to the source
-   with `eqNullSafe` on the keys: an inner join, or a left join from the source when there is
+   with `=` on the keys (a null key matches nothing): an inner join, or a left join from the source when there is
    an insert clause (a source row without a match then has a null `_file`).
 4. The joined rows are repartitioned by `_file`, so each data file's removed rows meet in one
    task (unmatched source rows spread by key hash); each task evaluates the clauses on its rows
@@ -281,25 +282,27 @@ def _key_filter(table: Table, renamed: DataFrame, job: MergeJob) -> tuple[Boolea
     schema = table.schema()
     names = [job.source_name(k) for k in job.keys]
     per_key = renamed.groupBy(*names).agg(F.count(F.lit(1)).alias("rows"))
+    # Rows whose key has a null match nothing, so they may share that key.
+    complete = reduce(lambda a, b: a & b, [F.col(n).isNotNull() for n in names])
     orderable = [k for k in job.keys if isinstance(schema.find_field(k).field_type, ORDERABLE_KEY_TYPES)]
     bounds = []
     for i, k in enumerate(orderable):
         c = F.col(job.source_name(k))
-        bounds += [F.min(c).alias(f"lo{i}"), F.max(c).alias(f"hi{i}"), F.max(c.isNull()).alias(f"null{i}")]
-    stats = per_key.agg(F.sum("rows").alias("rows"), F.count(F.lit(1)).alias("keys"), *bounds).first()
+        bounds += [F.min(c).alias(f"lo{i}"), F.max(c).alias(f"hi{i}")]
+    repeats = F.sum(F.when(complete, F.col("rows") - 1).otherwise(0)).alias("repeats")
+    stats = per_key.agg(F.sum("rows").alias("rows"), repeats, *bounds).first()
     assert stats is not None  # a global aggregation has one row
     rows = stats["rows"] or 0
     if rows == 0:
         return None
-    if stats["keys"] != rows:
-        raise DuplicateKeyError(f"{rows - stats['keys']} source rows repeat a key on {list(job.keys)}: each key may appear once")
-    # A few rows with the same min, max and nulls as the keys: key_range makes the same range.
-    with_nulls = any(stats[f"null{i}"] for i in range(len(orderable)))
+    if stats["repeats"]:
+        raise DuplicateKeyError(f"{stats['repeats']} source rows repeat a key on {list(job.keys)}: each key may appear once")
+    # Two rows with the min and max of the keys: key_range makes the same range (a row whose
+    # key has a null matches nothing, so no null needs to be in it).
     extremes = {}
     for i, k in enumerate(orderable):
         lo, hi = stats[f"lo{i}"], stats[f"hi{i}"]
-        values = [lo, hi] + ([None if stats[f"null{i}"] else lo] if with_nulls else [])
-        extremes[k] = pa.array(values, to_arrow_type(schema.find_field(k).field_type))
+        extremes[k] = pa.array([lo, hi], to_arrow_type(schema.find_field(k).field_type))
     return (key_range(schema, pa.table(extremes)) if extremes else AlwaysTrue()), rows
 
 
@@ -330,7 +333,7 @@ def _with_held_row_ids(renamed: DataFrame, target: DataFrame, job: MergeJob) -> 
 
 
 def _keys_match(job: MergeJob) -> Column:
-    return reduce(lambda a, b: a & b, [F.col(f"`{k}`").eqNullSafe(F.col(job.source_name(k))) for k in job.keys])
+    return reduce(lambda a, b: a & b, [F.col(f"`{k}`") == F.col(job.source_name(k)) for k in job.keys])
 
 
 def _by_file(joined: DataFrame, spark: SparkSession, job: MergeJob) -> DataFrame:

@@ -131,7 +131,7 @@ def merge_plan(
     spark: SparkSession, table: Table, source: DataFrame, condition: Column | list[str], clauses: MergeClauses, target_alias: str, mode: str
 ) -> Plan:
     """`source` under its alias (`aliased`); `condition` over both aliases, or the key columns
-    that match null-safely."""
+    (matched as SQL's `=`: a key with a null matches nothing)."""
 
     def plan() -> tuple[Changes, Validator] | None:
         target = target_rows(spark, table)
@@ -149,7 +149,7 @@ def _merge_changes(
     if isinstance(on, Column):
         condition = on
     else:
-        condition = reduce(lambda a, b: a & b, [source[f"`{k}`"].eqNullSafe(rows[f"`{k}`"]) for k in on])
+        condition = reduce(lambda a, b: a & b, [source[f"`{k}`"] == rows[f"`{k}`"] for k in on])
     how = "left" if clauses.has_insert else "inner"  # unmatched source rows only matter to inserts
     joined = resolved("bad merge condition", InvalidFilterError, lambda: source.join(rows, condition, how))
     matched = rows[FILE_COLUMN].isNotNull()

@@ -233,7 +233,7 @@ class MorTable:
 
     def merge(self, source: DataFrame, condition: ColumnLike | Sequence[str]) -> MorMergeBuilder:
         """A MERGE of `source` into this table on `condition` (over both aliases), or on key
-        columns (a list of names, matched null-safely); add clauses, then `execute()`."""
+        columns (a list of names, matched as SQL's `=`: a key with a null matches no row); add clauses, then `execute()`."""
         return MorMergeBuilder(self, source, condition)
 
     @spark_errors()

@@ -136,3 +136,20 @@ def test_job_description_is_set_inside_and_restored_after_an_error(spark: Any) -
             assert sc.getLocalProperty(JOB_DESCRIPTION) == "mor test: inside"
             raise ValueError("stop")
     assert sc.getLocalProperty(JOB_DESCRIPTION) is None
+
+
+@pytest.mark.parametrize("path", ["driver", "distributed"])
+def test_a_key_with_a_null_matches_no_row_on_either_path(spark: Any, catalog: mor.Catalog, path: str) -> None:
+    """SQL's `=` on the keys (id, category): a source row whose category is null is never
+    matched (MERGE inserts it, UPSERT adds it) and the table's row with that null key stays;
+    two source rows with the same null key are not duplicates."""
+    source = source_rows([4, 5, 600, 601], n=1000, categories={600: None, 601: None})
+    source = source.set_column(0, source.schema.field("id"), pa.array([4, 5, 600, 600], pa.int64()))  # 600 twice, null categories
+    assert source.column("category").to_pylist()[0] is None  # id 4's category is null in the table too
+    merged, upserted = make_table(catalog, f"db.m_{path}", None), make_table(catalog, f"db.u_{path}", None)
+    before = merged.scan().to_arrow()
+    merge(spark, merged, spark.createDataFrame(source), on=["id", "category"], path=path, when_matched_update="*", when_not_matched_insert="*")
+    upsert(spark, upserted, spark.createDataFrame(source), on=["id", "category"], path=path)
+    expected = canonical(pa.concat_tables([before.filter(pc.field("id") != 5), source]))
+    assert live_rows(merged) == expected
+    assert live_rows(upserted) == expected

@@ -43,9 +43,10 @@ def _renamed(ids: list[int], name: str) -> pa.Table:
 
 
 def _upserted(old: list[Row], new: pa.Table, on: list[str]) -> list[Row]:
-    """The model: rows whose key is in `new` go, every row of `new` comes."""
+    """The model: rows whose key is in `new` go, every row of `new` comes. A key with a null
+    matches nothing (SQL's `=`)."""
     new_rows = new.to_pylist()
-    keys = {tuple(r[k] for k in on) for r in new_rows}
+    keys = {key for r in new_rows if None not in (key := tuple(r[k] for k in on))}
     return sorted_rows([r for r in old if tuple(r[k] for k in on) not in keys] + new_rows)
 
 
@@ -171,7 +172,9 @@ def test_upsert_with_multi_column_keys(make_table: MakeTable, mode: str, strateg
 
 
 @pytest.mark.parametrize(("mode", "strategy"), WAYS)
-def test_upsert_keys_with_nulls_match_null_values(make_table: MakeTable, mode: str, strategy: str) -> None:
+def test_upsert_keys_with_a_null_match_no_row(make_table: MakeTable, mode: str, strategy: str) -> None:
+    """As SQL's `=`: a key with a null replaces no row (not one with the same nulls) and is
+    inserted; source rows with the same null key are not duplicates."""
     table = make_table()
     old = [
         {"id": 1, "category": None, "name": "x", "value": 1.0},
@@ -182,13 +185,14 @@ def test_upsert_keys_with_nulls_match_null_values(make_table: MakeTable, mode: s
     table.append(rows_of(old))
     new = rows_of(
         [
-            {"id": 11, "category": None, "name": "x", "value": 10.0},  # replaces 1
-            {"id": 12, "category": None, "name": None, "value": 20.0},  # replaces 2
-            {"id": 13, "category": "b", "name": None, "value": 30.0},  # new
+            {"id": 11, "category": None, "name": "x", "value": 10.0},
+            {"id": 12, "category": None, "name": None, "value": 20.0},
+            {"id": 13, "category": None, "name": None, "value": 30.0},
+            {"id": 14, "category": "a", "name": "x", "value": 40.0},  # replaces 4
         ]
     )
     table.upsert(new, on=["category", "name"], mode=mode, strategy=strategy)
-    assert [r["id"] for r in table_rows(table)] == [3, 4, 11, 12, 13]
+    assert [r["id"] for r in table_rows(table)] == [1, 2, 3, 11, 12, 13, 14]
     assert table_rows(table) == _upserted(sorted_rows(old), new, ["category", "name"])
 
 
@@ -225,9 +229,9 @@ def test_upsert_into_an_empty_table_inserts(make_table: MakeTable, mode: str, st
         pytest.param(make_rows([1, 2, 1]), ["id"], id="one-column"),
         pytest.param(make_rows([50, 51]), ["category"], id="one-column-new-keys"),
         pytest.param(
-            rows_of([{"id": 1, "category": None, "name": "x"}, {"id": 2, "category": None, "name": "x"}]),
+            rows_of([{"id": 1, "category": "a", "name": "x"}, {"id": 2, "category": None, "name": "x"}, {"id": 3, "category": "a", "name": "x"}]),
             ["category", "name"],
-            id="null-keys",
+            id="two-column",
         ),
     ],
 )
@@ -425,7 +429,9 @@ def test_a_source_key_matching_several_rows_updates_all_of_them(make_table: Make
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_merge_keys_match_null_safely(make_table: MakeTable, mode: str) -> None:
+def test_merge_keys_with_a_null_match_no_row(make_table: MakeTable, mode: str) -> None:
+    """As SQL's `=`: neither a source nor a table key with a null is matched, so the source rows
+    with one are inserted and the table rows with one stay."""
     table = make_table()
     table.append(
         rows_of(
@@ -438,9 +444,9 @@ def test_merge_keys_match_null_safely(make_table: MakeTable, mode: str) -> None:
     )
     source = pa.table(
         {
-            "category": pa.array([None, None, "b"], pa.string()),
-            "name": pa.array(["x", None, None], pa.string()),
-            "v": [10.0, 20.0, 30.0],
+            "category": pa.array([None, None, "b", "a"], pa.string()),
+            "name": pa.array(["x", None, None, "x"], pa.string()),
+            "v": [10.0, 20.0, 30.0, 40.0],
         }
     )
     table.merge(
@@ -452,9 +458,11 @@ def test_merge_keys_match_null_safely(make_table: MakeTable, mode: str) -> None:
     )
     assert table_rows(table) == sorted_rows(
         [
-            {"id": 1, "category": None, "name": "x", "value": 10.0},
-            {"id": 2, "category": None, "name": None, "value": 20.0},
-            {"id": 3, "category": "a", "name": "x", "value": 3.0},
+            {"id": 1, "category": None, "name": "x", "value": 1.0},
+            {"id": 2, "category": None, "name": None, "value": 2.0},
+            {"id": 3, "category": "a", "name": "x", "value": 40.0},
+            {"id": 9, "category": None, "name": None, "value": 10.0},
+            {"id": 9, "category": None, "name": None, "value": 20.0},
             {"id": 9, "category": "b", "name": None, "value": 30.0},
         ]
     )
