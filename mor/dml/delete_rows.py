@@ -75,7 +75,7 @@ def distinct_keys(table: TableHandle, keys: pa.Table) -> pa.Table:
     if not keys.column_names:
         raise InvalidArgumentError("the keys to delete have no columns: give a table of the key columns, e.g. pa.table({'id': [1, 2]})")
     fields = key_fields(table.metadata.schema(), keys.column_names)
-    keys = conform(keys, Schema(*fields))
+    keys = conform(keys, Schema(*fields), exact=True)
     if keys.num_rows == 0:
         return keys
     return keys.group_by(keys.column_names, use_threads=False).aggregate([])  # each key once

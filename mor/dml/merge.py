@@ -208,7 +208,8 @@ def upsert_rows(
         strategy = "position"  # the table asks for (or, on v1, has) no equality deletes: same rows, found by a join
     _check_is_table("UPSERT rows", rows)
     key_fields(table.schema(), on)
-    rows = conform(rows, table.schema())
+    check_unique_names(rows.schema, "the data")
+    rows = conform(_conform_keys(table.schema(), rows, on), table.schema())  # keys exactly, then the rest as stored
     if rows.num_rows == 0:
         return None
     schema = table.schema()
@@ -281,7 +282,7 @@ def _conform_keys(schema: Schema, source: pa.Table, on: Sequence[str]) -> pa.Tab
     if missing:
         raise SchemaMismatchError(f"source lacks key columns {missing}")
     optional = Schema(*[NestedField(f.field_id, f.name, f.field_type, required=False) for f in fields])
-    converted = conform(source.select(list(on)), optional)
+    converted = conform(source.select(list(on)), optional, exact=True)
     for name in on:
         source = source.set_column(source.schema.get_field_index(name), name, converted.column(name))
     return source

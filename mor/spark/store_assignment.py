@@ -7,13 +7,14 @@ the conversion never changes a value:
   zone (`spark.sql.session.timeZone`), and a TIMESTAMP_NTZ into a `timestamptz` column is read
   as a wall-clock time in that zone; Spark hands Python its timestamps in Arrow with the session
   zone attached, so the batch itself says which zone applies;
-- integers into wider integers, float into double, a decimal into one with at least as many
-  digits before and after the point;
+- any number into any number column, as the local API stores it (mor/write/safe_casts.py):
+  an integer into a double, a double into an int (toward zero), a decimal rounded HALF_UP to
+  the column's scale; a value the column cannot hold fails when it is written, naming it;
 - a nullable column into a required one: the values are checked when written (`conform`), and a
   null is a SchemaMismatchError naming the column.
 
-Anything else that `check_fits` refuses (long into int, string into int, ...) stays refused,
-before any file is written. Only top-level columns convert (a timestamp inside a struct must
+Anything else that `check_fits` refuses (string into int, double into float, ...) stays
+refused, before any file is written. Only top-level columns convert (a timestamp inside a struct must
 already have the table's zone-ness).
 
 UPDATE and MERGE values take one more, as Delta's `update`/`merge` do (Spark's INSERT store
@@ -32,6 +33,7 @@ from pyiceberg.types import DateType, IcebergType, TimestampType, TimestamptzTyp
 
 from mor.format.arrow_types import to_arrow_schema
 from mor.write.arrow_schema import check_fits
+from mor.write.safe_casts import narrows
 
 # Where `mor.spark.register` leaves the session time zone for the Python workers Spark starts.
 SESSION_ZONE_ENV = "MOR_SESSION_TIME_ZONE"
@@ -46,11 +48,10 @@ def parses_text(target: IcebergType) -> bool:
 def assigned_type(source: pa.DataType, target: pa.DataType) -> pa.DataType:
     """The type a column of type `source` has once converted for a table column of type
     `target`: `target` where store assignment converts, else `source` (left to check_fits)."""
-    if pa.types.is_timestamp(source) and pa.types.is_timestamp(target) and (source.tz is None) != (target.tz is None):
+    if _zone_changes(source, target):
         return target
-    if pa.types.is_decimal(source) and pa.types.is_decimal(target):
-        if target.scale >= source.scale and target.precision - target.scale >= source.precision - source.scale:
-            return target
+    if narrows(source, target):
+        return target  # every value is converted, or refused by name, when written (`conform`)
     return source
 
 
@@ -87,21 +88,22 @@ def assign(rows: pa.Table, schema: Schema, session_zone: str | None) -> pa.Table
         if j < 0:
             continue
         source_type, target_type = rows.schema.field(i).type, target.field(j).type
-        if assigned_type(source_type, target_type) == source_type:
-            continue
+        if not _zone_changes(source_type, target_type):
+            continue  # numbers are converted by `conform`, which names a value that does not fit
         converted = _convert(rows.column(i), target_type, session_zone)
         rows = rows.set_column(i, rows.schema.field(i).with_type(target_type), converted)
     return rows
 
 
+def _zone_changes(source: pa.DataType, target: pa.DataType) -> bool:
+    return pa.types.is_timestamp(source) and pa.types.is_timestamp(target) and (source.tz is None) != (target.tz is None)
+
+
 def _convert(column: pa.ChunkedArray, target: pa.DataType, session_zone: str | None) -> pa.ChunkedArray:
-    source = column.type
-    if pa.types.is_timestamp(source) and source.tz is not None:  # an instant -> its wall clock in the batch's zone
+    if column.type.tz is not None:  # an instant -> its wall clock in the batch's zone
         return pc.local_timestamp(column).cast(target)
-    if pa.types.is_timestamp(source):  # a wall clock in the session zone -> the instant
-        if session_zone is None:
-            raise AssertionError("needs_zone names these columns: the caller must give the session zone")
-        # Spark resolves a wall clock that a zone's clock change makes ambiguous or skip to the earlier instant too.
-        local = pc.assume_timezone(column, session_zone, ambiguous="earliest", nonexistent="earliest")
-        return local.cast(target)
-    return column.cast(target, safe=True)
+    if session_zone is None:  # a wall clock in the session zone -> the instant
+        raise AssertionError("needs_zone names these columns: the caller must give the session zone")
+    # Spark resolves a wall clock that a zone's clock change makes ambiguous or skip to the earlier instant too.
+    local = pc.assume_timezone(column, session_zone, ambiguous="earliest", nonexistent="earliest")
+    return local.cast(target)

@@ -82,14 +82,15 @@ def check_fits(source: pa.Schema, schema: Schema, nullable_into_required: bool =
             raise SchemaMismatchError(f"column {f.name!r} is required in the table but nullable in the data")
 
 
-def conform(data: pa.Table, schema: Schema, widen_hint: str = WIDEN_HINT) -> pa.Table:
+def conform(data: pa.Table, schema: Schema, widen_hint: str = WIDEN_HINT, exact: bool = False) -> pa.Table:
     """`data` cast to the table's Arrow schema, or SchemaMismatchError naming the difference:
-    widening casts always, narrowing ones when every value fits (mor/write/safe_casts.py),
+    widening casts always, other number casts as Spark stores them (mor/write/safe_casts.py),
     numbers into decimal columns by value, rounded HALF_UP (mor/write/decimals.py; `widen_hint`
-    says how to widen a decimal column too narrow for a value)."""
+    says how to widen a decimal column too narrow for a value). `exact`: values that are
+    matched, not stored (keys): a number must be one the column holds (2.5 is no int key)."""
     target = to_arrow_schema(schema)
     check_unique_names(data.schema, "the data")
-    data = narrowed(data, target, widen_hint)
+    data = narrowed(data, target, widen_hint, exact)
     check_fits(data.schema, schema)
     for f in target:
         if not f.nullable and data.column(f.name).null_count > 0:

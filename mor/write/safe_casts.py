@@ -1,14 +1,18 @@
-"""Narrowing casts that keep every value, as Spark's ANSI store assignment takes them.
+"""Casts that store data in a table's columns as Spark's ANSI store assignment does: any
+number into any number column, nested fields by the same rules.
 
 Widening (int -> long, float -> double, decimal precision up, string size variants) never
-changes a value and is `check_fits`'s business. A narrowing cast changes a value only for
-some values, so it is taken when every value of the column survives it and refused otherwise,
-with the column and the first value that does not fit:
+changes a value and is `check_fits`'s business. The other number casts change some values,
+as Spark stores them, and fail on a value the column cannot hold, naming the column and the
+first such value:
 
 - an integer into a narrower integer (int64 data into an `int` column, e.g. what
   `pc.add(int32_column, 1000)` yields): every value in the column's range;
-- a floating-point number into an integer column: every value integral and in range (3.0 is
-  3; 3.5, NaN and infinities are refused);
+- a floating-point number or a decimal into an integer column: the fractional part dropped
+  (toward zero, as Spark's cast does: 2.7 is 2, -2.7 is -2); NaN, infinities and values out of
+  range are errors;
+- an integer or a decimal into a floating-point column: the nearest value (a long beyond 2**53
+  rounds, as in Spark);
 - a timestamp into another unit (pandas' nanoseconds into Iceberg's microseconds): no value
   with a finer part than the column keeps. Zone-ness must still match (`check_fits`);
 - a decimal of another precision or scale, an integer or a double into a decimal column:
@@ -16,10 +20,10 @@ with the column and the first value that does not fit:
   Decimal(38, 2) into decimal(10, 2); `pc.field("amount") * 1.1` back into decimal(5, 2)): the
   rules are mor/write/decimals.py's.
 
-Nothing else narrows: a double into a float, a date into a timestamp stay refused, as
-Iceberg's promotion rules have them. Fields of structs, list elements and
-map keys and values narrow by the same rules (a pandas round trip makes a struct's int32
-field int64); an error names the field by its dotted path (`info.a`).
+Nothing else converts: a double into a float, a date into a timestamp, text into a number stay
+refused. Fields of structs, list elements and map keys and values cast by the same rules (a
+pandas round trip makes a struct's int32 field int64); an error names the field by its dotted
+path (`info.a`).
 """
 
 from __future__ import annotations
@@ -34,11 +38,12 @@ from mor.write.decimals import changes_value, fits_decimal, to_decimal
 WIDEN_HINT = "table.update_schema().widen({name!r}, {type}) widens the column to hold them"
 
 
-def narrowed(data: pa.Table, target: pa.Schema, widen_hint: str = WIDEN_HINT) -> pa.Table:
+def narrowed(data: pa.Table, target: pa.Schema, widen_hint: str = WIDEN_HINT, exact: bool = False) -> pa.Table:
     """`data` with each column that narrows (itself or a nested field) into the same-named
     column of `target` cast to its type; SchemaMismatchError naming the column (or nested
     field) and a value that does not fit (`widen_hint`: how to widen a decimal column, see
-    mor/write/decimals.py). Other columns are left as they are (for `check_fits` to judge)."""
+    mor/write/decimals.py). Other columns are left as they are (for `check_fits` to judge).
+    `exact`: no fraction is dropped (a number into an integer column must be whole)."""
     for i, field in enumerate(data.schema):
         j = target.get_field_index(field.name)
         if j < 0 or not narrows(field.type, target.field(j).type):
@@ -55,7 +60,7 @@ def narrowed(data: pa.Table, target: pa.Schema, widen_hint: str = WIDEN_HINT) ->
         elif pa.types.is_decimal(column_type):
             column = to_decimal(column, field.name, column_type, widen_hint)
         else:
-            column = _checked_cast(column, field.name, column_type)
+            column = _checked_cast(column, field.name, column_type, exact)
         data = data.set_column(i, field.with_type(column_type), column)
     return data
 
@@ -75,7 +80,9 @@ def narrows(source: pa.DataType, target: pa.DataType) -> bool:
     if pa.types.is_integer(source) and pa.types.is_integer(target):
         same_width_unsigned = source.bit_width == target.bit_width and not pa.types.is_signed_integer(source)
         return source.bit_width > target.bit_width or same_width_unsigned
-    if pa.types.is_floating(source) and pa.types.is_integer(target):
+    if (pa.types.is_floating(source) or pa.types.is_decimal(source)) and pa.types.is_integer(target):
+        return True
+    if (pa.types.is_integer(source) or pa.types.is_decimal(source)) and pa.types.is_floating(target):
         return True
     if pa.types.is_timestamp(source) and pa.types.is_timestamp(target):
         return (source.tz is None) == (target.tz is None) and source.unit != target.unit
@@ -151,27 +158,48 @@ def _check_nested_decimal(values: pa.ChunkedArray, path: str, target: pa.DataTyp
         )
 
 
-def _checked_cast(column: pa.ChunkedArray, name: str, target: pa.DataType) -> pa.ChunkedArray:
+def _checked_cast(column: pa.ChunkedArray, name: str, target: pa.DataType, exact: bool = False) -> pa.ChunkedArray:
+    if pa.types.is_floating(target) and (pa.types.is_integer(column.type) or pa.types.is_decimal(column.type)):
+        return column.cast(target, safe=False)  # the nearest value: nothing overflows a double
+    given = column  # what an error shows
+    if exact:
+        pass  # a whole number casts; another fails below, named
+    elif pa.types.is_integer(target) and pa.types.is_floating(column.type):
+        column = pc.trunc(_finite(column, name, target))  # toward zero; the cast below fails on a value out of range
+    elif pa.types.is_integer(target) and pa.types.is_decimal(column.type):
+        whole = pa.decimal128 if column.type.precision <= 38 else pa.decimal256
+        column = column.cast(whole(column.type.precision, 0), safe=False)  # toward zero
     try:
         return column.cast(target, safe=True)
     except pa.ArrowNotImplementedError:
         raise SchemaMismatchError(f"column {name!r}: {column.type} does not fit the table's {target}") from None
     except pa.ArrowInvalid as e:
-        value = _first_changed_value(column, target)
-        found = f"value {value} does not fit" if value is not None else f"values do not fit ({e})"
+        index = _first_changed(column, target)
+        found = f"value {_text(given, index)} does not fit" if index is not None else f"values do not fit ({e})"
         raise SchemaMismatchError(f"column {name!r}: {found} the table's {target}") from None
 
 
-def _first_changed_value(column: pa.ChunkedArray, target: pa.DataType) -> str | None:
-    """The first value that an unchecked cast to `target` and back changes, as text (cast by
-    Arrow, so that showing a timestamp needs no pandas); None if none is found."""
+def _finite(column: pa.ChunkedArray, name: str, target: pa.DataType) -> pa.ChunkedArray:
+    """SchemaMismatchError naming the first NaN or infinity (no integer holds one)."""
+    bad = pc.fill_null(pc.invert(pc.is_finite(column)), False)
+    index = pc.index(bad, True).as_py()
+    if index is not None and index >= 0:
+        raise SchemaMismatchError(f"column {name!r}: value {column[index].as_py()} does not fit the table's {target}")
+    return column
+
+
+def _first_changed(column: pa.ChunkedArray, target: pa.DataType) -> int | None:
+    """The index of the first value that an unchecked cast to `target` and back changes; None
+    if none is found."""
     try:
         round_trip = column.cast(target, safe=False).cast(column.type, safe=False)
     except pa.ArrowException:
         return None
     changed = pc.fill_null(pc.not_equal(round_trip, column), False)
     index = pc.index(changed, True).as_py()
-    if index is None or index < 0:
-        return None
-    text = pc.cast(column.slice(index, 1), pa.string())
-    return str(text[0].as_py())
+    return None if index is None or index < 0 else int(index)
+
+
+def _text(column: pa.ChunkedArray, index: int) -> str:
+    """A value as text (cast by Arrow, so that showing a timestamp needs no pandas)."""
+    return str(pc.cast(column.slice(index, 1), pa.string())[0].as_py())

@@ -5,6 +5,7 @@ wall-clock time in the session zone; int into long; unsafe casts refused, nothin
 from __future__ import annotations
 
 import datetime as dt
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -144,3 +145,42 @@ def test_values_on_wide_decimals_and_cases_are_stored_as_spark_stores_them(
     spark.createDataFrame(rows.to_pandas()).createOrReplaceTempView("value_rows")
     theirs = {r["id"]: r["v"] for r in spark.sql(f"SELECT id, CAST({text} AS {sql_type}) AS v FROM value_rows").collect()}
     assert ours == theirs
+
+
+NUMBERS = pa.schema([pa.field("id", pa.int64(), nullable=False), ("qty", pa.float64()), ("price", pa.decimal128(5, 2)), ("k", pa.int32())])
+
+
+def test_any_number_stores_into_any_number_column_as_locally(spark: Any, catalog: mor.Catalog, warehouse: Path) -> None:
+    """Spark's ANSI store assignment, the local API's rules (issue 54): an int into a double
+    (UPDATE's Python int, a bigint MERGE source column), decimal arithmetic rounded HALF_UP into
+    decimal(5, 2), a double into an int toward zero; a value the column cannot hold is an error
+    naming it, and nothing is written."""
+    import mor.spark
+
+    rows = {"id": pa.array([1, 2], pa.int64()), "qty": [1.5, 2.5], "price": pa.array([Decimal("1.00"), Decimal("2.00")], pa.decimal128(5, 2)), "k": pa.array([0, 0], pa.int32())}  # fmt: skip
+    spark_table, local = (catalog.create_table(name, schema=NUMBERS) for name in ("db.spark", "db.local"))
+    for t in (spark_table, local):
+        t.append(pa.table(rows, schema=NUMBERS))
+    mor.spark.update(spark, spark_table, {"qty": 7}, where="id = 1")
+    mor.spark.merge(spark, spark_table, spark.createDataFrame([(2, 9)], "id long, qty long"), on=["id"], when_matched_update={"qty": "source.qty"})
+    mor.spark.update(spark, spark_table, {"price": "price * 1.005"}, where="id = 2")
+    spark.createDataFrame([(3, -2.7, Decimal("9.99"), 2.9)], "id long, qty double, price decimal(5,2), k double").write.format("mor").option(
+        "warehouse", str(warehouse)
+    ).mode("append").save("db.spark")
+    local.update({"qty": 7}, where="id = 1")
+    local.merge(pa.table({"id": pa.array([2], pa.int64()), "qty": pa.array([9], pa.int64())}), on=["id"], when_matched_update={"qty": "source.qty"})
+    local.update({"price": "price * 1.005"}, where="id = 2")
+    local.append(pa.table({"id": [3], "qty": [-2.7], "price": pa.array([Decimal("9.99")], pa.decimal128(5, 2)), "k": [2.9]}))
+    expected = [
+        {"id": 1, "qty": 7.0, "price": Decimal("1.00"), "k": 0},
+        {"id": 2, "qty": 9.0, "price": Decimal("2.01"), "k": 0},
+        {"id": 3, "qty": -2.7, "price": Decimal("9.99"), "k": 2},
+    ]
+    for t in (spark_table, local):
+        assert sorted(t.refresh().scan().to_arrow().to_pylist(), key=lambda r: r["id"]) == expected
+    before = spark_table.current_snapshot()
+    with pytest.raises(Exception, match=r"'k'.*1e\+10|1e\+10.*'k'|SchemaMismatchError"):
+        spark.createDataFrame([(4, 0.0, Decimal("0"), 1e10)], "id long, qty double, price decimal(5,2), k double").write.format("mor").option(
+            "warehouse", str(warehouse)
+        ).mode("append").save("db.spark")
+    assert spark_table.refresh().current_snapshot() == before
