@@ -11,6 +11,7 @@ distributed DELETE/UPDATE/MERGE. Needs the `mor[spark]` extra (pyspark >= 4.1; r
 from __future__ import annotations
 
 import importlib.util
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from mor.lazy_names import load_lazily
@@ -75,6 +76,9 @@ __all__ = [
 ]  # fmt: skip
 
 
+_REGISTERED: weakref.WeakSet[SparkSession] = weakref.WeakSet()  # sessions that have format "mor"
+
+
 def register(spark: SparkSession) -> None:
     """Add mor's delete functions (a small jar, mor/spark/delete_functions.py) to `spark`, and
     register format "mor" where pyspark has Python data sources. Spark runs the data source in
@@ -99,11 +103,15 @@ def register(spark: SparkSession) -> None:
     sc.environment[PARALLELISM_ENV] = str(sc.defaultParallelism)
     # Writers convert TIMESTAMP_NTZ into timestamptz columns in the session's zone.
     sc.environment[SESSION_ZONE_ENV] = spark.conf.get("spark.sql.session.timeZone") or "UTC"
+    if spark in _REGISTERED:
+        return  # again would only make Spark log that the source replaced itself, at every read and DML call
     try:
         spark.dataSource.register(MorDataSource)
+        _REGISTERED.add(spark)
     except Exception as e:  # pyspark 4.3: a spark.newSession() refuses it as "already exists", yet cannot find it
         if "DATA_SOURCE_ALREADY_EXISTS" not in str(e):
             raise
+        _REGISTERED.add(spark)
         logging.getLogger("mor.spark").info("mor.spark: Spark says format 'mor' is already registered: %s", e)
 
 

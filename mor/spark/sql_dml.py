@@ -89,7 +89,7 @@ def resolved(what: str, error: type[MorError], build: Callable[[], T]) -> T:
     try:
         return build()
     except AnalysisException as e:
-        first = str(e).splitlines()[0]
+        first = next((line for line in str(e).splitlines() if line.strip()), type(e).__name__)  # a parse error starts with a blank line
         if "UNRESOLVED_COLUMN" in first and "value" in what:  # a bare word meant as text, most likely
             first += " (text is SQL: a text value is quoted, \"'closed'\", or mor.lit('closed'))"
         raise error(f"{what}: {first}") from e

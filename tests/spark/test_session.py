@@ -65,3 +65,25 @@ def test_session_settings_give_way_to_the_callers() -> None:
     assert mine["spark.sql.session.timeZone"] == "Europe/Berlin" and mine["spark.pyspark.python"] == "/opt/py"
     assert mine["spark.jars"] == f"{jar},/x/other.jar"
     assert session_settings({}, "Asia/Tokyo", "/my/python", [], "k", "c")["spark.pyspark.python"] == "/my/python"
+
+
+def test_format_mor_is_registered_once_per_session(spark: object, monkeypatch: object) -> None:
+    """Reads and DML call `register` each time (a session of its own may lack the format); only
+    the first call per session registers, so Spark does not log that the source replaced a
+    previously registered one at every call (issue 54 item 4)."""
+    import pytest
+    from pyspark.sql.datasource import DataSourceRegistration
+
+    import mor.spark
+
+    assert isinstance(monkeypatch, pytest.MonkeyPatch)
+    calls: list[object] = []
+    original = DataSourceRegistration.register
+    monkeypatch.setattr(DataSourceRegistration, "register", lambda self, cls: (calls.append(cls), original(self, cls))[1])
+    for _ in range(3):
+        mor.spark.register(spark)  # type: ignore[arg-type]
+    assert calls == []  # the suite's session has it already
+    other = spark.newSession()  # type: ignore[attr-defined]
+    for _ in range(3):
+        mor.spark.register(other)
+    assert len(calls) == 1

@@ -227,3 +227,13 @@ def test_expire_snapshots_and_restore_from_spark(spark: Any, catalog: mor.Catalo
     assert older and set(expired.expired_snapshot_ids) == older
     assert [s.snapshot_id for s in table.refresh().snapshots()] == [restored.snapshot_id]
     assert spark_rows(t.to_df()) == canonical(rows(range(0, 10)))
+
+
+def test_a_value_spark_cannot_parse_says_why_in_the_first_line(spark: Any, catalog: mor.Catalog, warehouse: Path) -> None:
+    """Spark's parse errors start with a blank line: the message keeps Spark's reason, not just
+    "bad update value:" (issue 54 item 4)."""
+    twin_tables(catalog, 2)
+    with pytest.raises(InvalidArgumentError) as raised:
+        MorTable.for_name(spark, "db.spark", warehouse=str(warehouse)).update("id = 1", set={"n": "n +* 1"})
+    first = str(raised.value).splitlines()[0]
+    assert first.startswith("bad update value: ") and "PARSE_SYNTAX_ERROR" in first, first
