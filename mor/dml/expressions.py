@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 
 from mor.errors import SchemaMismatchError
 from mor.expr.values import Lit, Scope, text_expression
+from mor.write.safe_casts import narrowed
 
 Assignments = Mapping[str, Any]  # column -> SQL text, pc.Expression, mor.lit(...) or a Python literal
 
@@ -28,7 +29,21 @@ def as_expression(value: Any, target: pa.DataType, scope: Scope, column: str) ->
     try:
         return pc.scalar(pa.scalar(value, type=target))
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as e:
-        raise SchemaMismatchError(f"value {value!r} does not fit {column!r} ({target}): {e}") from e
+        stored = _stored(value, target, column)  # as a write stores it (Decimal("1.005") into decimal(10, 2) is 1.01)
+        if stored is None:
+            raise SchemaMismatchError(f"value {value!r} does not fit {column!r} ({target}): {e}") from e
+        return pc.scalar(stored)
+
+
+def _stored(value: Any, target: pa.DataType, column: str) -> pa.Scalar | None:
+    """`value` converted by the store assignment every write applies (mor/write/safe_casts.py);
+    None where that does not convert its type either."""
+    try:
+        natural = pa.array([value])
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+        return None
+    stored = narrowed(pa.table({column: natural}), pa.schema([pa.field(column, target)]))
+    return stored.column(0)[0] if stored.schema.field(0).type == target else None
 
 
 def project(rows: pa.Table, columns: Mapping[str, pc.Expression]) -> pa.Table:

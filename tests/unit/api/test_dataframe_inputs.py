@@ -425,3 +425,20 @@ def test_a_nested_value_that_does_not_fit_is_named_by_its_path(nested: mor.Table
     assert path in str(info.value) and "does not fit" in str(info.value)
     state.assert_unchanged()
     assert nested.scan().count() == 0
+
+
+def test_a_literal_stores_as_the_same_value_appended_would(catalog: mor.Catalog) -> None:
+    """One store assignment for every verb (issue 54): a Python literal of UPDATE (and MERGE) is
+    stored as append stores the same value: Decimal("1.005") into decimal(10, 2) is 1.01 (HALF_UP),
+    2.7 into an int is 2; a value out of range is refused by name either way."""
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("d", pa.decimal128(10, 2)), pa.field("i", pa.int32())])
+    updated, appended = (catalog.create_table(f"db.{n}", schema=schema) for n in ("updated", "appended"))
+    updated.append(pa.table({"id": [1], "d": pa.array([Decimal("0")], pa.decimal128(10, 2)), "i": pa.array([0], pa.int32())}, schema=schema))
+    updated.update({"d": Decimal("1.005"), "i": 2.7}, where="id = 1")
+    appended.append(pa.table({"id": [1], "d": pa.array([Decimal("1.005")], pa.decimal128(10, 3)), "i": [2.7]}))
+    assert table_rows_of(updated) == table_rows_of(appended) == [{"id": 1, "d": Decimal("1.01"), "i": 2}]
+    state = TableState(updated)
+    for verb in (lambda v: updated.update({"d": v}, where="id = 1"), lambda v: appended.append(pa.table({"id": [2], "d": [v], "i": [0]}))):
+        with pytest.raises(mor.SchemaMismatchError, match=r"'d'.*123456789012\.5"):
+            verb(Decimal("123456789012.5"))
+    state.assert_unchanged()
