@@ -77,8 +77,39 @@ def _evaluation_error(rows: pa.Table, columns: Mapping[str, pc.Expression], erro
                     f" which is not one of {rows.column_names}"
                 )
             return SchemaMismatchError(f"the expression for {name!r} ({expression}) does not evaluate: {_first_line(e)}")
-    # Every expression types: the values themselves fail (an overflow, say).
+    # Every expression types: the values of some row fail (an overflow, say): name them.
+    for name, expression in columns.items():
+        row = _first_failing_row(rows, name, expression)
+        if row is not None:
+            index, reason = row
+            return SchemaMismatchError(f"column {name!r}: {reason}, in the row {_described(rows, index)}")
     return SchemaMismatchError(f"cannot evaluate {list(columns)}: {_first_line(error)}")
+
+
+def _first_failing_row(rows: pa.Table, name: str, expression: pc.Expression) -> tuple[int, str] | None:
+    """(the first row whose value of `expression` fails, Arrow's reason), found by halving:
+    a few evaluations of ever fewer rows; None when every row evaluates."""
+    try:
+        _dataset(rows).to_table(columns={name: expression})
+        return None
+    except _ARROW_ERRORS as e:
+        reason = _first_line(e)
+    start, stop = 0, rows.num_rows  # the first failing row lies in [start, stop)
+    while stop - start > 1:
+        middle = (start + stop) // 2
+        try:
+            _dataset(rows.slice(start, middle - start)).to_table(columns={name: expression})
+            start = middle
+        except _ARROW_ERRORS as e:
+            stop, reason = middle, _first_line(e)
+    return start, reason
+
+
+def _described(rows: pa.Table, index: int, shown: int = 4) -> str:
+    """A row by its first columns' values (`id=2, price=900.00`): a table's key comes first."""
+    names = [n for n in rows.column_names if not n.startswith("_")][:shown]
+    values = ", ".join(f"{n}={rows.column(n)[index].as_py()!r}" for n in names)
+    return f"{values}{', ...' if len(rows.column_names) > len(names) else ''}"
 
 
 _UNKNOWN_FIELD = re.compile(r"No match for FieldRef\.Name\((.*?)\) in ")

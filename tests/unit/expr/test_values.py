@@ -170,8 +170,10 @@ def test_a_column_of_another_type_than_text_computes_only_from_its_own_kind(tabl
         ({"qty": "case when qty > 1 then 'a' else 2 end"}, mor.SchemaMismatchError, ["'qty'"]),
         ({"qty": "coalesce(qty, null)"}, mor.InvalidArgumentError, ["null is a whole value"]),
         ({"id": "null"}, mor.SchemaMismatchError, ["required columns to null: ['id']"]),
-        ({"qty": "qty * 1000000000"}, mor.SchemaMismatchError, ["cannot evaluate"]),  # on the rows: ANSI overflow
-        ({"price": "price * 1000"}, mor.SchemaMismatchError, ["cannot evaluate"]),
+        # on the rows: ANSI overflow, named by the column and the first row it fails in
+        ({"qty": "qty * 1000000000"}, mor.SchemaMismatchError, ["column 'qty'", "5000000000", "in the row id=1,"]),
+        ({"qty": "case when id = 3 then qty * 1000000000 else qty end"}, mor.SchemaMismatchError, ["column 'qty'", "in the row id=3,"]),
+        ({"price": "price * 1000"}, mor.SchemaMismatchError, ["column 'price'", "in the row id="]),
     ],
 )
 def test_values_that_do_not_fit_are_refused_and_change_nothing(
