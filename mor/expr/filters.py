@@ -21,7 +21,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, TypeAlias, cast
+from typing import Any, TypeAlias, cast
 
 from pyiceberg.conversions import from_bytes
 from pyiceberg.expressions import (
@@ -87,10 +87,8 @@ from pyiceberg.types import (
     UUIDType,
 )
 
-if TYPE_CHECKING:
-    import numpy as np
-
 from mor.errors import InvalidFilterError
+from mor.expr.bounds_prefilter import BoundsPrefilter, Mask
 from mor.expr.literals import TimestampNanoLiteral, exact_predicate
 from mor.expr.parse import parse, set_predicate
 from mor.expr.residual import Residual, bound_field_ids, pushed_not, without_residuals
@@ -374,12 +372,10 @@ class FileFilter:
             self._partition_evals[spec_id] = _always if spec.is_unpartitioned() else self._partition_evaluator(spec)
         return bool(self._partition_evals[spec_id](as_record(partition)))
 
-    def entries_may_match(self, columns: Mapping[str, Any], count: int) -> np.ndarray | None:
+    def entries_may_match(self, columns: Mapping[str, Any], count: int) -> Mask | None:
         """A first pass over a manifest's columns (mor/expr/bounds_prefilter.py): False for the
         entries whose files `file_may_match` would rule out by their integer bounds alone; None
         when it rules out none. The files left are still asked `file_may_match`."""
-        from mor.expr.bounds_prefilter import BoundsPrefilter  # pyarrow.compute: only for a filter
-
         prefilter = _remembered(
             "prefilter", self.schema, self.expr, self.case_sensitive, lambda: BoundsPrefilter(self._metrics.expr, self.schema)
         )

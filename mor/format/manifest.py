@@ -266,10 +266,9 @@ def iter_live_files(
     only the entries at these (ascending) rows become files; their first row ids are the ones
     they inherit among every row."""
     deleted = ManifestEntryStatus.DELETED
-    resolved = rows is not None and manifest.content == ManifestContent.DATA
     if rows is not None:
         decoded = _rows_taken(decoded, manifest, rows)
-    for decoded_rows in _decoded_rows(decoded, manifest, specs, schema, chunk, resolved):
+    for decoded_rows in _decoded_rows(decoded, manifest, specs, schema, chunk):
         yield [row[4] for row in decoded_rows if row[0] is not deleted]
 
 
@@ -283,51 +282,56 @@ def live_rows(decoded: ManifestColumns, among: list[bool] | None = None) -> list
 
 
 def _rows_taken(decoded: ManifestColumns, manifest: ManifestFile, rows: Sequence[int]) -> ManifestColumns:
-    """Some rows of a manifest, their first row ids inherited first (v3: a data file without one
-    takes the next ids of its manifest's range after the live files before it)."""
-    columns = take_rows(decoded.columns, list(rows))
-    if manifest.content == ManifestContent.DATA:
-        ids = _inherited_first_row_ids(decoded, manifest)
-        columns["data_file.first_row_id"] = arrow_array([ids[i] for i in rows], "long")
-    return ManifestColumns(columns, len(rows), decoded.size, decoded.metrics)
+    """Some rows of a manifest, their first row ids inherited among every row first."""
+    decoded = _with_inherited_row_ids(decoded, manifest)
+    return ManifestColumns(take_rows(decoded.columns, list(rows)), len(rows), decoded.size, decoded.metrics)
 
 
-def _inherited_first_row_ids(decoded: ManifestColumns, manifest: ManifestFile) -> list[int | None]:
+def _with_inherited_row_ids(decoded: ManifestColumns, manifest: ManifestFile) -> ManifestColumns:
+    """A data manifest's columns with each data file's first row id as inherited (v3): a live
+    file without one takes the next ids of its manifest's range, in entry order; a manifest with
+    no range (written before the upgrade to v3) gives its files none. Done once per manifest
+    (idempotent: a file that has an id keeps it), so rows may then be taken apart."""
+    if manifest.content != ManifestContent.DATA or "data_file.first_row_id" not in decoded.columns and manifest.first_row_id is None:
+        return decoded
+    columns = dict(decoded.columns)
     next_row_id = manifest.first_row_id
-    if next_row_id is None:  # no range (written before the upgrade to v3): no file has an id
-        return [None] * decoded.count
+    if next_row_id is None:
+        del columns["data_file.first_row_id"]  # no range: no file has an id
+        return ManifestColumns(columns, decoded.count, decoded.size, decoded.metrics)
     deleted = ManifestEntryStatus.DELETED.value
-    column = decoded.columns.get("data_file.first_row_id")
+    column = columns.get("data_file.first_row_id")
     ids = column.to_pylist() if column is not None else [None] * decoded.count
-    statuses = decoded.columns["status"].to_pylist()
-    counts = decoded.columns["data_file.record_count"].to_pylist()
+    statuses = columns["status"].to_pylist()
+    counts = columns["data_file.record_count"].to_pylist()
     for i, (first, status, count) in enumerate(zip(ids, statuses, counts)):
         if first is None and status != deleted:
             ids[i] = next_row_id
             next_row_id += count
-    return ids
+    columns["data_file.first_row_id"] = arrow_array(ids, "long")
+    return ManifestColumns(columns, decoded.count, decoded.size, decoded.metrics)
 
 
 _Row = tuple[ManifestEntryStatus, int, int, int, ContentFile]  # a ManifestEntry's fields
 
 
 def _decoded_rows(
-    decoded: ManifestColumns, manifest: ManifestFile, specs: dict[int, PartitionSpec], schema: Schema, chunk: int, resolved: bool = False
+    decoded: ManifestColumns, manifest: ManifestFile, specs: dict[int, PartitionSpec], schema: Schema, chunk: int
 ) -> Iterator[list[_Row]]:
-    """`resolved`: the first row ids in the columns are already inherited (`_rows_taken`)."""
     if manifest.sequence_number is None:
         raise CorruptMetadataError(f"manifest {manifest.manifest_path} has no sequence number")
     spec = specs.get(manifest.partition_spec_id)
     if spec is None:
         raise CorruptMetadataError(f"manifest {manifest.manifest_path} uses unknown spec {manifest.partition_spec_id}")
     decoder: _EntryDecoder | None = None
+    decoded = _with_inherited_row_ids(decoded, manifest)
     for start in range(0, decoded.count, chunk):
         try:
             columns = {path: python_values(c.slice(start, chunk), path in _MAP_PATHS) for path, c in decoded.columns.items()}
             if decoder is None:
                 partitions = columns.get("data_file.partition") or [None]
                 names = avro_record_keys(spec.partition_type(schema), partitions[0])
-                decoder = _EntryDecoder(manifest, names, decoded.metrics is not True, resolved)
+                decoder = _EntryDecoder(manifest, names, decoded.metrics is not True)
             rows = decoder.rows(columns, min(chunk, decoded.count - start))
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
             raise CorruptMetadataError(f"manifest {manifest.manifest_path} holds an entry that is not a manifest entry: {e!r}") from e
@@ -405,17 +409,12 @@ class _EntryDecoder:
     lookups by index, and content files built from every field's value in order
     (`content_file_from_values`)."""
 
-    def __init__(self, manifest: ManifestFile, partition_names: tuple[str, ...], lean: bool = False, ids_resolved: bool = False):
+    def __init__(self, manifest: ManifestFile, partition_names: tuple[str, ...], lean: bool = False):
         self.manifest = manifest
         # A lean read of position deletes: bounds only where no referenced_data_file names the data file.
         self.bounds_only_unreferenced = lean and manifest.content == ManifestContent.DELETES
         self.names = partition_names
         self.data_manifest = manifest.content == ManifestContent.DATA
-        # First row id inheritance (v3): live data files without one take the next ids of
-        # their manifest's range, in entry order. A manifest with no range (written before the
-        # upgrade to v3) gives its files none.
-        self.next_row_id = manifest.first_row_id
-        self.ids_resolved = ids_resolved  # the columns hold the inherited ids already
 
     def rows(self, columns: dict[str, list[Any]], count: int) -> list[_Row]:
         absent = [None] * count
@@ -455,13 +454,8 @@ class _EntryDecoder:
         if (content is FileContent.DATA) != self.data_manifest:
             raise CorruptMetadataError(f"{manifest.manifest_path}: {content.name} entry in a {manifest.content.name} manifest")
         partition = partition or {}
-        if not self.ids_resolved:
-            if self.next_row_id is not None and content is FileContent.DATA:
-                if first_row_id is None and status is not ManifestEntryStatus.DELETED:
-                    first_row_id = self.next_row_id
-                    self.next_row_id += record_count
-            else:
-                first_row_id = None
+        if content is not FileContent.DATA:
+            first_row_id = None  # data files' ids are inherited in the columns (`_with_inherited_row_ids`)
         file = content_file_from_values(
             content,
             (

@@ -138,9 +138,11 @@ def plan_tasks(
         index = plan.delete_index(delete_manifests, delete_columns)
     elif prunes:  # few files may be kept: their paths make the delete index smaller
         held: list[list[DataFile]] = []
+        count = 0
         for chunk in data_files:
             held.append(chunk)
-            if sum(map(len, held)) > GATHERED:
+            count += len(chunk)
+            if count > GATHERED:
                 break
         else:
             if held:
