@@ -76,7 +76,11 @@ __all__ = [
 ]  # fmt: skip
 
 
-_REGISTERED: weakref.WeakSet[SparkSession] = weakref.WeakSet()  # sessions that have format "mor"
+# Sessions that have format "mor", with the environment it was registered with: Spark copies
+# `sc.environment` into the source's Python function when it is registered, so a changed setting
+# (the session zone, pushdown) needs the source registered again; an unchanged one must not be,
+# or Spark logs that the source replaced itself at every read and DML call.
+_REGISTERED: weakref.WeakKeyDictionary[SparkSession, tuple[tuple[str, str], ...]] = weakref.WeakKeyDictionary()
 
 
 def register(spark: SparkSession) -> None:
@@ -103,15 +107,16 @@ def register(spark: SparkSession) -> None:
     sc.environment[PARALLELISM_ENV] = str(sc.defaultParallelism)
     # Writers convert TIMESTAMP_NTZ into timestamptz columns in the session's zone.
     sc.environment[SESSION_ZONE_ENV] = spark.conf.get("spark.sql.session.timeZone") or "UTC"
-    if spark in _REGISTERED:
-        return  # again would only make Spark log that the source replaced itself, at every read and DML call
+    captured = tuple((k, sc.environment[k]) for k in (PUSHDOWN_ENV, PARALLELISM_ENV, SESSION_ZONE_ENV))
+    if _REGISTERED.get(spark) == captured:
+        return
     try:
         spark.dataSource.register(MorDataSource)
-        _REGISTERED.add(spark)
+        _REGISTERED[spark] = captured
     except Exception as e:  # pyspark 4.3: a spark.newSession() refuses it as "already exists", yet cannot find it
         if "DATA_SOURCE_ALREADY_EXISTS" not in str(e):
             raise
-        _REGISTERED.add(spark)
+        _REGISTERED[spark] = captured
         logging.getLogger("mor.spark").info("mor.spark: Spark says format 'mor' is already registered: %s", e)
 
 
