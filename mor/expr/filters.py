@@ -25,6 +25,7 @@ from typing import Any, TypeAlias, cast
 
 from pyiceberg.conversions import from_bytes
 from pyiceberg.expressions import (
+    AlwaysFalse,
     AlwaysTrue,
     And,
     BooleanExpression,
@@ -34,9 +35,16 @@ from pyiceberg.expressions import (
     EqualTo,
     GreaterThan,
     GreaterThanOrEqual,
+    In,
     IsNaN,
+    LessThan,
+    LessThanOrEqual,
     LiteralPredicate,
     Not,
+    NotEqualTo,
+    NotIn,
+    NotNaN,
+    NotNull,
     Or,
     SetPredicate,
 )
@@ -172,6 +180,8 @@ def _bind(schema: Schema, expr: BooleanExpression, case_sensitive: bool, check: 
         return Or(_bind(schema, expr.left, case_sensitive, check), _bind(schema, expr.right, case_sensitive, check))
     if isinstance(expr, Not):
         return Not(_bind(schema, expr.child, case_sensitive, check))
+    if isinstance(expr, (LiteralPredicate, SetPredicate)) and (nan := _nan_compared(schema, expr, case_sensitive)) is not None:
+        return _bind(schema, nan, case_sensitive, check)
     if isinstance(expr, SetPredicate):
         # Remembered alone too: the pruning and NOT-free forms of a filter share its leaves.
         return _remembered(
@@ -191,6 +201,35 @@ def _bind(schema: Schema, expr: BooleanExpression, case_sensitive: bool, check: 
             if _is_float_infinity(expr.literal, field.field_type):
                 expr = type(expr)(expr.term, FloatLiteral(expr.literal.value))
     return bind(schema, expr, case_sensitive)
+
+
+# a comparison of a float column with NaN ('NaN', as Spark casts the text) -> the same rows by
+# is_nan / not_nan: NaN equals NaN and sorts above every number (Spark's order); NULL stays NULL
+_NAN_COMPARED: dict[type, Callable[[str], BooleanExpression]] = {
+    EqualTo: IsNaN,
+    NotEqualTo: lambda name: And(NotNaN(name), NotNull(name)),
+    GreaterThan: lambda name: AlwaysFalse(),
+    GreaterThanOrEqual: IsNaN,
+    LessThan: lambda name: And(NotNaN(name), NotNull(name)),
+    LessThanOrEqual: NotNull,
+}
+
+
+def _nan_compared(schema: Schema, expr: LiteralPredicate | SetPredicate, case_sensitive: bool) -> BooleanExpression | None:
+    """`expr` without NaN among its values (see _NAN_COMPARED), or None when it has none."""
+    field = _field(schema, expr.term.name, case_sensitive)
+    if field is None or not isinstance(field.field_type, (FloatType, DoubleType)):
+        return None
+    name = expr.term.name
+    if isinstance(expr, LiteralPredicate):
+        rewrite = _NAN_COMPARED.get(type(expr))
+        return rewrite(name) if rewrite is not None and _is_nan(expr.literal.value) else None
+    if not any(_is_nan(lit.value) for lit in expr.literals):  # a long list of plain floats: one pass, no NaN
+        return None
+    rest = [lit for lit in expr.literals if not _is_nan(lit.value)]
+    if isinstance(expr, In):
+        return Or(In(name, rest), IsNaN(name)) if rest else IsNaN(name)
+    return And(NotIn(name, rest), NotNaN(name)) if rest else And(NotNaN(name), NotNull(name))
 
 
 def _bind_set_exactly(schema: Schema, expr: SetPredicate, case_sensitive: bool, check: bool) -> BooleanExpression:

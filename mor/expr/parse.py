@@ -1,34 +1,18 @@
-r"""Filter text -> pyiceberg expression: a small hand-written parser.
+r"""Filter text -> pyiceberg expression: Spark SQL's predicates (read by sqlglot,
+mor.expr.sql_text) translated into pyiceberg's plain comparisons, which prune files, and
+residuals (mor.expr.residual): predicates over terms (mor.expr.parse_terms) evaluated on rows.
+spec/predicates.md has the language whole.
 
-It accepts pyiceberg's filter language plus `starts with`, `between`, typed date and time
-literals, and terms (mor.expr.parse_terms) that become residuals (mor.expr.residual):
-predicates evaluated on rows, not by metadata. The grammar (spec/predicates.md has it whole):
+NOT follows SQL's three-valued logic: each predicate is read for where it is TRUE, or (under an
+odd number of NOTs) for where it is FALSE, so a NULL stays unselected either way: `x in (1,
+null)` selects 1, `x not in (1, null)` nothing, `x between 10 and null` nothing, its NOT the
+rows below 10. LIKE is SQL's (mor.expr.like); 'abc%' is a prefix test and 'abc' equality, both
+plain. A cast of a value and date arithmetic on values (`current_date - interval 7 days`) are
+folded to a typed value when the text is read, so they prune; `current_date` and
+`current_timestamp` are read then, in UTC.
 
-    filter     := or;  or := and ("or" and)*;  and := not ("and" not)*
-    not        := "not" not | "(" filter ")" | "true" | "false" | predicate | column   -- a boolean column: = true
-    predicate  := term op term                       -- column op value: plain, prunes files
-                | term "is" ["not"] "null" | column "is" ["not"] "nan"
-                | term ["not"] "in" "(" term ("," term)* ")"   -- values only: one set
-                | term ["not"] "between" term "and" term
-                | term ["not"] ("like" | "ilike") string ["escape" string] | term ["not"] "starts" "with" string
-    term       := sums and products of: value | column | "(" term ")" | function "(" term ("," term)* ")"
-                | "cast" "(" term "as" type ")" | term "::" type | "extract" "(" part "from" term ")"
-                | "current_date" | "current_timestamp" | "now" "(" ")" | term ("+" | "-") interval
-    interval   := "interval" (amount unit)+ | "interval" 'amount unit ...'     -- 7 days, '1' hour
-    type       := boolean | tinyint | smallint | int | bigint | float | double | decimal(p,s)
-                | string | varchar | date | timestamp (timestamp_ntz) | timestamptz (timestamp_ltz)
-    part       := year | quarter | month | week | day | dayofweek (dow) | dayofweek_iso
-                | dayofyear (doy) | hour | minute | second
-
-LIKE is SQL's: `%` any text, `_` one character, `\` (or the `escape` character) makes the next
-`%`, `_` or itself literal (mor.expr.like); 'abc%' is a prefix test and 'abc' equality, both
-plain. A cast of a value and date arithmetic on values (`current_date - interval 7 days`) fold
-to a typed value when the text is parsed, so they prune; `current_date` and
-`current_timestamp` are read then, in UTC. A cast of a column, `extract`, a LIKE with other
-wildcards and `in` over a term are residuals.
-
-It parses a 100,000-value IN list in a fraction of a second (pyiceberg's grammar needs about a
-second per 10,000 values), and says what is wrong and where instead of dumping its grammar.
+A long IN list (100,000 values) is read in a fraction of a second (mor.expr.sql_text's fast
+path), and an error says what is wrong and where.
 """
 
 from __future__ import annotations
@@ -53,38 +37,30 @@ from pyiceberg.expressions import (
     Not,
     NotEqualTo,
     NotIn,
-    NotNaN,
     NotNull,
     Or,
     Reference,
     StartsWith,
 )
 from pyiceberg.expressions.literals import BooleanLiteral, Literal, LongLiteral
+from sqlglot import exp
 
 from mor.expr.like import DEFAULT_ESCAPE, LikePattern, parse_like
-from mor.expr.parse_terms import (
-    LIST_ITEM,
-    SYNTAX,
-    TermParser,
-    Token,
-    constant_of_literal,
-    is_interval,
-    literal,
-    literal_of,
-)
-from mor.expr.residual import Column, Constant, Residual, Test
+from mor.expr.parse_terms import SYNTAX, TermReader, constant_of_literal, is_interval, is_null, literal, literal_of
+from mor.expr.residual import Column, Constant, Residual, Test, pushed_not
+from mor.expr.sql_text import LIST_PREFIX, deep_recursion
 
-__all__ = ["SYNTAX", "PredicateParser", "make_literals", "parse", "set_predicate"]
+__all__ = ["SYNTAX", "PredicateReader", "make_literals", "parse", "set_predicate"]
 
 _COMPARISONS = {"<": LessThan, "<=": LessThanOrEqual, ">": GreaterThan, ">=": GreaterThanOrEqual,
-                "=": EqualTo, "==": EqualTo, "!=": NotEqualTo, "<>": NotEqualTo}  # fmt: skip
+                "=": EqualTo, "!=": NotEqualTo}  # fmt: skip
+_NODES: dict[type[exp.Expression], str] = {exp.EQ: "=", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
 _FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}  # `5 < x` is `x > 5`
-_AFTER_CONDITION = ("and", "or", "then", "when", "else", "end")  # words that may follow a whole condition
-_OPERATORS = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "=": "=", "==": "=", "!=": "!=", "<>": "!="}
+_OPPOSITE = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "=": "!=", "!=": "="}
 
 
 def parse(text: str) -> BooleanExpression:
-    return PredicateParser(text).parse()
+    return PredicateReader(text).parse()
 
 
 def set_predicate(cls: type[Any], term: Any, literals: set[Literal]) -> BooleanExpression:
@@ -106,14 +82,6 @@ def set_predicate(cls: type[Any], term: Any, literals: set[Literal]) -> BooleanE
     return expr
 
 
-def _literals(texts: list[str]) -> list[Literal]:
-    return make_literals(literal, texts)
-
-
-def _long_literals(values: list[int]) -> list[Literal]:
-    return make_literals(LongLiteral, values)
-
-
 def make_literals(make: Callable[[Any], Literal], items: list[Any]) -> list[Literal]:
     """Literals of a long list. Creating 100,000 pyiceberg literals (pydantic models) triggers
     many collections of the cyclic garbage collector, which then takes more time than the
@@ -128,203 +96,211 @@ def make_literals(make: Callable[[Any], Literal], items: list[Any]) -> list[Lite
             gc.enable()
 
 
-class _Group:
-    """A parenthesized filter being read: its `or` terms so far, the `and` terms of the last."""
-
-    def __init__(self, opened_by: Token | None, nots: int):
-        self.opened_by = opened_by  # the '(' token; None for the whole filter
-        self.nots = nots  # the `not`s before the '('
-        self.ors: list[BooleanExpression] = []
-        self.ands: list[BooleanExpression] = []
-
-
 def _chain(kind: type[And] | type[Or], terms: list[BooleanExpression]) -> BooleanExpression:
     return terms[0] if len(terms) == 1 else kind(*terms)
 
 
-def _negated(expr: BooleanExpression, nots: int) -> BooleanExpression:
-    return Not(expr) if nots % 2 else expr  # Not(Not(x)) is x, as pyiceberg makes it
+def _negation(expr: BooleanExpression) -> BooleanExpression:
+    """Where `expr` (built of leaves NULL-safe under pyiceberg's NOT) is FALSE."""
+    return pushed_not(Not(expr))
 
 
-class PredicateParser(TermParser):
-    """The filter grammar above (mor.expr.values reads a value's conditions with it too)."""
+class PredicateReader(TermReader):
+    """Predicates of one parsed text (mor.expr.values reads a value's conditions with it too)."""
 
     def parse(self) -> BooleanExpression:
-        try:
-            expr = self._or()
-        except (ValueError, ArithmeticError) as e:  # a number with too many digits or no finite value
-            self._fail(self.tokens[self.i - 1], f"a number out of range ({type(e).__name__})")
-        if (t := self._peek()).kind != "end":
-            self._fail(t, f"expected 'and', 'or' or the end of the filter, found {t.describe()}")
-        return expr
+        with deep_recursion():
+            try:
+                return self.predicate(self.parsed.tree)
+            except RecursionError:
+                self.fail(None, "the text nests too deep to read")
 
-    # -- grammar: or > and > not > predicate ----------------------------------------------
-
-    # The grammar (or > and > not > primary) is read with an explicit stack of open
-    # parentheses, not by recursion: no nesting of parentheses or `not`s can raise
-    # RecursionError here (how deep the result may be is filter_shape's to say). A chain
-    # `a or b or c ...` becomes a balanced tree (pyiceberg's Or(*terms)), as pyiceberg's
-    # parser makes it: a deep one would overflow the recursion of pyiceberg's visitors.
-    def _or(self) -> BooleanExpression:
-        groups: list[_Group] = []  # the open parentheses, outermost first
-        group = _Group(None, 0)
-        while True:
-            nots = 0
-            while self._word("not"):
-                nots += 1
-            t = self._peek()
-            if t.is_punct("(") and not self._opens_term():  # a new group; its result takes the `not`s
-                self.i += 1
-                groups.append(group)
-                group = _Group(t, nots)
-                continue
-            expr = _negated(self._primary(), nots)
-            while True:
-                group.ands.append(expr)
-                if self._word("and"):
-                    break
-                group.ors.append(_chain(And, group.ands))
-                group.ands = []
-                if self._word("or"):
-                    break
-                if group.opened_by is None:
-                    return _chain(Or, group.ors)
-                self._expect(")", f"')' to close the '(' at offset {group.opened_by.at}")
-                expr = _negated(_chain(Or, group.ors), group.nots)
-                group = groups.pop()
-
-    def _opens_term(self) -> bool:
-        """Does the '(' here open a term (`(a + b) > 3`) rather than a group of predicates? The
-        token after its ')' says: an operator or a predicate's word."""
-        close = self.closing.get(self.i)
-        if close is None:
-            return False
-        after, then = self.tokens[close + 1], self.tokens[min(close + 2, len(self.tokens) - 1)]
-        if after.kind in ("op", "arith", "cast") or (after.kind == "num" and after.text[0] in "+-"):
-            return True
-        return after.is_word("is", "in", "between", "like", "ilike", "starts") or (
-            after.is_word("not") and then.is_word("in", "between", "like", "ilike", "starts")
-        )
-
-    def _primary(self) -> BooleanExpression:
+    def predicate(self, node: exp.Expression, negated: bool = False) -> BooleanExpression:
+        """Where `node` is TRUE (`negated`: where it is FALSE). And/or chains are read without
+        recursion and become balanced trees (pyiceberg's And(*terms)), so a chain of thousands
+        of terms overflows no visitor."""
+        while isinstance(node, exp.Paren) or isinstance(node, exp.Not):
+            if isinstance(node, exp.Not):
+                negated = not negated
+            node = node.this
+        if isinstance(node, exp.Connector):
+            kind = type(node)
+            operands, todo = [], [node]
+            while todo:
+                n = todo.pop()
+                while isinstance(n, exp.Paren):
+                    n = n.this
+                if type(n) is kind:
+                    todo += [n.expression, n.this]
+                else:
+                    operands.append(self.predicate(n, negated))
+            both = And if (kind is exp.And) != negated else Or
+            return _chain(both, operands)
         self.term_nodes = 0
-        start = self._peek()
-        left = self._term()
-        t = self._peek()
-        if t.kind == "op":
-            self.i += 1
-            return self._comparison(t.text, left, self._term(after=t), t)
-        if isinstance(left, Constant) and left.kind == "bool" and not t.is_word("is", "in", "between", "like", "ilike", "starts", "not"):
-            return AlwaysTrue() if left.value else AlwaysFalse()
-        if isinstance(left, Column) and (t.kind == "end" or t.is_punct(")") or t.is_word(*_AFTER_CONDITION)):
-            return EqualTo(Reference(left.name), BooleanLiteral(True))  # a boolean column alone: `where flag`
-        self._no_interval(left, start)
-        return self._predicate(left)
+        return self._leaf(node, negated)
 
-    def _no_interval(self, term: Any, at: Token) -> None:
-        if is_interval(term):
-            self._fail(at, "an interval is no value to compare: add it to or subtract it from a date or time "
-                       "(current_date - interval 7 days)")  # fmt: skip
+    def _leaf(self, node: exp.Expression, negated: bool) -> BooleanExpression:
+        if type(node) in _NODES:
+            return self.comparison(node, _NODES[type(node)], self.term(node.this), self.term(node.expression), negated)
+        if isinstance(node, (exp.NullSafeEQ, exp.NullSafeNEQ)):
+            equal = isinstance(node, exp.NullSafeEQ) != negated
+            return self._null_safe(node, self.term(node.this), self.term(node.expression), equal)
+        if isinstance(node, exp.Is):
+            return self._is(node, negated)
+        if isinstance(node, exp.In):
+            return self._in(node, negated)
+        if isinstance(node, exp.Between):
+            left = self.term(node.this)
+            low = self.comparison(node, ">=", left, self.term(node.args["low"]), negated)
+            high = self.comparison(node, "<=", left, self.term(node.args["high"]), negated)
+            return Or(low, high) if negated else And(low, high)
+        if isinstance(node, (exp.Like, exp.ILike, exp.Escape)):
+            return self._like(node, negated)
+        if isinstance(node, exp.Boolean):
+            return AlwaysTrue() if bool(node.this) != negated else AlwaysFalse()
+        if isinstance(node, exp.Null):
+            return AlwaysFalse()
+        term = self.term(node)
+        if isinstance(term, Column):  # a boolean column alone: `where flag`
+            return EqualTo(Reference(term.name), BooleanLiteral(not negated))
+        if isinstance(term, Constant):
+            if term.kind == "bool":
+                return AlwaysTrue() if term.value != negated else AlwaysFalse()
+            self.fail(node, f"expected a condition, found the value {term}")
+        return Residual(Test("=", term, (Constant(True, "bool"),)), negated)  # a function of booleans
 
-    def _comparison(self, op: str, left: Any, right: Any, at: Token | None = None) -> BooleanExpression:
-        """A plain comparison of a column with a value where it is one, else a residual."""
+    def comparison(self, node: exp.Expression, op: str, left: Any, right: Any, negated: bool = False) -> BooleanExpression:
+        """A plain comparison of a column with a value where it is one, else a residual; with
+        null never TRUE nor FALSE."""
         for term in (left, right):
-            self._no_interval(term, at or self._peek())
+            if is_interval(term):
+                self.fail(node, "an interval is no value to compare: add it to or subtract it from a date or time "
+                          "(current_date - interval 7 days)")  # fmt: skip
+        if is_null(left) or is_null(right):
+            return AlwaysFalse()
+        if negated:
+            op = _OPPOSITE[op]
         if isinstance(left, Constant) and isinstance(right, Column):
             left, right, op = right, left, _FLIPPED.get(op, op)
         if isinstance(left, Column) and isinstance(right, Constant):
             return _COMPARISONS[op](Reference(left.name), literal_of(right))
-        return Residual(Test(_OPERATORS[op], left, (right,)))
+        return Residual(Test(op, left, (right,)))
 
-    def _predicate(self, left: Any) -> BooleanExpression:
-        column = Reference(left.name) if isinstance(left, Column) else None
-        t = self._next()
-        if t.is_word("is"):
-            negate = self._word("not")
-            kind = self._next()
-            if kind.is_word("null"):
-                if column is None:
-                    return Residual(Test("is null", left), negate)
-                return NotNull(column) if negate else IsNull(column)
-            if kind.is_word("nan") and column is not None:
-                return NotNaN(column) if negate else IsNaN(column)
-            expected = "'null' or 'nan'" if column is not None else "'null'"
-            self._fail(kind, f"expected {expected} after 'is{' not' if negate else ''}', found {kind.describe()}")
-        negate = t.is_word("not")
-        if negate:
-            t = self._next()
-        if t.is_word("in"):
-            return self._in(left, t, negate)
-        if t.is_word("like", "ilike"):  # ilike: Spark's, lower(left) like lower(pattern)
-            ilike = t.is_word("ilike")
-            expr = self._like(self._call(t, "lower", (left,)) if ilike else left, t, lowered=ilike)
-            return Not(expr) if negate else expr
-        if t.is_word("starts") and self._word("with"):
-            expr = self._text_test(left, True, self._string(after=t))
-            return Not(expr) if negate else expr
-        if t.is_word("between"):
-            low = self._term(after=t)
-            self._expect("and", "'and' in 'between ... and ...'")
-            expr = And(self._comparison(">=", left, low, t), self._comparison("<=", left, self._term(), t))
-            return Not(expr) if negate else expr
-        name = left.name if column is not None else str(left)
-        expected = (
-            f"'in', 'like', 'ilike', 'starts with' or 'between' after '{name} not'"
-            if negate
-            else (f"an operator after {'column ' if column is not None else ''}{name!r}")
-        )
-        self._fail(t, f"expected {expected}, found {t.describe()}")
+    def _null_safe(self, node: exp.Expression, left: Any, right: Any, equal: bool) -> BooleanExpression:
+        """`a <=> b` (`equal`) or its negation, `a is distinct from b`: never NULL."""
+        if is_null(left):
+            left, right = right, left
+        if is_null(right):
+            return self._is_null(left, equal)
+        a_null, b_null = self._is_null(left, True), self._is_null(right, True)
+        a_valued, b_valued = self._is_null(left, False), self._is_null(right, False)
+        if equal:
+            return And(self.comparison(node, "=", left, right), And(a_valued, b_valued))
+        return Or(self.comparison(node, "!=", left, right), Or(And(a_null, b_valued), And(a_valued, b_null)))
 
-    def _in(self, left: Any, t: Token, negate: bool) -> BooleanExpression:
-        """`left [not] in (...)`: a column in plain values is one set (a long list read in one
-        pass); a term in values a residual; with a term among the items, `left = a or left = b
-        ...` (the same under three-valued logic)."""
-        column = Reference(left.name) if isinstance(left, Column) else None
-        if self._peek().kind == "list":  # plain values: one set, made once
-            listed = self._next()
-            literals = _long_literals(listed.ints) if listed.ints is not None else _literals(LIST_ITEM.findall(listed.text))
-            if column is not None:
-                return set_predicate(NotIn if negate else In, column, set(literals))
-        else:
-            items = self._items(t)
-            if not all(isinstance(item, Constant) for item in items):
-                expr = _chain(Or, [self._comparison("=", left, item, t) for item in items])
-                return Not(expr) if negate else expr
-            literals = [literal_of(item) for item in items]
-            if column is not None:
-                return NotIn(column, literals) if negate else In(column, literals)
-        self._no_interval(left, t)
-        return Residual(Test("in", left, tuple(constant_of_literal(lit) for lit in literals)), negate)
+    def _is_null(self, term: Any, is_null_: bool) -> BooleanExpression:
+        if isinstance(term, Constant):
+            return AlwaysTrue() if (term.kind == "null") == is_null_ else AlwaysFalse()
+        if isinstance(term, Column):
+            return IsNull(Reference(term.name)) if is_null_ else NotNull(Reference(term.name))
+        return Residual(Test("is null", term), not is_null_)
 
-    def _items(self, after: Token) -> list[Any]:
-        self._expect("(", "'(' to open the list of values after 'in'")
-        items = [self._term(after)]
-        while (t := self._next()).is_punct(","):
-            items.append(self._term(t))
-        if not t.is_punct(")"):
-            self._fail(t, f"expected ',' or ')' in the list of values, found {t.describe()}")
-        for item in items:
-            self._no_interval(item, after)
-        return items
+    def _is(self, node: exp.Is, negated: bool) -> BooleanExpression:
+        left, what = node.this, node.expression
+        if isinstance(what, exp.Null):
+            return self._is_null(self.term(left), not negated)
+        if isinstance(what, exp.Column) and what.name.lower() == "nan" and not what.args.get("table"):
+            term = self.term(left)
+            if not isinstance(term, Column):
+                self.fail(node, "'is nan' tests a column (write isnan(x) of a term as x != x)")
+            return _negation(IsNaN(Reference(term.name))) if negated else IsNaN(Reference(term.name))
+        if isinstance(what, exp.Boolean):  # `x is [not] true`: never NULL
+            truth = bool(what.this)
+            matches = self.predicate(left, negated=not truth)
+            if not negated:
+                return matches
+            return Or(self.predicate(left, negated=truth), self._unknown(left))
+        self.fail(what, "expected null, nan, true or false after 'is'")
 
-    def _like(self, left: Any, t: Token, lowered: bool = False) -> BooleanExpression:
+    def _unknown(self, node: exp.Expression) -> BooleanExpression:
+        """Where the condition `node` is NULL: a boolean column's nulls; a comparison's, where an
+        operand is null."""
+        while isinstance(node, exp.Paren):
+            node = node.this
+        term = None
+        if type(node) in _NODES:
+            terms = [self.term(node.this), self.term(node.expression)]
+            if any(is_null(t) for t in terms):
+                return AlwaysTrue()
+            return _chain(Or, [self._is_null(t, True) for t in terms if not isinstance(t, Constant)] or [AlwaysFalse()])
+        if isinstance(node, (exp.Column, exp.Dot)):
+            term = self.term(node)
+            return self._is_null(term, True)
+        self.fail(node, "'is not true' and 'is not false' take a boolean column or a comparison")
+
+    def _in(self, node: exp.In, negated: bool) -> BooleanExpression:
+        """`left in (...)`: a column in values is one set (a long list read in one pass); a term
+        in values a residual; with a term among the items, `left = a or left = b ...` (the same
+        under three-valued logic). A null item makes every non-match NULL: `not in` never TRUE."""
+        if node.args.get("query") is not None or node.args.get("unnest") is not None:
+            self.fail(node, "IN over a subquery is not supported: list the values")
+        left = self.term(node.this)
+        if is_interval(left):
+            self.fail(node, "an interval is no value to compare")
+        items = node.expressions
+        if len(items) == 1 and isinstance(items[0], exp.Column) and items[0].name.startswith(LIST_PREFIX):
+            listed = self.parsed.lists.by_name[items[0].name]
+            literals = make_literals(LongLiteral, listed.ints) if listed.ints is not None else make_literals(literal, listed.items)
+            return self._in_values(left, literals, False, negated)
+        terms = [self.term(item) for item in items]
+        if any(is_interval(t) for t in terms):
+            self.fail(node, "an interval is no value to compare")
+        has_null = any(is_null(t) for t in terms)
+        terms = [t for t in terms if not is_null(t)]
+        if not all(isinstance(t, Constant) for t in terms):
+            ors = [self.comparison(node, "=", left, t) for t in terms]
+            if has_null:
+                return AlwaysFalse() if negated else _chain(Or, ors)
+            return _negation(_chain(Or, ors)) if negated else _chain(Or, ors)
+        return self._in_values(left, [literal_of(t) for t in terms], has_null, negated)
+
+    def _in_values(self, left: Any, literals: list[Literal], has_null: bool, negated: bool) -> BooleanExpression:
+        if negated and has_null:
+            return AlwaysFalse()
+        if not literals:
+            return AlwaysFalse()
+        if isinstance(left, Column):
+            return set_predicate(NotIn if negated else In, Reference(left.name), set(literals))
+        if isinstance(left, Constant):
+            self.fail(None, "'in' tests a column or a term, not a value")
+        return Residual(Test("in", left, tuple(constant_of_literal(lit) for lit in literals)), negated)
+
+    def _like(self, node: exp.Expression, negated: bool) -> BooleanExpression:
         """`left like 'pattern' [escape 'c']`: a prefix test or equality where the pattern is
-        one, else a residual matched on the rows (after a prefix test on its literal start).
-        `lowered`: the pattern in lower case (ilike)."""
-        at = self._peek()
-        raw = self._string(after=t)
-        raw = raw.lower() if lowered else raw
+        one, else a residual matched on the rows (after a prefix test on its literal start)."""
         escape = DEFAULT_ESCAPE
-        if self._word("escape"):
-            escape_at = self._peek()
-            escape = self._string(after=self.tokens[self.i - 1])
-            if len(escape) != 1:
-                self._fail(escape_at, f"the escape of LIKE is one character, not {escape!r}")
+        if isinstance(node, exp.Escape):
+            escape_node = node.expression
+            if not (isinstance(escape_node, exp.Literal) and escape_node.is_string and len(escape_node.this) == 1):
+                self.fail(escape_node, f"the escape of LIKE is one character, not {escape_node.sql(dialect='spark')}")
+            escape = escape_node.this
+            node = node.this
+        if node.args.get("negate"):
+            negated = not negated
+        ilike = isinstance(node, exp.ILike)
+        pattern_node = node.expression
+        if not (isinstance(pattern_node, exp.Literal) and pattern_node.is_string):
+            self.fail(pattern_node, "the pattern of LIKE is a 'quoted string'")
+        left = self.term(node.this)
+        if ilike:
+            left = self.call(node, "lower", (left,))
+        raw = pattern_node.this.lower() if ilike else pattern_node.this
         try:
             pattern = parse_like(raw, escape)
         except ValueError as e:
-            self._fail(at, str(e))
-        return self._pattern_test(left, pattern)
+            self.fail(pattern_node, str(e))
+        expr = self._pattern_test(left, pattern)
+        return _negation(expr) if negated else expr
 
     def _pattern_test(self, left: Any, pattern: LikePattern) -> BooleanExpression:
         if pattern.exact is not None:
@@ -340,9 +316,3 @@ class PredicateParser(TermParser):
         if isinstance(left, Column):
             return StartsWith(left.name, text) if is_prefix else EqualTo(left.name, text)
         return Residual(Test("starts with" if is_prefix else "=", left, (Constant(text, "text"),)))
-
-    def _string(self, after: Token) -> str:
-        t = self._next()
-        if t.kind != "str":
-            self._fail(t, f"expected a 'quoted string' after {after.text!r}, found {t.describe()}")
-        return t.text[1:-1].replace("''", "'")

@@ -1,90 +1,61 @@
-"""Filter text: its tokens, and the terms that predicates compare (mor.expr.parse reads the
-predicates). A term is a column, a value, arithmetic, a function, `cast(x as type)` or
-`x::type`, `extract(part from t)`, or a date or time computed once, when the text is parsed
-(`current_date`, `current_timestamp`, `now()`, plus or minus an `interval`).
+"""The terms of SQL text (sqlglot's tree of Spark SQL, mor.expr.sql_text) as mor's terms: a
+column, a value, arithmetic, a function, a cast, `extract(part from t)`, or a date or time
+computed once, when the text is read (`current_date`, `current_timestamp`, `now()`, plus or
+minus an `interval`). mor.expr.parse reads the predicates around them.
 
 Terms of constants only are folded here: a cast of a value (mor.expr.casts) and date and time
 arithmetic (mor.expr.temporal) become a typed value, so that a comparison of a column with them
-stays a plain comparison that prunes. Every refusal says what is accepted and where.
+stays a plain comparison that prunes. A construct mor does not evaluate is refused by name, once.
 """
 
 from __future__ import annotations
 
 import re
 from decimal import Decimal
-from typing import Any, NamedTuple, NoReturn
+from typing import Any, NoReturn
 
 from pyiceberg.expressions.literals import BooleanLiteral, DecimalLiteral, DoubleLiteral, Literal, LongLiteral, StringLiteral
+from sqlglot import exp
 
 from mor.errors import InvalidFilterError
 from mor.expr.casts import TYPE_NAMES, CastType, cast_constant, cast_type, check_cast
 from mor.expr.literals import TYPED_TEXT, Temporal, parse_temporal
 from mor.expr.residual import EXTRACT_NAMES, EXTRACT_PARTS, PUBLIC_FUNCTIONS, TEMPORAL, Call, Column, Constant, constant_of
+from mor.expr.sql_text import LIST_PREFIX, fail, parse_sql, start_of, string_value
 from mor.expr.temporal import UNITS, Interval, current_date, current_timestamp, interval_of, shifted, unit_of
 
-SYNTAX = """filter syntax:
-  col = 5 (!=, <>, <, <=, >, >=)   col [not] in (1, 2)   col [not] between 1 and 9
-  col is null   col is not null   col is [not] nan   col [not] starts with 'ab'
-  col [not] [i]like 'a_%'   and, or, not, ( )   bool_col   'text' ('' for a quote), 12, true
+SYNTAX = """filter syntax (Spark SQL's):
+  col = 5 (!=, <>, <, <=, >, >=, <=>)   col [not] in (1, 2)   col [not] between 1 and 9
+  col is null   col is not null   col is [not] nan   col is [not] true   col [not] starts with 'ab'
+  col [not] [i]like 'a_%'   and, or, not, ( )   bool_col   'text' ('' or \\' for a quote), 12, true
   times: '2025-06-05', '2025-06-05 10:00[:00.5][Z|+02:00]', date '...', timestamp '...'
     (on timestamptz, without zone is UTC; on timestamp, a date is its midnight)
-    current_date - interval 7 days
+    current_date - interval 7 days   ts + interval 1 hour   date_add(d, 3)
   numbers compare exactly: 149.5 on decimal(10,2)
-  on rows: + - * / %  lower(s) abs(x) coalesce(x, y) year(t) extract(dow from t)
-    cast(x as int), x::date, a + b > c
-  "any name" for other column names, a.b for a nested field"""
+  on rows: + - * / % ||  lower(s) concat(a, b) substring(s, 1, 3) abs(x) coalesce(x, y) year(t)
+    extract(dow from t) size(list) cast(x as int), x::date, a + b > c
+  `any name` or "any name" for other column names, a.b for a nested field"""
 MAX_TERM_NODES = 64  # operators and functions in one predicate's terms (also how deep they nest)
 CLOCK = ("current_date", "current_timestamp", "now()")
-
-_STRING = r"'(?:[^']|'')*'"
-_NUMBER = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
-# A parenthesized list of plain values is one token, split by one regex: a long IN list then
-# costs little more than making its literals.
-_LIST = re.compile(rf"\s*(\(\s*(?:(?:{_STRING}|{_NUMBER})\s*,\s*)*(?:{_STRING}|{_NUMBER})\s*\))")
-LIST_ITEM = re.compile(rf"{_STRING}|{_NUMBER}")
-# A list of integers only (the common long list) is found by one character class and split at
-# its commas; int() takes the blanks and the sign around each, as the grammar does.
-_INT_LIST = re.compile(r"\s*(\(([0-9\s,+-]*)\))")
-_TOKEN = re.compile(
-    rf"""\s*(?:
-      (?P<str>{_STRING})
-    | (?P<qid>"(?:[^"\\]|\\.)*")
-    | (?P<num>{_NUMBER})
-    | (?P<word>[A-Za-z_][A-Za-z0-9_$]*)
-    | (?P<op><=|>=|<>|!=|==|=|<|>)
-    | (?P<arith>[-+*/%])
-    | (?P<cast>::)
-    | (?P<punct>[(),.])
-    )""",
-    re.VERBOSE,
-)
 _INTEGER = re.compile(r"[+-]?\d+")
-_WORDS = {"and", "or", "not", "is", "in", "null", "nan", "like", "between", "true", "false"}
 
-
-class Token(NamedTuple):
-    kind: str  # str, qid, num, word, op, arith, cast, punct, list (of values), end
-    text: str
-    at: int  # offset in the filter text
-    ints: list[int] | None = None  # a list of integers only: its values
-
-    def is_word(self, *words: str) -> bool:
-        return self.kind == "word" and self.text.lower() in words
-
-    def is_punct(self, text: str) -> bool:
-        return self.kind == "punct" and self.text == text
-
-    def describe(self) -> str:
-        if self.kind == "end":
-            return "the end of the text"
-        return repr(self.text if len(self.text) <= 30 else self.text[:27] + "...")
-
-
-def _ints(body: str) -> list[int] | None:
-    try:
-        return [int(item) for item in body.split(",")]
-    except ValueError:  # not integers only (or an empty item): the general grammar says what
-        return None
+# sqlglot's node -> mor's function of one argument
+_UNARY: dict[type[exp.Expression], str] = {
+    exp.Lower: "lower", exp.Upper: "upper", exp.Length: "length", exp.Abs: "abs",
+    exp.Year: "year", exp.Quarter: "quarter", exp.Month: "month", exp.WeekOfYear: "weekofyear",
+    exp.Day: "day", exp.DayOfMonth: "day", exp.DayOfWeek: "dayofweek", exp.DayOfWeekIso: "dayofweek_iso",
+    exp.DayOfYear: "dayofyear", exp.Hour: "hour", exp.Minute: "minute", exp.Second: "second",
+    exp.Floor: "floor", exp.Ceil: "ceil", exp.ArraySize: "size",
+}  # fmt: skip
+_ARITHMETIC: dict[type[exp.Expression], str] = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "%"}
+# functions sqlglot does not model, by Spark's name -> (mor's function, arguments accepted)
+_NAMED = {"now": ("now", (0, 0)), "cardinality": ("size", (1, 1)), "pmod": ("pmod", (2, 2))}
+_SQLGLOT_TYPES = {
+    "TINYINT": "tinyint", "SMALLINT": "smallint", "INT": "int", "BIGINT": "bigint", "FLOAT": "float", "DOUBLE": "double",
+    "DECIMAL": "decimal", "VARCHAR": "varchar", "CHAR": "varchar", "TEXT": "string", "BOOLEAN": "boolean", "DATE": "date",
+    "TIMESTAMP": "timestamp", "TIMESTAMPNTZ": "timestamp_ntz", "TIMESTAMPTZ": "timestamp", "TIMESTAMPLTZ": "timestamp",
+}  # fmt: skip
+_TRIMS = {"LEADING": "ltrim", "TRAILING": "rtrim"}
 
 
 def number(text: str) -> Constant:
@@ -113,308 +84,262 @@ def literal_of(constant: Constant) -> Literal:
 
 
 def literal(text: str) -> Literal:
-    """A 'string' or number token's value, typed as pyiceberg's parser types it."""
+    """A 'string' or number item's value, typed as pyiceberg's parser types it."""
     if text[0] == "'":
-        return StringLiteral(text[1:-1].replace("''", "'"))
+        return StringLiteral(string_value(text))
     return LongLiteral(int(text)) if _INTEGER.fullmatch(text) else DecimalLiteral(Decimal(text))
-
-
-def _matching_parentheses(tokens: list[Token]) -> dict[int, int]:
-    """The index of each '(' token -> the index of its ')' (unclosed ones are left out)."""
-    opened, pairs = [], {}
-    for i, t in enumerate(tokens):
-        if t.is_punct("("):
-            opened.append(i)
-        elif t.is_punct(")") and opened:
-            pairs[opened.pop()] = i
-    return pairs
 
 
 def is_interval(term: Any) -> bool:
     return isinstance(term, Constant) and term.kind == "interval"
 
 
-class TermParser:
-    """The tokens of a filter, and terms read from them (mor.expr.parse reads the rest)."""
+def is_null(term: Any) -> bool:
+    return isinstance(term, Constant) and term.kind == "null"
+
+
+NULL = Constant(None, "null")
+
+
+class TermReader:
+    """Terms of one parsed text (mor.expr.parse reads its predicates)."""
 
     WHAT = "filter"  # what the text is, in errors (mor.expr.values reads values)
-    HELP = SYNTAX  # the grammar shown under an error
+    HELP = SYNTAX  # the syntax shown under an error
 
     def __init__(self, text: str):
+        self.parsed = parse_sql(text, self.WHAT, self.HELP)
         self.text = text
-        self.tokens = self._tokenize()
-        self.closing = _matching_parentheses(self.tokens)
-        self.i = 0
         self.term_nodes = 0  # operators and functions in the current predicate
 
-    # -- tokens ---------------------------------------------------------------------------
+    # -- terms ----------------------------------------------------------------------------
 
-    def _tokenize(self) -> list[Token]:
-        text, pos, out = self.text, 0, []
-        end = len(text.rstrip())
-        while pos < end:
-            if (m := _INT_LIST.match(text, pos)) is not None and (ints := _ints(m.group(2))) is not None:
-                out.append(Token("list", m.group(1), m.start(1), ints))
-                pos = m.end()
-                continue
-            if (m := _LIST.match(text, pos)) is not None:
-                out.append(Token("list", m.group(1), m.start(1)))
-                pos = m.end()
-                continue
-            m = _TOKEN.match(text, pos)
-            if m is None or m.lastgroup is None:
-                at = len(text) - len(text[pos:].lstrip())
-                what = "an unterminated string" if text[at] in "'\"" else f"unexpected character {text[at]!r}"
-                self._fail(Token("end", "", at), f"{what} at offset {at}")
-            out.append(Token(m.lastgroup, m.group(m.lastgroup), m.start(m.lastgroup)))
-            pos = m.end()
-        out.append(Token("end", "", len(text)))
-        return out
-
-    def _peek(self, ahead: int = 0) -> Token:
-        return self.tokens[min(self.i + ahead, len(self.tokens) - 1)]
-
-    def _next(self) -> Token:
-        t = self._peek()
-        self.i += 1
-        return t
-
-    def _word(self, *words: str) -> bool:
-        if self._peek().is_word(*words):
-            self.i += 1
-            return True
-        return False
-
-    def _expect(self, text: str, what: str) -> None:
-        t = self._next()
-        if not (t.text.lower() == text and t.kind in ("word", "punct")):
-            self._fail(t, f"expected {what}, found {t.describe()}")
-
-    # -- terms: sum > product > sign > operand (> postfix ::type) ---------------------------
-
-    def _term(self, after: Token | None = None, depth: int = 0) -> Any:
-        term = self._product(after, depth)
-        while True:
-            t = self._peek()
-            if t.kind == "arith" and t.text in "+-":
-                self.i += 1
-                term = self._call(t, t.text, (term, self._product(t, depth)))
-            elif t.kind == "num" and t.text[0] in "+-":  # `a -1`: the sign is the operator
-                self.i += 1
-                term = self._call(t, t.text[0], (term, number(t.text[1:])))
-            else:
-                return term
-
-    def _product(self, after: Token | None, depth: int) -> Any:
-        term = self._signed(after, depth)
-        while (t := self._peek()).kind == "arith" and t.text in "*/%":
-            self.i += 1
-            term = self._call(t, t.text, (term, self._signed(t, depth)))
-        return term
-
-    def _signed(self, after: Token | None, depth: int) -> Any:
-        t = self._peek()
-        if t.kind == "arith" and t.text in "+-":
-            self.i += 1
-            operand = self._signed(t, depth + 1)
-            return operand if t.text == "+" else self._call(t, "neg", (operand,))
-        term = self._operand(after, depth)
-        while (t := self._peek()).kind == "cast":  # x::int::string
-            self.i += 1
-            term = self._cast(t, term, self._type(t))
-        return term
-
-    def _operand(self, after: Token | None, depth: int) -> Any:
-        t = self._next()
+    def term(self, node: exp.Expression, depth: int = 0) -> Any:
         if depth > MAX_TERM_NODES:
-            self._fail(t, f"terms nest more than {MAX_TERM_NODES} levels deep")
-        if t.kind in ("str", "num"):
-            return constant_of_literal(literal(t.text))
-        if t.kind == "list":  # `(5)`, or a function's plain arguments
-            items = LIST_ITEM.findall(t.text)
-            if len(items) != 1:
-                self._fail(t, f"expected a value, found the list {t.describe()}")
-            return constant_of_literal(literal(items[0]))
-        if t.is_punct("("):
-            inner = self._term(t, depth + 1)
-            self._expect(")", f"')' to close the '(' at offset {t.at}")
-            return inner
-        if t.kind == "word":
-            word = t.text.lower()
-            if word in ("true", "false"):
-                return Constant(word == "true", "bool")
-            if word in TYPED_TEXT and self._peek().kind == "str":
-                return self._typed_text(t, self._next())
-            if word in ("current_date", "current_timestamp", "now"):
-                return self._clock(t, word)
-            if word == "interval":
-                return self._interval(t)
-            opens = self._peek().is_punct("(")
-            if word == "cast" and opens:
-                return self._cast_call(t, depth)
-            if word == "extract" and opens:
-                return self._extract(t, depth)
-            if self._peek().kind == "list" or opens:
-                if word not in PUBLIC_FUNCTIONS:
-                    self._fail(t, f"unknown function {t.text}(): write one of {_functions()}")
-                return self._function(t, depth)
-        if t.is_word("null"):
-            self._fail(t, "a comparison with null is never true: use 'col is null' or 'col is not null'")
-        if t.is_word("nan"):
-            self._fail(t, "NaN cannot be compared: use 'col is nan' or 'col is not nan'")
-        if t.kind in ("qid", "word"):
-            self.i -= 1
-            return Column(self._column_name())
-        where = f" after {after.text!r}" if after is not None else ""
-        self._fail(t, f"expected a value or a column{where}, found {t.describe()}")
+            self.fail(
+                node,
+                f"terms nest more than {MAX_TERM_NODES} levels deep (a predicate holds at most {MAX_TERM_NODES} operators and functions)",
+            )
+        if isinstance(node, exp.Paren):
+            return self.term(node.this, depth + 1)
+        if isinstance(node, exp.Literal):
+            if node.is_string:
+                return Constant(node.this, "text")
+            return number(node.this)
+        if isinstance(node, exp.Boolean):
+            return Constant(bool(node.this), "bool")
+        if isinstance(node, exp.Null):
+            return NULL
+        if isinstance(node, (exp.Column, exp.Dot)):
+            return self._column(node)
+        if isinstance(node, exp.Neg):
+            inner = self.term(node.this, depth + 1)
+            if isinstance(inner, Constant) and inner.kind == "int":
+                return Constant(-inner.value, "int")
+            if isinstance(inner, Constant) and inner.kind == "decimal":
+                return Constant(inner.value.copy_negate(), "decimal")  # exactly: `-` rounds to 28 digits
+            return self.call(node, "neg", (inner,))
+        if type(node) in _ARITHMETIC:
+            return self.call(node, _ARITHMETIC[type(node)], (self.term(node.this, depth + 1), self.term(node.expression, depth + 1)))
+        if isinstance(node, exp.DPipe):
+            return self.call(node, "concat", (self.term(node.this, depth + 1), self.term(node.expression, depth + 1)))
+        if isinstance(node, (exp.Cast, exp.TryCast)):
+            return self._cast(node, depth)
+        if isinstance(node, exp.Interval):
+            return self._interval(node)
+        if isinstance(node, (exp.CurrentDate, exp.CurrentTimestamp)):
+            text, kind = current_date() if isinstance(node, exp.CurrentDate) else current_timestamp()
+            return Constant(text, kind)
+        if isinstance(node, exp.Extract):
+            return self._extract(node, depth)
+        if isinstance(node, exp.Case):
+            self.fail(node, "a CASE is a whole value or a branch of another CASE, not an operand: put the arithmetic in its branches")
+        return self._function(node, depth)
 
-    def _function(self, name: Token, depth: int) -> Any:
-        function = name.text.lower()
-        if self._peek().kind == "list":
-            args = tuple(constant_of_literal(literal(item)) for item in LIST_ITEM.findall(self._next().text))
-        else:
-            self.i += 1  # '('
-            args_list = [self._term(name, depth + 1)]
-            while (t := self._next()).is_punct(","):
-                args_list.append(self._term(t, depth + 1))
-            if not t.is_punct(")"):
-                self._fail(t, f"expected ',' or ')' in the arguments of {function}(), found {t.describe()}")
-            args = tuple(args_list)
-        if len(args) != 1 and function != "coalesce":
-            self._fail(name, f"{function}() takes one argument, found {len(args)}")
-        return self._call(name, function, args)
+    def _function(self, node: exp.Expression, depth: int) -> Any:
+        def arg(n: exp.Expression) -> Any:
+            return self.term(n, depth + 1)
 
-    def _call(self, at: Token, function: str, args: tuple[Any, ...]) -> Any:
+        if type(node) in _UNARY:
+            inner = node.this
+            if isinstance(inner, exp.TsOrDsToDate) and not inner.args.get("safe"):
+                inner = inner.this  # year(x) and friends: sqlglot's own wrapper, not the user's to_date()
+            return self.call(node, _UNARY[type(node)], (arg(inner),))
+        if isinstance(node, exp.Concat):
+            return self.call(node, "concat", tuple(arg(a) for a in node.expressions))
+        if isinstance(node, exp.Coalesce):
+            return self.call(node, "coalesce", tuple(arg(a) for a in [node.this, *node.expressions]))
+        if isinstance(node, (exp.Greatest, exp.Least)):
+            name = "greatest" if isinstance(node, exp.Greatest) else "least"
+            return self.call(node, name, tuple(arg(a) for a in [node.this, *node.expressions]))
+        if isinstance(node, exp.Nullif):
+            return self.call(node, "nullif", (arg(node.this), arg(node.expression)))
+        if isinstance(node, exp.Round):
+            digits = node.args.get("decimals")
+            return self.call(node, "round", (arg(node.this), arg(digits) if digits is not None else Constant(0, "int")))
+        if isinstance(node, exp.Trim):
+            if node.expression is not None:
+                self.fail(node, "trim() of other characters than spaces is not supported")
+            return self.call(node, _TRIMS.get(str(node.args.get("position") or ""), "trim"), (arg(node.this),))
+        if isinstance(node, exp.Substring):
+            length = node.args.get("length")
+            args = (arg(node.this), arg(node.args["start"]), *([arg(length)] if length is not None else []))
+            return self.call(node, "substring", args)
+        if isinstance(node, exp.TsOrDsAdd):
+            return self._date_add(node, arg(node.this), arg(node.expression))
+        if isinstance(node, exp.DateDiff):
+            end, start = (n.this if isinstance(n, exp.TsOrDsToDate) else n for n in (node.this, node.expression))
+            return self.call(node, "datediff", (arg(end), arg(start)))
+        if isinstance(node, exp.TsOrDsToDate):
+            if node.args.get("format") is not None:
+                self.fail(node, "to_date() with a format is not supported: cast(x as date) reads ISO dates")
+            return self._cast_of(node, arg(node.this), CastType("date"))
+        if isinstance(node, (exp.StartsWith, exp.EndsWith, exp.Contains)):
+            name = {exp.StartsWith: "startswith", exp.EndsWith: "endswith", exp.Contains: "contains"}[type(node)]
+            return self.call(node, name, (arg(node.this), arg(node.expression)))
+        if isinstance(node, exp.ArrayContains):
+            return self.call(node, "array_contains", (arg(node.this), arg(node.expression)))
+        if isinstance(node, exp.Anonymous):
+            name = str(node.this).lower()
+            if name.startswith(LIST_PREFIX):
+                self.fail(node, "a list of values here: a list is written after 'in'")
+            known = _NAMED.get(name)
+            if known is None:
+                self.fail(node, f"function {name}() is not supported: write one of {_functions()}", syntax=False)
+            function, (least, most) = known
+            args = tuple(arg(a) for a in node.expressions)
+            if not least <= len(args) <= most:
+                self.fail(node, f"{name}() takes {least}{'' if least == most else f' to {most}'} arguments, found {len(args)}")
+            if function == "now":
+                text, kind = current_timestamp()
+                return Constant(text, kind)
+            return self.call(node, function, args)
+        if isinstance(node, exp.Func):
+            self.fail(node, f"function {_spark_name(node)}() is not supported: write one of {_functions()}", syntax=False)
+        if isinstance(node, exp.Alias):
+            self.fail(node.args["alias"], f"expected an operator, 'and', 'or' or the end of the text, found {node.alias!r}")
+        self.fail(node, f"{_construct(node)} is not supported in a {self.WHAT.split()[0]}")
+
+    def call(self, node: exp.Expression, function: str, args: tuple[Any, ...]) -> Any:
         if function in ("+", "-", "neg") and any(isinstance(a, Constant) and (a.kind == "interval" or a.kind in TEMPORAL) for a in args):
-            folded = self._date_arithmetic(at, function, args)
+            folded = self._date_arithmetic(node, function, args)
             if folded is not None:
                 return folded
-        if any(is_interval(a) for a in args):
-            self._fail(at, "an interval is added to or subtracted from a date or time value (current_date, current_timestamp, "
-                       "date '...', timestamp '...'), not to a column: compare the column with the shifted value")  # fmt: skip
+        if function in ("+", "-") and is_interval(args[1]) and not is_interval(args[0]):
+            interval = args[1].value if function == "+" else -args[1].value
+            if interval.months:
+                self.fail(node, "an interval of months or years added to a column is not supported yet: use days, or add_months "
+                          "to a date written in the text")  # fmt: skip
+            return self.call(node, "add_interval", (args[0], Constant(interval, "interval")))
+        if any(is_interval(a) for a in args) and function != "add_interval":
+            self.fail(node, "an interval is added to or subtracted from a date or time (ts + interval 1 day), "
+                      "not used as a value by itself")  # fmt: skip
         self.term_nodes += 1
         if self.term_nodes > MAX_TERM_NODES:
-            self._fail(at, f"a predicate may hold at most {MAX_TERM_NODES} operators and functions")
+            self.fail(node, f"a predicate may hold at most {MAX_TERM_NODES} operators and functions")
         return Call(function, args)
 
-    def _typed_text(self, kind: Token, text: Token) -> Constant:
-        value = text.text[1:-1].replace("''", "'")
+    def _column(self, node: exp.Expression) -> Column:
+        if isinstance(node, exp.Column) and not node.table and not node.this.quoted and node.name.lower() == "nan":
+            self.fail(node, "NaN cannot be compared: use 'col is nan' or 'col is not nan' (or 'NaN', the text Spark casts to a double)")
+        parts = _name_parts(node)
+        if parts is None:
+            self.fail(node, f"{node.sql(dialect='spark')} is not a column name")
+        for part in parts:
+            if "." in part or not part:
+                self.fail(node, f"column name {part!r} cannot be empty or hold '.' (a.b names a nested field)")
+        if parts[0].startswith(LIST_PREFIX):
+            self.fail(node, "a list of values here: a list is written after 'in'")
+        return Column(".".join(parts))
+
+    def _date_add(self, node: exp.Expression, start: Any, days: Any) -> Any:
+        if isinstance(start, Constant) and start.kind in ("date", "text") and isinstance(days, Constant) and days.kind == "int":
+            date = start if start.kind == "date" else self._cast_of(node, start, CastType("date"))
+            return self.call(node, "+", (date, Constant(interval_of(str(days.value), "day"), "interval")))
+        return self.call(node, "date_add", (start, days))
+
+    # -- casts, extract, intervals ----------------------------------------------------------
+
+    def _cast(self, node: exp.Cast, depth: int) -> Any:
+        if node.args.get("safe"):
+            self.fail(node, "try_cast() is not supported: cast() is ANSI's (a value that does not convert is an error)")
+        target = self._type(node, node.args["to"])
+        inner = node.this
+        if isinstance(inner, exp.Literal) and inner.is_string and target.kind in TEMPORAL and isinstance(node, exp.Cast):
+            return self._typed_text(inner, target)  # date '...', timestamp '...'
+        return self._cast_of(node, self.term(inner, depth + 1), target)
+
+    def _type(self, node: exp.Expression, data_type: exp.DataType) -> CastType:
+        name = _SQLGLOT_TYPES.get(data_type.this.name)
+        if name is None:
+            self.fail(node, f"unknown type {data_type.this.name.lower()!r}: cast to one of {TYPE_NAMES}")
+        sizes = [int(p.this.this) for p in data_type.expressions] if data_type.expressions else None
         try:
-            parse_temporal(value)
-        except ValueError as e:
-            self._fail(text, str(e))
-        return Constant(value, kind.text.lower())
+            return cast_type(name, sizes)
+        except (ValueError, AttributeError) as e:
+            self.fail(node, str(e))
 
-    def _column_name(self) -> str:
-        parts = [self._name()]
-        while self._peek().is_punct("."):
-            self.i += 1
-            parts.append(self._name())
-        return ".".join(parts)
-
-    def _name(self) -> str:
-        t = self._next()
-        if t.kind == "qid":
-            name = re.sub(r"\\(.)", r"\1", t.text[1:-1])
-            if "." in name or not name:
-                self._fail(t, f"column name {t.text} cannot be empty or hold '.' (a.b names a nested field)")
-            return name
-        if t.kind == "word" and t.text.lower() not in _WORDS:
-            return t.text
-        if t.kind == "word":
-            self._fail(t, f'expected a column name, found the keyword {t.text!r} (quote a column of that name: "{t.text}")')
-        self._fail(t, f"expected a column name, found {t.describe()}")
-
-    # -- casts, extract, the clock and intervals -------------------------------------------
-
-    def _cast_call(self, name: Token, depth: int) -> Any:
-        self.i += 1  # '('
-        inner = self._term(name, depth + 1)
-        self._expect("as", "'as' in 'cast(x as type)'")
-        target = self._type(name)
-        self._expect(")", f"')' to close 'cast(' at offset {name.at}")
-        return self._cast(name, inner, target)
-
-    def _type(self, after: Token) -> CastType:
-        t = self._next()
-        if t.kind != "word":
-            self._fail(t, f"expected a type after {after.text!r}, found {t.describe()}: cast to one of {TYPE_NAMES}")
-        sizes = self._next().ints if self._peek().kind == "list" and self._peek().ints is not None else None
+    def _typed_text(self, text: exp.Literal, target: CastType) -> Constant:
+        value = str(text.this)
         try:
-            return cast_type(t.text, sizes)
+            parsed = parse_temporal(value)
         except ValueError as e:
-            self._fail(t, str(e))
+            self.fail(text, str(e))
+        kind = target.kind
+        if kind == "timestamp" and parsed.offset is not None:
+            kind = "timestamptz"  # timestamp '... +02:00': an instant
+        return Constant(value, kind)
 
-    def _cast(self, at: Token, term: Any, target: CastType) -> Any:
+    def _cast_of(self, node: exp.Expression, term: Any, target: CastType) -> Any:
         """A cast of a constant folded to a constant of the type; of anything else a term."""
         if not isinstance(term, Constant):
-            return self._call(at, "cast", (term, target))
+            return self.call(node, "cast", (term, target))
+        if is_null(term):
+            return term
         refusal = check_cast(term.kind, target, term)
         if refusal is not None:
-            self._fail(at, refusal)
+            self.fail(node, refusal)
         try:
             value, kind = cast_constant(term.value, term.kind, target)
         except ValueError as e:
-            self._fail(at, f"cannot cast {term} to {target}: {e}")
+            self.fail(node, f"cannot cast {term} to {target}: {e}")
         return Constant(value, kind)
 
-    def _extract(self, name: Token, depth: int) -> Any:
-        self.i += 1  # '('
-        part = self._next()
-        function = EXTRACT_PARTS.get(part.text.lower()) if part.kind in ("word", "str") else None
+    def _extract(self, node: exp.Extract, depth: int) -> Any:
+        part = node.this
+        name = str(part.this if isinstance(part, (exp.Var, exp.Literal)) else part.name).lower()
+        function = EXTRACT_PARTS.get(name)
         if function is None:
-            self._fail(part, f"expected the part to extract, found {part.describe()}: write one of {EXTRACT_NAMES}")
-        self._expect("from", "'from' in 'extract(part from t)'")
-        inner = self._term(name, depth + 1)
-        self._expect(")", f"')' to close 'extract(' at offset {name.at}")
-        return self._call(name, function, (inner,))
+            self.fail(node, f"expected the part to extract, found {name!r}: write one of {EXTRACT_NAMES}")
+        return self.call(node, function, (self.term(node.expression, depth + 1),))
 
-    def _clock(self, t: Token, word: str) -> Constant:
-        """The date or instant now (UTC), read once: `current_date`, `current_timestamp`, with
-        or without `()`, and `now()`."""
-        if self._peek().is_punct("(") and self._peek(1).is_punct(")"):
-            self.i += 2
-        elif word == "now":
-            self._fail(self._peek(), f"expected '()' after 'now', found {self._peek().describe()}")
-        text, kind = current_date() if word == "current_date" else current_timestamp()
-        return Constant(text, kind)
+    def _interval(self, node: exp.Interval) -> Constant:
+        """`interval 7 days`, `interval '1' hour`, `interval '7 days'` (sqlglot splits it)."""
+        amount = node.this
+        unit = node.args.get("unit")
+        text = str(amount.this) if isinstance(amount, exp.Literal) else None
+        if text is None:
+            self.fail(node, f"expected an amount after 'interval' (7 days, '1' hour; units: {_units()})")
+        if unit is None:  # interval '1 day 2 hours'
+            words = text.split()
+            if not words or len(words) % 2:
+                self.fail(node, f"expected amounts and units in interval '{text}' (units: {_units()})")
+            total = Interval(0, 0)
+            for n, u in zip(words[::2], words[1::2]):
+                total += self._amount(node, n, u)
+            return Constant(total, "interval")
+        return Constant(self._amount(node, text, unit.name), "interval")
 
-    def _interval(self, t: Token) -> Constant:
-        """`interval 7 days`, `interval '1' hour`, `interval 1 day 2 hours`, `interval '7 days'`."""
-        total, pairs = Interval(0, 0), 0
-        while True:
-            amount, unit = self._peek(), self._peek(1)
-            if amount.kind not in ("num", "str"):
-                break
-            if amount.kind == "str" and unit_of(unit.text) is None and pairs == 0:  # '7 days' or '1 day 2 hours'
-                words = amount.text[1:-1].split()
-                if not words or len(words) % 2:
-                    self._fail(amount, f"expected amounts and units in {amount.text} (units: {_units()})")
-                self.i += 1
-                for n, u in zip(words[::2], words[1::2]):
-                    total += self._amount(amount, n, u)
-                return Constant(total, "interval")
-            if unit.kind != "word" or unit_of(unit.text) is None:
-                if pairs == 0:
-                    self._fail(unit, f"expected a unit after 'interval {amount.text}', found {unit.describe()}: write one of {_units()}")
-                break
-            self.i += 2
-            total += self._amount(amount, amount.text.strip("'"), unit.text)
-            pairs += 1
-        if pairs == 0:
-            self._fail(self._peek(), f"expected an amount and a unit after 'interval' (7 days, '1' hour; units: {_units()})")
-        return Constant(total, "interval")
-
-    def _amount(self, at: Token, amount: str, unit: str) -> Interval:
+    def _amount(self, node: exp.Expression, amount: str, unit: str) -> Interval:
         name = unit_of(unit)
         if name is None:
-            self._fail(at, f"unknown interval unit {unit!r}: write one of {_units()}")
+            self.fail(node, f"unknown interval unit {unit!r}: write one of {_units()}")
         try:
             return interval_of(amount, name)
         except ValueError as e:
-            self._fail(at, str(e))
+            self.fail(node, str(e))
 
-    def _date_arithmetic(self, at: Token, function: str, args: tuple[Any, ...]) -> Constant | None:
+    def _date_arithmetic(self, node: exp.Expression, function: str, args: tuple[Any, ...]) -> Constant | None:
         """A date or time constant plus or minus an interval (or a date plus or minus whole
         days, as Spark's date_add), intervals added and negated; None for anything else."""
         if function == "neg":
@@ -433,18 +358,44 @@ class TermParser:
         try:
             text, kind = shifted(left.value, left.kind, right.value if function == "+" else -right.value)
         except ValueError as e:
-            self._fail(at, str(e))
+            self.fail(node, str(e))
         return Constant(text, kind)
 
     # -- errors ---------------------------------------------------------------------------
 
-    def _fail(self, t: Token, problem: str) -> NoReturn:
-        lo = max(0, t.at - 40)
-        snippet = self.text[lo : t.at + 40].replace("\n", " ")
-        left = ("..." if lo else "") + snippet[: t.at - lo]
-        right = snippet[t.at - lo :] + ("..." if t.at + 40 < len(self.text) else "")
-        where = f" (offset {t.at})" if "offset" not in problem else ""
-        raise InvalidFilterError(f"cannot parse {self.WHAT}: {problem}{where}\n  {left}{right}\n  {' ' * len(left)}^\n{self.HELP}")
+    def fail(self, node: exp.Expression | None, problem: str, syntax: bool = True) -> NoReturn:
+        """InvalidFilterError at `node` (a caret under it); `syntax`: the syntax below."""
+        at = start_of(node, self.parsed) if node is not None else len(self.text)
+        fail(self.text, at, problem, self.WHAT, self.HELP if syntax else "")
+
+
+def _name_parts(node: exp.Expression) -> list[str] | None:
+    if isinstance(node, exp.Column):
+        return [str(p.this) for p in node.parts]
+    if isinstance(node, exp.Dot):
+        left = _name_parts(node.this)
+        right = node.expression
+        if left is None or not isinstance(right, exp.Identifier):
+            return None
+        return [*left, str(right.this)]
+    if isinstance(node, exp.Identifier):
+        return [str(node.this)]
+    return None
+
+
+def _spark_name(node: exp.Func) -> str:
+    return node.sql_name().lower()
+
+
+def _construct(node: exp.Expression) -> str:
+    names = {exp.Subquery: "a subquery", exp.Select: "a subquery", exp.Window: "a window function", exp.Star: "'*'",
+             exp.Alias: "an alias (or a word after a whole expression)", exp.Placeholder: "a parameter"}  # fmt: skip
+    for cls, name in names.items():
+        if isinstance(node, cls):
+            return name
+    if isinstance(node, exp.Predicate) or isinstance(node, exp.Connector):
+        return f"a condition as an operand ({node.sql(dialect='spark')}; a CASE in a value gives its truth a value)"
+    return f"{node.sql(dialect='spark')!r}"
 
 
 def _functions() -> str:
@@ -468,11 +419,10 @@ def point_in_time(text: str) -> Temporal:
         "timestamp '...', current_date or current_timestamp, plus or minus an interval (current_timestamp - interval 1 hour)"
     )
     try:
-        parser = TermParser(text)
-        term = parser._term()
-        ended = parser._peek().kind == "end"
+        reader = TermReader(text)
+        term = reader.term(reader.parsed.tree)
     except InvalidFilterError:
         raise ValueError(accepted) from None
-    if not (ended and isinstance(term, Constant) and term.kind in (*TEMPORAL, "text")):
+    if not (isinstance(term, Constant) and term.kind in (*TEMPORAL, "text")):
         raise ValueError(accepted)
     return parse_temporal(term.value)

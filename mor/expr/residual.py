@@ -38,7 +38,9 @@ from pyiceberg.types import (
     FloatType,
     IcebergType,
     IntegerType,
+    ListType,
     LongType,
+    MapType,
     StringType,
     TimestampType,
     TimestamptzType,
@@ -52,13 +54,23 @@ NUMERIC = ("int", "decimal", "float")
 TEMPORAL = ("date", "timestamp", "timestamptz")
 ARITHMETIC = ("+", "-", "*", "/", "%")
 COMPARISONS = ("<", "<=", ">", ">=", "=", "!=")
+_ANY = ("int", "decimal", "float", "string", "bool", *TEMPORAL)
+_DATES = (*TEMPORAL, "string")  # Spark reads text as a date where a function takes one
 # function -> (kinds each argument may have, the result's kind: "same" as the arguments)
 FUNCTIONS: dict[str, tuple[tuple[str, ...], str]] = {
     "lower": (("string",), "string"),
     "upper": (("string",), "string"),
     "length": (("string",), "int"),
+    "trim": (("string",), "string"),
+    "ltrim": (("string",), "string"),
+    "rtrim": (("string",), "string"),
+    "concat": (("int", "decimal", "string", "bool", *TEMPORAL), "string"),  # a float's text differs between engines
     "abs": (NUMERIC, "same"),
-    "coalesce": (("int", "decimal", "float", "string", "bool", *TEMPORAL), "same"),
+    "floor": (NUMERIC, "same"),
+    "ceil": (NUMERIC, "same"),
+    "coalesce": (_ANY, "same"),
+    "greatest": (_ANY, "same"),
+    "least": (_ANY, "same"),
     "year": (TEMPORAL, "int"),
     "quarter": (TEMPORAL, "int"),
     "month": (TEMPORAL, "int"),
@@ -71,9 +83,28 @@ FUNCTIONS: dict[str, tuple[tuple[str, ...], str]] = {
     "minute": (TEMPORAL, "int"),
     "second": (TEMPORAL, "int"),
     "date": (TEMPORAL, "date"),
+    "size": (("list", "map"), "int"),
     "extract_second": (TEMPORAL, "decimal"),  # extract(second from t): with its fraction, decimal(8,6), as Spark SQL
 }
-PUBLIC_FUNCTIONS = tuple(f for f in FUNCTIONS if not f.startswith("extract_"))
+# functions whose arguments differ: function -> (each argument's kinds, the result's kind)
+SIGNATURES: dict[str, tuple[tuple[tuple[str, ...], ...], str]] = {
+    "substring": ((("string",), ("int",), ("int",)), "string"),
+    "round": ((NUMERIC, ("int",)), "same"),
+    "pmod": ((NUMERIC, NUMERIC), "same"),
+    "nullif": ((_ANY, _ANY), "same"),
+    "date_add": ((_DATES, ("int",)), "date"),
+    "datediff": ((_DATES, _DATES), "int"),
+    "add_interval": ((TEMPORAL, ("interval",)), "same"),
+    "startswith": ((("string",), ("string",)), "bool"),
+    "endswith": ((("string",), ("string",)), "bool"),
+    "contains": ((("string",), ("string",)), "bool"),
+}
+# how many arguments: at least, at most (None: any number); one where not said
+ARITY: dict[str, tuple[int, int | None]] = {
+    "coalesce": (1, None), "concat": (1, None), "greatest": (2, None), "least": (2, None), "substring": (2, 3),
+    **{f: (2, 2) for f in SIGNATURES if f != "substring"},
+}  # fmt: skip
+PUBLIC_FUNCTIONS = tuple(f for f in (*FUNCTIONS, *SIGNATURES) if not f.startswith("extract_") and f != "add_interval")
 # extract(part from t): the part's names (Spark SQL's) -> the function it is
 EXTRACT_PARTS: dict[str, str] = {
     "year": "year", "years": "year", "y": "year", "yr": "year", "yrs": "year",
@@ -91,6 +122,7 @@ EXTRACT_NAMES = "year, quarter, month, week, day, dayofweek (dow), dayofweek_iso
 _KINDS: dict[type, str] = {
     IntegerType: "int", LongType: "int", FloatType: "float", DoubleType: "float", DecimalType: "decimal",
     StringType: "string", BooleanType: "bool", DateType: "date", TimestampType: "timestamp", TimestamptzType: "timestamptz",
+    ListType: "list", MapType: "map",
 }  # fmt: skip
 
 
@@ -369,22 +401,46 @@ def _result_kind(call: Call, args: tuple[Any, ...]) -> str:
         if refusal is not None:
             raise InvalidFilterError(f"{refusal}, in {call}")
         return target.kind
-    kinds = [a.kind if not _is_text(a) else "string" for a in args]
+    kinds = [a.kind if not _is_text(a) else "string" for a in args if not (isinstance(a, Constant) and a.kind == "null")]
+    if not kinds:
+        raise InvalidFilterError(f"{call.function}() of null alone has no type: cast(null as <type>), in {call}")
     if call.function in ARITHMETIC or call.function == "neg":
         if any(k not in NUMERIC for k in kinds):
             raise InvalidFilterError(f"{call.function!r} needs numbers, in {call}")
         if call.function == "%" and any(k != "int" for k in kinds):
             raise InvalidFilterError(f"'%' needs whole numbers, in {call}")
         return "float" if call.function == "/" else _wider(kinds)
-    allowed, result = FUNCTIONS[call.function]
-    bad = [k for k in kinds if k not in allowed]
-    if bad:
-        raise InvalidFilterError(f"{call.function}() takes {', '.join(allowed)}, not {bad[0]}, in {call}")
-    if call.function == "coalesce" and not _comparable(set(kinds)):
-        raise InvalidFilterError(f"coalesce() needs arguments of one kind, in {call}")
+    least, most = ARITY.get(call.function, (1, 1))
+    if len(args) < least or (most is not None and len(args) > most):
+        takes = f"{least}" if least == most else f"{least} or more" if most is None else f"{least} to {most}"
+        raise InvalidFilterError(f"{call.function}() takes {takes} argument{'s' if most != 1 else ''}, found {len(args)}, in {call}")
+    if call.function in SIGNATURES:
+        kinds_by_place, result = SIGNATURES[call.function]
+        for kind, allowed in zip(kinds, kinds_by_place):
+            if kind not in allowed:
+                raise InvalidFilterError(f"{call.function}() takes {', '.join(allowed)} there, not {kind}, in {call}")
+        if call.function == "add_interval":
+            return _shifted_kind(kinds[0], args[1].value)
+        if call.function == "nullif" and not _comparable(set(kinds)):
+            raise InvalidFilterError(f"nullif() needs arguments of one kind, in {call}")
+    else:
+        allowed, result = FUNCTIONS[call.function]
+        bad = [k for k in kinds if k not in allowed]
+        if bad:
+            raise InvalidFilterError(f"{call.function}() takes {', '.join(allowed)}, not {bad[0]}, in {call}")
+        if call.function in ("coalesce", "greatest", "least") and not _comparable(set(kinds)):
+            raise InvalidFilterError(f"{call.function}() needs arguments of one kind, in {call}")
     if result != "same":
         return result
+    kinds = kinds if call.function not in ("round", "nullif") else kinds[:1]
     return _wider(kinds) if set(kinds) <= set(NUMERIC) else kinds[0]
+
+
+def _shifted_kind(kind: str, interval: Any) -> str:
+    """A date plus whole days or months stays a date; plus hours it is a timestamp (Spark's)."""
+    if kind == "date" and interval.micros % 86_400_000_000:
+        return "timestamp"
+    return kind
 
 
 def _wider(kinds: list[str]) -> str:

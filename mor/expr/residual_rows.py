@@ -1,7 +1,7 @@
 """A bound residual (mor.expr.residual) as a pyarrow compute expression, with SQL's
 semantics as DuckDB has them (casts, LIKE and date parts as Spark SQL: mor.expr.casts,
 mor.expr.like; `dayofweek` counts from Sunday 1): a null operand makes the result NULL (the row is not selected);
-`/` divides as floating point (by zero: infinity or NaN), `%` by zero is NULL; `+ - * abs` raise on
+`/` divides as floating point; a zero divisor of `/` or `%` is an error (ANSI's DIVIDE_BY_ZERO); `+ - * abs` raise on
 overflow rather than wrap; NaN equals NaN and sorts above every number. Numbers of different
 kinds meet in the wider one (int < decimal < float), decimals at a common scale, so that a
 comparison is exact; a date meets a timestamp as its midnight, UTC for timestamptz.
@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 
 from mor.errors import InvalidFilterError
 from mor.expr.cast_rows import cast_expression
+from mor.expr.casts import CastType
 from mor.expr.literals import MICROS_PER_DAY, decimal_of, unscaled
 from mor.expr.residual import BoundResidual, Call, Column, Constant, Test
 
@@ -34,7 +35,15 @@ _MAX_PRECISION = 38
 _MAX_PRECISION_256 = 76
 _CHECKED = {"+": pc.add_checked, "-": pc.subtract_checked, "*": pc.multiply_checked}  # ANSI: overflow raises
 _TEMPORAL_TYPES = {"date": pa.date32(), "timestamp": pa.timestamp("us"), "timestamptz": pa.timestamp("us", tz="UTC")}
-_KIND_TYPES = {"int": pa.int64(), "float": pa.float64(), "string": pa.string(), "text": pa.string(), "bool": pa.bool_(), **_TEMPORAL_TYPES}
+_KIND_TYPES = {
+    "null": pa.null(),
+    "int": pa.int64(),
+    "float": pa.float64(),
+    "string": pa.string(),
+    "text": pa.string(),
+    "bool": pa.bool_(),
+    **_TEMPORAL_TYPES,
+}
 
 
 class _Value(NamedTuple):
@@ -102,12 +111,18 @@ def _value(term: Any, paths: dict[int, tuple[str, ...]], guard: pc.Expression | 
         value, target = _value(term.args[0], paths, guard), term.args[1]
         expr, dtype = cast_expression(value.expr, value.kind, value.type, target)
         return _Value(expr, target.kind, dtype)
-    args = [_value(a, paths, guard) for a in term.args]
+    args = [_value(a, paths, guard) if not _is_interval(a) else _Value(pc.scalar(None), "interval", pa.null()) for a in term.args]
     return _call(term, args)
+
+
+def _is_interval(term: Any) -> bool:
+    return isinstance(term, Constant) and term.kind == "interval"  # add_interval's: read from the call
 
 
 def _column(column: Column, paths: dict[int, tuple[str, ...]], guard: pc.Expression | None = None) -> _Value:
     expr = pc.field(*paths[column.field_id])
+    if column.kind in ("list", "map"):  # only counted (size): its own type
+        return _Value(expr, column.kind, pa.null())
     if column.kind == "decimal":
         ftype = column.type
         assert ftype is not None  # a bound column has its type
@@ -157,15 +172,14 @@ def _call(call: Call, args: list[_Value]) -> _Value:
         if pa.types.is_decimal(result) and _exact_decimal(f, left.type, right.type)[0] > _MAX_PRECISION:
             return _Value(_decimal_beyond_38(f, left, right, result), "decimal", result)
         return _Value(_CHECKED[f](left.expr, right.expr), left.kind, result)
-    if f == "/":
+    if f == "/":  # ANSI: a zero divisor is an error (DIVIDE_BY_ZERO), never infinity or NULL
         a, b = (v.expr.cast(pa.float64()) for v in args)
-        return _Value(pc.divide(a, b), "float", pa.float64())  # IEEE: x / 0 is infinite, 0 / 0 NaN
+        return _Value(pc.divide_checked(a, b), "float", pa.float64())
     if f == "%":
         left, right = _common(args)
         a, b = left.expr, right.expr
-        divisor = pc.if_else(b == 0, 1, b)
-        remainder = pc.subtract_checked(a, pc.multiply_checked(divisor, pc.divide(a, divisor)))  # sign of a, as SQL's
-        return _Value(pc.if_else(b == 0, pa.nulls(1, pa.int64())[0], remainder), "int", pa.int64())
+        remainder = pc.subtract_checked(a, pc.multiply_checked(b, pc.divide_checked(a, b)))  # sign of a, as SQL's
+        return _Value(remainder, "int", pa.int64())
     if f == "neg":
         return _Value(pc.negate_checked(args[0].expr), args[0].kind, args[0].type)
     if f == "abs":
@@ -187,7 +201,148 @@ def _call(call: Call, args: list[_Value]) -> _Value:
     if f == "coalesce":
         common = _common(args)
         return _Value(pc.coalesce(*(v.expr for v in common)), common[0].kind, common[0].type)
+    if f in _MORE:
+        return _MORE[f](call, args)
     raise InvalidFilterError(f"unknown function {f}()")  # the binder knows no other
+
+
+def _text(value: _Value) -> pc.Expression:
+    """A value as Spark's cast to string writes it (concat's operands)."""
+    if value.kind in ("string", "text"):
+        return value.expr
+    return cast_expression(value.expr, value.kind, value.type, CastType("string"))[0]
+
+
+def _concat(call: Call, args: list[_Value]) -> _Value:
+    """Spark's concat and `||`: NULL when any operand is."""
+    texts = [_text(a) for a in args]
+    if len(texts) == 1:
+        return _Value(texts[0], "string", pa.string())
+    return _Value(pc.binary_join_element_wise(*texts, "", null_handling="emit_null"), "string", pa.string())
+
+
+def _constant_int(call: Call, value: Any, what: str) -> int:
+    if not isinstance(value, Constant) or value.kind != "int":
+        raise InvalidFilterError(f"{call.function}() takes {what} as a whole number written in the text, in {call}")
+    return int(value.value)
+
+
+def _substring(call: Call, args: list[_Value]) -> _Value:
+    """Spark's substring(s, pos[, len]): from 1; 0 is 1; a negative position counts from the end."""
+    start = _constant_int(call, call.args[1], "its position")
+    length = _constant_int(call, call.args[2], "its length") if len(call.args) > 2 else None
+    if length is not None and length <= 0:
+        return _Value(pc.if_else(args[0].expr.is_valid(), pa.scalar(""), pa.scalar(None, pa.string())), "string", pa.string())
+    if start > 0:
+        begin = start - 1
+        stop = None if length is None else begin + length
+    elif start == 0:
+        begin, stop = 0, length
+    else:
+        begin = start
+        stop = None if length is None or start + length >= 0 else start + length
+    bounds = {"start": begin} if stop is None else {"start": begin, "stop": stop}
+    return _Value(pc.utf8_slice_codeunits(args[0].expr, **bounds), "string", pa.string())
+
+
+def _trimmed(call: Call, args: list[_Value]) -> _Value:
+    trim = {"trim": pc.utf8_trim, "ltrim": pc.utf8_ltrim, "rtrim": pc.utf8_rtrim}[call.function]
+    return _Value(trim(args[0].expr, characters=" "), "string", pa.string())  # Spark trims spaces only
+
+
+def _rounded(call: Call, args: list[_Value]) -> _Value:
+    """Spark's floor and ceil (to whole numbers) and round(x, d) (half up)."""
+    value = args[0]
+    if call.function in ("floor", "ceil"):
+        if value.kind == "int":
+            return value
+        whole = (pc.floor if call.function == "floor" else pc.ceil)(value.expr)  # NaN and infinities stay
+        return _Value(whole, value.kind, value.type)
+    digits = _constant_int(call, call.args[1], "its digits")
+    if value.kind == "int" and digits >= 0:
+        return value
+    return _Value(pc.round(value.expr, ndigits=digits, round_mode="half_up"), value.kind, value.type)
+
+
+def _extreme(call: Call, args: list[_Value]) -> _Value:
+    """Spark's greatest and least: nulls skipped, NULL only when every operand is."""
+    common = _common(args)
+    pick = pc.max_element_wise if call.function == "greatest" else pc.min_element_wise
+    return _Value(pick(*(v.expr for v in common), skip_nulls=True), common[0].kind, common[0].type)
+
+
+def _nullif(call: Call, args: list[_Value]) -> _Value:
+    left, right = _common(args)
+    same = pc.coalesce(_compare("=", left, right), pa.scalar(False))
+    return _Value(pc.if_else(same, pa.scalar(None, args[0].type), args[0].expr), args[0].kind, args[0].type)
+
+
+def _pmod(call: Call, args: list[_Value]) -> _Value:
+    """Spark's pmod: the remainder made non-negative (for a positive divisor)."""
+    remainder = _call(Call("%", call.args), args)
+    divisor = _common(args)[1].expr
+    positive = pc.if_else(pc.less(remainder.expr, 0), pc.add_checked(remainder.expr, divisor), remainder.expr)
+    return _Value(positive, remainder.kind, remainder.type)
+
+
+def _as_date(value: _Value) -> pc.Expression:
+    if value.kind == "date":
+        return value.expr
+    if value.kind in ("string", "text"):
+        return cast_expression(value.expr, value.kind, value.type, CastType("date"))[0]
+    return value.expr.cast(pa.timestamp("us")).cast(pa.date32()) if value.kind == "timestamp" else value.expr.cast(pa.date32())
+
+
+def _days(expr: pc.Expression) -> pc.Expression:
+    return expr.cast(pa.int32()).cast(pa.int64())
+
+
+def _date_add(call: Call, args: list[_Value]) -> _Value:
+    """Spark's date_add(start, days) (and date_sub, sqlglot's date_add of -days): a date."""
+    days = pc.add_checked(_days(_as_date(args[0])), args[1].expr)
+    return _Value(days.cast(pa.int32()).cast(pa.date32()), "date", pa.date32())
+
+
+def _datediff(call: Call, args: list[_Value]) -> _Value:
+    end, start = (_days(_as_date(a)) for a in args)
+    return _Value(pc.subtract(end, start), "int", pa.int64())
+
+
+def _add_interval(call: Call, args: list[_Value]) -> _Value:
+    """A date or time plus a constant interval of days and smaller units (Spark's `ts + interval
+    1 day`); months on rows are refused (their lengths differ)."""
+    value, interval = args[0], call.args[1].value
+    if interval.months:
+        raise InvalidFilterError(f"an interval of months or years added to a column is not supported, in {call}: use days")
+    if value.kind == "date" and interval.micros % MICROS_PER_DAY == 0:
+        days = pc.add_checked(_days(value.expr), interval.micros // MICROS_PER_DAY)
+        return _Value(days.cast(pa.int32()).cast(pa.date32()), "date", pa.date32())
+    base = value.expr.cast(pa.timestamp("us")) if value.kind == "date" else value.expr
+    dtype = pa.timestamp("us") if value.kind == "date" else value.type
+    micros = pc.add_checked(base.cast(pa.int64()), interval.micros)
+    return _Value(micros.cast(dtype), "timestamp" if value.kind == "date" else value.kind, dtype)
+
+
+def _text_test(call: Call, args: list[_Value]) -> _Value:
+    """startswith, endswith and contains of a text written in the filter."""
+    pattern = call.args[1]
+    if not isinstance(pattern, Constant):
+        raise InvalidFilterError(f"{call.function}() takes its second argument as 'text' written in the filter, in {call}")
+    test = {"startswith": pc.starts_with, "endswith": pc.ends_with, "contains": pc.match_substring}[call.function]
+    return _Value(test(args[0].expr, pattern=pattern.value), "bool", pa.bool_())
+
+
+def _size(call: Call, args: list[_Value]) -> _Value:
+    """Spark's size() in ANSI mode: the number of elements, NULL for a null list or map."""
+    return _Value(pc.list_value_length(args[0].expr).cast(pa.int64()), "int", pa.int64())
+
+
+_MORE: dict[str, Callable[[Call, list[_Value]], _Value]] = {
+    "concat": _concat, "substring": _substring, "trim": _trimmed, "ltrim": _trimmed, "rtrim": _trimmed,
+    "floor": _rounded, "ceil": _rounded, "round": _rounded, "greatest": _extreme, "least": _extreme,
+    "nullif": _nullif, "pmod": _pmod, "date_add": _date_add, "datediff": _datediff, "add_interval": _add_interval,
+    "startswith": _text_test, "endswith": _text_test, "contains": _text_test, "size": _size,
+}  # fmt: skip
 
 
 def _arithmetic_type(op: str, a: pa.DataType, b: pa.DataType) -> pa.DataType:
@@ -233,6 +388,11 @@ def _common(values: list[_Value], for_arithmetic: bool = False) -> list[_Value]:
     """`values` cast to one type: the widest number kind (decimals: a scale and precision that
     hold each exactly; for arithmetic Arrow aligns the scales itself), or a timestamp for dates
     meeting timestamps."""
+    typed = [v for v in values if v.kind != "null"]
+    if typed and len(typed) < len(values):  # a null operand takes the others' type
+        values = [
+            v if v.kind != "null" else _Value(pc.scalar(pa.scalar(None, typed[0].type)), typed[0].kind, typed[0].type) for v in values
+        ]
     kinds = {v.kind for v in values}
     if len(kinds) == 1 and (kinds != {"decimal"} or for_arithmetic):
         return values

@@ -34,16 +34,17 @@ import pyarrow.compute as pc
 from pyiceberg.expressions import BooleanExpression
 from pyiceberg.schema import Schema, assign_fresh_schema_ids
 from pyiceberg.types import NestedField, StructType
+from sqlglot import exp
 
 from mor.errors import InvalidArgumentError, InvalidFilterError, SchemaMismatchError
 from mor.expr.arrow_rows import to_arrow_filter
 from mor.expr.cast_rows import cast_expression
 from mor.expr.casts import CastType, cast_constant, check_cast
 from mor.expr.filters import bind_filter, parse_filter
-from mor.expr.parse import PredicateParser
-from mor.expr.parse_terms import Token
+from mor.expr.parse import PredicateReader
 from mor.expr.residual import NUMERIC, TEMPORAL, Call, Column, Constant, bind_term
 from mor.expr.residual_rows import term_expression
+from mor.expr.sql_text import deep_recursion
 from mor.format.arrow_types import from_arrow_schema, to_arrow_type
 
 VALUE_SYNTAX = """value syntax (SQL over the old row, as in Delta Lake's Python API):
@@ -195,90 +196,60 @@ class Case:
 
 
 NULL_VALUE = Constant(None, "null")  # `null` as a CASE's branch (a whole value is caught earlier)
-_PREDICATE_WORDS = ("is", "in", "between", "like", "ilike", "not", "starts", "and", "or")
-_BRANCH_ENDS = ("when", "else", "end")
 _MAX_CASE_DEPTH = 16
+_CONDITIONS = (
+    exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.NullSafeEQ, exp.NullSafeNEQ, exp.And, exp.Or, exp.Not,
+    exp.In, exp.Between, exp.Like, exp.ILike, exp.Escape, exp.Is,
+)  # fmt: skip
 
 
-class _ValueParser(PredicateParser):
+class _ValueReader(PredicateReader):
     HELP = VALUE_SYNTAX
 
     def __init__(self, text: str, column: str):
-        super().__init__(text)
         self.WHAT = f"the value of {column!r}"
-        self.case_depth = 0
+        super().__init__(text)
 
-    def value(self) -> Any:
-        value = self._value()
-        t = self._peek()
-        if isinstance(value, Case) and t.kind in ("arith", "op", "cast"):
-            self._fail(t, "a CASE is a whole value or a branch of another CASE, not an operand: put the arithmetic in its branches")
-        if t.kind != "end":
-            self._fail(t, f"expected an operator or the end of the value, found {t.describe()}")
-        return value
-
-    def _value(self) -> Any:
+    def value(self, node: exp.Expression | None = None, depth: int = 0) -> Any:
         """A term, a condition (its truth), a CASE, or (a CASE's branch) null."""
-        t = self._peek()
-        if t.is_word("case"):
-            self.i += 1
-            return self._case(t)
-        if t.is_word("null") and self._peek(1).is_word(*_BRANCH_ENDS) and self.case_depth:
-            self.i += 1
+        node = self.parsed.tree if node is None else node
+        while isinstance(node, exp.Paren):
+            node = node.this
+        if isinstance(node, exp.Case):
+            return self._case(node, depth)
+        if isinstance(node, exp.Null):
+            if depth == 0:
+                self.fail(node, "null is a whole value ('null') or a CASE's branch")
             return NULL_VALUE
-        start = self.i
+        if isinstance(node, _CONDITIONS):
+            return Truth(self.predicate(node))
         self.term_nodes = 0
-        if t.is_word("not"):  # `not flag`, `not (a > 1)`: a condition
-            return Truth(self._or())
-        try:
-            term = self._term()
-        except InvalidFilterError as term_error:  # `(a > 1) and b < 2` is no term: try a condition
-            reached, self.i = self.i, start
-            try:
-                return Truth(self._or())
-            except InvalidFilterError:
-                if self.i > reached:
-                    raise
-                raise term_error from None
-        t = self._peek()
-        if t.kind == "op" or t.is_word(*_PREDICATE_WORDS):
-            self.i = start
-            return Truth(self._or())
-        return term
+        return self.term(node)
 
-    def _case(self, at: Token) -> Case:
-        self.case_depth += 1
-        if self.case_depth > _MAX_CASE_DEPTH:
-            self._fail(at, f"CASEs nest more than {_MAX_CASE_DEPTH} deep")
-        subject = None if self._peek().is_word("when") else self._term(at)  # the simple form: case x when 1 then ...
+    def _case(self, node: exp.Case, depth: int) -> Case:
+        if depth >= _MAX_CASE_DEPTH:
+            self.fail(node, f"CASEs nest more than {_MAX_CASE_DEPTH} deep")
+        subject = node.this
         whens = []
-        while (t := self._peek()).is_word("when"):
-            self.i += 1
+        for branch in node.args.get("ifs") or []:
             self.term_nodes = 0
-            condition = self._or() if subject is None else self._comparison("=", subject, self._term(t), t)
-            self._expect("then", f"'then' after the condition of the 'when' at offset {t.at}")
-            whens.append((condition, self._value()))
-        if not whens:
-            self._fail(t, "expected 'when' (case when <condition> then <value> ... [else <value>] end)")
-        default = self._value() if self._word("else") else NULL_VALUE
-        self._expect("end", f"'when', 'else' or 'end' to close the 'case' at offset {at.at}")
-        self.case_depth -= 1
-        return Case(tuple(whens), default)
-
-    def _operand(self, after: Any, depth: int) -> Any:
-        t = self._peek()
-        if t.is_word("null"):
-            self._fail(t, "null is a whole value ('null') or a CASE's branch, not an operand")
-        if t.is_word("case"):
-            self._fail(t, "a CASE is a whole value or a branch of another CASE, not an operand: put the arithmetic in its branches")
-        return super()._operand(after, depth)
+            if subject is None:
+                condition = self.predicate(branch.this)
+            else:
+                condition = self.comparison(branch, "=", self.term(subject), self.term(branch.this))
+            whens.append((condition, self.value(branch.args["true"], depth + 1)))
+        default = node.args.get("default")
+        return Case(tuple(whens), self.value(default, depth + 1) if default is not None else NULL_VALUE)
 
 
 def parse_value(text: str, column: str) -> Any:
     """The value `text` writes (a Column, Constant or Call; a Truth or a Case);
     InvalidArgumentError with a caret where it does not parse."""
     try:
-        return _ValueParser(text, column).value()
+        with deep_recursion():
+            return _ValueReader(text, column).value()
+    except RecursionError:
+        raise InvalidArgumentError(f"the value of {column!r} nests too deep to read") from None
     except InvalidFilterError as e:
         raise InvalidArgumentError(str(e)) from None
 
