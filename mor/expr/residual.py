@@ -66,8 +66,8 @@ FUNCTIONS: dict[str, tuple[tuple[str, ...], str]] = {
     "rtrim": (("string",), "string"),
     "concat": (("int", "decimal", "string", "bool", *TEMPORAL), "string"),  # a float's text differs between engines
     "abs": (NUMERIC, "same"),
-    "floor": (NUMERIC, "same"),
-    "ceil": (NUMERIC, "same"),
+    "floor": (NUMERIC, "int"),
+    "ceil": (NUMERIC, "int"),
     "coalesce": (_ANY, "same"),
     "greatest": (_ANY, "same"),
     "least": (_ANY, "same"),

@@ -256,8 +256,8 @@ def _rounded(call: Call, args: list[_Value]) -> _Value:
     if call.function in ("floor", "ceil"):
         if value.kind == "int":
             return value
-        whole = (pc.floor if call.function == "floor" else pc.ceil)(value.expr)  # NaN and infinities stay
-        return _Value(whole, value.kind, value.type)
+        whole = (pc.floor if call.function == "floor" else pc.ceil)(value.expr)
+        return _Value(whole.cast(pa.int64()), "int", pa.int64())  # a bigint, as Spark's: NaN or infinite is an error (ANSI)
     digits = _constant_int(call, call.args[1], "its digits")
     if value.kind == "int" and digits >= 0:
         return value
