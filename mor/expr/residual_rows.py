@@ -261,7 +261,9 @@ def _rounded(call: Call, args: list[_Value]) -> _Value:
     digits = _constant_int(call, call.args[1], "its digits")
     if value.kind == "int" and digits >= 0:
         return value
-    return _Value(pc.round(value.expr, ndigits=digits, round_mode="half_up"), value.kind, value.type)
+    return _Value(
+        pc.round(value.expr, ndigits=digits, round_mode="half_towards_infinity"), value.kind, value.type
+    )  # Spark's HALF_UP: away from zero
 
 
 def _extreme(call: Call, args: list[_Value]) -> _Value:

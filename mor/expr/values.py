@@ -181,9 +181,11 @@ def _same_places(old: NestedField, new: NestedField, paths: dict[int, tuple[str,
 
 @dataclass(frozen=True)
 class Truth:
-    """A condition as a value: true, false or (where it is NULL) null."""
+    """A condition as a value: true where `condition` holds, false where `falsity` does, else
+    null (filters read a predicate for where it is TRUE or FALSE: mor.expr.parse)."""
 
     condition: BooleanExpression
+    falsity: BooleanExpression
 
 
 @dataclass(frozen=True)
@@ -222,7 +224,7 @@ class _ValueReader(PredicateReader):
                 self.fail(node, "null is a whole value ('null') or a CASE's branch")
             return NULL_VALUE
         if isinstance(node, _CONDITIONS):
-            return Truth(self.predicate(node))
+            return Truth(self.predicate(node), self.predicate(node, negated=True))
         self.term_nodes = 0
         return self.term(node)
 
@@ -298,7 +300,8 @@ class _ValueOf:
                 f"give a Python value (bytes, uuid.UUID, datetime.time, ...) or a pyarrow expression instead of {self.text!r}"
             )
         if isinstance(term, Truth):
-            expr, dtype, kind = self._truth(term.condition), pa.bool_(), "bool"
+            true, false = (pc.coalesce(self._truth(c), pa.scalar(False)) for c in (term.condition, term.falsity))
+            expr, dtype, kind = pc.if_else(true, True, pc.if_else(false, False, pa.scalar(None, pa.bool_()))), pa.bool_(), "bool"
         else:
             expr, dtype, kind = self._term(term, into, guard)
         refusal = _refusal(kind, into, self.text)
