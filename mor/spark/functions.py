@@ -1,8 +1,8 @@
 """`mor.spark.delete/update/merge/upsert`: the verbs of `MorTable` (mor/spark/table.py) as
 functions of a session and a table, in the local API's shape (`Table.delete(where)`,
 `Table.merge(source, on, when_matched_update=...)`). Conditions and values are Spark SQL text,
-Columns or literals, or pyarrow/pyiceberg expressions (MorTable's docstring says which engine
-each takes).
+Columns or literals (a condition may be a pyiceberg filter); MorTable's docstring says which
+engine runs which plan.
 
     mor.spark.delete(spark, table, "id < 100")
     mor.spark.update(spark, table, {"n": "n + 1"}, where="category = 'a'")
@@ -42,9 +42,7 @@ def update(
     idempotency: tuple[str, int] | None = None,
 ) -> Snapshot | None:
     """`table.update(set, where)` on Spark: `set` maps columns to Spark SQL text (`"n + 1"`, a
-    text value is quoted: `"'x'"`), Columns or literals; or, in the local API's terms, to
-    pyarrow expressions and literals (text then is mor's SQL over the row, `where` a mor filter). `where`
-    None: every row."""
+    text value is quoted: `"'x'"`), Columns or literals. `where` None: every row."""
     return MorTable(spark, table, refresh=False).update(where, set, mode=mode, idempotency=idempotency)
 
 

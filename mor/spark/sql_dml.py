@@ -66,8 +66,8 @@ def as_column(value: Any, what: str) -> Column:
         return F.expr(value)
     if isinstance(value, pc.Expression):
         raise InvalidArgumentError(
-            f"{what} {value} is a pyarrow expression among Spark SQL text or Columns: give all of one kind "
-            "(a text literal in SQL is quoted: \"'x'\")"
+            f"{what} {value} is a pyarrow expression, which the local API takes; on Spark give Spark SQL text "
+            "(a text value quoted: \"'x'\") or a Column"
         )
     if isinstance(value, BooleanExpression):
         raise InvalidArgumentError(f"{what} {value!r} is a pyiceberg filter among Spark SQL text or Columns: give all of one kind")
@@ -90,8 +90,9 @@ def resolved(what: str, error: type[MorError], build: Callable[[], T]) -> T:
         return build()
     except AnalysisException as e:
         first = next((line for line in str(e).splitlines() if line.strip()), type(e).__name__)  # a parse error starts with a blank line
-        if "UNRESOLVED_COLUMN" in first and "value" in what:  # a bare word meant as text, most likely
+        if "UNRESOLVED_COLUMN" in first and "value" in what:  # a column the table lacks, as locally; or a bare word meant as text
             first += " (text is SQL: a text value is quoted, \"'closed'\", or mor.lit('closed'))"
+            error = SchemaMismatchError
         raise error(f"{what}: {first}") from e
 
 
@@ -255,14 +256,14 @@ def pruning_filter(spark: SparkSession, table: Table, condition: Any) -> Boolean
         bind_filter(table.schema(), row_filter)
     except MorError:
         return AlwaysTrue()
-    if not _session_in_utc(spark) and _reads_timestamptz(table.schema(), row_filter):
+    if not session_in_utc(spark) and _reads_timestamptz(table.schema(), row_filter):
         # A zone-less time means UTC to mor's filter but the session's zone to Spark's condition:
         # pruning by mor's reading could skip files that Spark's condition matches.
         return AlwaysTrue()
     return row_filter
 
 
-def _session_in_utc(spark: SparkSession) -> bool:
+def session_in_utc(spark: SparkSession) -> bool:
     return (spark.conf.get("spark.sql.session.timeZone") or "UTC") in _UTC_ZONES
 
 

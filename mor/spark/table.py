@@ -12,17 +12,18 @@
     t.upsert(updates, ["id"])
 
 `mor.spark.delete/update/merge/upsert/compact` (mor/spark/functions.py) are this class's verbs
-as functions. Conditions and values are Spark SQL text or `pyspark.sql.Column`s, evaluated by
-Spark (mor/spark/sql_dml.py); values may also be Python literals or `mor.lit(...)` (text as
-itself). Text is SQL on both surfaces: Spark's here, mor's in the local API. pyarrow expressions are still
-accepted, recognised by their type, and take mor's own evaluators:
-  - DELETE/UPDATE with a pyiceberg filter (or none) and values that are literals or
-    `pyarrow.compute` expressions: mor's matcher finds the rows on the executors, no shuffle
-    (mor/spark/dml.py);
-  - MERGE on key columns (a list of names for the condition) whose clauses hold no SQL text or
-    Column, and every UPSERT: the key engine (mor/spark/dml_merge.py), which merges a small
-    source on the driver.
-Text and pyarrow expressions in one call is an InvalidArgumentError. Every verb commits one
+as functions. Conditions and values are Spark SQL text or `pyspark.sql.Column`s; values may also
+be Python literals or `mor.lit(...)` (text as itself); a condition may be a pyiceberg filter. The
+text means the same wherever it runs: mor reads Spark SQL too (mor/expr), so the engine is
+chosen by the plan's shape, never by what the text means:
+  - DELETE/UPDATE whose condition and values are text, literals or a pyiceberg filter that mor
+    evaluates, in a session in UTC: mor's matcher finds the rows on the executors, no shuffle
+    (mor/spark/dml.py); with a Column, or a function only Spark evaluates, Spark's plan
+    (mor/spark/sql_dml.py);
+  - MERGE on key columns (a list of names for the condition) with no Column in its clauses, and
+    every UPSERT: the key engine (mor/spark/dml_merge.py), which merges a small source on the
+    driver; any other MERGE, Spark's join.
+A `pyarrow.compute` expression is the local API's, refused here (InvalidArgumentError). Every verb commits one
 snapshot through `run_dml` (mor/dml/runner.py) with the local conflict checks and re-planning,
 in the table's `write.delete.mode`/`write.update.mode`/`write.merge.mode` unless `mode=` says
 otherwise; `idempotency=(app_id, version)` as the local verbs'. On a v3 table an updated row
@@ -48,8 +49,9 @@ from mor.api.table import Table
 from mor.dml.merge_clauses import MergeClauses
 from mor.dml.runner import run_dml, write_mode
 from mor.dml.update import updated_columns
-from mor.errors import InvalidArgumentError
+from mor.errors import InvalidArgumentError, MorError
 from mor.expr.filters import bind_filter, parse_filter
+from mor.expr.sql_text import NOT_SUPPORTED
 from mor.format.properties import DELETE_MODE_PROPERTY, MERGE_MODE_PROPERTY, UPDATE_MODE_PROPERTY
 from mor.spark.apply_changes import check_writable_columns
 from mor.spark.dml import matched_rows_plan
@@ -58,7 +60,7 @@ from mor.spark.errors import spark_errors
 from mor.spark.fast_path import read_table
 from mor.spark.file_paths import check_metadata_columns_free
 from mor.spark.options import TableRef
-from mor.spark.sql_dml import aliased, as_column, condition_column, delete_plan, merge_plan, pruning_filter, update_plan
+from mor.spark.sql_dml import aliased, as_column, condition_column, delete_plan, merge_plan, pruning_filter, session_in_utc, update_plan
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -196,11 +198,12 @@ class MorTable:
         or a pyiceberg filter. The new snapshot, or None when no row matched."""
         table = self._writable()
         mode = write_mode(table, mode, DELETE_MODE_PROPERTY)
-        if condition is None or isinstance(condition, BooleanExpression):
-            plan = matched_rows_plan(self.spark, table, _bound(table, condition), mode)
+        read = _read_by_mor(self.spark, table, condition, None)
+        if read is not None:
+            plan = matched_rows_plan(self.spark, table, read[0], mode)
         else:
             pruning = pruning_filter(self.spark, table, condition)
-            plan = delete_plan(self.spark, table, as_column(condition, "the delete condition"), mode, pruning)
+            plan = delete_plan(self.spark, table, condition_column(condition, table.schema()), mode, pruning)
         return run_dml(table, "delete", plan, idempotency=idempotency)
 
     @spark_errors()
@@ -213,17 +216,16 @@ class MorTable:
         idempotency: tuple[str, int] | None = None,
     ) -> Snapshot | None:
         """Set columns of the live rows where `condition` holds (every row when None): `set`
-        maps columns to Spark SQL text, Columns or literals over the row (`{"n": "n + 1"}`).
-        With a `pyarrow.compute` expression among the values the call is in the local API's
-        terms (`Table.update`): text values are mor's SQL over the row, a text condition a mor filter. The
+        maps columns to Spark SQL text, Columns or literals over the row (`{"n": "n + 1"}`). The
         new snapshot, or None when no row matched."""
         if not set:
             raise InvalidArgumentError("update needs set={column: value, ...}")
         table = self._writable()
         self._check_columns(table, set, "update")
         mode = write_mode(table, mode, UPDATE_MODE_PROPERTY)
-        if _in_local_terms(condition, set.values()):
-            plan = matched_rows_plan(self.spark, table, _bound(table, condition), mode, updated_columns(table, set))
+        read = _read_by_mor(self.spark, table, condition, set)
+        if read is not None:
+            plan = matched_rows_plan(self.spark, table, read[0], mode, read[1])
         else:
             check_writable_columns(table)
             values = {n: as_column(v, f"the value of {n!r}") for n, v in set.items()}
@@ -279,16 +281,40 @@ def _time(text: str, what: str) -> dt.datetime:
         raise InvalidArgumentError(f"{what} (a time as ISO text: '2025-01-15 12:00'), not {text!r}") from None
 
 
-def _in_local_terms(condition: Any, values: Iterable[Any]) -> bool:
-    """Does a call speak the local API's language? Yes when a value is a pyarrow expression
-    (then text is mor's SQL over the row, a text condition a mor filter), or when the condition is a
-    pyiceberg filter or none and no value is text or a Column; a Column then is refused."""
-    values = list(values)
-    if any(isinstance(v, pc.Expression) for v in values):
-        if isinstance(condition, Column) or any(isinstance(v, Column) for v in values):
-            raise InvalidArgumentError("give pyarrow expressions or Spark Columns, not both, in one call")
-        return True
-    return (condition is None or isinstance(condition, BooleanExpression)) and not any(isinstance(v, (str, Column)) for v in values)
+def _refuse_pyarrow(what: str, parts: Iterable[Any]) -> None:
+    """On Spark, conditions and values are Spark SQL text, Columns or literals: a pyarrow
+    expression is the local API's (its rows are Arrow's), refused with where it belongs."""
+    for part in parts:
+        if isinstance(part, pc.Expression):
+            raise InvalidArgumentError(
+                f"{part} is a pyarrow expression, which the local API takes (table.{what}(...)); on Spark "
+                'give Spark SQL text ("n + 1", a text value quoted: "\'x\'") or a Column'
+            )
+
+
+def _read_by_mor(
+    spark: SparkSession, table: Table, condition: Any, values: Mapping[str, Any] | None
+) -> tuple[BooleanExpression, dict[str, pc.Expression] | None] | None:
+    """The filter and new columns of a DELETE or UPDATE that mor's own matcher runs on the
+    executors (no shuffle: each task reads and changes its own files), or None for Spark's plan.
+    mor reads the same Spark SQL text as Spark (mor/expr), so this is a choice of engine by the
+    plan's shape, never of meaning: mor's when every part is text, a literal or a pyiceberg
+    filter that mor evaluates, in a session whose zone is UTC (mor's reading of a zone-less
+    time); Spark's for Columns, or text with what only Spark evaluates."""
+    parts = [condition, *(values or {}).values()]
+    _refuse_pyarrow("update" if values else "delete", parts)
+    if any(isinstance(p, Column) for p in parts) or not session_in_utc(spark):
+        return None
+    if condition is not None and not isinstance(condition, (str, BooleanExpression)):
+        return None
+    try:
+        row_filter = _bound(table, condition)
+        columns = updated_columns(table, dict(values)) if values else None
+    except MorError as e:
+        if NOT_SUPPORTED in str(e):
+            return None  # a function or construct mor does not evaluate: Spark's plan does
+        raise
+    return row_filter, columns
 
 
 def _bound(table: Table, condition: BooleanExpression | str | None) -> BooleanExpression:
@@ -344,10 +370,10 @@ class MorMergeBuilder:
                 MorTable._check_columns(table, clause.values, "merge")
         mode = write_mode(table, mode, MERGE_MODE_PROPERTY)
         keys = _key_names(self.condition)
-        if keys is not None and _in_local_terms(None, clauses.expressions()):
+        _refuse_pyarrow("merge", clauses.expressions())
+        if keys is not None and not any(isinstance(e, Column) for e in clauses.expressions()):
+            # the key engine: an equi-join on the keys, by mor (a small source on the driver); it reads the clauses' text as Spark's
             return merge_on_keys(self.table.spark, table, self.source, keys, clauses, mode, path, idempotency)
-        if any(isinstance(e, pc.Expression) for e in clauses.expressions()):
-            raise InvalidArgumentError("pyarrow expressions in MERGE clauses need key columns for the condition: merge(source, ['id'])")
         if clauses.has_update or clauses.has_insert:
             check_writable_columns(table)
         condition = keys if keys is not None else as_column(self.condition, "the merge condition")

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from pyiceberg.expressions import In
@@ -66,11 +65,11 @@ def live_rows(table: mor.Table) -> list[tuple]:
 
 MERGE_SOURCE = source_rows([4, 15, 16, 17, 30, 44, 90, 500, 501], n=1000, categories={17: "zzz", 501: None})
 MERGE_CLAUSES: dict[str, Any] = {
-    "when_matched_delete": pc.field("source.id") == 30,
-    "when_matched_update": {"n": pc.field("source.n") + pc.field("n"), "category": pc.field("source.category")},
-    "when_matched_update_if": pc.field("source.id") != 16,
+    "when_matched_delete": "source.id = 30",
+    "when_matched_update": {"n": "source.n + n", "category": "source.category"},
+    "when_matched_update_if": "source.id != 16",
     "when_not_matched_insert": "*",
-    "when_not_matched_insert_if": pc.field("source.id") != 501,
+    "when_not_matched_insert_if": "source.id != 501",
 }
 # The same clauses with SQL text conditions (the filter language, over the joined rows).
 TEXT_MERGE_CLAUSES: dict[str, Any] = {
@@ -88,8 +87,8 @@ VERBS: dict[str, tuple[Callable[[mor.Table], Any], Callable[[Any, mor.Table], An
         "delete",
     ),
     "update": (
-        lambda t: t.update({"n": pc.field("n") * 10, "category": "'moved'"}, where="id >= 20 and id < 130"),
-        lambda s, t: update(s, t, {"n": pc.field("n") * 10, "category": "'moved'"}, where="id >= 20 and id < 130"),
+        lambda t: t.update({"n": "n * 10", "category": "'moved'"}, where="id >= 20 and id < 130"),
+        lambda s, t: update(s, t, {"n": "n * 10", "category": "'moved'"}, where="id >= 20 and id < 130"),
         "overwrite",
     ),
     "merge": (
@@ -244,7 +243,7 @@ def test_a_merge_failing_in_one_task_leaves_the_table_unchanged_and_no_files(spa
     # Matches in every partition; one source row updates the required `id` to null.
     source = source_rows([1, 2, 50, 51, 100, 101, 140, 141], n=0)
     source = source.set_column(2, "n", pa.array([1, 2, 3, 4, None, 6, 7, 8], pa.int64()))
-    clauses = {"when_matched_update": {"id": pc.field("source.n")}, "when_not_matched_insert": "*"}
+    clauses = {"when_matched_update": {"id": "source.n"}, "when_not_matched_insert": "*"}
     location, files, before = distributed.metadata_location, files_under(distributed), live_rows(distributed)
 
     with pytest.raises(mor.SchemaMismatchError, match="'id' is required"):
@@ -257,10 +256,10 @@ def test_a_merge_failing_in_one_task_leaves_the_table_unchanged_and_no_files(spa
 @pytest.mark.parametrize(
     ("verb", "error"),
     [
-        pytest.param(lambda s, t: update(s, t, {"n": pc.field("nope") + 1}), mor.SchemaMismatchError, id="update-unknown-column"),
+        pytest.param(lambda s, t: update(s, t, {"n": "nope + 1"}), mor.SchemaMismatchError, id="update-unknown-column"),
         pytest.param(lambda s, t: delete(s, t, "nope = 1"), mor.InvalidFilterError, id="delete-unknown-column"),
         pytest.param(
-            lambda s, t: merge(s, t, s.createDataFrame(rows([1, 2])), on=["id"], when_matched_update={"n": pc.field("source.nope")}),
+            lambda s, t: merge(s, t, s.createDataFrame(rows([1, 2])), on=["id"], when_matched_update={"n": "source.nope"}),
             mor.SchemaMismatchError,
             id="merge-unknown-source-column",
         ),
@@ -381,7 +380,7 @@ def test_merge_takes_source_columns_by_name_and_widens_keys_like_the_local_api(s
     source = source.select(["n", "ts", "category", "id"]).set_column(3, "id", source.column("id").cast(pa.int32()))
     source = source.append_column("op", pa.array(["U", "D", "U", "I"]))  # a column only the clauses read
     clauses: dict[str, Any] = {
-        "when_matched_delete": pc.field("source.op") == "D",
+        "when_matched_delete": "source.op = 'D'",
         "when_matched_update": "*",
         "when_not_matched_insert": "*",
     }
@@ -397,7 +396,7 @@ def test_spark_dml_and_writes_check_the_tables_constraints(spark: Any, catalog: 
     table.add_constraint("small_n", "n < 1000")
     location, files = table.metadata_location, files_under(table)
     with pytest.raises(mor.ConstraintViolationError, match="small_n"):
-        update(spark, table, {"n": pc.field("n") + 1000}, "id = 5")
+        update(spark, table, {"n": "n + 1000"}, "id = 5")
     with pytest.raises(mor.ConstraintViolationError, match="small_n"):
         upsert(spark, table, spark.createDataFrame(source_rows([5, 900], n=5000)), on=["id"])
     with pytest.raises(Exception, match="ConstraintViolationError") as raised:
@@ -407,15 +406,15 @@ def test_spark_dml_and_writes_check_the_tables_constraints(spark: Any, catalog: 
     assert "small_n" in str(raised.value)
     assert catalog.load_table("db.checked").metadata_location == location
     assert files_under(table) == files
-    update(spark, table, {"n": pc.field("n") + 1}, "id = 5")  # within the constraint: commits
+    update(spark, table, {"n": "n + 1"}, "id = 5")  # within the constraint: commits
     assert catalog.load_table("db.checked").metadata_location != location
 
 
 def test_spark_dml_is_idempotent_per_app_id_and_version(spark: Any, catalog: mor.Catalog) -> None:
     table = make_table(catalog, "db.idem", None, equality_deletes=False)
-    first = update(spark, table, {"n": pc.field("n") + 1}, "id < 10", idempotency=("job", 1))
+    first = update(spark, table, {"n": "n + 1"}, "id < 10", idempotency=("job", 1))
     location, before = table.metadata_location, live_rows(table)
-    assert update(spark, table, {"n": pc.field("n") + 1}, "id < 10", idempotency=("job", 1)) == first
+    assert update(spark, table, {"n": "n + 1"}, "id < 10", idempotency=("job", 1)) == first
     assert delete(spark, table, "id < 5", idempotency=("job", 1)) == first
     source = spark.createDataFrame(source_rows([1, 2, 900], n=7))
     assert upsert(spark, table, source, on=["id"], idempotency=("job", 0)) == first

@@ -120,7 +120,7 @@ def test_job_descriptions_are_restored_after_each_verb(spark: Any, catalog: mor.
     sc.setJobDescription("the caller's own")
     try:
         delete(spark, table, "id = 1")
-        update(spark, table, {"n": pc.field("n") + 1}, where="id = 2")
+        update(spark, table, {"n": "n + 1"}, where="id = 2")
         for path in ("driver", "distributed"):
             upsert(spark, table, spark.createDataFrame(source_rows([5, 900], n=1)), on=["id"], path=path)
         assert sc.getLocalProperty(JOB_DESCRIPTION) == "the caller's own"

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pytest
 from java_fixtures import JAVA_SNAPSHOTS, describe_row_differences, expected_rows_file, read_json_lines, row_sort_key, to_json_rows
 from pyiceberg.expressions import In
@@ -63,7 +62,7 @@ def v3_table(catalog: mor.Catalog, name: str) -> mor.Table:
     for ids in (range(0, 40), range(40, 80), range(80, 120), range(120, 160)):
         table.append(rows(ids))
     table.delete(In("id", [3, 13, 44, 85, 121]))
-    table.update({"n": pc.field("n") + 1000}, where="id in (20, 100)")
+    table.update({"n": "n + 1000"}, where="id in (20, 100)")
     table.delete_rows(pa.table({"id": pa.array([7, 48, 95, 150], pa.int64())}))
     return table
 
@@ -93,18 +92,18 @@ def test_lineage_columns_read_by_option_schema_and_fast_path(spark: Any, catalog
 # As in test_dml.py: matched rows deleted, updated (partly) and kept; new keys inserted or not.
 MERGE_SOURCE = source_rows([4, 15, 16, 17, 30, 44, 90, 100, 500, 501], n=1000, categories={17: "zzz", 501: None})
 MERGE_CLAUSES: dict[str, Any] = {
-    "when_matched_delete": pc.field("source.id") == 30,
-    "when_matched_update": {"n": pc.field("source.n") + pc.field("n"), "category": pc.field("source.category")},
-    "when_matched_update_if": pc.field("source.id") != 16,
+    "when_matched_delete": "source.id = 30",
+    "when_matched_update": {"n": "source.n + n", "category": "source.category"},
+    "when_matched_update_if": "source.id != 16",
     "when_not_matched_insert": "*",
-    "when_not_matched_insert_if": pc.field("source.id") != 501,
+    "when_not_matched_insert_if": "source.id != 501",
 }
 UPSERT_SOURCE = source_rows([1, 2, 13, 20, 48, 90, 150, 155, 700], n=5)
 VERBS = {
     "delete": (lambda t: t.delete("n >= 30 and n < 90"), lambda s, t: delete(s, t, "n >= 30 and n < 90")),
     "update": (
-        lambda t: t.update({"n": pc.field("n") * 10, "category": "'moved'"}, where="id >= 20 and id < 130"),
-        lambda s, t: update(s, t, {"n": pc.field("n") * 10, "category": "'moved'"}, where="id >= 20 and id < 130"),
+        lambda t: t.update({"n": "n * 10", "category": "'moved'"}, where="id >= 20 and id < 130"),
+        lambda s, t: update(s, t, {"n": "n * 10", "category": "'moved'"}, where="id >= 20 and id < 130"),
     ),
     "merge": (
         lambda t: t.merge(MERGE_SOURCE, on=["id", "category"], **MERGE_CLAUSES),
