@@ -227,6 +227,11 @@ class MorTable:
         if read is not None:
             plan = matched_rows_plan(self.spark, table, read[0], mode, read[1])
         else:
+            nested = [n for n in set if _is_field(table, n)]
+            if nested:
+                raise InvalidArgumentError(
+                    f"fields inside structs ({', '.join(nested)}) are set by Spark SQL text or literals, not Columns"
+                )
             check_writable_columns(table)
             values = {n: as_column(v, f"the value of {n!r}") for n, v in set.items()}
             pruning = pruning_filter(self.spark, table, condition)
@@ -269,9 +274,18 @@ class MorTable:
     @staticmethod
     def _check_columns(table: Table, values: Mapping[str, Any], verb: str) -> None:
         names = {f.name for f in table.schema().fields}
-        unknown = [c for c in values if c not in names]
+        unknown = [c for c in values if c not in names and not (verb == "update" and _is_field(table, c))]
         if unknown:
             raise InvalidArgumentError(f"{verb} names columns {unknown} that table {table.identifier} does not have")
+
+
+def _is_field(table: Table, name: str) -> bool:
+    """Does `name` (`addr.city`) name a field inside a struct column?"""
+    try:
+        table.schema().find_field(name)
+    except ValueError:
+        return False
+    return "." in name
 
 
 def _time(text: str, what: str) -> dt.datetime:
