@@ -67,6 +67,7 @@ from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.types import IntegerType, LongType, StringType, UUIDType
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 from pyspark.sql.types import BinaryType, StructField, StructType
 
 from mor.api.table import Table
@@ -82,7 +83,7 @@ from mor.dml.merge import (
 from mor.dml.merge_clauses import MergeClauses
 from mor.dml.row_changes import DmlTarget, FileMatch, Removal, RowRemover, live_row_count
 from mor.dml.runner import committed_before, run_dml
-from mor.errors import DuplicateKeyError, InvalidArgumentError, UnsupportedFeatureError
+from mor.errors import DuplicateKeyError, InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
 from mor.expr.filters import bind_filter
 from mor.format.arrow_types import to_arrow_schema, to_arrow_type
 from mor.format.metadata import Snapshot
@@ -154,6 +155,7 @@ def merge_on_keys(
         return table.merge(local, on, clauses=clauses, mode=mode, idempotency=idempotency)
     renamed = _renamed_source(source, job)
     with job_description(spark, f"mor merge into {table.identifier}: source keys and key range"):
+        _check_exact_keys(source, job)
         found = _key_filter(table, renamed, job)
     if found is None:
         return None  # an empty source changes nothing
@@ -196,6 +198,7 @@ def upsert_on_keys(
         return table.upsert(local, on, mode, idempotency=idempotency)
     renamed = _renamed_source(source, job)
     with job_description(spark, f"mor upsert into {table.identifier}: source keys and key range"):
+        _check_exact_keys(source, job)
         found = _key_filter(table, renamed, job)
     if found is None:
         return None
@@ -261,6 +264,42 @@ def _check_expressions(job: MergeJob) -> None:
         joined = joined.append_column(name, source.column(name))
     matched_changes(joined, job.clauses, job.outputs, job.target.schema)
     inserted_rows(source, job.clauses, job.outputs, job.target.schema)
+
+
+def _check_exact_keys(source: DataFrame, job: MergeJob) -> None:
+    """A key is matched exactly, as the local API matches it (`conform(exact=True)`): a source
+    key that its cast to the table's key type would change (2.5 into a bigint key, 2**40 into an
+    int) is a SchemaMismatchError naming the value, found by one aggregation when a key's type
+    could narrow, before anything is written."""
+    checks = []
+    for name in job.keys:
+        source_type = source.schema[name].dataType
+        target_type = spark_type(job.target.schema.find_field(name).field_type)
+        if not _may_narrow(source_type, target_type):
+            continue
+        c = F.col(f"`{name}`")
+        converted = F.expr(f"try_cast(`{name}` as {target_type.simpleString()})")  # null where out of range
+        changed = c.isNotNull() & ~converted.cast(source_type).eqNullSafe(c)
+        checks.append(F.first(F.when(changed, c.cast("string")), ignorenulls=True).alias(name))
+    if not checks:
+        return
+    found = source.agg(*checks).first()
+    assert found is not None  # a global aggregation has one row
+    for name in job.keys:
+        if name in found.asDict() and found[name] is not None:
+            field_type = to_arrow_type(job.target.schema.find_field(name).field_type)
+            raise SchemaMismatchError(f"column {name!r}: key {found[name]} does not fit the table's {field_type} (keys match exactly)")
+
+
+def _may_narrow(source: T.DataType, target: T.DataType) -> bool:
+    """Could a cast of `source` values to `target` change one (a fraction, a wider whole number)?"""
+    if source == target:
+        return False
+    widths: dict[type[T.DataType], int] = {T.ByteType: 1, T.ShortType: 2, T.IntegerType: 4, T.LongType: 8}
+    if type(source) in widths and type(target) in widths:
+        return widths[type(source)] > widths[type(target)]
+    fractional = (T.FloatType, T.DoubleType, T.DecimalType)
+    return isinstance(source, fractional) and isinstance(target, (*widths, T.DecimalType))
 
 
 def _renamed_source(source: DataFrame, job: MergeJob) -> DataFrame:

@@ -389,6 +389,24 @@ def test_merge_takes_source_columns_by_name_and_widens_keys_like_the_local_api(s
     assert live_rows(distributed) == live_rows(local)
 
 
+@pytest.mark.parametrize("path", ["driver", "distributed"])
+def test_a_fractional_key_is_refused_as_the_local_api_refuses_it(spark: Any, catalog: mor.Catalog, path: str) -> None:
+    """Keys match exactly on every path: a double key 2.5 is no bigint key (the local merge's
+    `conform(exact=True)`), never cast to 2 on Spark's executors; 3.0 is 3."""
+    local, distributed = twins(catalog, ["category"])
+    before = distributed.metadata_location
+    source = spark.createDataFrame([(2.5, 7), (3.0, 8)], "id double, n long")
+    with pytest.raises(mor.SchemaMismatchError, match="2.5"):
+        local.merge(source.toArrow(), on=["id"], when_matched_update={"n": "source.n"})
+    with pytest.raises(mor.SchemaMismatchError, match="2.5"):
+        merge(spark, distributed, source, on=["id"], when_matched_update={"n": "source.n"}, path=path)
+    assert catalog.load_table("db.spark").metadata_location == before
+    whole = spark.createDataFrame([(3.0, 8)], "id double, n long")
+    local.merge(whole.toArrow(), on=["id"], when_matched_update={"n": "source.n"})
+    merge(spark, distributed, whole, on=["id"], when_matched_update={"n": "source.n"}, path=path)
+    assert live_rows(distributed) == live_rows(local)
+
+
 def test_spark_dml_and_writes_check_the_tables_constraints(spark: Any, catalog: mor.Catalog, warehouse: Path) -> None:
     """New rows written on executors (UPDATE's new values, MERGE inserts, df.write) are checked
     against the CHECK constraints before anything is committed."""
