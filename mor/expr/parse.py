@@ -18,7 +18,7 @@ path), and an error says what is wrong and where.
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pyiceberg.expressions import (
@@ -100,6 +100,10 @@ def _chain(kind: type[And] | type[Or], terms: list[BooleanExpression]) -> Boolea
     return terms[0] if len(terms) == 1 else kind(*terms)
 
 
+def _or_of(nodes: Sequence[exp.Expression]) -> exp.Expression:
+    return nodes[0] if len(nodes) == 1 else exp.Or(this=nodes[0], expression=_or_of(nodes[1:]))
+
+
 def _negation(expr: BooleanExpression) -> BooleanExpression:
     """Where `expr` (built of leaves NULL-safe under pyiceberg's NOT) is FALSE."""
     return pushed_not(Not(expr))
@@ -125,6 +129,8 @@ class PredicateReader(TermReader):
             node = node.this
         if isinstance(node, exp.Connector):
             kind = type(node)
+            if kind not in (exp.And, exp.Or):
+                self.fail(node, f"{kind.__name__.lower()} is not supported: write it with and, or, not")
             operands, todo = [], [node]
             while todo:
                 n = todo.pop()
@@ -195,7 +201,7 @@ class PredicateReader(TermReader):
         a_null, b_null = self._is_null(left, True), self._is_null(right, True)
         a_valued, b_valued = self._is_null(left, False), self._is_null(right, False)
         if equal:
-            return And(self.comparison(node, "=", left, right), And(a_valued, b_valued))
+            return Or(And(self.comparison(node, "=", left, right), And(a_valued, b_valued)), And(a_null, b_null))
         return Or(self.comparison(node, "!=", left, right), Or(And(a_null, b_valued), And(a_valued, b_null)))
 
     def _is_null(self, term: Any, is_null_: bool) -> BooleanExpression:
@@ -223,20 +229,40 @@ class PredicateReader(TermReader):
         self.fail(what, "expected null, nan, true or false after 'is'")
 
     def _unknown(self, node: exp.Expression) -> BooleanExpression:
-        """Where the condition `node` is NULL: a boolean column's nulls; a comparison's, where an
-        operand is null."""
-        while isinstance(node, exp.Paren):
-            node = node.this
-        term = None
-        if type(node) in _NODES:
-            terms = [self.term(node.this), self.term(node.expression)]
-            if any(is_null(t) for t in terms):
-                return AlwaysTrue()
-            return _chain(Or, [self._is_null(t, True) for t in terms if not isinstance(t, Constant)] or [AlwaysFalse()])
-        if isinstance(node, (exp.Column, exp.Dot)):
-            term = self.term(node)
-            return self._is_null(term, True)
-        self.fail(node, "'is not true' and 'is not false' take a boolean column or a comparison")
+        """Where the condition `node` is NULL (neither TRUE nor FALSE), by Kleene's rules: a
+        comparison where an operand is null; `and` where no operand is FALSE and one is NULL;
+        `or` where none is TRUE and one is NULL. Combined only by and/or, never negated, so a
+        NULL inside a form reads as not selected, as it should."""
+        while isinstance(node, (exp.Paren, exp.Not)):
+            node = node.this  # NOT keeps NULL
+        if isinstance(node, exp.Connector):
+            parts = [node.this, node.expression]
+            decided = [self.predicate(p, negated=isinstance(node, exp.Or)) for p in parts]  # a TRUE of or, a FALSE of and
+            unknown = [self._unknown(p) for p in parts]
+            return And(And(*[Or(d, u) for d, u in zip(decided, unknown)]), Or(*unknown))
+        if type(node) in _NODES or isinstance(node, exp.Like | exp.ILike):
+            return self._any_null([self.term(node.this), self.term(node.expression)])
+        if isinstance(node, exp.Escape):
+            return self._unknown(node.this)
+        if isinstance(node, exp.Between):
+            low = exp.GTE(this=node.this, expression=node.args["low"])
+            return self._unknown(exp.And(this=low, expression=exp.LTE(this=node.this, expression=node.args["high"])))
+        if isinstance(node, exp.In):
+            items = node.expressions
+            if len(items) == 1 and isinstance(items[0], exp.Column) and items[0].name.startswith(LIST_PREFIX):
+                return self._any_null([self.term(node.this)])
+            return self._unknown(_or_of([exp.EQ(this=node.this, expression=item) for item in items]))
+        if isinstance(node, (exp.Is, exp.NullSafeEQ, exp.NullSafeNEQ, exp.Boolean)):
+            return AlwaysFalse()  # never NULL
+        if isinstance(node, exp.Null):
+            return AlwaysTrue()
+        return self._any_null([self.term(node)])  # a boolean column or function
+
+    def _any_null(self, terms: list[Any]) -> BooleanExpression:
+        if any(is_null(t) for t in terms):
+            return AlwaysTrue()
+        tests = [self._is_null(t, True) for t in terms if not isinstance(t, Constant)]
+        return _chain(Or, tests) if tests else AlwaysFalse()
 
     def _in(self, node: exp.In, negated: bool) -> BooleanExpression:
         """`left in (...)`: a column in values is one set (a long list read in one pass); a term
@@ -271,8 +297,6 @@ class PredicateReader(TermReader):
             return AlwaysFalse()
         if isinstance(left, Column):
             return set_predicate(NotIn if negated else In, Reference(left.name), set(literals))
-        if isinstance(left, Constant):
-            self.fail(None, "'in' tests a column or a term, not a value")
         return Residual(Test("in", left, tuple(constant_of_literal(lit) for lit in literals)), negated)
 
     def _like(self, node: exp.Expression, negated: bool) -> BooleanExpression:

@@ -225,7 +225,19 @@ def _int_term(draw: st.DrawFn, depth: int = 0) -> str:
 
 @st.composite
 def _predicate(draw: st.DrawFn, depth: int = 0) -> str:
-    kind = draw(st.sampled_from(["cmp", "cmp", "str", "like", "null", "and", "or", "not"] if depth < 2 else ["cmp", "str", "like", "null"]))
+    leaves = ["cmp", "cmp", "str", "like", "null", "in", "between", "distinct", "truth"]
+    kind = draw(st.sampled_from([*leaves, "and", "or", "not"] if depth < 2 else leaves))
+    if kind == "in":  # a null among the items: NULL wherever no item equals, under NOT too
+        items = draw(st.lists(st.sampled_from(["1", "-2", "7", "null", "a"]), min_size=1, max_size=4))
+        return f"{draw(_int_term())} {draw(st.sampled_from(['in', 'not in']))} ({', '.join(items)})"
+    if kind == "between":
+        low, high = (draw(st.sampled_from(["-2", "1", "null", "b"])) for _ in range(2))
+        return f"{draw(_int_term())} {draw(st.sampled_from(['between', 'not between']))} {low} and {high}"
+    if kind == "distinct":
+        right = draw(st.sampled_from(["null", "1", "b"]))
+        return f"{draw(_int_term())} is {draw(st.sampled_from(['', 'not ']))}distinct from {right}"
+    if kind == "truth":  # never NULL
+        return f"({draw(_predicate(2))}) is {draw(st.sampled_from(['', 'not ']))}{draw(st.sampled_from(['true', 'false']))}"
     if kind == "like":  # SQL's LIKE on text and on whole numbers cast to text (the same words in DuckDB)
         pattern = draw(st.text(alphabet="aAb1-%_", max_size=4))
         subject = draw(st.sampled_from(["s", "lower(s)", f"cast({draw(_int_term())} as varchar)"]))
