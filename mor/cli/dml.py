@@ -86,12 +86,12 @@ def assignments(schema: pa.Schema, texts: list[str]) -> dict[str, Any]:
         column = column.strip()
         if not sep or not column:
             raise InvalidArgumentError(f"--set takes COLUMN=VALUE, got {item!r}")
-        index = schema.get_field_index(column)
-        if index < 0:
+        target = _field_type(schema, column)
+        if target is None:
             raise InvalidArgumentError(f"--set {item!r}: the table has no column {column!r}; it has {schema.names}")
         if column in values:
             raise InvalidArgumentError(f"--set sets {column!r} twice")
-        target, text = schema.field(index).type, value.strip()
+        text = value.strip()
         if _LITERAL.fullmatch(text) or not covers(target):
             scalar = literal(value, target, column)
             # null as None: the API then refuses it for a required column, by name
@@ -103,6 +103,24 @@ def assignments(schema: pa.Schema, texts: list[str]) -> dict[str, Any]:
         else:
             values[column] = text  # SQL text: Table.update reads it
     return values
+
+
+def _field_type(schema: pa.Schema, column: str) -> pa.DataType | None:
+    """The type of a column, or of a field inside a struct column (`addr.city`); None if none."""
+    if schema.get_field_index(column) >= 0:
+        return schema.field(column).type
+    fields: pa.Schema | pa.StructType = schema
+    found: pa.DataType | None = None
+    for part in column.split("."):
+        index = fields.get_field_index(part)
+        if index < 0:
+            return None
+        found = fields.field(index).type
+        if not pa.types.is_struct(found):
+            fields = pa.struct([])
+            continue
+        fields = found
+    return found
 
 
 # An unquoted number, date or time, or true/false: a literal of the column's type.
