@@ -89,6 +89,10 @@ CASES = [
     Case("string", "upper(trim(s))", ["A", "B", None, "12", "X"]),
     Case("string", "substring(s, 2)", ["", "", None, "2", "x "]),
     Case("string", "cast(i as string)", ["1", "-2", None, "100", "7"]),
+    Case("string", "f", ["1.5", "-2.5", None, "2.7", "8.9"]),  # a double into text, as Spark writes it
+    Case("string", "f * 1e7", ["1.5E7", "-2.5E7", None, "2.7E7", "8.9E7"]),
+    Case("string", "i", ["1", "-2", None, "100", "7"]),
+    Case("string", "i > 0", ["true", "false", None, "true", "true"]),
     Case("date", "date_add(d, 1)", _dates("2024-02-01", "2024-03-01", None, "2000-01-01", "2024-03-02")),
     Case("date", "d + interval 1 day", _dates("2024-02-01", "2024-03-01", None, "2000-01-01", "2024-03-02")),
     Case("date", "date_sub(d, 31)", _dates("2023-12-31", "2024-01-29", None, "1999-11-30", "2024-01-30")),

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from mor.expr import float_text
 from mor.expr.casts import BOOLEAN_TEXTS, CastType
 
 _TIMESTAMP = pa.timestamp("us")
@@ -34,6 +35,8 @@ def cast_expression(expr: pc.Expression, kind: str, dtype: pa.DataType, target: 
     if target.kind == "string":
         if kind in ("timestamp", "timestamptz"):
             return _timestamp_text(expr, dtype), pa.string()
+        if kind == "float":
+            return float_text.call(expr.cast(pa.float64())), pa.string()
         return expr.cast(pa.string()), pa.string()
     if target.kind == "bool":
         if kind in ("string", "text"):

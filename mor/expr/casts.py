@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
 from typing import Any
 
+from mor.expr.float_text import double_text
 from mor.expr.literals import MICROS_PER_DAY, parse_temporal
 from mor.expr.temporal import temporal_text
 
@@ -70,7 +71,7 @@ CASTS: dict[str, tuple[str, ...]] = {
     "int": (*_NUMBERS, "string", "bool"),
     "float": (*_NUMBERS, "string", "bool"),
     "decimal": (*_NUMBERS, "string"),
-    "string": ("int", "decimal", "string", "bool", *_TEMPORAL),  # a float's text differs between engines
+    "string": ("int", "decimal", "float", "string", "bool", *_TEMPORAL),  # a float as Spark writes it: mor.expr.float_text
     "bool": ("int", "string", "bool"),
     "date": ("string", *_TEMPORAL),
     "timestamp": ("string", *_TEMPORAL),
@@ -191,6 +192,8 @@ def _to_decimal(value: Any, kind: str, target: CastType) -> Decimal:
 def _to_string(value: Any, kind: str) -> str:
     if kind == "bool":
         return "true" if value else "false"
+    if kind == "float":
+        return double_text(float(value))
     if kind == "decimal":
         return format(value, "f")
     if kind in _TEMPORAL:

@@ -64,7 +64,7 @@ FUNCTIONS: dict[str, tuple[tuple[str, ...], str]] = {
     "trim": (("string",), "string"),
     "ltrim": (("string",), "string"),
     "rtrim": (("string",), "string"),
-    "concat": (("int", "decimal", "string", "bool", *TEMPORAL), "string"),  # a float's text differs between engines
+    "concat": (("int", "decimal", "float", "string", "bool", *TEMPORAL), "string"),
     "abs": (NUMERIC, "same"),
     "floor": (NUMERIC, "int"),
     "ceil": (NUMERIC, "int"),
@@ -400,6 +400,8 @@ def _result_kind(call: Call, args: tuple[Any, ...]) -> str:
         refusal = check_cast(args[0].kind, target, args[0])
         if refusal is not None:
             raise InvalidFilterError(f"{refusal}, in {call}")
+        if target.kind == "string":
+            refuse_float32_text(args[0], str(call))
         return target.kind
     kinds = [a.kind if not _is_text(a) else "string" for a in args if not (isinstance(a, Constant) and a.kind == "null")]
     if not kinds:
@@ -414,6 +416,9 @@ def _result_kind(call: Call, args: tuple[Any, ...]) -> str:
     if len(args) < least or (most is not None and len(args) > most):
         takes = f"{least}" if least == most else f"{least} or more" if most is None else f"{least} to {most}"
         raise InvalidFilterError(f"{call.function}() takes {takes} argument{'s' if most != 1 else ''}, found {len(args)}, in {call}")
+    if call.function == "concat":
+        for arg in args:
+            refuse_float32_text(arg, str(call))
     if call.function in SIGNATURES:
         kinds_by_place, result = SIGNATURES[call.function]
         for kind, allowed in zip(kinds, kinds_by_place):
@@ -441,6 +446,17 @@ def _shifted_kind(kind: str, interval: Any) -> str:
     if kind == "date" and interval.micros % 86_400_000_000:
         return "timestamp"
     return kind
+
+
+def refuse_float32_text(term: Any, where: str) -> None:
+    """A 32-bit float has no text here (mor.expr.float_text): InvalidFilterError if `term` reads one."""
+    todo = [term]
+    while todo:
+        t = todo.pop()
+        if isinstance(t, Column) and isinstance(t.type, FloatType):
+            raise InvalidFilterError(f"column {t.name!r} is a 32-bit float, which mor does not write as text as Spark does, in {where}")
+        if isinstance(t, Call):
+            todo.extend(a for a in t.args if not isinstance(a, CastType))
 
 
 def _wider(kinds: list[str]) -> str:

@@ -12,8 +12,8 @@ another, not an operand (`case ... end + 1`: put the arithmetic in the branches)
 
 The result is stored in the column as Spark's ANSI store assignment stores it: a number in any
 number column (to whole numbers toward zero, to fewer decimal places half away from zero; a
-value out of the column's range is an error, never NULL), any value but a float in a text
-column, text and dates and times in date and time columns (text read as filters read it: no
+value out of the column's range is an error, never NULL), any value in a text (a double as
+Spark writes it: mor.expr.float_text) column, text and dates and times in date and time columns (text read as filters read it: no
 zone is UTC for a timestamptz). Nothing else converts by itself: text into a number is
 refused (write `cast('5' as int)`). A value of constants only is converted when the text is
 read, so a value that does not fit fails before a row is read.
@@ -42,7 +42,7 @@ from mor.expr.cast_rows import cast_expression
 from mor.expr.casts import CastType, cast_constant, check_cast
 from mor.expr.filters import bind_filter, parse_filter
 from mor.expr.parse import PredicateReader
-from mor.expr.residual import NUMERIC, TEMPORAL, Call, Column, Constant, bind_term
+from mor.expr.residual import NUMERIC, TEMPORAL, Call, Column, Constant, bind_term, refuse_float32_text
 from mor.expr.residual_rows import term_expression
 from mor.expr.sql_text import deep_recursion
 from mor.format.arrow_types import from_arrow_schema, to_arrow_type
@@ -321,6 +321,8 @@ class _ValueOf:
             term = _fitted(term, into, self.text, f"{self.column!r} ({self.target})")
         try:
             bound = bind_term(term, self.scope.schema)
+            if into.kind == "string":
+                refuse_float32_text(bound, self.text)
         except InvalidFilterError as e:
             raise SchemaMismatchError(f"the value of {self.column!r} ({self.text}): {e}") from None
         expr, dtype = term_expression(bound, self.scope.paths, guard)
