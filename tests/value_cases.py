@@ -72,6 +72,8 @@ CASES = [
     Case("int", "f", [1, -2, None, 2, 8]),  # a double into an int: toward zero
     Case("dec", "dec * 1.005", _decimals("1.26", "-0.50", None, "100.49", "0.01")),  # rounded half up into (5,2)
     Case("dec", "dec / 3", _decimals("0.42", "-0.17", None, "33.33", "0.00")),
+    Case("bool", "dec / 3 * 3 = dec", [False, False, None, True, False]),  # decimal division: 1.25 / 3 is 0.416667
+    Case("dec", "dec / 8 * 10", _decimals("1.56", "-0.63", None, "124.99", "0.01")),
     Case("long", "coalesce(i, 0) * 2", [2, -4, 0, 200, 14]),
     Case("long", "case when i > 5 then 1 when i < 0 then -1 else 0 end", [0, -1, 0, 1, 1]),
     Case("long", "greatest(i, 0)", [1, 0, 0, 100, 7]),

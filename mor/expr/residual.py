@@ -411,7 +411,9 @@ def _result_kind(call: Call, args: tuple[Any, ...]) -> str:
             raise InvalidFilterError(f"{call.function!r} needs numbers, in {call}")
         if call.function == "%" and any(k != "int" for k in kinds):
             raise InvalidFilterError(f"'%' needs whole numbers, in {call}")
-        return "float" if call.function == "/" else _wider(kinds)
+        if call.function == "/":  # Spark's: of whole numbers or a double a double; else a decimal
+            return "decimal" if "decimal" in kinds and "float" not in kinds else "float"
+        return _wider(kinds)
     least, most = ARITY.get(call.function, (1, 1))
     if len(args) < least or (most is not None and len(args) > most):
         takes = f"{least}" if least == most else f"{least} or more" if most is None else f"{least} to {most}"

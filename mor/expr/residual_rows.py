@@ -1,7 +1,7 @@
 """A bound residual (mor.expr.residual) as a pyarrow compute expression, with SQL's
 semantics as DuckDB has them (casts, LIKE and date parts as Spark SQL: mor.expr.casts,
 mor.expr.like; `dayofweek` counts from Sunday 1): a null operand makes the result NULL (the row is not selected);
-`/` divides as floating point; a zero divisor of `/` or `%` is an error (ANSI's DIVIDE_BY_ZERO); `+ - * abs` raise on
+`/` divides whole numbers and doubles as floating point, decimals by Spark's decimal rule; a zero divisor of `/` or `%` is an error (ANSI's DIVIDE_BY_ZERO); `+ - * abs` raise on
 overflow rather than wrap; NaN equals NaN and sorts above every number. Numbers of different
 kinds meet in the wider one (int < decimal < float), decimals at a common scale, so that a
 comparison is exact; a date meets a timestamp as its midnight, UTC for timestamptz.
@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyiceberg.types import IntegerType
 
 from mor.errors import InvalidFilterError
 from mor.expr.cast_rows import cast_expression
@@ -173,6 +174,8 @@ def _call(call: Call, args: list[_Value]) -> _Value:
             return _Value(_decimal_beyond_38(f, left, right, result), "decimal", result)
         return _Value(_CHECKED[f](left.expr, right.expr), left.kind, result)
     if f == "/":  # ANSI: a zero divisor is an error (DIVIDE_BY_ZERO), never infinity or NULL
+        if call.kind == "decimal":
+            return _decimal_divide(call, args)
         a, b = (v.expr.cast(pa.float64()) for v in args)
         return _Value(pc.divide_checked(a, b), "float", pa.float64())
     if f == "%":
@@ -345,6 +348,41 @@ _MORE: dict[str, Callable[[Call, list[_Value]], _Value]] = {
     "nullif": _nullif, "pmod": _pmod, "date_add": _date_add, "datediff": _datediff, "add_interval": _add_interval,
     "startswith": _text_test, "endswith": _text_test, "contains": _text_test, "size": _size,
 }  # fmt: skip
+
+
+def _decimal_divide(call: Call, args: list[_Value]) -> _Value:
+    """Spark's decimal division: the result's precision and scale by its rule (allowing precision
+    loss past 38 digits), computed exactly and rounded half away from zero to that scale."""
+    (p1, s1), (p2, s2) = (_decimal_shape(term, value) for term, value in zip(call.args, args))
+    scale = max(6, s1 + p2 + 1)
+    precision = p1 - s1 + s2 + scale
+    if precision > _MAX_PRECISION:
+        scale = max(_MAX_PRECISION - (precision - scale), min(scale, 6))
+        precision = _MAX_PRECISION
+    result = pa.decimal128(precision, scale)
+    # Arrow divides decimals by truncating at a scale of its own: give the dividend enough places
+    # that the digit after the result's scale is exact, then round at the result's scale. (Arrow
+    # casts an int64 only to 19 digits or more: whole numbers go through decimal(20, 0).)
+    places = scale + s2 + 1
+    dividend, divisor = (v.expr if pa.types.is_decimal(v.type) else v.expr.cast(pa.decimal256(20, 0)) for v in args)
+    whole_digits = p1 - s1 if pa.types.is_decimal(args[0].type) else 20
+    if whole_digits + places > _MAX_PRECISION_256:
+        raise InvalidFilterError(f"{call} needs more than {_MAX_PRECISION_256} digits")
+    dividend = dividend.cast(pa.decimal256(whole_digits + places, places))
+    quotient = pc.round(pc.divide_checked(dividend, divisor), ndigits=scale, round_mode="half_towards_infinity")
+    return _Value(quotient.cast(result), "decimal", result)
+
+
+def _decimal_shape(term: Any, value: _Value) -> tuple[int, int]:
+    """(precision, scale) of a division's operand as Spark types it: a decimal's own, a whole
+    number written in the text its digits, an int column 10 digits, any other whole number 20."""
+    if pa.types.is_decimal(value.type):
+        return value.type.precision, value.type.scale
+    if isinstance(term, Constant):
+        return max(1, len(str(abs(int(term.value))))), 0
+    if isinstance(term, Column) and isinstance(term.type, IntegerType):
+        return 10, 0
+    return 20, 0
 
 
 def _arithmetic_type(op: str, a: pa.DataType, b: pa.DataType) -> pa.DataType:
