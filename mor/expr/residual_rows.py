@@ -1,10 +1,11 @@
-"""A bound residual (mor.expr.residual) as a pyarrow compute expression, with SQL's
-semantics as DuckDB has them (casts, LIKE and date parts as Spark SQL: mor.expr.casts,
-mor.expr.like; `dayofweek` counts from Sunday 1): a null operand makes the result NULL (the row is not selected);
-`/` divides whole numbers and doubles as floating point, decimals by Spark's decimal rule; a zero divisor of `/` or `%` is an error (ANSI's DIVIDE_BY_ZERO); `+ - * abs` raise on
-overflow rather than wrap; NaN equals NaN and sorts above every number. Numbers of different
-kinds meet in the wider one (int < decimal < float), decimals at a common scale, so that a
-comparison is exact; a date meets a timestamp as its midnight, UTC for timestamptz.
+"""A bound residual (mor.expr.residual) as a pyarrow compute expression, with Spark SQL's
+semantics in ANSI mode (casts, LIKE and date parts: mor.expr.casts, mor.expr.like; `dayofweek`
+counts from Sunday 1): a null operand makes the result NULL (the row is not selected); `/`
+divides whole numbers and doubles as floating point, decimals by Spark's decimal rule; a zero
+divisor of `/` or `%` is an error (DIVIDE_BY_ZERO); `+ - * abs` raise on overflow rather than
+wrap; NaN equals NaN and sorts above every number. Numbers of different kinds meet in the wider
+one (int < decimal < float), decimals at a common scale, so that a comparison is exact; a date
+meets a timestamp as its midnight, UTC for timestamptz.
 """
 
 from __future__ import annotations
