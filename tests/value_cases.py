@@ -2,7 +2,7 @@
 over the rows below, and what the column holds after, or the error. mor stores it locally
 (tests/unit/expr/test_value_conformance.py); Spark SQL judges every case: an `INSERT INTO` a
 table with the column's type `SELECT id, <text> FROM rows`, so Spark's own store assignment
-(ANSI) decides the value or refuses it (tests/spark/test_value_conformance.py). A quoted date or
+(ANSI) decides the value or refuses it (tests/spark/test_spark_judges_values.py). A quoted date or
 time into a date or time column is cast, as the UPDATEs of Delta and Iceberg-Spark cast it."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The value conformance table (tests/value_cases.py) stored by mor's UPDATE: the column holds
-what Spark's store assignment gives (judged in tests/spark/test_value_conformance.py), or the
+what Spark's store assignment gives (judged in tests/spark/test_spark_judges_values.py), or the
 update is refused and the table left as it was."""
 
 from __future__ import annotations
