@@ -77,6 +77,8 @@ CASES = [
     Case("long", "coalesce(i, 0) * 2", [2, -4, 0, 200, 14]),
     Case("long", "case when i > 5 then 1 when i < 0 then -1 else 0 end", [0, -1, 0, 1, 1]),
     Case("long", "greatest(i, 0)", [1, 0, 0, 100, 7]),
+    Case("long", "if(i > 5, 1, 0)", [0, 0, 0, 1, 1]),  # a NULL condition takes the else
+    Case("string", "if(s = 'a', 'yes', s)", ["yes", "B", None, "12", " x "]),
     Case("long", "pmod(i, 3)", [1, 1, None, 1, 1]),
     Case("long", "nullif(i, 1)", [None, -2, None, 100, 7]),
     Case("long", "i % 3", [1, -2, None, 1, 1]),

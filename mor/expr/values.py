@@ -219,6 +219,12 @@ class _ValueReader(PredicateReader):
             node = node.this
         if isinstance(node, exp.Case):
             return self._case(node, depth)
+        if isinstance(node, exp.If):  # if(c, a, b): Spark's short CASE (a NULL condition takes b)
+            if depth >= _MAX_CASE_DEPTH:
+                self.fail(node, f"CASEs nest more than {_MAX_CASE_DEPTH} deep")
+            otherwise = node.args.get("false")
+            default = self.value(otherwise, depth + 1) if otherwise is not None else NULL_VALUE
+            return Case(((self.predicate(node.this), self.value(node.args["true"], depth + 1)),), default)
         if isinstance(node, exp.Null):
             if depth == 0:
                 self.fail(node, "null is a whole value ('null') or a CASE's branch")
