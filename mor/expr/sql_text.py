@@ -41,7 +41,6 @@ class MorSpark(Spark):
 
 
 DIALECT = MorSpark()
-NOT_SUPPORTED = "is not supported"  # in every refusal of a construct mor does not evaluate (Spark may: mor.spark)
 LIST_PREFIX = "__mor_values_"  # the placeholder name of a long list of values
 MIN_LISTED = 16  # lists at least this long are read by the fast path
 

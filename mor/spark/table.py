@@ -51,7 +51,6 @@ from mor.dml.runner import run_dml, write_mode
 from mor.dml.update import updated_columns
 from mor.errors import InvalidArgumentError, MorError
 from mor.expr.filters import bind_filter, parse_filter
-from mor.expr.sql_text import NOT_SUPPORTED
 from mor.format.properties import DELETE_MODE_PROPERTY, MERGE_MODE_PROPERTY, UPDATE_MODE_PROPERTY
 from mor.spark.apply_changes import check_writable_columns
 from mor.spark.dml import matched_rows_plan
@@ -313,8 +312,8 @@ def _read_by_mor(
     executors (no shuffle: each task reads and changes its own files), or None for Spark's plan.
     mor reads the same Spark SQL text as Spark (mor/expr), so this is a choice of engine by the
     plan's shape, never of meaning: mor's when every part is text, a literal or a pyiceberg
-    filter that mor evaluates, in a session whose zone is UTC (mor's reading of a zone-less
-    time); Spark's for Columns, or text with what only Spark evaluates."""
+    filter that mor reads without complaint, in a session whose zone is UTC (mor's reading of a
+    zone-less time); Spark's for Columns, or text with what only Spark evaluates."""
     parts = [condition, *(values or {}).values()]
     _refuse_pyarrow("update" if values else "delete", parts)
     if any(isinstance(p, Column) for p in parts) or not session_in_utc(spark):
@@ -324,10 +323,10 @@ def _read_by_mor(
     try:
         row_filter = _bound(table, condition)
         columns = updated_columns(table, dict(values)) if values else None
-    except MorError as e:
-        if NOT_SUPPORTED in str(e):
-            return None  # a function or construct mor does not evaluate: Spark's plan does
-        raise
+    except MorError:
+        # A function mor does not evaluate, a column named in another case (Spark resolves names
+        # case-insensitively), or a mistake: Spark's plan reads it, or says in Spark's words what is wrong.
+        return None
     return row_filter, columns
 
 

@@ -149,6 +149,18 @@ def test_one_value_language_in_spark_and_locally(spark: Any, catalog: mor.Catalo
     assert live(remote) == live(local)
 
 
+def test_text_mor_does_not_read_runs_on_sparks_plan(spark: Any, catalog: mor.Catalog) -> None:
+    """Text with what only Spark reads (a column named in another case, Spark's names being
+    case-insensitive; a function mor lacks) runs on Spark's plan, with Spark's answer."""
+    local, remote = twins(catalog)
+    local.update({"n": "n + 1"}, where="id < 5")
+    mor.spark.update(spark, remote, {"n": "N + 1"}, where="ID < 5")
+    local.delete("id % 10 = 3")
+    mor.spark.delete(spark, remote, "bround(id, -1) = id and id % 10 = 3 or pmod(id, 10) = 3 and false")
+    mor.spark.delete(spark, remote, "pmod(id, 10) = 3")
+    assert live(remote) == live(local)
+
+
 def test_a_field_inside_a_struct_is_set_as_locally(spark: Any, catalog: mor.Catalog) -> None:
     """`set={"addr.city": ...}` (Delta's and Spark's UPDATE of a nested field) on Spark stores what
     the local UPDATE stores; a Column for it is refused, naming the field."""
