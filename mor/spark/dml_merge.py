@@ -83,7 +83,7 @@ from mor.dml.merge import (
 from mor.dml.merge_clauses import MergeClauses
 from mor.dml.row_changes import DmlTarget, FileMatch, Removal, RowRemover, live_row_count
 from mor.dml.runner import committed_before, run_dml
-from mor.errors import DuplicateKeyError, InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
+from mor.errors import DuplicateKeyError, InvalidArgumentError, MorError, SchemaMismatchError, UnsupportedFeatureError
 from mor.expr.filters import bind_filter
 from mor.format.arrow_types import to_arrow_schema, to_arrow_type
 from mor.format.metadata import Snapshot
@@ -125,6 +125,21 @@ class MergeJob:
     def source_name(self, column: str) -> str:
         """The source column's name in the joined rows, apart from the table's names."""
         return f"__source_{self.source_schema.get_field_index(column)}"
+
+
+def key_engine_reads(table: Table, source: DataFrame, on: Sequence[str], clauses: MergeClauses) -> bool:
+    """Does mor read every clause of a MERGE on keys without complaint (its columns, in their
+    case; its functions)? Checked on empty rows, before any job; where it does not, Spark's join
+    runs the MERGE and reads the text as Spark does."""
+    try:
+        keyed, outputs = merge_outputs(table, spark_arrow_schema(source.schema).empty_table(), on, clauses)
+        target_columns = [f.name for f in table.schema().fields] if clauses.reads_target_columns else list(on)
+        _check_expressions(
+            MergeJob(DmlTarget.of(table, "merge-on-read"), tuple(on), clauses, outputs, tuple(target_columns), keyed.schema, {}, False)
+        )
+    except MorError:
+        return False
+    return True
 
 
 def merge_on_keys(

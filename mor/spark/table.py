@@ -54,7 +54,7 @@ from mor.expr.filters import bind_filter, parse_filter
 from mor.format.properties import DELETE_MODE_PROPERTY, MERGE_MODE_PROPERTY, UPDATE_MODE_PROPERTY
 from mor.spark.apply_changes import check_writable_columns
 from mor.spark.dml import matched_rows_plan
-from mor.spark.dml_merge import PATHS, merge_on_keys, upsert_on_keys
+from mor.spark.dml_merge import PATHS, key_engine_reads, merge_on_keys, upsert_on_keys
 from mor.spark.errors import spark_errors
 from mor.spark.fast_path import read_table
 from mor.spark.file_paths import check_metadata_columns_free
@@ -384,7 +384,8 @@ class MorMergeBuilder:
         mode = write_mode(table, mode, MERGE_MODE_PROPERTY)
         keys = _key_names(self.condition)
         _refuse_pyarrow("merge", clauses.expressions())
-        if keys is not None and not any(isinstance(e, Column) for e in clauses.expressions()):
+        by_keys = keys is not None and not any(isinstance(e, Column) for e in clauses.expressions())
+        if by_keys and keys is not None and key_engine_reads(table, self.source, keys, clauses):
             # the key engine: an equi-join on the keys, by mor (a small source on the driver); it reads the clauses' text as Spark's
             return merge_on_keys(self.table.spark, table, self.source, keys, clauses, mode, path, idempotency)
         if clauses.has_update or clauses.has_insert:

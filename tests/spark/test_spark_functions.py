@@ -159,6 +159,11 @@ def test_text_mor_does_not_read_runs_on_sparks_plan(spark: Any, catalog: mor.Cat
     mor.spark.delete(spark, remote, "bround(id, -1) = id and id % 10 = 3 or pmod(id, 10) = 3 and false")
     mor.spark.delete(spark, remote, "pmod(id, 10) = 3")
     assert live(remote) == live(local)
+    source = source_rows([1, 2, 500], n=7)
+    local.merge(source, on=["id"], when_matched_update={"n": "source.n + n"}, when_not_matched_insert="*")
+    mor.spark.merge(spark, remote, spark.createDataFrame(source), on=["id"], when_matched_update={"n": "SOURCE.N + TARGET.N"},
+                    when_not_matched_insert="*")  # fmt: skip
+    assert live(remote) == live(local)
 
 
 def test_a_field_inside_a_struct_is_set_as_locally(spark: Any, catalog: mor.Catalog) -> None:
