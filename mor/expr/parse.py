@@ -157,8 +157,8 @@ class PredicateReader(TermReader):
             return self._in(node, negated)
         if isinstance(node, exp.Between):
             left = self.term(node.this)
-            low = self.comparison(node, ">=", left, self.term(node.args["low"]), negated)
-            high = self.comparison(node, "<=", left, self.term(node.args["high"]), negated)
+            low = self.comparison(node, ">=", left, self.term(node.args["low"]), negated, null_bound=True)
+            high = self.comparison(node, "<=", left, self.term(node.args["high"]), negated, null_bound=True)
             return Or(low, high) if negated else And(low, high)
         if isinstance(node, (exp.Like, exp.ILike, exp.Escape)):
             return self._like(node, negated)
@@ -175,14 +175,19 @@ class PredicateReader(TermReader):
             self.fail(node, f"expected a condition, found the value {term}")
         return Residual(Test("=", term, (Constant(True, "bool"),)), negated)  # a function of booleans
 
-    def comparison(self, node: exp.Expression, op: str, left: Any, right: Any, negated: bool = False) -> BooleanExpression:
-        """A plain comparison of a column with a value where it is one, else a residual; with
-        null never TRUE nor FALSE."""
+    def comparison(
+        self, node: exp.Expression, op: str, left: Any, right: Any, negated: bool = False, null_bound: bool = False
+    ) -> BooleanExpression:
+        """A plain comparison of a column with a value where it is one, else a residual. A null
+        operand makes it never TRUE nor FALSE: written as such (`x = null`, always a mistake) it
+        is refused; a null bound of BETWEEN (`null_bound`) is SQL's."""
         for term in (left, right):
             if is_interval(term):
                 self.fail(node, "an interval is no value to compare: add it to or subtract it from a date or time "
                           "(current_date - interval 7 days)")  # fmt: skip
         if is_null(left) or is_null(right):
+            if not null_bound:
+                self.fail(node, "a comparison with null is never true: use 'x is null' or 'x is not null' (or x <=> null)")
             return AlwaysFalse()
         if negated:
             op = _OPPOSITE[op]
