@@ -424,8 +424,8 @@ def test_equality_deletes_outside_the_columns_are_a_reason_not_a_crash(spark: An
 
 
 def test_dml_target_rows_the_jvm_path_cannot_read_go_through_the_python_source(spark: Any, catalog: mor.Catalog, caplog: Any) -> None:
-    """A time column has no native Spark type: Spark's DELETE reads its target rows (`_file`,
-    `_pos`) through the Python source, and removes what the local verb removes."""
+    """A time column has no native Spark type: Spark's DELETE plan reads its target rows
+    (`_file`, `_pos`) through the Python source, and removes what the local verb removes."""
     import datetime as dt
 
     from pyiceberg.schema import Schema
@@ -433,8 +433,10 @@ def test_dml_target_rows_the_jvm_path_cannot_read_go_through_the_python_source(s
 
     table = catalog.create_table("db.times", schema=Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "t", TimeType())))
     table.append(pa.table({"id": pa.array(range(6), pa.int64()), "t": pa.array([dt.time(1, i) for i in range(6)], pa.time64("us"))}))
+    from pyspark.sql import functions as F
+
     with caplog.at_level(logging.INFO, logger="mor.spark"):
-        mor.spark.delete(spark, table, "id < 3")
+        mor.spark.delete(spark, table, F.col("id") < 3)  # a Column: Spark's plan (text would run mor's matcher)
     assert "target rows go through the Python source" in caplog.text and "uuid and time" in caplog.text
     assert sorted(catalog.load_table("db.times").scan().to_arrow().column("id").to_pylist()) == [3, 4, 5]
 
