@@ -166,4 +166,6 @@ CASES = [
     Case("size(l) = 0", (1,), "len(l) = 0"),
     Case("size(l) >= 2", (0, 5), "len(l) >= 2"),
     Case("size(l) = 1", (3, 4, 6), "len(l) = 1"),
+    Case("array_contains(l, 2)", (0, 5), "list_contains(l, 2)"),
+    Case("not array_contains(l, 3)", (0, 1, 6), duckdb_agrees=False),  # [null]: NULL in Spark, false in DuckDB
 ]

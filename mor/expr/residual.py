@@ -98,6 +98,7 @@ SIGNATURES: dict[str, tuple[tuple[tuple[str, ...], ...], str]] = {
     "startswith": ((("string",), ("string",)), "bool"),
     "endswith": ((("string",), ("string",)), "bool"),
     "contains": ((("string",), ("string",)), "bool"),
+    "array_contains": ((("list",), ("int", "float", "string", "bool")), "bool"),
 }
 # how many arguments: at least, at most (None: any number); one where not said
 ARITY: dict[str, tuple[int, int | None]] = {

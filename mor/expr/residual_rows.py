@@ -19,10 +19,12 @@ import pyarrow.compute as pc
 from pyiceberg.types import IntegerType
 
 from mor.errors import InvalidFilterError
+from mor.expr import list_contains
 from mor.expr.cast_rows import cast_expression
 from mor.expr.casts import CastType
 from mor.expr.literals import MICROS_PER_DAY, decimal_of, unscaled
 from mor.expr.residual import BoundResidual, Call, Column, Constant, Test
+from mor.format.arrow_types import to_arrow_type
 
 _NULL_BOOL = pa.nulls(1, pa.bool_())[0]
 # date and time parts, as Spark SQL numbers them (dayofweek: Sunday 1 to Saturday 7)
@@ -123,8 +125,9 @@ def _is_interval(term: Any) -> bool:
 
 def _column(column: Column, paths: dict[int, tuple[str, ...]], guard: pc.Expression | None = None) -> _Value:
     expr = pc.field(*paths[column.field_id])
-    if column.kind in ("list", "map"):  # only counted (size): its own type
-        return _Value(expr, column.kind, pa.null())
+    if column.kind in ("list", "map"):  # counted (size) or searched (array_contains): its own type
+        assert column.type is not None  # a bound column has its type
+        return _Value(expr, column.kind, to_arrow_type(column.type))
     if column.kind == "decimal":
         ftype = column.type
         assert ftype is not None  # a bound column has its type
@@ -343,11 +346,26 @@ def _size(call: Call, args: list[_Value]) -> _Value:
     return _Value(pc.list_value_length(args[0].expr).cast(pa.int64()), "int", pa.int64())
 
 
+def _array_contains(call: Call, args: list[_Value]) -> _Value:
+    """Spark's array_contains(list, value) of a value written in the text: NULL for a null list,
+    and where the value is not found but the list holds a null (as `in` with a null)."""
+    value = call.args[1]
+    if not isinstance(value, Constant):
+        raise InvalidFilterError(f"array_contains() takes its value as a value written in the text, in {call}")
+    element = args[0].type.value_type
+    fits = {"int": pa.types.is_integer, "float": pa.types.is_floating, "string": pa.types.is_string, "text": pa.types.is_string,
+            "bool": pa.types.is_boolean}  # fmt: skip
+    kind = "float" if value.kind == "int" and pa.types.is_floating(element) else value.kind
+    if not fits[kind](element):
+        raise InvalidFilterError(f"array_contains() looks for {value} in a list of {element}, in {call}")
+    return _Value(list_contains.call(args[0].expr, value.value, kind), "bool", pa.bool_())
+
+
 _MORE: dict[str, Callable[[Call, list[_Value]], _Value]] = {
     "concat": _concat, "substring": _substring, "trim": _trimmed, "ltrim": _trimmed, "rtrim": _trimmed,
     "floor": _rounded, "ceil": _rounded, "round": _rounded, "greatest": _extreme, "least": _extreme,
     "nullif": _nullif, "pmod": _pmod, "date_add": _date_add, "datediff": _datediff, "add_interval": _add_interval,
-    "startswith": _text_test, "endswith": _text_test, "contains": _text_test, "size": _size,
+    "startswith": _text_test, "endswith": _text_test, "contains": _text_test, "size": _size, "array_contains": _array_contains,
 }  # fmt: skip
 
 
