@@ -25,7 +25,6 @@ from typing import Any, TypeAlias, cast
 
 from pyiceberg.conversions import from_bytes
 from pyiceberg.expressions import (
-    AlwaysFalse,
     AlwaysTrue,
     And,
     BooleanExpression,
@@ -35,16 +34,9 @@ from pyiceberg.expressions import (
     EqualTo,
     GreaterThan,
     GreaterThanOrEqual,
-    In,
     IsNaN,
-    LessThan,
-    LessThanOrEqual,
     LiteralPredicate,
     Not,
-    NotEqualTo,
-    NotIn,
-    NotNaN,
-    NotNull,
     Or,
     SetPredicate,
 )
@@ -97,7 +89,7 @@ from pyiceberg.types import (
 
 from mor.errors import InvalidFilterError
 from mor.expr.bounds_prefilter import BoundsPrefilter, Mask
-from mor.expr.literals import TimestampNanoLiteral, exact_predicate
+from mor.expr.literals import TimestampNanoLiteral, exact_predicate, is_nan_value, nan_compared
 from mor.expr.parse import parse, set_predicate
 from mor.expr.residual import Residual, bound_field_ids, pushed_not, without_residuals
 from mor.expr.shape import DERIVED_MAX_TERMS, shaped
@@ -180,7 +172,8 @@ def _bind(schema: Schema, expr: BooleanExpression, case_sensitive: bool, check: 
         return Or(_bind(schema, expr.left, case_sensitive, check), _bind(schema, expr.right, case_sensitive, check))
     if isinstance(expr, Not):
         return Not(_bind(schema, expr.child, case_sensitive, check))
-    if isinstance(expr, (LiteralPredicate, SetPredicate)) and (nan := _nan_compared(schema, expr, case_sensitive)) is not None:
+    nan = nan_compared(_field(schema, expr.term.name, case_sensitive), expr) if isinstance(expr, (LiteralPredicate, SetPredicate)) else None
+    if nan is not None:
         return _bind(schema, nan, case_sensitive, check)
     if isinstance(expr, SetPredicate):
         # Remembered alone too: the pruning and NOT-free forms of a filter share its leaves.
@@ -201,35 +194,6 @@ def _bind(schema: Schema, expr: BooleanExpression, case_sensitive: bool, check: 
             if _is_float_infinity(expr.literal, field.field_type):
                 expr = type(expr)(expr.term, FloatLiteral(expr.literal.value))
     return bind(schema, expr, case_sensitive)
-
-
-# a comparison of a float column with NaN ('NaN', as Spark casts the text) -> the same rows by
-# is_nan / not_nan: NaN equals NaN and sorts above every number (Spark's order); NULL stays NULL
-_NAN_COMPARED: dict[type, Callable[[str], BooleanExpression]] = {
-    EqualTo: IsNaN,
-    NotEqualTo: lambda name: And(NotNaN(name), NotNull(name)),
-    GreaterThan: lambda name: AlwaysFalse(),
-    GreaterThanOrEqual: IsNaN,
-    LessThan: lambda name: And(NotNaN(name), NotNull(name)),
-    LessThanOrEqual: NotNull,
-}
-
-
-def _nan_compared(schema: Schema, expr: LiteralPredicate | SetPredicate, case_sensitive: bool) -> BooleanExpression | None:
-    """`expr` without NaN among its values (see _NAN_COMPARED), or None when it has none."""
-    field = _field(schema, expr.term.name, case_sensitive)
-    if field is None or not isinstance(field.field_type, (FloatType, DoubleType)):
-        return None
-    name = expr.term.name
-    if isinstance(expr, LiteralPredicate):
-        rewrite = _NAN_COMPARED.get(type(expr))
-        return rewrite(name) if rewrite is not None and _is_nan(expr.literal.value) else None
-    if not any(_is_nan(lit.value) for lit in expr.literals):  # a long list of plain floats: one pass, no NaN
-        return None
-    rest = [lit for lit in expr.literals if not _is_nan(lit.value)]
-    if isinstance(expr, In):
-        return Or(In(name, rest), IsNaN(name)) if rest else IsNaN(name)
-    return And(NotIn(name, rest), NotNaN(name)) if rest else And(NotNaN(name), NotNull(name))
 
 
 def _bind_set_exactly(schema: Schema, expr: SetPredicate, case_sensitive: bool, check: bool) -> BooleanExpression:
@@ -590,7 +554,7 @@ def _largest(values: list[float]) -> float:
 
 def _check_floats(field: NestedField, values: Iterable[Any]) -> None:
     for v in values:
-        if _is_nan(v):
+        if is_nan_value(v):
             raise InvalidFilterError(
                 f"NaN cannot be compared with column {field.name!r}: use '{field.name} is nan' or '{field.name} is not nan'"
             )
@@ -608,19 +572,6 @@ def _is_whole(v: float | Decimal) -> bool:
     if isinstance(v, float):
         return v.is_integer()
     return v.is_finite() and v == v.to_integral_value()
-
-
-def _is_nan(v: Any) -> bool:
-    if isinstance(v, float):
-        return math.isnan(v)
-    if isinstance(v, Decimal):
-        return v.is_nan()
-    if isinstance(v, str):
-        try:
-            return math.isnan(float(v))
-        except ValueError:
-            return False
-    return False
 
 
 def _field(schema: Schema, name: str, case_sensitive: bool) -> NestedField | None:

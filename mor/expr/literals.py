@@ -31,17 +31,21 @@ from typing import Any, NamedTuple
 
 from pydantic import model_serializer
 from pyiceberg.expressions import (
+    AlwaysFalse,
     And,
     BooleanExpression,
     EqualTo,
     GreaterThan,
     GreaterThanOrEqual,
     In,
+    IsNaN,
     LessThan,
     LessThanOrEqual,
     LiteralPredicate,
     NotEqualTo,
     NotIn,
+    NotNaN,
+    NotNull,
     Or,
     SetPredicate,
 )
@@ -57,6 +61,8 @@ from pyiceberg.expressions.literals import (
 from pyiceberg.types import (
     DateType,
     DecimalType,
+    DoubleType,
+    FloatType,
     IcebergType,
     IntegerType,
     LongType,
@@ -375,3 +381,46 @@ def always(term: Any, domain: _Domain) -> BooleanExpression:
     """True for every value, NULL for a null (`x >= 0 or x < 0`)."""
     zero = domain.make(0)
     return Or(GreaterThanOrEqual(term, zero), LessThan(term, zero))
+
+
+# A comparison of a float column with NaN ('NaN', as Spark casts the text) -> the same rows by
+# is_nan / not_nan: NaN equals NaN and sorts above every number (Spark's order); NULL stays NULL.
+_NAN_COMPARED: dict[type, Callable[[str], BooleanExpression]] = {
+    EqualTo: IsNaN,
+    NotEqualTo: lambda name: And(NotNaN(name), NotNull(name)),
+    GreaterThan: lambda name: AlwaysFalse(),
+    GreaterThanOrEqual: IsNaN,
+    LessThan: lambda name: And(NotNaN(name), NotNull(name)),
+    LessThanOrEqual: NotNull,
+}
+
+
+def nan_compared(field: NestedField | None, expr: LiteralPredicate | SetPredicate) -> BooleanExpression | None:
+    """`expr` on float column `field` without NaN among its values (see _NAN_COMPARED), or None
+    when it has none (or the column is no float)."""
+    if field is None or not isinstance(field.field_type, (FloatType, DoubleType)):
+        return None
+    name = expr.term.name
+    if isinstance(expr, LiteralPredicate):
+        rewrite = _NAN_COMPARED.get(type(expr))
+        return rewrite(name) if rewrite is not None and is_nan_value(expr.literal.value) else None
+    if not any(is_nan_value(lit.value) for lit in expr.literals):  # a long list of plain floats: one pass, no NaN
+        return None
+    rest = [lit for lit in expr.literals if not is_nan_value(lit.value)]
+    if isinstance(expr, In):
+        return Or(In(name, rest), IsNaN(name)) if rest else IsNaN(name)
+    return And(NotIn(name, rest), NotNaN(name)) if rest else And(NotNaN(name), NotNull(name))
+
+
+def is_nan_value(v: Any) -> bool:
+    """A NaN, as a float, a Decimal or text ('NaN', 'nan')."""
+    if isinstance(v, float):
+        return math.isnan(v)
+    if isinstance(v, Decimal):
+        return v.is_nan()
+    if isinstance(v, str):
+        try:
+            return math.isnan(float(v))
+        except ValueError:
+            return False
+    return False
