@@ -11,7 +11,14 @@ def duckdb_ids(rows: pa.Table, where: str) -> list[int]:
     con = duckdb.connect()
     try:
         con.execute("SET TimeZone='UTC'")
-        con.register("rows", rows)
-        return sorted(r[0] for r in con.execute(f"SELECT id FROM rows WHERE {where}").fetchall())
+        con.register("arrow_rows", rows)
+        # A table of DuckDB's own: a filter on a scan of the Arrow table is pushed into Arrow's
+        # kernels, which lack some of SQL's comparisons (IS DISTINCT FROM) and order NaN otherwise.
+        con.execute("CREATE TABLE rows AS SELECT * FROM arrow_rows")
+        # The predicate as a value, the rows where it is TRUE picked here: DuckDB 1.5's optimizer
+        # rewrites some WHERE clauses wrongly (`b = 1 or b is distinct from 1` drops a null `b`
+        # that the same expression as a value keeps).
+        found = con.execute(f"SELECT id, ({where}) IS TRUE FROM rows").fetchall()
+        return sorted(r[0] for r in found if r[1])
     finally:
         con.close()

@@ -18,7 +18,7 @@ path), and an error says what is wrong and where.
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from pyiceberg.expressions import (
@@ -100,8 +100,10 @@ def _chain(kind: type[And] | type[Or], terms: list[BooleanExpression]) -> Boolea
     return terms[0] if len(terms) == 1 else kind(*terms)
 
 
-def _or_of(nodes: Sequence[exp.Expression]) -> exp.Expression:
-    return nodes[0] if len(nodes) == 1 else exp.Or(this=nodes[0], expression=_or_of(nodes[1:]))
+def _unknown_of(decided: list[BooleanExpression], unknown: list[BooleanExpression]) -> BooleanExpression:
+    """Where an `and` (`decided`: where each operand is TRUE) or an `or` (where each is FALSE)
+    is NULL: no operand decides it, and one is NULL (`unknown`: where each is)."""
+    return And(_chain(And, [Or(d, u) for d, u in zip(decided, unknown)]), _chain(Or, unknown))
 
 
 def _negation(expr: BooleanExpression) -> BooleanExpression:
@@ -244,19 +246,24 @@ class PredicateReader(TermReader):
             parts = [node.this, node.expression]
             decided = [self.predicate(p, negated=isinstance(node, exp.Or)) for p in parts]  # a TRUE of or, a FALSE of and
             unknown = [self._unknown(p) for p in parts]
-            return And(And(*[Or(d, u) for d, u in zip(decided, unknown)]), Or(*unknown))
+            return _unknown_of(decided, unknown)
         if type(node) in _NODES or isinstance(node, exp.Like | exp.ILike):
             return self._any_null([self.term(node.this), self.term(node.expression)])
         if isinstance(node, exp.Escape):
             return self._unknown(node.this)
-        if isinstance(node, exp.Between):
-            low = exp.GTE(this=node.this, expression=node.args["low"])
-            return self._unknown(exp.And(this=low, expression=exp.LTE(this=node.this, expression=node.args["high"])))
-        if isinstance(node, exp.In):
-            items = node.expressions
+        if isinstance(node, exp.Between):  # `x >= low and x <= high`, a null bound allowed
+            left, bounds = self.term(node.this), [(">=", self.term(node.args["low"])), ("<=", self.term(node.args["high"]))]
+            decided = [self.comparison(node, op, left, bound, null_bound=True) for op, bound in bounds]
+            unknown = [self._any_null([left, bound]) for _, bound in bounds]
+            return _unknown_of(decided, unknown)
+        if isinstance(node, exp.In):  # `x = a or x = b ...`, a null item allowed
+            left, items = self.term(node.this), node.expressions
             if len(items) == 1 and isinstance(items[0], exp.Column) and items[0].name.startswith(LIST_PREFIX):
-                return self._any_null([self.term(node.this)])
-            return self._unknown(_or_of([exp.EQ(this=node.this, expression=item) for item in items]))
+                return self._any_null([left])  # plain values, none of them null
+            terms = [self.term(item) for item in items]
+            decided = [self.comparison(node, "=", left, t, negated=True, null_bound=True) for t in terms]  # a FALSE of each
+            unknown = [self._any_null([left, t]) for t in terms]
+            return _unknown_of(decided, unknown)
         if isinstance(node, (exp.Is, exp.NullSafeEQ, exp.NullSafeNEQ, exp.Boolean)):
             return AlwaysFalse()  # never NULL
         if isinstance(node, exp.Null):
