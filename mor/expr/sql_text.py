@@ -46,7 +46,10 @@ MIN_LISTED = 16  # lists at least this long are read by the fast path
 
 _STRING = r"'(?:[^'\\]|''|\\.)*'"
 _NUMBER = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
-_SKIP = re.compile(rf"""{_STRING}|`(?:[^`]|``)*`|"(?:[^"\\]|\\.)*"|\(""")
+_QUOTED_TEXT = _STRING + r'|`(?:[^`]|``)*`|"(?:[^"\\]|\\.)*"'  # 'text', `name`, "name"
+_QUOTED = re.compile(_QUOTED_TEXT)
+_QUOTE = re.compile(r"""['"`]""")
+_SKIP = re.compile(rf"{_QUOTED_TEXT}|\(")
 _LIST = re.compile(rf"\(\s*(?:(?:{_STRING}|{_NUMBER})\s*,\s*)*(?:{_STRING}|{_NUMBER})\s*\)")
 LIST_ITEM = re.compile(rf"{_STRING}|{_NUMBER}")
 _INT_LIST = re.compile(r"\(([0-9\s,+-]*)\)")
@@ -99,14 +102,9 @@ def parse_sql(text: str, what: str, syntax: str) -> Parsed:
     try:
         with deep_recursion():
             tokens = _starts_with_as_like(DIALECT.tokenize(replaced))
-            bad = _malformed(tokens)
-            if bad is not None:
-                problem = (
-                    "expected 'then' after the condition of 'when'"
-                    if _when_without_then(tokens) is bad
-                    else f"expected a value, found {bad.text!r}"
-                )
-                fail(text, lists.original_offset(bad.start), problem, what, syntax)
+            malformed = _malformed(tokens)
+            if malformed is not None:
+                fail(text, lists.original_offset(malformed[0].start), malformed[1], what, syntax)
             trees = DIALECT.parser().parse(tokens, replaced)
     except RecursionError:
         fail(text, 0, "the text nests too deep to read", what, syntax)
@@ -211,10 +209,13 @@ def _offset_in(replaced: str, line: int, col: int) -> int:
 
 
 def _unterminated_at(text: str) -> int:
-    for m in re.finditer(r"""['"`]""", text):
-        rest = text[m.start() :]
-        if not re.match(rf"""{_STRING}|`(?:[^`]|``)*`|"(?:[^"\\]|\\.)*\"""", rest):
+    """Where the first quote that is never closed opens (the end of the text if none is)."""
+    pos = 0
+    while (m := _QUOTE.search(text, pos)) is not None:
+        closed = _QUOTED.match(text, m.start())
+        if closed is None:
             return m.start()
+        pos = closed.end()
     return len(text)
 
 
@@ -236,19 +237,19 @@ def _described(description: str) -> str:
     return description[0].lower() + description[1:]
 
 
-def _malformed(tokens: list[Token]) -> Token | None:
-    """A token sqlglot would let pass where Spark SQL refuses it: an empty item in a list
-    (`(1,,2)`, `(1, 2,)`, `in ()`), a number with `_`."""
+def _malformed(tokens: list[Token]) -> tuple[Token, str] | None:
+    """A token sqlglot would let pass where Spark SQL refuses it, and why: an empty item in a
+    list (`(1,,2)`, `(1, 2,)`, `in ()`), a number with `_`, a CASE's `when` without `then`."""
     for before, t, after in zip([None, *tokens], tokens, [*tokens[1:], None]):
-        if t.token_type == TokenType.COMMA and (after is None or after.token_type in (TokenType.COMMA, TokenType.R_PAREN)):
-            return after or t
+        empty_item = t.token_type == TokenType.COMMA and (after is None or after.token_type in (TokenType.COMMA, TokenType.R_PAREN))
         in_list = before is not None and before.token_type == TokenType.IN and t.token_type == TokenType.L_PAREN
-        if in_list and after is not None and after.token_type == TokenType.R_PAREN:
-            return after
-    for t in tokens:
+        bad = (after or t) if empty_item else after if in_list and after is not None and after.token_type == TokenType.R_PAREN else None
         if t.token_type == TokenType.VAR and t.text[:1].isdigit():
-            return t  # 1_000, 12abc: neither a number nor a name
-    return _when_without_then(tokens)
+            bad = t  # 1_000, 12abc: neither a number nor a name
+        if bad is not None:
+            return bad, f"expected a value, found {bad.text!r}"
+    when = _when_without_then(tokens)
+    return (when, "expected 'then' after the condition of 'when'") if when is not None else None
 
 
 def _when_without_then(tokens: list[Token]) -> Token | None:
