@@ -4,6 +4,8 @@ the rest; the same rows as the local reader."""
 from __future__ import annotations
 
 import datetime as dt
+import os
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -126,11 +128,30 @@ def test_uuid_columns_fall_back_to_the_mor_source(spark: Any, catalog: mor.Catal
 def test_missing_delete_free_file_is_an_error_not_missing_rows(spark: Any, catalog: mor.Catalog) -> None:
     table = catalog.create_table("db.t", schema=SCHEMA)
     table.append(rows(range(10)))
-    import os
-
     os.remove(to_local_path(table.scan().plan_files()[0].data_file.file_path))
     with pytest.raises(Exception):
         mor.spark.read_table(spark, table).collect()
+
+
+@pytest.mark.parametrize("damage", ["removed", "truncated"])
+def test_a_damaged_delete_file_is_an_error_naming_it(spark: Any, catalog: mor.Catalog, damage: str) -> None:
+    """The JVM functions read a small delete file whole, by the size its manifest gives: a file
+    gone or shorter than that fails the read and names the file, it never keeps the rows."""
+    table = catalog.create_table("db.t", schema=SCHEMA)
+    table.append(rows(range(10)))
+    table.delete("id = 3")
+    (delete,) = table.scan().plan_files()[0].delete_files
+    local = to_local_path(delete.file_path)
+    if damage == "removed":
+        os.remove(local)
+    else:
+        with open(local, "r+b") as f:
+            f.truncate(delete.file_size_in_bytes // 2)
+    df = mor.spark.read_table(spark, table)
+    assert plan_kinds(df) == (True, True, False)
+    with pytest.raises(Exception, match="could not read delete file") as failure:
+        df.collect()
+    assert Path(local).name in str(failure.value)
 
 
 def test_lists_maps_and_structs_read_natively_and_through_mor(spark: Any, catalog: mor.Catalog) -> None:

@@ -1,21 +1,15 @@
 package mor.jvm;
 
 import java.io.IOException;
-import java.io.InterruptedIOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
 import java.util.function.Consumer;
 import java.util.zip.CRC32;
 import org.apache.hadoop.conf.Configuration;
-import org.apache.hadoop.fs.FSDataInputStream;
-import org.apache.hadoop.fs.FileSystem;
-import org.apache.hadoop.fs.Path;
 import org.apache.parquet.HadoopReadOptions;
 import org.apache.parquet.ParquetReadOptions;
 import org.apache.parquet.column.ColumnDescriptor;
@@ -27,10 +21,6 @@ import org.apache.parquet.example.data.simple.convert.GroupRecordConverter;
 import org.apache.parquet.filter2.compat.FilterCompat;
 import org.apache.parquet.filter2.predicate.FilterApi;
 import org.apache.parquet.hadoop.ParquetFileReader;
-import org.apache.parquet.hadoop.util.HadoopInputFile;
-import org.apache.parquet.hadoop.util.HadoopStreams;
-import org.apache.parquet.io.InputFile;
-import org.apache.parquet.io.SeekableInputStream;
 import org.apache.parquet.io.ColumnIOFactory;
 import org.apache.parquet.io.MessageColumnIO;
 import org.apache.parquet.io.RecordReader;
@@ -118,12 +108,7 @@ final class DeleteLoader {
   }
 
   private static void readVector(Descriptor.DeleteFile d, PositionSet set) throws IOException {
-    Path path = new Path(d.path);
-    byte[] blob = new byte[Math.toIntExact(d.length)];
-    FileSystem fs = path.getFileSystem(conf());
-    try (FSDataInputStream in = fs.open(path)) {
-      in.readFully(d.offset, blob);
-    }
+    byte[] blob = DeleteFileInput.range(d.path, d.offset, Math.toIntExact(d.length), conf());
     ByteBuffer b = ByteBuffer.wrap(blob);
     int length = b.getInt(0);
     if (blob.length < 12 || length != blob.length - 8 || !Arrays.equals(Arrays.copyOfRange(blob, 4, 8), MAGIC)) {
@@ -187,57 +172,12 @@ final class DeleteLoader {
     }
   }
 
-  /**
-   * A Parquet file opened with this JVM's one Hadoop configuration: row groups the filter's
-   * statistics rule out are skipped. (ParquetReader's builder makes a new Configuration per file,
-   * which parses Hadoop's default XML resources again: most of a small delete file's cost.)
-   */
+  /** A Parquet file opened with this JVM's one Hadoop configuration ({@link DeleteFileInput}). */
   private static ParquetFileReader open(Descriptor.DeleteFile d, FilterCompat.Filter filter) throws IOException {
-    Configuration c = conf();
-    ParquetReadOptions options = HadoopReadOptions.builder(c).withRecordFilter(filter).build();
-    Path path = new Path(d.path);
-    InputFile file = d.length > 0 ? new SizedInputFile(path.getFileSystem(c), path, d.length) : HadoopInputFile.fromPath(path, c);
-    return ParquetFileReader.open(file, options);
-  }
-
-  /** A file whose size the manifest gave: opened without a status call (a HEAD on object storage). */
-  private static final class SizedInputFile implements InputFile {
-    private final FileSystem fs;
-    private final Path path;
-    private final long length;
-
-    SizedInputFile(FileSystem fs, Path path, long length) {
-      this.fs = fs;
-      this.path = path;
-      this.length = length;
-    }
-
-    @Override
-    public long getLength() {
-      return length;
-    }
-
-    @Override
-    public SeekableInputStream newStream() throws IOException {
-      // openFile with the length: object stores (s3a) skip the HEAD that open() makes.
-      CompletableFuture<FSDataInputStream> opening =
-          fs.openFile(path).opt("fs.option.openfile.length", Long.toString(length)).build();
-      try {
-        return HadoopStreams.wrap(opening.get());
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new InterruptedIOException("opening " + path + " was interrupted");
-      } catch (ExecutionException e) {
-        Throwable cause = e.getCause();
-        if (cause instanceof IOException) throw (IOException) cause;
-        throw new IOException("could not open " + path, cause);
-      }
-    }
-
-    @Override
-    public String toString() {
-      return path.toString();
-    }
+    // HadoopReadOptions, not ParquetReader's builder: that makes a new Configuration per file,
+    // which parses Hadoop's default XML resources again.
+    ParquetReadOptions options = HadoopReadOptions.builder(conf()).withRecordFilter(filter).build();
+    return ParquetFileReader.open(DeleteFileInput.parquet(d.path, d.length, conf()), options);
   }
 
   /** Each row of {@code columns} that passes {@code filter}, row group by row group. */
