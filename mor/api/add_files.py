@@ -48,7 +48,7 @@ from mor.format.spec import FileContent, ManifestContent
 from mor.format.updates import TableCommit
 from mor.io.fileio import FileIO, is_object_store, to_uri, unreadable
 from mor.planning.planner import live_entries
-from mor.read.field_resolution import FileProjection, _field_ids, parse_name_mapping
+from mor.read.field_resolution import FileProjection, field_ids_by_place, parse_name_mapping
 from mor.write.metrics import collect_metrics
 from mor.write.partitioning import partition_key, split_by_partition
 
@@ -253,7 +253,7 @@ def _data_file(
     _check_types(footer)
     try:
         projection = FileProjection(file_schema, list(schema.fields), where, mapping)
-        ids = _field_ids(file_schema, where, mapping)
+        ids = field_ids_by_place(file_schema, where, mapping)
     except MorError as e:
         raise SchemaMismatchError(f"file {where} does not fit the table: {e}") from e
     extra = [n for n in file_schema.names if n not in projection.file_columns]

@@ -41,7 +41,8 @@ import pyarrow as pa
 from pyiceberg.schema import Schema
 
 from mor.api.change_rows import cancel_equal_rows, group_ids, has_no_null, pair_by_key
-from mor.api.scan import FrameConversions, _as_of_ms, _choose_snapshot, _project, _utc, snapshot_schema
+from mor.api.scan import FrameConversions, project_columns, snapshot_schema
+from mor.api.time_travel import as_of_ms, choose_snapshot, utc_text
 from mor.errors import ExpiredHistoryError, InvalidArgumentError, InvalidFilterError, NoSuchSnapshotError
 from mor.expr.filters import FilterLike, bind_filter, parse_filter
 from mor.format.lineage import LINEAGE_FIELD_IDS
@@ -95,7 +96,7 @@ class ChangeScan(FrameConversions):
         self.net_changes = net_changes
         metadata = table.metadata
         if to_snapshot_id is not None or to_timestamp is not None:
-            self.to_snapshot = _choose_snapshot(table, to_snapshot_id, to_timestamp)
+            self.to_snapshot = choose_snapshot(table, to_snapshot_id, to_timestamp)
             self.schema = snapshot_schema(metadata, self.to_snapshot)
         else:
             self.to_snapshot = metadata.current_snapshot()
@@ -108,12 +109,12 @@ class ChangeScan(FrameConversions):
         bind_filter(self.schema, self.row_filter, case_sensitive)
         if columns is not None and any(c in (CHANGE_TYPE, CHANGE_ORDINAL, COMMIT_SNAPSHOT_ID) for c in columns):
             raise InvalidFilterError(f"the change columns are always given; columns names table columns, got {list(columns)}")
-        self.projection = _project(self.schema, columns, case_sensitive, metadata.format_version)
+        self.projection = project_columns(self.schema, columns, case_sensitive, metadata.format_version)
         self.keys = _keys(self.schema, on, metadata.format_version, case_sensitive)
         # Rows are read whole (and with _row_id when it pairs updates), whatever is selected:
         # a carried-over row is one equal in every column, and the key may not be selected.
         wanted = list(dict.fromkeys([*(f.name for f in self.schema.fields), *(f.name for f in self.projection.fields), *self.keys]))
-        self.read_projection = _project(self.schema, wanted, case_sensitive, metadata.format_version)
+        self.read_projection = project_columns(self.schema, wanted, case_sensitive, metadata.format_version)
         self.value_columns = [f.name for f in self.read_projection.fields if f.field_id not in LINEAGE_FIELD_IDS]
         self.output_schema = pa.schema([*_arrow_fields(self.projection), *CHANGE_FIELDS])
 
@@ -210,7 +211,7 @@ def _keys(schema: Schema, on: Sequence[str] | None, format_version: int, case_se
     if on is not None:
         if isinstance(on, str) or not on:
             raise InvalidArgumentError(f"on is a non-empty list of column names, got {on!r}")
-        return [f.name for f in _project(schema, list(on), case_sensitive).fields]
+        return [f.name for f in project_columns(schema, list(on), case_sensitive).fields]
     if schema.identifier_field_ids:
         return [schema.find_column_name(i) for i in schema.identifier_field_ids]
     return [ROW_ID_NAME] if format_version >= 3 else []
@@ -234,13 +235,13 @@ def _from_snapshot(
     oldest = chain[-1] if chain and chain[-1].parent_snapshot_id is not None else None  # None: no history expired
     if snapshot_id is not None:
         try:
-            return _choose_snapshot(table, snapshot_id, None)
+            return choose_snapshot(table, snapshot_id, None)
         except NoSuchSnapshotError as e:
             if oldest is None:
                 raise
             raise _expired(table, f"{table.identifier} has no snapshot {snapshot_id}", oldest) from e
     if timestamp is not None:
-        ms = _as_of_ms(timestamp)
+        ms = as_of_ms(timestamp)
         try:
             snapshot = table.metadata.snapshot_as_of(ms)
         except KeyError:  # the snapshot current then has expired
@@ -249,15 +250,15 @@ def _from_snapshot(
             if snapshot is not None or oldest is None:
                 return snapshot  # None: no snapshot yet at that time, every change is after it
         if not chain:
-            raise NoSuchSnapshotError(f"the snapshot of {table.identifier} current at {_utc(ms)} has expired; the table has none now")
-        raise _expired(table, f"the snapshot of {table.identifier} current at {_utc(ms)} has expired", oldest or chain[-1])
+            raise NoSuchSnapshotError(f"the snapshot of {table.identifier} current at {utc_text(ms)} has expired; the table has none now")
+        raise _expired(table, f"the snapshot of {table.identifier} current at {utc_text(ms)} has expired", oldest or chain[-1])
     if oldest is not None and not start_as_inserts:
         raise _expired(table, f"the changes of {table.identifier} from its first snapshot are gone", oldest)
     return None
 
 
 def _expired(table: Table, what: str, oldest: Snapshot) -> ExpiredHistoryError:
-    when = _utc(oldest.timestamp_ms)
+    when = utc_text(oldest.timestamp_ms)
     return ExpiredHistoryError(
         f"{what}: its history before snapshot {oldest.snapshot_id} (committed {when}) was expired. The change feed can start "
         f"from there: from_snapshot_id={oldest.snapshot_id}, or a from_timestamp at or after {when}",

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 from pyiceberg.schema import Schema
 
-from mor.errors import InvalidArgumentError, InvalidFilterError, NoSuchSnapshotError
+from mor.api.time_travel import choose_snapshot
+from mor.errors import InvalidArgumentError, InvalidFilterError
 from mor.expr.filters import FileFilter, FilterLike, bind_filter, parse_filter
-from mor.expr.parse_terms import point_in_time
 from mor.format.arrow_types import to_arrow_schema
 from mor.format.lineage import LINEAGE_FIELDS
 from mor.format.metadata import Snapshot, TableMetadata
@@ -74,12 +74,12 @@ class Scan(FrameConversions):
         self.table = table
         self.progress = Progress.delayed("scan", progress)
         self.case_sensitive = case_sensitive
-        self.snapshot = _choose_snapshot(table, snapshot_id, as_of)
+        self.snapshot = choose_snapshot(table, snapshot_id, as_of)
         time_travel = snapshot_id is not None or as_of is not None
         self.schema = snapshot_schema(table.metadata, self.snapshot) if time_travel else table.metadata.schema()
         self.row_filter = parse_filter(filter)
         bind_filter(self.schema, self.row_filter, case_sensitive)
-        self.projection = _project(self.schema, columns, case_sensitive, table.metadata.format_version)
+        self.projection = project_columns(self.schema, columns, case_sensitive, table.metadata.format_version)
         self.columns = None if columns is None else list(columns)
         self.filter_text = filter if isinstance(filter, str) else "true" if filter is None else repr(self.row_filter)
         self.row_limit = _check_limit(limit)
@@ -236,7 +236,7 @@ def snapshot_schema(metadata: TableMetadata, snapshot: Snapshot | None) -> Schem
     return metadata.schema_by_id(snapshot.schema_id)
 
 
-def _project(schema: Schema, columns: Sequence[str] | None, case_sensitive: bool, format_version: int = 2) -> Schema:
+def project_columns(schema: Schema, columns: Sequence[str] | None, case_sensitive: bool, format_version: int = 2) -> Schema:
     """The selected columns, in the schema's order, then the row lineage columns selected (v3:
     `_row_id`, `_last_updated_sequence_number`); [] selects none (rows still count).
     InvalidFilterError naming a column the schema does not have, or one given twice."""
@@ -272,62 +272,3 @@ def _find(schema: Schema, name: str, case_sensitive: bool) -> object:
         return schema.find_field(name, case_sensitive=case_sensitive)
     except ValueError:
         return None
-
-
-def _choose_snapshot(table: Table, snapshot_id: int | None, as_of: dt.datetime | dt.date | str | int | None) -> Snapshot | None:
-    metadata = table.metadata
-    if snapshot_id is not None and as_of is not None:
-        raise InvalidArgumentError("give snapshot_id or as_of, not both")
-    if snapshot_id is not None:
-        if isinstance(snapshot_id, bool) or not isinstance(snapshot_id, numbers.Integral):
-            raise InvalidArgumentError(f"snapshot_id is an int, got {type(snapshot_id).__name__} {snapshot_id!r}")
-        try:
-            return metadata.snapshot_by_id(int(snapshot_id))
-        except KeyError:
-            raise NoSuchSnapshotError(f"{table.identifier} has no snapshot {snapshot_id}") from None
-    if as_of is not None:
-        ms = _as_of_ms(as_of)
-        try:
-            snapshot = metadata.snapshot_as_of(ms)
-        except KeyError as e:
-            raise NoSuchSnapshotError(f"the snapshot {e.args[0]} of {table.identifier} current at {as_of} has expired") from None
-        if snapshot is None:
-            first = min((ts for ts, _ in metadata.snapshot_log), default=None)
-            since = "it has no snapshots" if first is None else f"its first snapshot is from {_utc(first)}"
-            raise NoSuchSnapshotError(f"{table.identifier} had no snapshot at {as_of} ({_utc(ms)}): {since}")
-        return snapshot
-    return metadata.current_snapshot()
-
-
-def _as_of_ms(as_of: object) -> int:
-    """Milliseconds since the epoch of an `as_of`: an int of milliseconds, a datetime or a date
-    (naive: UTC; a date is its midnight), or text as filters write times ('2025-01-15',
-    '2025-01-15 12:00[:00.5][Z|+02:00]', timestamp '...', current_timestamp - interval 1 day;
-    without a zone, UTC)."""
-    if isinstance(as_of, dt.datetime):
-        return int(_aware(as_of).timestamp() * 1000)
-    if isinstance(as_of, dt.date):
-        return int(dt.datetime(as_of.year, as_of.month, as_of.day, tzinfo=dt.UTC).timestamp() * 1000)
-    if isinstance(as_of, numbers.Integral) and not isinstance(as_of, bool):
-        return int(as_of)
-    if isinstance(as_of, str):
-        try:
-            written = point_in_time(as_of)
-        except ValueError as e:
-            raise InvalidArgumentError(f"as_of: {e}") from None
-        return (written.wall_micros() - (written.offset or 0)) // 1000
-    raise InvalidArgumentError(
-        f"as_of is a datetime, a date, text such as '2025-01-15 12:00', or an int of milliseconds since the epoch,"
-        f" got {type(as_of).__name__} {as_of!r}"
-    )
-
-
-def _utc(ms: int) -> str:
-    try:
-        return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).isoformat(timespec="milliseconds")
-    except (OverflowError, OSError, ValueError):
-        return f"{ms} ms"
-
-
-def _aware(t: dt.datetime) -> dt.datetime:
-    return t if t.tzinfo is not None else t.replace(tzinfo=dt.UTC)

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 from pyiceberg.expressions import AlwaysTrue
 
-from mor.api.scan import _as_of_ms
 from mor.api.table_parts import TableParts
+from mor.api.time_travel import as_of_ms
 from mor.commit.branch_ops import WAP_ID, BranchOperations
 from mor.commit.ref_commits import BRANCH, MAX_REF_AGE_MS, MAX_SNAPSHOT_AGE_MS, MIN_SNAPSHOTS_TO_KEEP, TAG, RefEdits, is_ancestor
 from mor.errors import CommitConflictError, InvalidArgumentError, NoSuchRefError, NoSuchSnapshotError
@@ -106,7 +106,7 @@ class ManageSnapshots:
     def rollback_to_time(self, timestamp: dt.datetime | int) -> ManageSnapshots:
         """Main back to its newest ancestor committed before `timestamp` (a datetime, naive is
         UTC, or milliseconds since the epoch)."""
-        ms = _as_of_ms(timestamp)
+        ms = as_of_ms(timestamp)
         return self._add(lambda e: e.rollback_to_time(ms))
 
     def set_current_snapshot(self, snapshot_id: int) -> ManageSnapshots:
@@ -168,7 +168,7 @@ class TableSnapshots(TableParts):
         datetime: the snapshot current then). The main branch points at that snapshot again."""
         if isinstance(version, dt.datetime):
             try:
-                found = self.metadata.snapshot_as_of(_as_of_ms(version))
+                found = self.metadata.snapshot_as_of(as_of_ms(version))
             except KeyError:
                 raise NoSuchSnapshotError(f"the snapshot of {self.identifier} current at {version} has expired") from None
             if found is None:

@@ -76,7 +76,7 @@ class FileProjection:
     """How the columns of one data file (its Arrow schema) become the requested fields."""
 
     def __init__(self, file_schema: pa.Schema, fields: list[NestedField], path: str, name_mapping: NameMapping | None = None):
-        ids = _field_ids(file_schema, path, name_mapping)
+        ids = field_ids_by_place(file_schema, path, name_mapping)
         by_id = {ids[(i,)]: i for i in range(len(file_schema)) if (i,) in ids}
         self.columns: list[FileColumn] = []
         for f in fields:
@@ -99,7 +99,7 @@ class FileProjection:
 Path = tuple[int, ...]  # child indexes from the top: a field's place in the Arrow schema
 
 
-def _field_ids(file_schema: pa.Schema, path: str, mapping: NameMapping | None) -> dict[Path, int]:
+def field_ids_by_place(file_schema: pa.Schema, path: str, mapping: NameMapping | None) -> dict[Path, int]:
     """Field id of every field of the file (top-level and nested), by its place."""
     ids: dict[Path, int] = {}
     for i, f in enumerate(file_schema):

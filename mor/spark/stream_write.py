@@ -35,7 +35,7 @@ from mor.commit.idempotency import Idempotency
 from mor.errors import InvalidArgumentError
 from mor.io.fileio import FileIO
 from mor.spark.options import TableRef
-from mor.spark.write import MorCommitMessage, MorWriter, _delete, _files
+from mor.spark.write import MorCommitMessage, MorWriter, committed_files, delete_written
 
 CHECKPOINT_OPTION = "checkpointLocation"
 
@@ -66,7 +66,7 @@ class MorStreamWriter(DataSourceStreamArrowWriter):
             return
         # A task failed, so commit never ran. Only the files the messages name: the batch
         # writer's search by file-name prefix would also find this query's committed files.
-        _delete(FileIO(dict(self.tasks.ref.properties)), _files(messages))
+        delete_written(FileIO(dict(self.tasks.ref.properties)), committed_files(messages))
 
 
 def query_id(options: Mapping[str, str]) -> str:

@@ -151,7 +151,7 @@ class MorWriter(DataSourceArrowWriter):
             for rows in self._chunks(iterator):
                 files += write_data_files(io, t.location, t.schema, t.spec, rows, options, self.file_prefix)
         except BaseException:
-            _delete(io, files)
+            delete_written(io, files)
             raise
         return MorCommitMessage(tuple(files))
 
@@ -178,7 +178,7 @@ class MorWriter(DataSourceArrowWriter):
 
     # -- driver ----------------------------------------------------------------------------
     def commit(self, messages: Sequence[WriterCommitMessage | None]) -> None:
-        files = _files(messages)
+        files = committed_files(messages)
         io = self.ref.file_io()
         try:
             ops, base, base_location = self._base()
@@ -190,9 +190,9 @@ class MorWriter(DataSourceArrowWriter):
         except CommitStateUnknownError:
             raise  # the commit may have landed and made the files live: never delete them
         except AlreadyCommitted:
-            _delete(io, files)  # this version is in the table already: the job is a repeat
+            delete_written(io, files)  # this version is in the table already: the job is a repeat
         except BaseException:
-            _delete(io, files)
+            delete_written(io, files)
             raise
 
     def abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:
@@ -202,7 +202,7 @@ class MorWriter(DataSourceArrowWriter):
         if all(m is not None for m in messages):
             return
         io = self.ref.file_io()
-        _delete(io, _files(messages))
+        delete_written(io, committed_files(messages))
         # A task that failed upstream of its writer (in a UDF, say) can end the writer's input
         # as if complete: the writer returns, Spark drops its message. Its files carry our prefix.
         for info in io.list_files(f"{self.target.location.rstrip('/')}/data"):
@@ -381,10 +381,10 @@ def _target_file_bytes(options: Mapping[str, str], properties: Mapping[str, str]
     return value
 
 
-def _files(messages: Sequence[WriterCommitMessage | None]) -> list[DataFile]:
+def committed_files(messages: Sequence[WriterCommitMessage | None]) -> list[DataFile]:
     return [f for m in messages if isinstance(m, MorCommitMessage) for f in m.files]
 
 
-def _delete(io: FileIO, files: Sequence[DataFile]) -> None:
+def delete_written(io: FileIO, files: Sequence[DataFile]) -> None:
     for f in files:
         io.delete_quietly(f.file_path)
