@@ -116,20 +116,18 @@ class TableMaintenance(TableParts):
         `sort_by=["a", "b desc"]` or `zorder_by=["a", "b"]` (2 to 4 columns) rewrite every
         file in scope with each partition's rows in that order (mor/maintenance/clustering.py).
         `branch`: compact the files of that branch's head, committing to the branch."""
-        from mor.dml.compaction import compact_table  # imported on first use: a read needs no maintenance
+        from mor.maintenance.compact import CompactionOptions  # imported on first use: a read needs no maintenance
+        from mor.maintenance.compaction import compact_table
 
+        options = CompactionOptions(
+            where, target_file_size, min_delete_ratio, min_input_files, min_delete_files, sort_by, zorder_by, dry_run
+        )
         if branch is not None:
             on_branch = self.branch(branch)
-            result = on_branch.compact(
-                where, target_file_size, min_delete_ratio, min_input_files, min_delete_files,
-                sort_by=sort_by, zorder_by=zorder_by, dry_run=dry_run, progress=progress,
-            )  # fmt: skip
+            result = compact_table(on_branch, options, progress=progress)
             self.refresh()
             return result
-        return compact_table(
-            self, where, target_file_size, min_delete_ratio, min_input_files, min_delete_files,
-            sort_by=sort_by, zorder_by=zorder_by, dry_run=dry_run, progress=progress,
-        )  # fmt: skip
+        return compact_table(self, options, progress=progress)
 
     def maintain(self, *, dry_run: bool = False, progress: ProgressArg = None) -> MaintainResult:
         """The scheduled upkeep the table's properties ask for: compact files with many

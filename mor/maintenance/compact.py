@@ -47,6 +47,7 @@ from pyiceberg.table.sorting import SortOrder
 
 from mor.commit.snapshot_producer import Changes, Validator
 from mor.errors import InvalidArgumentError
+from mor.expr.filters import FilterLike
 from mor.format.content_file import DataFile, DeleteFile
 from mor.format.lineage import with_lineage
 from mor.format.metadata import TableMetadata
@@ -71,36 +72,41 @@ SMALL_FILE_SHARE = 0.75  # Iceberg's min-file-size-bytes default: 75% of the tar
 
 @dataclass(frozen=True)
 class CompactionOptions:
-    target_file_size: int
+    """What a compaction is asked to do: the one set of options `Table.compact`,
+    `mor.spark.compact` and `mor compact` take (Table.compact's docstring says what each does).
+    Checked when made; what depends on the table (the default target size, the clustering's
+    columns) when planned."""
+
+    where: FilterLike = None
+    target_file_size: int | None = None  # None: the table's write.target-file-size-bytes
     min_delete_ratio: float = 0.0
     min_input_files: int = 5
     min_delete_files: int | None = None
-    clustering: Clustering | None = None  # sort_by / zorder_by: rewrite every file in scope, ordered
+    sort_by: list[str] | None = None
+    zorder_by: list[str] | None = None
+    dry_run: bool = False
 
-    @classmethod
-    def of(
-        cls,
-        metadata: TableMetadata,
-        target_file_size: int | None,
-        min_delete_ratio: float,
-        min_input_files: int,
-        min_delete_files: int | None,
-        sort_by: list[str] | None = None,
-        zorder_by: list[str] | None = None,
-    ) -> CompactionOptions:
-        target = target_file_size if target_file_size is not None else WriteOptions(metadata.properties).target_file_bytes
+    def __post_init__(self) -> None:
+        target, ratio, inputs, deletes = self.target_file_size, self.min_delete_ratio, self.min_input_files, self.min_delete_files
+        if target is not None and (isinstance(target, bool) or not isinstance(target, int) or target <= 0):
+            raise InvalidArgumentError(f"target_file_size must be a positive number of bytes, got {target!r}")
+        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 <= ratio <= 1:
+            raise InvalidArgumentError(f"min_delete_ratio must be between 0 and 1, got {ratio!r}")
+        if isinstance(inputs, bool) or not isinstance(inputs, int) or inputs < 1:
+            raise InvalidArgumentError(f"min_input_files must be a positive integer, got {inputs!r}")
+        if deletes is not None and (isinstance(deletes, bool) or not isinstance(deletes, int) or deletes < 1):
+            raise InvalidArgumentError(f"min_delete_files must be a positive integer or None, got {deletes!r}")
+
+    def target_bytes(self, metadata: TableMetadata) -> int:
+        """The target file size: as given, else the table's write.target-file-size-bytes."""
+        target = self.target_file_size if self.target_file_size is not None else WriteOptions(metadata.properties).target_file_bytes
         if isinstance(target, bool) or not isinstance(target, int) or target <= 0:
             raise InvalidArgumentError(f"target_file_size must be a positive number of bytes, got {target!r}")
-        if isinstance(min_delete_ratio, bool) or not isinstance(min_delete_ratio, (int, float)) or not 0 <= min_delete_ratio <= 1:
-            raise InvalidArgumentError(f"min_delete_ratio must be between 0 and 1, got {min_delete_ratio!r}")
-        if isinstance(min_input_files, bool) or not isinstance(min_input_files, int) or min_input_files < 1:
-            raise InvalidArgumentError(f"min_input_files must be a positive integer, got {min_input_files!r}")
-        if min_delete_files is not None and (
-            isinstance(min_delete_files, bool) or not isinstance(min_delete_files, int) or min_delete_files < 1
-        ):
-            raise InvalidArgumentError(f"min_delete_files must be a positive integer or None, got {min_delete_files!r}")
-        clustering = Clustering.of(metadata, sort_by, zorder_by)
-        return cls(target, float(min_delete_ratio), min_input_files, min_delete_files, clustering)
+        return target
+
+    def clustering(self, metadata: TableMetadata) -> Clustering | None:
+        """sort_by / zorder_by as an order of the table's columns: every file in scope is rewritten, ordered."""
+        return Clustering.of(metadata, self.sort_by, self.zorder_by)
 
 
 @dataclass(frozen=True)
@@ -136,6 +142,8 @@ class CompactionPlan:
     groups: list[list[FileScanTask]]  # bins: files of one output partition, written together
     dropped_deletes: list[DeleteFile]  # apply to no data file the commit leaves live
     spec_id: int = 0  # the spec the rows are written in: the table's default when planned
+    target_file_size: int = 0  # the options' target, resolved on the table planned
+    clustering: Clustering | None = None
     changes: Changes = field(default_factory=lambda: Changes(Operation.REPLACE))
 
     @property
@@ -167,26 +175,28 @@ class CompactionPlan:
 
 
 def plan_compaction(io: FileIO, metadata: TableMetadata, where: BooleanExpression, options: CompactionOptions) -> CompactionPlan:
-    """Choose the files to rewrite and the delete files that then apply to nothing."""
+    """Choose the files to rewrite and the delete files that then apply to nothing (`where`:
+    the options' filter, bound to the table's schema)."""
+    target, clustering = options.target_bytes(metadata), options.clustering(metadata)
     snapshot = metadata.current_snapshot()
     if snapshot is None:
-        return CompactionPlan(0, [], [])
+        return CompactionPlan(0, [], [], metadata.default_spec_id, target, clustering)
     every_task = plan_files(io, metadata, snapshot, AlwaysTrue())
     in_scope = every_task if isinstance(where, AlwaysTrue) else plan_files(io, metadata, snapshot, where)
     group_of = _OutputPartition(metadata)
-    if options.clustering is not None:
+    if clustering is not None:
         chosen = in_scope  # every file: the rows are ordered across them
         groups = _partition_groups(chosen, group_of)
     else:
-        chosen = _choose(io, in_scope, options, group_of)
-        groups = _bins(chosen, options.target_file_size, group_of)
+        chosen = _choose(io, in_scope, options, target, group_of)
+        groups = _bins(chosen, target, group_of)
     rewritten = {t.data_file.file_path for t in chosen}
     # By entry, not path: one Puffin file holds the deletion vectors of several data files, and
     # the vector of a rewritten file goes though its neighbours' stay.
     still_applied = {d.key for t in every_task if t.data_file.file_path not in rewritten for d in t.delete_files}
     live_deletes = [e.file for e in live_entries(io, metadata, snapshot, ManifestContent.DELETES)]
     dropped = cast(list[DeleteFile], [f for f in live_deletes if f.key not in still_applied])  # a delete manifest's files
-    return CompactionPlan(snapshot.sequence_number, groups, dropped, metadata.default_spec_id)
+    return CompactionPlan(snapshot.sequence_number, groups, dropped, metadata.default_spec_id, target, clustering)
 
 
 class _OutputPartition:
@@ -223,8 +233,10 @@ class _OutputPartition:
         return positions
 
 
-def _choose(io: FileIO, tasks: list[FileScanTask], options: CompactionOptions, group_of: Callable[[DataFile], tuple]) -> list[FileScanTask]:
-    small_below = SMALL_FILE_SHARE * options.target_file_size
+def _choose(
+    io: FileIO, tasks: list[FileScanTask], options: CompactionOptions, target: int, group_of: Callable[[DataFile], tuple]
+) -> list[FileScanTask]:
+    small_below = SMALL_FILE_SHARE * target
     cache = DeleteFileCache(io)
     by_partition: dict[tuple, tuple[list[FileScanTask], list[FileScanTask]]] = defaultdict(lambda: ([], []))
     for task in tasks:
@@ -295,12 +307,12 @@ class BinRewriter:
     clustering: Clustering | None = None  # or: each bin's rows ordered as a whole
 
     @classmethod
-    def of(cls, metadata: TableMetadata, plan: CompactionPlan, options: CompactionOptions) -> BinRewriter:
+    def of(cls, metadata: TableMetadata, plan: CompactionPlan) -> BinRewriter:
         schema = metadata.schema()
-        write_options = WriteOptions({**metadata.properties, TARGET_FILE_SIZE_BYTES: str(options.target_file_size)})
+        write_options = WriteOptions({**metadata.properties, TARGET_FILE_SIZE_BYTES: str(plan.target_file_size)})
         write_schema = with_lineage(schema) if metadata.format_version >= 3 else schema
         return cls(
-            metadata.location, schema, write_schema, metadata.specs()[plan.spec_id], write_options, metadata.sort_order, options.clustering
+            metadata.location, schema, write_schema, metadata.specs()[plan.spec_id], write_options, metadata.sort_order, plan.clustering
         )  # fmt: skip
 
     def reader(self, io: FileIO, tasks: list[FileScanTask]) -> TaskReader:
@@ -360,11 +372,9 @@ class BinRewriter:
         return files
 
 
-def write_compaction(
-    io: FileIO, metadata: TableMetadata, plan: CompactionPlan, options: CompactionOptions, progress: Progress
-) -> Validator:
+def write_compaction(io: FileIO, metadata: TableMetadata, plan: CompactionPlan, progress: Progress) -> Validator:
     """Write the groups' live rows into new files (filling `plan.changes`); the validator for the commit."""
-    rewriter = BinRewriter.of(metadata, plan, options)
+    rewriter = BinRewriter.of(metadata, plan)
     tasks = [t for g in plan.groups for t in g]
     reader = rewriter.reader(io, tasks)
     written: list[str] = []

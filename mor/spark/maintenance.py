@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING
 
 from mor.api.table import Table
 from mor.commit.snapshot_producer import Changes, Validator
-from mor.dml.compaction import compact_table
 from mor.dml.runner import run_dml
 from mor.expr.filters import FilterLike
 from mor.format.content_file import DeleteFile
@@ -44,6 +43,7 @@ from mor.maintenance.compact import (
     finish_compaction,
     total_input_bytes,
 )
+from mor.maintenance.compaction import compact_table
 from mor.maintenance.rewrite_deletes import (
     DeleteMerger,
     RewritePlan,
@@ -82,17 +82,14 @@ def compact(
 ) -> CompactionResult:
     """`table.compact(...)` with the bins rewritten on Spark's executors (same arguments, same
     result, same commit and conflict checks; see the module docstring)."""
-    return compact_table(
-        table, where, target_file_size, min_delete_ratio, min_input_files, min_delete_files,
-        sort_by=sort_by, zorder_by=zorder_by, dry_run=dry_run, progress=progress,
-        write_bins=lambda plan, options, reporter: rewrite_bins(spark, table, plan, options, reporter),
-    )  # fmt: skip
+    options = CompactionOptions(where, target_file_size, min_delete_ratio, min_input_files, min_delete_files, sort_by, zorder_by, dry_run)
+    return compact_table(table, options, progress=progress, write_bins=lambda plan, reporter: rewrite_bins(spark, table, plan, reporter))
 
 
-def rewrite_bins(spark: SparkSession, table: Table, plan: CompactionPlan, options: CompactionOptions, progress: Progress) -> Validator:
+def rewrite_bins(spark: SparkSession, table: Table, plan: CompactionPlan, progress: Progress) -> Validator:
     """Rewrite every bin of `plan` in a Spark task of its own (filling `plan.changes`); the
     commit's validator. On any task's error, every file the tasks wrote is deleted first."""
-    rewriter = BinRewriter.of(table.metadata, plan, options)
+    rewriter = BinRewriter.of(table.metadata, plan)
     files = sum(len(group) for group in plan.groups)
     results: list[TaskResult] = []
     if plan.groups:
