@@ -41,7 +41,7 @@ from mor.write.partitioning import parse_partition_by
 
 if TYPE_CHECKING:
     from mor.catalog.sql import SqlCatalogStore
-    from mor.commit.snapshot_producer import TableOperations
+    from mor.catalog.table_operations import TableOperations
     from mor.format.metadata import TableMetadata
 
 DEFAULT_PROPERTIES = {

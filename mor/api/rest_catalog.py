@@ -25,7 +25,7 @@ from mor.api.catalog import (
 from mor.api.table import Table
 from mor.api.views import DEFAULT_DIALECT, View, replace_updates, sql_version, view_of, view_schema
 from mor.catalog.rest import LoadedTable, RestCatalogClient, RestTableOperations
-from mor.commit.snapshot_producer import TableOperations
+from mor.catalog.table_operations import TableOperations
 from mor.errors import InvalidArgumentError, NamespaceAlreadyExistsError, NoSuchTableError, NoSuchViewError
 from mor.format.properties import FORMAT_VERSION_PROPERTY
 from mor.io.fileio import FileIO

@@ -26,10 +26,9 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import DecimalType, IcebergType, ListType, MapType, NestedField, StructType, UnknownType
 
 from mor.api.schema_rules import SchemaEditor, iceberg_type, is_promotion, protected_fields
-from mor.commit.retry import RetryPolicy
-from mor.commit.snapshot_producer import TableOperations
+from mor.catalog.table_operations import TableOperations, refresh_same_table
+from mor.commit.retry import RetryPolicy, commit_with_retry
 from mor.commit.table_commits import schema_commit
-from mor.commit.table_ops import CommitFailedError, refresh_same_table
 from mor.errors import CommitConflictError, InvalidArgumentError, SchemaEvolutionError, SchemaMismatchError
 from mor.format.arrow_types import default_array, to_arrow_type
 from mor.format.metadata import TableMetadata, same_schema
@@ -112,21 +111,23 @@ class UpdateSchema:
             return self._table.schema()
         ops = self._ops
         base, location, editor = self._base, self._base_location, self._editor
-        attempts = RetryPolicy.of(base.properties).start()
-        while True:
+
+        def attempt(_: int) -> Schema:
             schema = editor.schema()
             if same_schema(schema, base.schema()):
                 return base.schema()
-            try:
-                change = schema_commit(base, schema, editor.last_column_id)
-                self._table.metadata, self._table.metadata_location = ops.commit(base, location, change)
-                return self._table.schema()
-            except CommitFailedError:
-                if not attempts.retry():
-                    raise CommitConflictError("could not change the schema: the table kept changing") from None
+            self._table.metadata, self._table.metadata_location = ops.commit(
+                base, location, schema_commit(base, schema, editor.last_column_id)
+            )
+            return self._table.schema()
+
+        def refresh() -> None:  # the calls made again on the fresh schema
+            nonlocal base, location, editor
             base, location = refresh_same_table(ops, self._base)
             self._table.metadata, self._table.metadata_location = base, location
             editor = self._replayed(base, location)
+
+        return commit_with_retry(RetryPolicy.of(base.properties), attempt, "change the schema", before_retry=refresh)
 
     def __enter__(self) -> UpdateSchema:
         return self

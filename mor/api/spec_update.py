@@ -39,10 +39,9 @@ from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.transforms import DayTransform, HourTransform, IdentityTransform, MonthTransform, Transform, YearTransform
 
-from mor.commit.retry import RetryPolicy
-from mor.commit.snapshot_producer import TableOperations
+from mor.catalog.table_operations import TableOperations, refresh_same_table
+from mor.commit.retry import RetryPolicy, commit_with_retry
 from mor.commit.table_commits import spec_commit
-from mor.commit.table_ops import CommitFailedError, refresh_same_table
 from mor.errors import CommitConflictError, InvalidArgumentError, PartitionEvolutionError
 from mor.format.metadata import TableMetadata
 from mor.write.partitioning import partition_term, resolve_partition_term, split_transform
@@ -137,8 +136,8 @@ class UpdateSpec:
         self._done = True
         table, ops = self._table, self._ops
         base, location = self._base, self._base_location
-        attempts = RetryPolicy.of(base.properties).start()
-        while True:
+
+        def attempt(_: int) -> PartitionSpec:
             try:
                 spec = evolve_spec(base, self._changes)
             except PartitionEvolutionError as e:
@@ -148,18 +147,19 @@ class UpdateSpec:
             if spec.spec_id == base.default_spec_id:
                 table.metadata, table.metadata_location = base, location
                 return spec
-            try:
-                table.metadata, table.metadata_location = ops.commit(base, location, spec_commit(base, spec))
-                return table.metadata.spec()
-            except CommitFailedError:
-                if not attempts.retry():
-                    raise CommitConflictError("could not change the partition spec: the table kept changing") from None
-                base, location = refresh_same_table(ops, self._base)
-                if _spec_key(base.spec()) != _spec_key(self._base.spec()) or base.spec().spec_id != self._base.spec().spec_id:
-                    raise CommitConflictError(
-                        f"the default partition spec changed meanwhile (now spec {base.default_spec_id}: {_describe(base.spec())}); "
-                        "load the table and make the change again"
-                    ) from None
+            table.metadata, table.metadata_location = ops.commit(base, location, spec_commit(base, spec))
+            return table.metadata.spec()
+
+        def refresh() -> None:
+            nonlocal base, location
+            base, location = refresh_same_table(ops, self._base)
+            if _spec_key(base.spec()) != _spec_key(self._base.spec()) or base.spec().spec_id != self._base.spec().spec_id:
+                raise CommitConflictError(
+                    f"the default partition spec changed meanwhile (now spec {base.default_spec_id}: {_describe(base.spec())}); "
+                    "load the table and make the change again"
+                )
+
+        return commit_with_retry(RetryPolicy.of(base.properties), attempt, "change the partition spec", before_retry=refresh)
 
     def __enter__(self) -> UpdateSpec:
         return self

@@ -34,7 +34,7 @@ from mor.maintenance.purge import PurgeResult, delete_purged, plan_purge
 if TYPE_CHECKING:
     from mor.catalog.locations import Unindexed
     from mor.catalog.sql import SqlCatalogStore
-    from mor.commit.snapshot_producer import TableOperations
+    from mor.catalog.table_operations import TableOperations
 
 
 class SqlCatalog(SqlCatalogViews, Catalog):

@@ -18,10 +18,9 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import IcebergType
 
 from mor.api.table_parts import TableParts
-from mor.commit.retry import RetryPolicy
-from mor.commit.table_ops import CommitFailedError
+from mor.commit.retry import RetryPolicy, commit_with_retry
 from mor.dml.constraints import check_live_rows, new_constraint, table_constraints
-from mor.errors import CommitConflictError, ConstraintViolationError, InvalidArgumentError
+from mor.errors import ConstraintViolationError, InvalidArgumentError
 from mor.format.metadata import TableMetadata, parse_format_version, upgraded
 from mor.format.properties import FORMAT_VERSION_PROPERTY, check_properties
 
@@ -165,18 +164,13 @@ class TableDefinition(TableParts):
     def _commit_metadata(self, change: Callable[[TableMetadata], TableCommit], what: str) -> None:
         """A commit without a snapshot, made again on the fresh table after a lost race."""
         ops = self.operations()
-        attempts = RetryPolicy.of(self.metadata.properties).start()
-        while True:
+
+        def attempt(_: int) -> None:
             commit = change(self.metadata)
-            if not commit.updates:
-                return
-            try:
+            if commit.updates:
                 self.metadata, self.metadata_location = ops.commit(self.metadata, self.metadata_location, commit)
-                return
-            except CommitFailedError:
-                if not attempts.retry():
-                    raise CommitConflictError(f"could not {what}: the table kept changing") from None
-                self.refresh()
+
+        commit_with_retry(RetryPolicy.of(self.metadata.properties), attempt, what, before_retry=self.refresh)
 
 
 def _upgrade_to(base: TableMetadata, format_version: int | None) -> int | None:

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
     from mor.api.scan import Scan
     from mor.api.table import Table
-    from mor.commit.snapshot_producer import TableOperations
+    from mor.catalog.table_operations import TableOperations
     from mor.format.metadata import TableMetadata
     from mor.io.fileio import FileIO
     from mor.maintenance.ownership import CatalogView

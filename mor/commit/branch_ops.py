@@ -27,7 +27,7 @@ from mor.format.spec import MAIN_BRANCH
 from mor.format.updates import AddSnapshot, SetSnapshotRef, TableCommit, Update
 
 if TYPE_CHECKING:
-    from mor.commit.snapshot_producer import TableOperations
+    from mor.catalog.table_operations import TableOperations
 
 WAP_ID = "wap.id"
 

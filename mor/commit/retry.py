@@ -9,18 +9,23 @@ commit truly conflicts is re-planned on the new state up to `mor.dml.replan.num-
 
 from __future__ import annotations
 
+import itertools
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
-from mor.errors import InvalidArgumentError
+from mor.catalog.table_operations import CommitFailedError
+from mor.errors import CommitConflictError, InvalidArgumentError
 from mor.format.properties import COMMIT_MAX_WAIT_MS, COMMIT_MIN_WAIT_MS, COMMIT_NUM_RETRIES, COMMIT_TOTAL_TIMEOUT_MS, DML_REPLAN_RETRIES
 
 DEFAULT_MIN_WAIT_MS = 100  # Iceberg's defaults
 DEFAULT_MAX_WAIT_MS = 60_000
 DEFAULT_TOTAL_TIMEOUT_MS = 30 * 60_000
 DEFAULT_REPLAN_RETRIES = 10
+
+_T = TypeVar("_T")
 
 
 def int_property(properties: Mapping[str, str], name: str, default: int | None) -> int | None:
@@ -87,3 +92,26 @@ class Attempts:
         self.retries += 1
         time.sleep(wait_ms / 1000)
         return True
+
+
+def commit_with_retry(
+    policy: RetryPolicy, attempt: Callable[[int], _T], what: str, *, before_retry: Callable[[], object] | None = None
+) -> _T:
+    """Every metadata and snapshot commit's loop (Iceberg's `Tasks.foreach(ops).retry(...)
+    .onlyRetryOn(CommitFailedException)`): `attempt(n)` for n = 0, 1, ... until it returns. A
+    lost compare-and-swap (CommitFailedError: nothing became visible) waits as `policy` says,
+    calls `before_retry` (the caller refreshes its base there) and tries again; when the policy
+    gives up, CommitConflictError saying `what` could not be done. Any other error ends it."""
+    attempts = policy.start()
+    for n in itertools.count():
+        try:
+            return attempt(n)
+        except CommitFailedError:
+            if not attempts.retry():
+                raise CommitConflictError(
+                    f"could not {what}: the table kept changing (gave up after {attempts.retries + 1} attempts in "
+                    f"{attempts.elapsed_s:.1f} s; raise {COMMIT_NUM_RETRIES} or {COMMIT_TOTAL_TIMEOUT_MS})"
+                ) from None
+        if before_retry is not None:
+            before_retry()
+    raise AssertionError("unreachable")

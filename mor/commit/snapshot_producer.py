@@ -10,38 +10,29 @@ up. Each step is announced (mor/commit/steps.py), for crash tests.
 
 from __future__ import annotations
 
-import itertools
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 
+from mor.catalog.table_operations import CommitFailedError, TableOperations, refresh_same_table
 from mor.commit import steps
 from mor.commit.idempotency import Idempotency, check_not_committed
 from mor.commit.manifest_merge import merge_carried
-from mor.commit.retry import RetryPolicy
+from mor.commit.retry import RetryPolicy, commit_with_retry
 from mor.commit.row_rules import RowRules
 from mor.commit.summary import build_summary
 from mor.commit.table_commits import snapshot_commit
-from mor.commit.table_ops import CommitFailedError, refresh_same_table
 from mor.errors import CatalogUnavailableError, CommitConflictError, CommitStateUnknownError, CorruptMetadataError, UnsupportedFeatureError
 from mor.format.content_file import ContentFile, DataFile, DeleteFile
 from mor.format.manifest import EntryToWrite, ManifestFile, read_manifests, write_manifest
 from mor.format.manifest_list import read_manifest_list, write_manifest_list
 from mor.format.metadata import Snapshot, TableMetadata, now_ms, same_schema, with_schema, with_spec
-from mor.format.properties import COMMIT_NUM_RETRIES, COMMIT_TOTAL_TIMEOUT_MS
 from mor.format.spec import INITIAL_SEQUENCE_NUMBER, FileContent, ManifestContent, ManifestEntryStatus
-from mor.format.updates import TableCommit
 from mor.io.fileio import FileIO, is_object_store
 from mor.io.threads import IO_POOL
-
-
-class TableOperations(Protocol):
-    def refresh(self) -> tuple[TableMetadata, str]: ...
-    def commit(self, base: TableMetadata, base_location: str, change: TableCommit) -> tuple[TableMetadata, str]: ...
 
 
 @dataclass
@@ -91,7 +82,6 @@ def commit_changes(
 ) -> tuple[TableMetadata, str]:
     """Commit `changes` made against `read_base`; returns the new metadata and its location.
     A lost race is retried as `policy` allows (default: the read base's table properties)."""
-    attempts = (policy or RetryPolicy.of(read_base.properties)).start()
     snapshot_id = new_snapshot_id()
     schema = changes.schema or read_base.schema()
     planned_on = read_base
@@ -103,79 +93,75 @@ def commit_changes(
     # added, which the manifests are written against.
     catalog_base, base, base_location = planned_on, read_base, read_base_location
     validated = read_base  # commits up to this base have been checked against ours
+
+    def attempt(n: int) -> tuple[TableMetadata, str]:
+        nonlocal catalog_base, base, base_location, validated
+        if n:
+            catalog_base, base_location = refresh_same_table(ops, planned_on)  # never commit into another table
+            base = _with_new_schema(_with_added_spec(catalog_base, changes), planned_on, changes)
+            _check_format_version(base, planned_on, changes)
+        _check_no_v1_deletes(base, changes)
+        check_not_committed(base, changes.idempotency)
+        if changes.row_rules is not None:
+            changes.row_rules.hold_on(catalog_base, base)
+        if validate is not None and base.current_snapshot_id != validated.current_snapshot_id:
+            validate(validated, base)
+            validated = base
+        carried, rewritten = _carry_manifests(io, base, schema, snapshot_id, changes)
+        carried, merged = merge_carried(
+            io, base, schema, snapshot_id, new_manifests + rewritten, carried,
+            _merged_manifest_location(base, snapshot_id),
+        )  # fmt: skip
+        # Format v1 has no sequence numbers: every snapshot and file is at 0.
+        sequence_number = base.last_sequence_number + 1 if base.format_version > 1 else INITIAL_SEQUENCE_NUMBER
+        manifest_list = f"{base.location.rstrip('/')}/metadata/snap-{snapshot_id}-{n + 1}-{uuid.uuid4()}.avro"
+        parent = base.current_snapshot()
+        _, added_rows = write_manifest_list(
+            io,
+            manifest_list,
+            snapshot_id=snapshot_id,
+            parent_snapshot_id=parent.snapshot_id if parent else None,
+            sequence_number=sequence_number,
+            manifests=new_manifests + rewritten + carried,
+            format_version=base.format_version,
+            first_row_id=base.next_row_id,
+        )
+        steps.reached("manifest-list-written")
+        summary = build_summary(
+            changes.operation,
+            [*changes.added_data, *changes.added_deletes],
+            [*changes.removed_data, *changes.removed_deletes],
+            parent.summary if parent else None,
+            {**changes.summary, **(changes.idempotency.summary() if changes.idempotency else {})},
+        )
+        snapshot = Snapshot(
+            snapshot_id=snapshot_id,
+            parent_snapshot_id=parent.snapshot_id if parent else None,
+            sequence_number=sequence_number,
+            timestamp_ms=max(now_ms(), base.last_updated_ms + 1),
+            manifest_list=manifest_list,
+            summary=summary,
+            schema_id=base.current_schema_id,
+            first_row_id=base.next_row_id if base.format_version >= 3 else None,
+            added_rows=added_rows if base.format_version >= 3 else None,
+        )
+        change = snapshot_commit(
+            catalog_base, snapshot, spec=changes.added_spec, schema=changes.schema, idempotency=changes.idempotency,
+            assert_schema=changes.row_rules is not None,
+        )  # fmt: skip
+        try:
+            committed = ops.commit(catalog_base, base_location, change)
+            steps.reached("committed")
+            return committed
+        except (CatalogUnavailableError, CommitFailedError):
+            # The commit certainly did not happen (a lost race is tried again by commit_with_retry):
+            # nothing of this attempt is referenced.
+            for path in [manifest_list, *(m.manifest_path for m in rewritten + merged)]:
+                io.delete_quietly(path)
+            raise
+
     try:
-        for attempt in itertools.count():
-            if attempt:
-                catalog_base, base_location = refresh_same_table(ops, planned_on)  # never commit into another table
-                base = _with_new_schema(_with_added_spec(catalog_base, changes), planned_on, changes)
-                _check_format_version(base, planned_on, changes)
-            _check_no_v1_deletes(base, changes)
-            check_not_committed(base, changes.idempotency)
-            if changes.row_rules is not None:
-                changes.row_rules.hold_on(catalog_base, base)
-            if validate is not None and base.current_snapshot_id != validated.current_snapshot_id:
-                validate(validated, base)
-                validated = base
-            carried, rewritten = _carry_manifests(io, base, schema, snapshot_id, changes)
-            carried, merged = merge_carried(
-                io, base, schema, snapshot_id, new_manifests + rewritten, carried,
-                _merged_manifest_location(base, snapshot_id),
-            )  # fmt: skip
-            # Format v1 has no sequence numbers: every snapshot and file is at 0.
-            sequence_number = base.last_sequence_number + 1 if base.format_version > 1 else INITIAL_SEQUENCE_NUMBER
-            manifest_list = f"{base.location.rstrip('/')}/metadata/snap-{snapshot_id}-{attempt + 1}-{uuid.uuid4()}.avro"
-            parent = base.current_snapshot()
-            _, added_rows = write_manifest_list(
-                io,
-                manifest_list,
-                snapshot_id=snapshot_id,
-                parent_snapshot_id=parent.snapshot_id if parent else None,
-                sequence_number=sequence_number,
-                manifests=new_manifests + rewritten + carried,
-                format_version=base.format_version,
-                first_row_id=base.next_row_id,
-            )
-            steps.reached("manifest-list-written")
-            summary = build_summary(
-                changes.operation,
-                [*changes.added_data, *changes.added_deletes],
-                [*changes.removed_data, *changes.removed_deletes],
-                parent.summary if parent else None,
-                {**changes.summary, **(changes.idempotency.summary() if changes.idempotency else {})},
-            )
-            snapshot = Snapshot(
-                snapshot_id=snapshot_id,
-                parent_snapshot_id=parent.snapshot_id if parent else None,
-                sequence_number=sequence_number,
-                timestamp_ms=max(now_ms(), base.last_updated_ms + 1),
-                manifest_list=manifest_list,
-                summary=summary,
-                schema_id=base.current_schema_id,
-                first_row_id=base.next_row_id if base.format_version >= 3 else None,
-                added_rows=added_rows if base.format_version >= 3 else None,
-            )
-            change = snapshot_commit(
-                catalog_base, snapshot, spec=changes.added_spec, schema=changes.schema, idempotency=changes.idempotency,
-                assert_schema=changes.row_rules is not None,
-            )  # fmt: skip
-            try:
-                committed = ops.commit(catalog_base, base_location, change)
-                steps.reached("committed")
-                return committed
-            except CatalogUnavailableError:
-                # The commit certainly did not happen: nothing of this attempt is referenced.
-                for path in [manifest_list, *(m.manifest_path for m in rewritten + merged)]:
-                    io.delete_quietly(path)
-                raise
-            except CommitFailedError:
-                for path in [manifest_list, *(m.manifest_path for m in rewritten + merged)]:
-                    io.delete_quietly(path)
-                if not attempts.retry():
-                    raise CommitConflictError(
-                        f"gave up after {attempts.retries + 1} attempts in {attempts.elapsed_s:.1f} s: the table kept "
-                        f"changing (raise {COMMIT_NUM_RETRIES} or {COMMIT_TOTAL_TIMEOUT_MS})"
-                    ) from None
-        raise AssertionError("unreachable")
+        return commit_with_retry(policy or RetryPolicy.of(read_base.properties), attempt, f"commit the {changes.operation}")
     except CommitStateUnknownError:
         raise
     except BaseException:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from mor.catalog.listeners import committed
 from mor.catalog.located import LocatedMetadata
+from mor.catalog.table_operations import CommitFailedError
 from mor.commit import steps
 from mor.errors import (
     CommitConflictError,
@@ -25,20 +26,18 @@ from mor.errors import (
     CorruptMetadataError,
     MetadataFileNotFoundError,
     TableAlreadyExistsError,
-    TableReplacedError,
     UnsupportedFeatureError,
 )
 from mor.format.apply import apply_updates
 from mor.format.commit_validation import validate_change
 from mor.format.metadata import TableMetadata, with_previous_file
-from mor.format.requirements import CommitFailedError, check_requirements
+from mor.format.requirements import check_requirements
 from mor.format.updates import TableCommit
 from mor.io.fileio import FileIO, unreadable
 
 if TYPE_CHECKING:
     from mor.catalog.sql import SqlCatalogStore  # the SQL catalog (and sqlalchemy) only when a caller has one
     from mor.catalog.sqlite_reads import SqliteCatalogReader
-    from mor.commit.snapshot_producer import TableOperations
 
 _VERSION = re.compile(r"(?:^|/)(?:v)?(\d+)(?:-[^/]*)?\.metadata\.json$")
 
@@ -59,26 +58,6 @@ def read_metadata(io: FileIO, location: str) -> TableMetadata:
         return TableMetadata.from_json(text)
     except (CorruptMetadataError, UnsupportedFeatureError) as e:
         raise type(e)(f"table metadata file {location}: {e}") from e
-
-
-def check_same_table(started_from: TableMetadata, current: TableMetadata, current_location: str) -> None:
-    """Iceberg's `assert-table-uuid`: TableReplacedError when the catalog's table is not the one
-    an operation started from (dropped, and another created under the name). A lost swap is
-    retried on refreshed metadata, and without this check the retry would commit into the other
-    table, putting our columns under its field ids."""
-    if current.table_uuid != started_from.table_uuid:
-        raise TableReplacedError(
-            f"the table was replaced: the catalog now points at {current_location}, table-uuid {current.table_uuid}, "
-            f"not table-uuid {started_from.table_uuid} this operation started from (dropped and created again?); "
-            "nothing was committed: load the table again"
-        )
-
-
-def refresh_same_table(ops: TableOperations, started_from: TableMetadata) -> tuple[TableMetadata, str]:
-    """`ops.refresh()`, refused (TableReplacedError) when it finds another table."""
-    current, location = ops.refresh()
-    check_same_table(started_from, current, location)
-    return current, location
 
 
 def is_versioned_metadata_file(location: str) -> bool:

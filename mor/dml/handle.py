@@ -13,7 +13,7 @@ from mor.planning.planner import plan_files
 if TYPE_CHECKING:
     from pyiceberg.schema import Schema
 
-    from mor.commit.snapshot_producer import TableOperations
+    from mor.catalog.table_operations import TableOperations
     from mor.format.metadata import TableMetadata
     from mor.io.fileio import FileIO
     from mor.planning.task import FileScanTask

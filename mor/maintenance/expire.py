@@ -35,12 +35,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from mor.catalog.table_operations import TableOperations, refresh_same_table
 from mor.commit import steps
-from mor.commit.retry import RetryPolicy
-from mor.commit.snapshot_producer import TableOperations
+from mor.commit.retry import RetryPolicy, commit_with_retry
 from mor.commit.table_commits import expire_commit
-from mor.commit.table_ops import CommitFailedError, is_versioned_metadata_file, metadata_version, refresh_same_table
-from mor.errors import CommitConflictError, CorruptMetadataError, InvalidArgumentError, RetentionTooShortError, UnsupportedFeatureError
+from mor.commit.table_ops import is_versioned_metadata_file, metadata_version
+from mor.errors import CorruptMetadataError, InvalidArgumentError, RetentionTooShortError, UnsupportedFeatureError
 from mor.format.apply import apply_updates
 from mor.format.content_file import DataFile
 from mor.format.manifest import ManifestFile
@@ -179,8 +179,8 @@ def expire_snapshots(
 ) -> tuple[ExpireResult, TableMetadata, str]:
     """Expire on the freshest metadata (worked out again after a lost swap); returns the result
     and the metadata and location now current. Only files `ownership` allows are deleted."""
-    attempts = RetryPolicy.of(metadata.properties).start()
-    while True:
+
+    def attempt(_: int) -> tuple[ExpireResult, TableMetadata, str]:
         rule = retention(metadata.properties, older_than, retain_last, allow_short_retention, now_ms())
         refs = retained_refs(metadata, rule)
         expired = {s.snapshot_id for s in metadata.snapshots} - retained_snapshots(metadata, refs, rule)
@@ -196,13 +196,7 @@ def expire_snapshots(
             doomed.metadata = old_metadata_files(io, logged, metadata_version(metadata_location) + 1, ownership)
             return doomed.result(expired, removed_refs, dry_run), metadata, metadata_location
         ownership.referenced_by_others()  # read now: failing after the commit would leave it half done
-        try:
-            committed, location = ops.commit(metadata, metadata_location, change)
-        except CommitFailedError:
-            if not attempts.retry():
-                raise CommitConflictError("could not expire snapshots: the table kept changing") from None
-            metadata, metadata_location = refresh_same_table(ops, metadata)
-            continue
+        committed, location = ops.commit(metadata, metadata_location, change)
         steps.reached("expire-committed")
         doomed.metadata = old_metadata_files(io, committed, metadata_version(location), ownership)
         everything = doomed.all()
@@ -213,6 +207,12 @@ def expire_snapshots(
                 if i == 0:
                     steps.reached("expire-deleting")
         return doomed.result(expired, removed_refs, dry_run), committed, location
+
+    def refresh() -> None:
+        nonlocal metadata, metadata_location
+        metadata, metadata_location = refresh_same_table(ops, metadata)
+
+    return commit_with_retry(RetryPolicy.of(metadata.properties), attempt, "expire snapshots", before_retry=refresh)
 
 
 # -- which snapshots stay ----------------------------------------------------------------------

@@ -18,7 +18,7 @@ import pytest
 from unit_helpers import SCHEMA, files_under, make_rows, reachable_files, scan_ids
 
 import mor
-from mor.commit.snapshot_producer import TableOperations
+from mor.catalog.table_operations import TableOperations
 from mor.format.updates import TableCommit
 from mor.format.metadata import TableMetadata
 
