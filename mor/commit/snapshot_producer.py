@@ -11,7 +11,7 @@ up. Each step is announced (mor/commit/steps.py), for crash tests.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pyiceberg.partitioning import PartitionSpec
@@ -35,15 +35,17 @@ from mor.io.fileio import FileIO, is_object_store
 from mor.io.threads import IO_POOL
 
 
-@dataclass
+@dataclass(frozen=True)
 class Changes:
-    """What one commit does to the table."""
+    """What one commit does to the table: a value, made whole by the layer that plans it (a
+    later layer adds to it with `dataclasses.replace`). File lists given as lists are kept as
+    tuples."""
 
     operation: str
-    added_data: list[DataFile] = field(default_factory=list)
-    added_deletes: list[DeleteFile] = field(default_factory=list)
-    removed_data: list[DataFile] = field(default_factory=list)
-    removed_deletes: list[DeleteFile] = field(default_factory=list)
+    added_data: Sequence[DataFile] = ()
+    added_deletes: Sequence[DeleteFile] = ()
+    removed_data: Sequence[DataFile] = ()
+    removed_deletes: Sequence[DeleteFile] = ()
     added_spec: PartitionSpec | None = None  # a spec the added files use that the table lacks
     # Compaction: the added data files keep the data sequence number of the snapshot it read,
     # so deletes committed after that snapshot still apply to the rewritten rows.
@@ -59,7 +61,12 @@ class Changes:
     # (mor/commit/row_rules.py): checked again on a base where they changed.
     row_rules: RowRules | None = None
     # Summary properties the operation adds (a cherry-pick's `source-snapshot-id`).
-    summary: dict[str, str] = field(default_factory=dict)
+    summary: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in ("added_data", "added_deletes", "removed_data", "removed_deletes"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        object.__setattr__(self, "summary", dict(self.summary))  # a copy: the caller's dict may change
 
 
 # validate(base the operation read, current base) raises CommitConflictError when our changes

@@ -426,34 +426,26 @@ class WrittenFiles:
 
 def changes_for(removals: Sequence[Removal], added: Sequence[DataFile]) -> Changes:
     """The commit of removals and added rows: `delete`, `overwrite` or `append`."""
-    changes = Changes(Operation.DELETE)
+    added_data: list[DataFile] = []
+    added_deletes: list[DeleteFile] = []
+    removed_data: list[DataFile] = []
+    removed_deletes: list[DeleteFile] = []
     for r in removals:
         if r.vector is not None and r.delete_file is None:
             raise AssertionError("a deletion vector was not written (RowRemover.finish)")
         if r.delete_file is not None:
-            changes.added_deletes.append(r.delete_file)
-            changes.removed_deletes += [d for d in r.replaced if d not in changes.removed_deletes]
+            added_deletes.append(r.delete_file)
+            removed_deletes += [d for d in r.replaced if d not in removed_deletes]
         else:
-            _remove_data_file(changes, r.task)
-            changes.added_data += r.rewritten
-    changes.added_data += added
-    changes.operation = _operation(changes)
-    return changes
-
-
-def _operation(changes: Changes) -> str:
-    removes = bool(changes.removed_data or changes.added_deletes or changes.removed_deletes)
-    if changes.added_data and removes:
-        return Operation.OVERWRITE
-    return Operation.APPEND if changes.added_data else Operation.DELETE
-
-
-def _remove_data_file(changes: Changes, task: FileScanTask) -> None:
-    """Drop a data file, and the position delete files that can only apply to it."""
-    changes.removed_data.append(task.data_file)
-    for d in task.position_deletes:
-        if referenced_path(d) == task.data_file.file_path and d not in changes.removed_deletes:
-            changes.removed_deletes.append(d)
+            # the data file goes, and the position delete files that can only apply to it
+            removed_data.append(r.task.data_file)
+            path = r.task.data_file.file_path
+            removed_deletes += [d for d in r.task.position_deletes if referenced_path(d) == path and d not in removed_deletes]
+            added_data += r.rewritten
+    added_data += added
+    removes = bool(removed_data or added_deletes or removed_deletes)
+    operation = Operation.OVERWRITE if added_data and removes else Operation.APPEND if added_data else Operation.DELETE
+    return Changes(operation, added_data, added_deletes, removed_data, removed_deletes)
 
 
 def rows_validator(

@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from mor.commit.idempotency import AlreadyCommitted, Idempotency, check_not_committed
@@ -89,7 +90,7 @@ def run_dml(
         if found is None:
             return None
         changes, validate = found
-        changes.idempotency = idempotency
+        changes = replace(changes, idempotency=idempotency)
         try:
             return commit(table, changes, validate, kept=kept, rows_checked_on=rows_checked_on)
         except CommitConflictError:
@@ -117,7 +118,7 @@ def commit(
     ops = table.operations()
     if changes.row_rules is None and changes.added_data and changes.operation != Operation.REPLACE:
         checked = rows_checked_on or table.metadata
-        changes.row_rules = added_rows_rules(table.io, checked.current_schema_id, checked.properties, changes.added_data)
+        changes = replace(changes, row_rules=added_rows_rules(table.io, checked.current_schema_id, checked.properties, changes.added_data))
     try:
         table.metadata, table.metadata_location = commit_changes(table.io, ops, table.metadata, table.metadata_location, changes, validate)
     except CommitStateUnknownError:

@@ -174,11 +174,10 @@ def nothing_to_rewrite() -> RewritePlan:
 def finish_rewrite(io: FileIO, work: RewriteWork, written: list[DeleteFile]) -> RewritePlan:
     """The commit of the merged files `written`: they come in, the files they merge and the
     dangling ones go; its conflict check."""
-    changes = Changes(Operation.REPLACE)
-    changes.added_deletes = list(written)
     merged = {f.key for t in work.to_merge for f in t.position_deletes}
     dangling = [f for f in work.live_position if f.key not in work.applied]
-    changes.removed_deletes = [f for f in work.live_position if f.key in merged] + dangling
+    removed = [f for f in work.live_position if f.key in merged] + dangling
+    changes = Changes(Operation.REPLACE, added_deletes=written, removed_deletes=removed)
     rewritten_data = [t.data_file.file_path for t in work.to_merge]
     vectors = work.merger.vectors
 

@@ -57,7 +57,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 from pyiceberg.expressions import AlwaysTrue
@@ -183,10 +183,9 @@ class MorWriter(DataSourceArrowWriter):
         io = self.ref.file_io()
         try:
             ops, base, base_location = self._base()
-            changes = self._changes(io, base, files)
-            changes.idempotency = self.idempotency
+            changes = replace(self._changes(io, base, files), idempotency=self.idempotency)
             if files:  # checked on executors against the target's rules: again if they changed since
-                changes.row_rules = added_rows_rules(io, self.target.schema.schema_id, self.target.properties, files)
+                changes = replace(changes, row_rules=added_rows_rules(io, self.target.schema.schema_id, self.target.properties, files))
             commit_changes(io, ops, base, base_location, changes, self._validator(io, changes))
         except CommitStateUnknownError:
             raise  # the commit may have landed and made the files live: never delete them
