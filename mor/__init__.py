@@ -56,7 +56,7 @@ _LAZY = {
     "Catalog": "mor.api.catalog",
     "SqlCatalog": "mor.api.sql_catalog",
     "RestCatalog": "mor.api.rest_catalog",
-    "load_catalog": "mor.api.catalog",
+    "load_catalog": "mor.api.catalog_types",
     "isin": "mor.expr.isin",
     "lit": "mor.expr.values",
     "MergeClauses": "mor.dml.merge_clauses",
@@ -71,7 +71,8 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
-    from mor.api.catalog import Catalog, load_catalog
+    from mor.api.catalog import Catalog
+    from mor.api.catalog_types import load_catalog
     from mor.api.rest_catalog import RestCatalog
     from mor.api.scan import Scan
     from mor.api.sql_catalog import SqlCatalog

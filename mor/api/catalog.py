@@ -5,28 +5,25 @@ catalog mor/api/rest_catalog.py."""
 from __future__ import annotations
 
 import os
-import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping
-from pathlib import Path
+from collections.abc import Iterator
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 
-from mor.api.inputs import ACCEPTED, Rows, is_rows
+from mor.api.catalog_names import existing_identifier, new_identifier, split_identifier, table_location_of
+from mor.api.inputs import ACCEPTED, Rows, as_tables, is_rows, new_table_schema
 from mor.api.table import Table
-from mor.catalog.sqlite_reads import SqliteCatalogReader
 from mor.commit.table_ops import read_metadata
 from mor.errors import (
-    CorruptMetadataError,
+    CommitStateUnknownError,
     InvalidArgumentError,
     MorError,
-    NoSuchTableError,
     SchemaMismatchError,
     SharedTableError,
-    StorageError,
     TableAlreadyExistsError,
     UnsupportedFeatureError,
 )
@@ -34,13 +31,12 @@ from mor.format.arrow_types import RESERVED_COLUMNS, from_arrow_schema, reserved
 from mor.format.metadata import new_table_metadata, parse_format_version
 from mor.format.properties import DELETE_MODE_PROPERTY, FORMAT_VERSION_PROPERTY, MERGE_ON_READ, check_properties
 from mor.format.spec import FORMAT_VERSION
-from mor.io.fileio import FileIO, is_object_store, to_local_path, to_uri
+from mor.io.fileio import FileIO, is_object_store
 from mor.maintenance.ownership import CatalogView, OtherTable, database_files, overlaps, same_file, touches
 from mor.maintenance.purge import PurgeResult
 from mor.write.partitioning import parse_partition_by
 
 if TYPE_CHECKING:
-    from mor.catalog.sql import SqlCatalogStore
     from mor.catalog.table_operations import TableOperations
     from mor.format.metadata import TableMetadata
 
@@ -50,190 +46,6 @@ DEFAULT_PROPERTIES = {
     "write.merge.mode": MERGE_ON_READ,
     "write.parquet.compression-codec": "zstd",
 }
-
-
-class _DefaultWarehouse(str):
-    """The `warehouse` argument when none is given: `./warehouse` for the SQL catalog, no
-    warehouse name for a REST catalog. (An explicit None stays an error.)"""
-
-
-DEFAULT_WAREHOUSE = _DefaultWarehouse("warehouse")
-
-
-def load_catalog(
-    warehouse: str | os.PathLike[str] | None = DEFAULT_WAREHOUSE,
-    uri: str | None = None,
-    name: str = "default",
-    create: bool | None = None,
-    properties: Mapping[str, str] | None = None,
-    *,
-    token: str | None = None,
-    credential: str | None = None,
-    type: str | None = None,
-    **more_properties: str,
-) -> Catalog:
-    """A catalog over `warehouse` (default `./warehouse`): tables under it, the SQL catalog at
-    `warehouse/catalog.db` unless `uri` names another SQLAlchemy database.
-
-    `create` guards against a mistyped path silently becoming a new, empty warehouse:
-      None (default)  the folder must exist; its catalog.db is made if it has none;
-      True            the folder is made if missing (a new warehouse);
-      False           the warehouse must exist with its catalog (read-only use).
-
-    An Iceberg REST catalog when `uri` is an http(s) URL or `type="rest"`:
-    `load_catalog(uri="https://host/catalog", warehouse="wh", token=...)` or
-    `credential="client-id:secret"` (OAuth2 client credentials); `warehouse` is then the name
-    the server knows the warehouse by, and other properties go to pyiceberg's REST client
-    (`scope`, `prefix`, `oauth2-server-uri`, `header.*`, ...) and to file access
-    (mor/api/rest_catalog.py). `token`, `credential` and `type` may also be given in `properties`.
-
-    `warehouse` may be object storage, `s3://bucket/prefix` (then `uri` names the catalog
-    database). `properties` configure file access as pyiceberg's do (`s3.endpoint`,
-    `s3.access-key-id`, `s3.secret-access-key`, `s3.region`, ...; `mor/io/fileio.py`); they may
-    also be given as keywords, as pyiceberg's `load_catalog` takes them:
-    `load_catalog(..., **{"s3.endpoint": ...})`."""
-    unknown = sorted(k for k in more_properties if "." not in k)
-    if unknown:  # a property name always has a dot: anything else is a mistyped argument
-        raise InvalidArgumentError(f"load_catalog() got unexpected arguments {unknown}")
-    if more_properties:
-        if properties is not None and not isinstance(properties, Mapping):
-            raise InvalidArgumentError(f"properties is a dict of strings, got {properties!r}")
-        properties = {**(properties or {}), **more_properties}
-    given = {"token": token, "credential": credential, "type": type}
-    if any(v is not None for v in given.values()):
-        if properties is not None and not isinstance(properties, Mapping):
-            raise InvalidArgumentError(f"properties is a dict of strings, got {properties!r}")
-        properties = {**(properties or {}), **{k: v for k, v in given.items() if v is not None}}
-    from mor.api.sql_catalog import SqlCatalog  # a subclass of Catalog, so imported here
-
-    if is_rest_catalog(uri, properties):
-        from mor.api.rest_catalog import load_rest_catalog  # the REST client is imported only when used
-
-        warehouse_name = None if warehouse is None or isinstance(warehouse, _DefaultWarehouse) else str(warehouse)
-        return load_rest_catalog(uri, warehouse_name, name, dict(properties or {}))
-    if not isinstance(warehouse, (str, os.PathLike)) or not str(warehouse).strip():
-        raise InvalidArgumentError(f"warehouse is a folder path, got {warehouse!r}")
-    if uri is not None and not isinstance(uri, str):
-        raise InvalidArgumentError(f"uri is a SQLAlchemy database URL string, got {uri!r}")
-    io = FileIO(properties)
-    if isinstance(warehouse, str) and is_object_store(warehouse):
-        if uri is None:
-            raise InvalidArgumentError(
-                f"warehouse {warehouse} is object storage: give uri= for the catalog database (a SQLite file cannot live there)"
-            )
-        io.path(warehouse)  # InvalidArgumentError unless a well-formed object storage location
-        return SqlCatalog(_open_store(uri, name), warehouse.rstrip("/"), io)
-    root = Path(warehouse).resolve()
-    if root.exists() and not root.is_dir():
-        raise InvalidArgumentError(f"warehouse {root} is a file, not a folder")
-    if create is None and not root.exists():
-        raise InvalidArgumentError(f"no warehouse at {root} (no such folder); mor.load_catalog({str(root)!r}, create=True) makes a new one")
-    if create is False and uri is None and not (root / "catalog.db").is_file():
-        what = "no such folder" if not root.exists() else "no catalog.db in it"
-        raise InvalidArgumentError(f"no warehouse at {root} ({what}); mor.load_catalog({str(root)!r}, create=True) makes a new one")
-    if create:
-        try:
-            root.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise StorageError(f"cannot create warehouse {root}: {e.strerror or e}") from e
-    if uri is not None:
-        return SqlCatalog(_open_store(uri, name), to_uri(root), io)
-    database = root / "catalog.db"
-
-    def open_full() -> SqlCatalogStore:
-        return _open_store(sqlite_url(database), name)
-
-    return SqlCatalog(SqliteCatalogReader.open(database, name, open_full) or open_full(), to_uri(root), io)
-
-
-def is_rest_catalog(uri: object, properties: Mapping[str, str] | None) -> bool:
-    """An Iceberg REST catalog is named by an http(s) URI or the `type=rest` property."""
-    kind = (properties or {}).get("type") if isinstance(properties, Mapping) else None
-    if kind is not None and kind not in ("rest", "sql"):
-        raise InvalidArgumentError(f"catalog type {kind!r} is not supported: 'rest' or 'sql'")
-    return kind == "rest" or (isinstance(uri, str) and uri.lower().startswith(("http://", "https://")))
-
-
-def sqlite_url(path: Path) -> str:
-    """The SQLAlchemy URL of a SQLite file, any folder name escaped (`?`, `%`, `#` in a path
-    would otherwise start a query or an escape and name another file)."""
-    from sqlalchemy.engine import URL
-
-    return URL.create("sqlite", database=str(path)).render_as_string(hide_password=False)
-
-
-def _open_store(uri: str, name: str) -> SqlCatalogStore:
-    from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError  # SQLAlchemy only when used
-
-    from mor.catalog.sql import SqlCatalogStore
-
-    try:
-        return SqlCatalogStore(uri, name)
-    except ArgumentError as e:  # also an unknown dialect
-        raise InvalidArgumentError(f"catalog uri {uri!r} is not a usable SQLAlchemy URL: {e}") from e
-    except OperationalError as e:
-        raise StorageError(f"cannot open the catalog database {uri}: {e.orig or e}") from e
-    except DatabaseError as e:
-        raise CorruptMetadataError(f"the catalog database {uri} is unreadable: {e.orig or e}") from e
-
-
-# The catalog's name columns are VARCHAR(255), and file names stop at 255 bytes: a table's
-# folder is its name, a namespace's folder its name and ".db".
-MAX_NAME_LENGTH = {"table": 255, "namespace": 252}
-_NOT_IN_NAMES = re.compile(r"[/\\\x00-\x1f\x7f]")  # path separators and control characters
-
-
-def split_identifier(identifier: str) -> tuple[str, str]:
-    """`"db.events"` -> `("db", "events")`; a namespace may have levels (`"a.b.events"`).
-    InvalidArgumentError for anything else."""
-    if not isinstance(identifier, str):
-        raise InvalidArgumentError(f"a table name is a string 'namespace.table', got {type(identifier).__name__} {identifier!r}")
-    parts = identifier.split(".")
-    if len(parts) < 2 or not all(p.strip() for p in parts):
-        raise InvalidArgumentError(f"table names are 'namespace.table' with no empty part, got {identifier!r}")
-    return ".".join(parts[:-1]), parts[-1]
-
-
-def new_namespace_properties(namespace: str, properties: object) -> dict[str, str]:
-    """The properties a new namespace is created with, checked (and its name)."""
-    check_new_name("namespace", namespace)
-    if properties is None:
-        return {}
-    if not isinstance(properties, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in properties.items()):
-        raise InvalidArgumentError(f"namespace properties are a dict of strings, got {properties!r}")
-    return dict(properties)
-
-
-def check_new_name(kind: str, name: str) -> None:
-    """A name we are about to create a namespace or table under (it becomes a folder name):
-    InvalidArgumentError unless it is a non-blank string without empty levels, path
-    separators or control characters, short enough for a folder name."""
-    if not isinstance(name, str):
-        raise InvalidArgumentError(f"a {kind} name is a string, got {type(name).__name__} {name!r}")
-    if not name.strip() or not all(p.strip() for p in name.split(".")):
-        raise InvalidArgumentError(f"{kind} name {name!r} is empty or has an empty level")
-    bad = _NOT_IN_NAMES.search(name)
-    if bad:
-        raise InvalidArgumentError(f"{kind} name {name!r} contains {bad.group()!r}: no '/', '\\' or control characters")
-    if len(name.encode()) > MAX_NAME_LENGTH[kind]:
-        raise InvalidArgumentError(f"{kind} name {name[:20]!r}... is {len(name.encode())} bytes long; at most {MAX_NAME_LENGTH[kind]}")
-
-
-def new_identifier(identifier: str) -> tuple[str, str]:
-    namespace, name = split_identifier(identifier)
-    check_new_name("namespace", namespace)
-    check_new_name("table", name)
-    return namespace, name
-
-
-def existing_identifier(identifier: str) -> tuple[str, str]:
-    """For a lookup: a string that is not 'namespace.table' names no table."""
-    try:
-        return split_identifier(identifier)
-    except InvalidArgumentError as e:
-        if not isinstance(identifier, str):
-            raise
-        raise NoSuchTableError(f"no table {identifier!r}: {e}") from None
 
 
 class Catalog(ABC):
@@ -247,15 +59,6 @@ class Catalog(ABC):
     # A new table can be created by the commit of its first snapshot (Spark's create-on-write,
     # create_table_from_files); a REST catalog's server creates tables itself.
     creates_tables_with_first_commit = True
-
-    def __new__(cls, *args: Any, **kwargs: Any) -> Catalog:
-        # `mor.Catalog(store, warehouse_uri, io)`, the SQL catalog's constructor before the
-        # REST catalog stood beside it, still makes one: `load_catalog` is the usual way.
-        if cls is Catalog:
-            from mor.api.sql_catalog import SqlCatalog
-
-            return object.__new__(SqlCatalog)
-        return object.__new__(cls)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r}, warehouse={self.warehouse!r})"
@@ -314,7 +117,7 @@ class Catalog(ABC):
         `create_table("db.t", df)`. The schema is then the data's (decimals pyarrow infers from
         Python Decimal objects in a pandas column become decimal(38, S), so that later appends
         of larger values fit), or `schema=` when given too (the data must fit it); the table
-        appears with its first snapshot or not at all (mor/api/table_from_rows.py).
+        appears with its first snapshot or not at all (`_create_with_rows`).
         `format_version` 2 (the default) or 3: v3 tables delete with deletion vectors and
         track row lineage (also given as the `format-version` property)."""
         if data is None and not isinstance(schema, (pa.Schema, Schema)) and is_rows(schema):
@@ -322,9 +125,7 @@ class Catalog(ABC):
         if schema is not None and not isinstance(schema, (pa.Schema, Schema)):
             raise InvalidArgumentError(f"schema is a pyarrow.Schema or a pyiceberg Schema, got {type(schema).__name__}")
         if data is not None:
-            from mor.api.table_from_rows import create_with_rows  # the writer only when used
-
-            return create_with_rows(self, identifier, schema, data, partition_by, properties, location, format_version)
+            return self._create_with_rows(identifier, schema, data, partition_by, properties, location, format_version)
         if schema is None:
             raise InvalidArgumentError(
                 f"create_table needs a schema (a pyarrow.Schema or a pyiceberg Schema) or data ({ACCEPTED}), got NoneType"
@@ -488,6 +289,79 @@ class Catalog(ABC):
         """The catalog as maintenance of `table` sees it: every other table (and a database file
         to keep)."""
 
+    def _create_with_rows(
+        self,
+        identifier: str,
+        schema: pa.Schema | Schema | None,
+        data: Any,
+        partition_by: list[str] | None,
+        properties: dict[str, str] | None,
+        location: str | None,
+        format_version: int | None,
+    ) -> Table:
+        """`self.create_table(name, data)`: a new table whose schema is the data's, holding the data.
+
+        The schema is the data's Arrow schema (its first batch), mapped to Iceberg types as
+        `create_table(schema=...)` maps one, except that decimals pyarrow infers from Python Decimal
+        objects in a pandas column become decimal(38, S) (mor/api/inputs.py `new_table_schema`), so
+        that later appends of larger values fit. With `schema=` too, that schema is the table's and
+        the data must fit it, as an append's must (mor/write/arrow_schema.py `conform`).
+
+        The table appears with its first snapshot in one catalog operation or not at all: the data
+        files are written first and the commit that creates the table adds them
+        (`Catalog.new_table_operations`, as `create_table_from_files` and Spark's create-on-write do);
+        data that does not fit leaves no table and no file. A REST catalog's server creates tables
+        itself: the table is created empty, the rows appended, and the table dropped again if the
+        append fails (a reader may see the empty table meanwhile)."""
+        new_identifier(identifier)
+        if self.table_exists(identifier):
+            raise TableAlreadyExistsError(f"table {identifier} already exists")
+        tables = as_tables(data, "the data of the new table")
+        first = next(tables, None)
+        if schema is None:
+            if first is None:
+                raise SchemaMismatchError("the data of the new table holds no batches, so it has no schema: pass schema= too")
+            schema = new_table_schema(data, first.schema)
+        rows: Iterator[pa.Table] = iter(()) if first is None else chain([first], tables)
+        iceberg_schema, spec, table_properties, version = new_table_parts(schema, partition_by, properties, format_version)
+        if not self.creates_tables_with_first_commit:  # a REST server creates tables (and chooses where)
+            table = self.create_table(identifier, iceberg_schema, partition_by, properties, location, version)
+            try:
+                table.append(rows)
+            except BaseException:
+                self.drop_table(identifier)
+                raise
+            return table
+        metadata = self.metadata_for_new_table(identifier, iceberg_schema, spec, table_properties, location, version)
+        return self._created_by_first_commit(identifier, metadata, rows)
+
+    def _created_by_first_commit(self, identifier: str, metadata: TableMetadata, rows: Iterator[pa.Table]) -> Table:
+        """The data files written against the new table's metadata, then one commit that creates
+        the table with them (nothing left behind when the rows do not fit or the commit fails)."""
+        from mor.api.schema_update import prepare_append
+        from mor.commit.snapshot_producer import Changes, commit_changes
+        from mor.dml.constraints import ConstraintCheck, table_constraints
+        from mor.format.spec import Operation
+        from mor.write.parquet_files import WriteOptions
+        from mor.write.rolling import RollingDataWriter, write_rows
+
+        table_schema, conformed, _ = prepare_append(metadata, rows, None)
+        checked = ConstraintCheck(table_constraints(metadata.properties), table_schema).checked(conformed)
+        writer = RollingDataWriter(
+            self.io, metadata.location, table_schema, metadata.spec(), WriteOptions(metadata.properties), sort_order=metadata.sort_order
+        )
+        files = write_rows(writer, checked)  # removes what it wrote when a batch does not fit
+        try:  # no rows: an append snapshot of no files, as append() commits for them
+            changes = Changes(Operation.APPEND, added_data=files)
+            commit_changes(self.io, self.new_table_operations(identifier), metadata, "", changes)
+        except CommitStateUnknownError:
+            raise  # the table may exist with these files: never delete them
+        except BaseException:
+            for f in files:
+                self.io.delete_quietly(f.file_path)
+            raise
+        return self.load_table(identifier)
+
 
 def new_table_parts(
     schema: pa.Schema | Schema, partition_by: list[str] | None, properties: dict[str, str] | None, format_version: int | None
@@ -523,21 +397,6 @@ def _iceberg_schema(schema: pa.Schema | Schema) -> Schema:
     if reserved is not None:  # a pyarrow schema was checked by from_arrow_schema; a pyiceberg one here
         raise SchemaMismatchError(reserved_message(reserved))
     return iceberg_schema
-
-
-def table_location_of(location: str) -> str:
-    """A location as given when it is a URI; a local path made absolute (`file:///...`), so
-    the table does not depend on the directory it was created from."""
-    if not isinstance(location, str) or not location.strip():
-        raise InvalidArgumentError(f"location is a folder path or URI, got {location!r}")
-    if is_object_store(location):
-        return location.rstrip("/")
-    if location.startswith("file:") or "://" in location:
-        # UnsupportedFeatureError for another scheme, before any file is written.
-        if not os.path.isabs(to_local_path(location)):
-            raise InvalidArgumentError(f"a file: location is absolute (file:///path), got {location!r}")
-        return location
-    return to_uri(location)
 
 
 def _format_version(argument: int | None, property_value: str | None) -> int:

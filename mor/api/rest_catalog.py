@@ -14,14 +14,8 @@ import pyarrow as pa
 from pyiceberg.schema import Schema
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 
-from mor.api.catalog import (
-    Catalog,
-    existing_identifier,
-    new_identifier,
-    new_namespace_properties,
-    new_table_parts,
-    table_location_of,
-)
+from mor.api.catalog import Catalog, new_table_parts
+from mor.api.catalog_names import existing_identifier, new_identifier, new_namespace_properties, table_location_of
 from mor.api.table import Table
 from mor.api.views import DEFAULT_DIALECT, View, replace_updates, sql_version, view_of, view_schema
 from mor.catalog.rest import LoadedTable, RestCatalogClient, RestTableOperations

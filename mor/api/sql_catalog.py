@@ -12,21 +12,30 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 from pyiceberg.schema import Schema
 
-from mor.api.catalog import (
-    Catalog,
+from mor.api.catalog import Catalog, new_table_parts
+from mor.api.catalog_names import (
     check_new_name,
     existing_identifier,
     new_identifier,
     new_namespace_properties,
-    new_table_parts,
     split_identifier,
+    table_location_of,
 )
 from mor.api.table import Table
-from mor.api.views import SqlCatalogViews
+from mor.api.views import (
+    DEFAULT_DIALECT,
+    View,
+    commit_view,
+    create_view_in_catalog,
+    read_view_metadata,
+    replace_updates,
+    sql_version,
+    view_schema,
+)
 from mor.catalog.located import LocatedMetadata
-from mor.catalog.sqlite_reads import SqliteCatalogReader
 from mor.commit.table_ops import CatalogTableOperations, NewTableOperations, create_in_catalog, read_metadata
-from mor.errors import InvalidArgumentError, MorError, NoSuchNamespaceError, NoSuchTableError, TableAlreadyExistsError
+from mor.errors import InvalidArgumentError, MorError, NoSuchNamespaceError, NoSuchTableError, NoSuchViewError, TableAlreadyExistsError
+from mor.format.view_metadata import apply_view_updates, create_view_metadata
 from mor.io.fileio import FileIO
 from mor.maintenance.ownership import CatalogView, OtherTable, storage_forms
 from mor.maintenance.purge import PurgeResult, delete_purged, plan_purge
@@ -34,10 +43,11 @@ from mor.maintenance.purge import PurgeResult, delete_purged, plan_purge
 if TYPE_CHECKING:
     from mor.catalog.locations import Unindexed
     from mor.catalog.sql import SqlCatalogStore
+    from mor.catalog.sqlite_reads import SqliteCatalogReader
     from mor.catalog.table_operations import TableOperations
 
 
-class SqlCatalog(SqlCatalogViews, Catalog):
+class SqlCatalog(Catalog):
     """A catalog whose tables' pointers live in a SQL database (see the module docstring)."""
 
     def __init__(self, store: SqlCatalogStore | SqliteCatalogReader, warehouse_uri: str, io: FileIO | None = None):
@@ -211,6 +221,59 @@ class SqlCatalog(SqlCatalogViews, Catalog):
         for found in index.near(*location_probes(places)):
             if (found.catalog_name, (found.namespace, found.name)) != (self.name, table):
                 yield OtherTable(self._other_name(found.catalog_name, found.namespace, found.name), found.metadata_location), found.location
+
+    # -- views ------------------------------------------------------------------------------
+    def create_view(
+        self,
+        identifier: str,
+        sql: str,
+        schema: pa.Schema | Schema,
+        dialect: str = DEFAULT_DIALECT,
+        properties: dict[str, str] | None = None,
+        location: str | None = None,
+    ) -> View:
+        """A new view: `sql` in `dialect`, producing `schema`, its names resolved in the
+        view's own namespace. ViewAlreadyExistsError when a view or a table has the name."""
+        namespace, name = new_identifier(identifier)
+        where = table_location_of(location) if location is not None else self.default_location(identifier)
+        self.check_location(where, holding=False)  # never on the catalog's own database files
+        fresh = view_schema(schema)
+        metadata = create_view_metadata(where, fresh, sql_version(sql, dialect, namespace.split(".")), dict(properties or {}))
+        self.create_namespace_if_not_exists(namespace)
+        return create_view_in_catalog(self.io, self.store, namespace, name, metadata)
+
+    def load_view(self, identifier: str) -> View:
+        namespace, name = existing_identifier(identifier)
+        location = self.store.view_metadata_location(namespace, name)
+        return View(identifier, location, read_view_metadata(self.io, location))
+
+    def list_views(self, namespace: str) -> list[str]:
+        return [f"{namespace}.{v}" for v in self.store.list_views(namespace)]
+
+    def view_exists(self, identifier: str) -> bool:
+        try:
+            self.store.view_metadata_location(*existing_identifier(identifier))
+        except NoSuchViewError:
+            return False
+        return True
+
+    def drop_view(self, identifier: str) -> None:
+        """Forget the view (its metadata files stay, as a dropped table's do without purge)."""
+        self.store.drop_view_row(*existing_identifier(identifier))
+
+    def rename_view(self, identifier: str, new_identifier_: str) -> View:
+        source = existing_identifier(identifier)
+        destination = new_identifier(new_identifier_)
+        self.create_namespace_if_not_exists(destination[0])
+        self.store.rename_view_row(*source, *destination)
+        return self.load_view(new_identifier_)
+
+    def replace_view(self, identifier: str, sql: str, schema: pa.Schema | Schema, dialect: str = DEFAULT_DIALECT) -> View:
+        """A new current version of the view (`CREATE OR REPLACE VIEW`); the old ones stay in
+        its history (`version.history.num-entries` of them)."""
+        namespace, name = existing_identifier(identifier)
+        updates = replace_updates(namespace, sql, schema, dialect)
+        return commit_view(self.io, self.store, namespace, name, lambda current: apply_view_updates(current, updates))
 
 
 def location_forms(location: str) -> list[str]:

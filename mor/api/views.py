@@ -21,21 +21,19 @@ import pyarrow as pa
 from pyiceberg.schema import Schema, assign_fresh_schema_ids
 from pyiceberg.view.metadata import SQLViewRepresentation, ViewMetadata, ViewRepresentation, ViewVersion
 
-from mor.api.catalog import existing_identifier, new_identifier, table_location_of
 from mor.commit.table_ops import new_metadata_location, point_at_new_file
-from mor.errors import CommitConflictError, CorruptMetadataError, InvalidArgumentError, NoSuchViewError
+from mor.errors import CommitConflictError, CorruptMetadataError, InvalidArgumentError
 from mor.format.arrow_types import from_arrow_schema
 from mor.format.view_metadata import (
     apply_view_updates,
     check_view_requirements,
-    create_view_metadata,
     parse_view_metadata,
     view_metadata_json,
 )
-from mor.io.fileio import write_errors
+from mor.io.fileio import FileIO, unreadable, write_errors
 
 if TYPE_CHECKING:
-    from mor.api.sql_catalog import SqlCatalog
+    from mor.catalog.store import CatalogStore
 
 DEFAULT_DIALECT = "spark"
 MAX_ATTEMPTS = 10  # lost swaps before a view commit gives up
@@ -116,110 +114,44 @@ def view_of(identifier: str, answer: dict[str, Any]) -> View:
     return View(identifier, location, parse_view_metadata(json.dumps(metadata)))
 
 
-class SqlCatalogViews:
-    """The view verbs of `SqlCatalog` (mixed in)."""
-
-    def _sql(self) -> SqlCatalog:
-        from mor.api.sql_catalog import SqlCatalog
-
-        assert isinstance(self, SqlCatalog)
-        return self
-
-    def create_view(
-        self,
-        identifier: str,
-        sql: str,
-        schema: pa.Schema | Schema,
-        dialect: str = DEFAULT_DIALECT,
-        properties: dict[str, str] | None = None,
-        location: str | None = None,
-    ) -> View:
-        """A new view: `sql` in `dialect`, producing `schema`, its names resolved in the
-        view's own namespace. ViewAlreadyExistsError when a view or a table has the name."""
-        namespace, name = new_identifier(identifier)
-        where = table_location_of(location) if location is not None else self._sql().default_location(identifier)
-        self._sql().check_location(where, holding=False)  # never on the catalog's own database files
-        fresh = view_schema(schema)
-        metadata = create_view_metadata(where, fresh, sql_version(sql, dialect, namespace.split(".")), dict(properties or {}))
-        self._sql().create_namespace_if_not_exists(namespace)
-        return create_view_in_catalog(self._sql(), namespace, name, metadata)
-
-    def load_view(self, identifier: str) -> View:
-        namespace, name = existing_identifier(identifier)
-        location = self._sql().store.view_metadata_location(namespace, name)
-        return View(identifier, location, read_view_metadata(self._sql(), location))
-
-    def list_views(self, namespace: str) -> list[str]:
-        return [f"{namespace}.{v}" for v in self._sql().store.list_views(namespace)]
-
-    def view_exists(self, identifier: str) -> bool:
-        try:
-            self._sql().store.view_metadata_location(*existing_identifier(identifier))
-        except NoSuchViewError:
-            return False
-        return True
-
-    def drop_view(self, identifier: str) -> None:
-        """Forget the view (its metadata files stay, as a dropped table's do without purge)."""
-        self._sql().store.drop_view_row(*existing_identifier(identifier))
-
-    def rename_view(self, identifier: str, new_identifier_: str) -> View:
-        source = existing_identifier(identifier)
-        destination = new_identifier(new_identifier_)
-        self._sql().create_namespace_if_not_exists(destination[0])
-        self._sql().store.rename_view_row(*source, *destination)
-        return self.load_view(new_identifier_)
-
-    def replace_view(self, identifier: str, sql: str, schema: pa.Schema | Schema, dialect: str = DEFAULT_DIALECT) -> View:
-        """A new current version of the view (`CREATE OR REPLACE VIEW`); the old ones stay in
-        its history (`version.history.num-entries` of them)."""
-        namespace, name = existing_identifier(identifier)
-        updates = replace_updates(namespace, sql, schema, dialect)
-        return commit_view(self._sql(), namespace, name, lambda current: apply_view_updates(current, updates))
-
-
-def read_view_metadata(catalog: SqlCatalog, location: str) -> ViewMetadata:
-    from mor.io.fileio import unreadable
-
+def read_view_metadata(io: FileIO, location: str) -> ViewMetadata:
     try:
-        return parse_view_metadata(catalog.io.read_bytes(location))
+        return parse_view_metadata(io.read_bytes(location))
     except OSError as e:
         raise unreadable("view metadata file", location, e) from e
 
 
-def create_view_in_catalog(catalog: SqlCatalog, namespace: str, name: str, metadata: ViewMetadata) -> View:
+def create_view_in_catalog(io: FileIO, store: CatalogStore, namespace: str, name: str, metadata: ViewMetadata) -> View:
     """Write the first metadata file and add the view's row (the file goes again if the row
     certainly was not added)."""
     location = new_metadata_location(metadata.location, None)
     with write_errors(location):
-        point_at_new_file(
-            catalog.io, location, view_metadata_json(metadata).encode(), lambda: catalog.store.create_view_row(namespace, name, location)
-        )
+        point_at_new_file(io, location, view_metadata_json(metadata).encode(), lambda: store.create_view_row(namespace, name, location))
     return View(f"{namespace}.{name}", location, metadata)
 
 
-def commit_view(catalog: SqlCatalog, namespace: str, name: str, change: Callable[[ViewMetadata], ViewMetadata]) -> View:
+def commit_view(io: FileIO, store: CatalogStore, namespace: str, name: str, change: Callable[[ViewMetadata], ViewMetadata]) -> View:
     """`change` applied to the view as it is now, committed by compare-and-swap; tried again on
     the new state after a lost swap. `change` raises to refuse (requirements)."""
     for _ in range(MAX_ATTEMPTS):
-        current_location = catalog.store.view_metadata_location(namespace, name)
-        new = change(read_view_metadata(catalog, current_location))
+        current_location = store.view_metadata_location(namespace, name)
+        new = change(read_view_metadata(io, current_location))
         location = new_metadata_location(new.location, current_location)
         data = view_metadata_json(new).encode()
         with write_errors(location):
-            swap = partial(catalog.store.swap, namespace, name, current_location, location)
-            swapped = point_at_new_file(catalog.io, location, data, swap)
+            swap = partial(store.swap, namespace, name, current_location, location)
+            swapped = point_at_new_file(io, location, data, swap)
         if swapped:
             return View(f"{namespace}.{name}", location, new)
-        catalog.io.delete_quietly(location)  # a lost swap: nothing points at it
+        io.delete_quietly(location)  # a lost swap: nothing points at it
     raise CommitConflictError(f"view {namespace}.{name} kept changing: {MAX_ATTEMPTS} attempts lost their swap; try again")
 
 
-def commit_view_changes(catalog: SqlCatalog, namespace: str, name: str, requirements: list[Any], updates: list[Any]) -> View:
+def commit_view_changes(io: FileIO, store: CatalogStore, namespace: str, name: str, requirements: list[Any], updates: list[Any]) -> View:
     """A REST view commit: `requirements` checked and `updates` applied on the current view."""
 
     def change(current: ViewMetadata) -> ViewMetadata:
         check_view_requirements(requirements, current)
         return apply_view_updates(current, updates)
 
-    return commit_view(catalog, namespace, name, change)
+    return commit_view(io, store, namespace, name, change)

@@ -31,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from mor.api.catalog import DEFAULT_WAREHOUSE  # after parsing: `mor --help` loads no catalog code
+    from mor.api.catalog_types import DEFAULT_WAREHOUSE  # after parsing: `mor --help` loads no catalog code
 
     resolve_catalog_settings(args, DEFAULT_WAREHOUSE)
     try:

@@ -36,8 +36,7 @@ from mor.format.updates import TableCommit
 from mor.io.fileio import FileIO, unreadable
 
 if TYPE_CHECKING:
-    from mor.catalog.sql import SqlCatalogStore  # the SQL catalog (and sqlalchemy) only when a caller has one
-    from mor.catalog.sqlite_reads import SqliteCatalogReader
+    from mor.catalog.store import CatalogStore
 
 _VERSION = re.compile(r"(?:^|/)(?:v)?(\d+)(?:-[^/]*)?\.metadata\.json$")
 
@@ -94,7 +93,7 @@ class PlannedCommit:
     base: TableMetadata | None
 
 
-def commit_many(io: FileIO, store: SqlCatalogStore | SqliteCatalogReader, planned: list[PlannedCommit]) -> list[str] | None:
+def commit_many(io: FileIO, store: CatalogStore, planned: list[PlannedCommit]) -> list[str] | None:
     """Write each table's new metadata file, then move every pointer in one database
     transaction, all or none; each table's metadata location after it, or None when a table
     no longer pointed where expected (nothing changed). Every mor writer of a SQL catalog
@@ -154,7 +153,7 @@ def _delete_all(io: FileIO, locations: list[str]) -> None:
 
 def create_in_catalog(
     io: FileIO,
-    store: SqlCatalogStore | SqliteCatalogReader,
+    store: CatalogStore,
     namespace: str,
     name: str,
     metadata: TableMetadata,
@@ -193,7 +192,7 @@ def point_at_new_file(io: FileIO, location: str, data: bytes, point: Callable[[]
 
 @dataclass
 class CatalogTableOperations:
-    store: SqlCatalogStore | SqliteCatalogReader
+    store: CatalogStore
     namespace: str
     name: str
     io: FileIO
@@ -227,7 +226,7 @@ class NewTableOperations:
     row added by another writer meanwhile is CommitConflictError (nothing of ours stays)."""
 
     io: FileIO
-    store: SqlCatalogStore | SqliteCatalogReader
+    store: CatalogStore
     namespace: str
     name: str
     before_row: Callable[[], None] | None = None  # e.g. create the namespace

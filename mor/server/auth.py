@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import parse_qs, unquote
 
-from mor.api.catalog import check_new_name
+from mor.api.catalog_names import check_new_name
 from mor.errors import InvalidArgumentError
 from mor.server.errors import ForbiddenError
 from mor.server.names import escaped

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import unquote
 
-from mor.api.catalog import check_new_name
+from mor.api.catalog_names import check_new_name
 from mor.server.errors import BadRequestError
 
 SEPARATOR = "\x1f"  # the spec's default namespace separator, `%1F` in a URL

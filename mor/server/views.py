@@ -38,7 +38,7 @@ class Views:
 
     def load(self, namespace: str, name: str) -> dict[str, Any]:
         location = self.store.view_metadata_location(namespace, name)
-        return self.result(View(f"{namespace}.{name}", location, read_view_metadata(self.catalog, location)))
+        return self.result(View(f"{namespace}.{name}", location, read_view_metadata(self.catalog.io, location)))
 
     def create(self, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
         name = new_name(self.store, namespace, body, "view")
@@ -59,7 +59,7 @@ class Views:
         except ValueError as e:  # pydantic's ValidationError
             raise InvalidArgumentError(f"invalid view schema or version: {' '.join(str(e).split())[:300]}") from None
         metadata = create_view_metadata(location, schema, version, dict(properties))
-        return self.result(create_view_in_catalog(self.catalog, namespace, name, metadata))
+        return self.result(create_view_in_catalog(self.catalog.io, self.catalog.store, namespace, name, metadata))
 
     def commit(self, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
         if body.get("identifier") is not None and identifier_from_json(body["identifier"], "identifier") != (namespace, name):
@@ -72,7 +72,7 @@ class Views:
                 location = normal_location(update.get("location"), "view location")
                 check_inside(self.catalog.warehouse, location, "view location")
                 self.catalog.check_location(location)
-        return self.result(commit_view_changes(self.catalog, namespace, name, requirements, updates))
+        return self.result(commit_view_changes(self.catalog.io, self.catalog.store, namespace, name, requirements, updates))
 
     def rename(self, body: dict[str, Any]) -> None:
         source = identifier_from_json(body.get("source"), "source")

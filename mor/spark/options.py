@@ -70,7 +70,7 @@ class TableRef:
         return self.catalog(create=False).load_table(self.name)
 
     def catalog(self, create: bool = True) -> Catalog:
-        from mor.api.catalog import is_rest_catalog, load_catalog  # on the driver only: executors get tables
+        from mor.api.catalog_types import is_rest_catalog, load_catalog  # on the driver only: executors get tables
 
         if self.warehouse is None and self.uri is None:
             raise InvalidArgumentError(

@@ -66,4 +66,4 @@ def pg_uri(postgres_server: PostgresServer, pg_database: str, shared_store: SqlC
 def catalog(warehouse: Path, pg_uri: str, shared_store: SqlCatalogStore) -> mor.Catalog:
     """What `mor.load_catalog(warehouse, uri=pg_uri)` gives, on the session's pooled store."""
     warehouse.mkdir(parents=True, exist_ok=True)
-    return mor.Catalog(shared_store, to_uri(warehouse.resolve()))
+    return mor.SqlCatalog(shared_store, to_uri(warehouse.resolve()))

@@ -19,7 +19,7 @@ def test_a_locked_sqlite_catalog_fails_the_commit_cleanly(tmp_path: Path) -> Non
     mor.load_catalog(warehouse, create=True).create_table("db.t", schema=SCHEMA).append(make_rows(range(10)))
     store = SqlCatalogStore(f"sqlite:///{warehouse}/catalog.db", connect_args={"timeout": 0.1})
     try:
-        table = mor.Catalog(store, to_uri(warehouse)).load_table("db.t")
+        table = mor.SqlCatalog(store, to_uri(warehouse)).load_table("db.t")
         before_files, before_location = files_under(table.location), table.metadata_location
         locker = sqlite3.connect(warehouse / "catalog.db", isolation_level=None)
         try:

@@ -18,7 +18,7 @@ import pytest
 from servers.rest import unique
 
 import mor
-from mor.api.catalog import sqlite_url
+from mor.api.catalog_types import sqlite_url
 from mor.catalog.sql import SqlCatalogStore, TableSwap
 from mor.format.requirements import AssertTableUuid
 from mor.format.updates import SetProperties, TableCommit
@@ -79,7 +79,7 @@ def failing(tmp_path: Path) -> tuple[mor.Catalog, FailingStore]:
     warehouse = tmp_path / "warehouse"
     warehouse.mkdir()
     store = FailingStore(sqlite_url(warehouse / "catalog.db"))
-    return mor.Catalog(store, to_uri(warehouse)), store
+    return mor.SqlCatalog(store, to_uri(warehouse)), store
 
 
 def commit_properties(app: Any, table: mor.Table) -> tuple[int, Any]:

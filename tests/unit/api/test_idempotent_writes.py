@@ -100,7 +100,7 @@ def test_a_retry_after_an_unknown_commit_state_lands_exactly_once(tmp_path: Path
     warehouse = tmp_path / "warehouse"
     warehouse.mkdir()
     store = LostAcknowledgementStore(f"sqlite:///{warehouse}/catalog.db")
-    catalog = mor.Catalog(store, to_uri(warehouse))
+    catalog = mor.SqlCatalog(store, to_uri(warehouse))
     expected = catalog.create_table("db.expected", schema=SCHEMA)
     expected.append(make_rows(range(30)))
     VERBS[verb](expected)  # what one application of the verb gives

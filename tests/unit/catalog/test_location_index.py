@@ -21,7 +21,7 @@ from pyiceberg.table.update import AssertTableUUID, SetLocationUpdate
 from unit_helpers import SCHEMA, make_rows, scan_ids
 
 import mor
-from mor.api.catalog import sqlite_url
+from mor.api.catalog_types import sqlite_url
 from mor.catalog.sql import SqlCatalogStore
 from mor.commit.table_ops import PlannedCommit, commit_many
 from mor.format.apply import apply_updates

@@ -327,7 +327,7 @@ class AlwaysLosingStore(SqlCatalogStore):
 def _catalog_with(store_class: type[SqlCatalogStore], warehouse: Path) -> tuple[mor.Catalog, SqlCatalogStore]:
     warehouse.mkdir(parents=True, exist_ok=True)
     store = store_class(f"sqlite:///{warehouse.resolve()}/catalog.db")
-    return mor.Catalog(store, to_uri(warehouse)), store
+    return mor.SqlCatalog(store, to_uri(warehouse)), store
 
 
 def test_unknown_commit_state_cleans_up_nothing(warehouse: Path) -> None:

@@ -18,7 +18,7 @@ pytest.importorskip("starlette", reason="the server needs the mor[server] extra"
 import pyarrow as pa
 
 import mor
-from mor.api.catalog import sqlite_url
+from mor.api.catalog_types import sqlite_url
 from mor.catalog.sql import SqlCatalogStore
 from mor.errors import NoSuchNamespaceError
 from mor.io.fileio import to_uri
@@ -35,7 +35,7 @@ SCHEMA = pa.schema([pa.field("id", pa.int64())])
 def service(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Service:
     """A server's handlers over a catalog whose store refuses to list everything."""
     store = SqlCatalogStore(sqlite_url(tmp_path / "catalog.db"))
-    service = Service(mor.Catalog(store, to_uri(tmp_path)))
+    service = Service(mor.SqlCatalog(store, to_uri(tmp_path)))
 
     def everything(*args: Any) -> Any:
         raise AssertionError("a page listed everything")

@@ -1,0 +1,20 @@
+"""What a SQL catalog's database offers its writers (`CatalogStore`): the pointer of each table
+and view, moved by compare-and-swap. `SqlCatalogStore` (mor/catalog/sql.py, SQLAlchemy) is the
+store; `SqliteCatalogReader` (mor/catalog/sqlite_reads.py) stands in for it while only pointers
+are read. Table operations, `commit_many` and view commits take either as this."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from mor.catalog.sql import TableSwap
+
+
+class CatalogStore(Protocol):
+    def metadata_location(self, namespace: str, name: str) -> str: ...
+    def create_table_row(self, namespace: str, name: str, metadata_location: str) -> None: ...
+    def swap(self, namespace: str, name: str, expected: str, new: str) -> bool: ...
+    def swap_many(self, changes: list[TableSwap]) -> bool: ...
+    def view_metadata_location(self, namespace: str, name: str) -> str: ...
+    def create_view_row(self, namespace: str, name: str, metadata_location: str) -> None: ...
