@@ -45,6 +45,7 @@ from mor.format.content_file import DeleteFile
 from mor.format.spec import FileContent
 from mor.planning.task import FileScanTask
 from mor.spark.file_paths import spark_read_path
+from mor.spark.jvm_bridge import is_classic
 
 logger = logging.getLogger("mor.spark")
 
@@ -64,7 +65,7 @@ def jar_path() -> Path:
 def install(spark: SparkSession) -> str | None:
     """Make the delete functions available in `spark`: None when they are, else why not (the
     read then takes the Python source)."""
-    if not hasattr(spark, "_jsparkSession"):
+    if not is_classic(spark):
         return "a Spark Connect session resolves functions on the server, after the read's deletes are gone"
     catalog_key = f"spark.sql.catalog.{CATALOG}"
     if spark.conf.get(catalog_key, None) == CATALOG_CLASS:
