@@ -17,7 +17,10 @@ first row id and data sequence number v3 rows inherit) from `path_<token>`,
   left in the session or on disk;
 - executors read the delete files themselves, lazily per data file: a position delete file's
   rows for that file, a deletion vector by offset and length, an equality delete file's keys.
-  The driver decodes none of them. What they read is kept for the executor's other tasks in a
+  The driver decodes none of them. They open the files with the Hadoop configuration the
+  session has when the read is made, built as Spark's own scans build theirs (the context's
+  Hadoop configuration, then every session setting under its own name) and broadcast with the
+  read: an endpoint or credentials set on the running session reach them. What they read is kept for the executor's other tasks in a
   cache bounded by `spark.mor.deletes.cacheBytes` (CACHE_BYTES_CONF: estimated heap bytes,
   default 256m; read through the session's conf when a read resolves its functions).
 
@@ -42,6 +45,7 @@ from mor.format.content_file import DeleteFile
 from mor.format.spec import FileContent
 from mor.planning.task import FileScanTask
 from mor.spark.file_paths import spark_read_path
+from mor.spark.jvm_bridge import is_classic
 
 logger = logging.getLogger("mor.spark")
 
@@ -61,7 +65,7 @@ def jar_path() -> Path:
 def install(spark: SparkSession) -> str | None:
     """Make the delete functions available in `spark`: None when they are, else why not (the
     read then takes the Python source)."""
-    if not hasattr(spark, "_jsparkSession"):
+    if not is_classic(spark):
         return "a Spark Connect session resolves functions on the server, after the read's deletes are gone"
     catalog_key = f"spark.sql.catalog.{CATALOG}"
     if spark.conf.get(catalog_key, None) == CATALOG_CLASS:

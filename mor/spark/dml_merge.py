@@ -96,6 +96,7 @@ from mor.spark.columns import to_column
 from mor.spark.dml import TaskResult, found_changes, job_description, run_task
 from mor.spark.fast_path import read_located_rows
 from mor.spark.file_paths import FILE_COLUMN, check_metadata_columns_free
+from mor.spark.jvm_bridge import java_dataframe
 from mor.spark.types import spark_arrow_schema, spark_type
 from mor.write.arrow_schema import conform
 
@@ -256,7 +257,7 @@ def _on_driver(spark: SparkSession, table: Table, source: DataFrame, path: str, 
 def _small(spark: SparkSession, source: DataFrame) -> bool:
     limit = int(spark.conf.get(DRIVER_SOURCE_CONF, None) or DRIVER_SOURCE_MAX_BYTES)
     try:
-        estimate = int(str(source._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
+        estimate = int(str(java_dataframe(source).queryExecution().optimizedPlan().stats().sizeInBytes()))
     except Exception:  # no JVM plan to ask (Spark Connect): stay distributed
         return False
     return estimate <= limit

@@ -31,6 +31,7 @@ from mor.errors import CorruptMetadataError, UnsupportedFeatureError
 from mor.io.fileio import is_object_store, to_local_path
 from mor.io.stores import AZURE, GCS, S3, parse_object_location, store_of
 from mor.read.task_reader import POSITION_COLUMN
+from mor.spark.jvm_bridge import hadoop_configuration, is_classic, jvm, read_parquet
 
 # The metadata columns of a read with positions (format "mor" with option metadata-columns, and
 # the DML target rows): the row's data file as the table spells it, and its position there.
@@ -56,9 +57,9 @@ def native_parquet(spark: SparkSession, schema: StructType, locations: Sequence[
     try:
         with session_conf(spark, _listing_conf(spark, len(paths))):
             reader = spark.read.schema(schema)
-            if len(paths) <= LISTING_THRESHOLD or not hasattr(spark, "_jsparkSession"):
+            if len(paths) <= LISTING_THRESHOLD or not is_classic(spark):
                 return reader.parquet(*paths)
-            return reader._df(reader._jreader.parquet(_java_strings(spark, paths)))
+            return read_parquet(reader, _java_strings(spark, paths))
     except AnalysisException as e:
         found = _MISSING.search(str(e))
         if found is None:
@@ -78,7 +79,7 @@ LISTING_THRESHOLD = 32  # Spark's default `spark.sql.sources.parallelPartitionDi
 
 def _listing_conf(spark: SparkSession, paths: int) -> dict[str, str]:
     """The settings that keep Spark's listing of `paths` files to about one task per core."""
-    if paths <= LISTING_THRESHOLD or not hasattr(spark, "_jsparkSession"):
+    if paths <= LISTING_THRESHOLD or not is_classic(spark):
         return {}
     cores = max(1, spark.sparkContext.defaultParallelism)
     asked = spark.conf.get(LISTING_PARALLELISM, None)
@@ -88,12 +89,11 @@ def _listing_conf(spark: SparkSession, paths: int) -> dict[str, str]:
 def _java_strings(spark: SparkSession, texts: list[str]) -> object:
     """`texts` as a JVM Seq, sent as one string: PySpark's `parquet(*paths)` has py4j convert
     the list one element at a time (a gateway call each: 100,000 paths took 9.8 s, this 0.3 s)."""
-    jvm = spark._jvm
-    assert jvm is not None  # a classic session's gateway
+    view = jvm(spark)
     if any("\n" in text for text in texts):
-        return jvm.PythonUtils.toSeq(texts)
-    split = jvm.java.util.regex.Pattern.compile("\n").splitAsStream("\n".join(texts))
-    return jvm.PythonUtils.toSeq(split.collect(jvm.java.util.stream.Collectors.toList()))
+        return view.PythonUtils.toSeq(texts)
+    split = view.java.util.regex.Pattern.compile("\n").splitAsStream("\n".join(texts))
+    return view.PythonUtils.toSeq(split.collect(view.java.util.stream.Collectors.toList()))
 
 
 @contextmanager
@@ -136,11 +136,8 @@ def hadoop_reads(spark: SparkSession, locations: Sequence[str], s3a: Callable[[S
 def _has_hadoop_filesystem(spark: SparkSession, scheme: str) -> bool:
     """Is there a Hadoop FileSystem class for `scheme` on the session's classpath? One JVM
     call: cheap enough to ask on every read, so a session configured later is seen."""
-    jvm = spark._jvm
-    assert jvm is not None  # a live session's gateway (pyspark asserts the same)
-    conf = spark._jsc.hadoopConfiguration()
     try:
-        jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(scheme, conf)
+        jvm(spark).org.apache.hadoop.fs.FileSystem.getFileSystemClass(scheme, hadoop_configuration(spark))
     except Py4JJavaError:  # ClassNotFoundException, or "No FileSystem for scheme"
         return False
     return True

@@ -32,6 +32,7 @@ from mor.format.spec import ManifestContent
 from mor.planning.data_manifests import DataManifestReader, ManifestFiles, ReadDataManifests
 from mor.planning.planner import manifests_of
 from mor.planning.task import FileScanTask
+from mor.spark.jvm_bridge import is_classic
 
 PLANNING_MODES = ("auto", "local", "distributed")
 DISTRIBUTED_FROM_FILES = 500_000
@@ -53,7 +54,7 @@ def data_manifest_reading(spark: SparkSession, scan: Scan, planning_mode: str) -
         raise InvalidArgumentError(f"planning_mode must be one of {', '.join(PLANNING_MODES)}, not {planning_mode!r}")
     if planning_mode == "local" or scan.snapshot is None:
         return None
-    connect = not hasattr(spark, "sparkContext") or not hasattr(spark, "_jsparkSession")
+    connect = not hasattr(spark, "sparkContext") or not is_classic(spark)
     if connect:
         if planning_mode == "distributed":
             raise InvalidArgumentError(

@@ -44,6 +44,7 @@ from mor.format.spec import ROW_ID_NAME
 from mor.spark.apply_changes import WRITE_COLUMN, TargetRows, apply_changes, target_rows
 from mor.spark.columns import to_column
 from mor.spark.file_paths import FILE_COLUMN, POS_COLUMN
+from mor.spark.jvm_bridge import java_dataframe
 from mor.spark.store_assignment import check_assignable, parses_text
 from mor.spark.types import spark_type
 
@@ -233,7 +234,7 @@ def _source_column(source: DataFrame, name: str) -> Column:
 def aliased(source: DataFrame) -> DataFrame:
     """The source under its own alias, else "source"."""
     try:
-        plan = source._jdf.queryExecution().analyzed()  # classic Spark: is the top of the plan an alias?
+        plan = java_dataframe(source).queryExecution().analyzed()  # classic Spark: is the top of the plan an alias?
         if plan.nodeName() == "SubqueryAlias":
             return source
     except Exception:

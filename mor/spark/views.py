@@ -38,6 +38,7 @@ from mor.catalog.listeners import listen
 from mor.errors import UnsupportedFeatureError
 from mor.spark.errors import spark_errors
 from mor.spark.fast_path import read_table
+from mor.spark.jvm_bridge import is_stopped
 from mor.spark.options import TableRef
 from mor.spark.source import FORMAT
 
@@ -125,7 +126,7 @@ def _remake_views(metadata: TableMetadata) -> None:
         shown = [(_SESSIONS[sid], list(by_location.get(_key(metadata.location), ()))) for sid, by_location in _VIEWS.items()]
     for spark, views in shown:
         for view in views:
-            if _stopped(spark):  # it shows nothing any more
+            if is_stopped(spark):  # it shows nothing any more
                 _forget(spark)
                 break
             try:
@@ -133,10 +134,6 @@ def _remake_views(metadata: TableMetadata) -> None:
                     make_view(spark, view)
             except Exception:  # the commit stands; the view shows its older snapshot until the next one
                 logger.warning("mor.spark: view %s could not be re-made after a commit to %s", view.name, view.identifier, exc_info=True)
-
-
-def _stopped(spark: SparkSession) -> bool:
-    return getattr(spark.sparkContext, "_jsc", None) is None
 
 
 def _forget(spark: SparkSession) -> None:

@@ -6,6 +6,7 @@ table's FileIO (DML jobs)."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -16,6 +17,7 @@ import mor.spark
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # for tests.servers
 from tests.servers.postgres import postgres_server_fixture  # noqa: F401  (the session fixture postgres_server)
+from tests.servers.s3 import MotoProcess
 
 pytestmark = pytest.mark.cluster  # every test here also runs on the standalone cluster
 
@@ -76,3 +78,43 @@ def test_spark_dml_on_s3(spark, s3_server, s3_table):
     assert any(t.delete_files for t in tasks)
     paths = [t.data_file.file_path for t in tasks] + [d.file_path for t in tasks for d in t.delete_files]
     assert all(p.startswith(warehouse + "/") for p in paths)
+
+
+@pytest.fixture(scope="module")
+def later_s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoProcess]:
+    """A second S3 server that the session was not started with: moto in a process of its own
+    (a second server in this process would share the first one's buckets and objects)."""
+    try:
+        server = MotoProcess(str(tmp_path_factory.mktemp("moto-later") / "moto.log"))
+    except RuntimeError as e:
+        pytest.fail(str(e), pytrace=False)
+    yield server
+    server.stop()
+
+
+@pytest.mark.parametrize("where", ["session", "context"])
+def test_s3a_settings_made_on_the_running_session_reach_the_delete_reads(spark, later_s3_server, tmp_path: Path, where: str):
+    """The executors open delete files with the Hadoop configuration the driver had when the read
+    was made, as Spark's own scan does: a bucket on a server the session learns of only now
+    (its endpoint set with `spark.conf.set`, or on the context's Hadoop configuration) reads with
+    its position deletes applied. Hadoop's filesystem cache is off meanwhile: with it, the delete
+    reads would borrow the filesystem object Spark's scan made and hide which settings they got
+    (a jar with only the start-up settings asked the session's first server, which has no such
+    bucket)."""
+    server = later_s3_server.server
+    warehouse, uri = server.fresh_prefix(), f"sqlite:///{tmp_path}/catalog.db"
+    properties = server.properties
+    table = mor.load_catalog(warehouse, uri=uri, properties=properties).create_table("db.t", SCHEMA, partition_by=["cat"])
+    table.append(rows(range(30)))
+    table.delete("id % 4 = 0")
+    assert any(d.content.name == "POSITION_DELETES" for t in table.scan().plan_files() for d in t.delete_files)
+    settings = {f"fs.s3a.bucket.{server.bucket}.endpoint": server.endpoint, "fs.s3a.impl.disable.cache": "true"}
+    conf = spark.conf if where == "session" else spark.sparkContext._jsc.hadoopConfiguration()
+    for key, value in settings.items():
+        conf.set(key, value)
+    try:
+        df = mor.spark.read_table(spark, "db.t", warehouse=warehouse, uri=uri, properties=properties, path="jvm")
+        assert sorted(r["id"] for r in df.collect()) == [i for i in range(30) if i % 4]
+    finally:
+        for key in settings:
+            conf.unset(key)

@@ -26,8 +26,9 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * resolves the functions. The catalog broadcasts that text once per read ({@link ReadFunctions});
  * the bound functions carry only the broadcast's handle, so a task's payload does not grow with
  * the read's files, and each executor fetches and parses the text once ({@link DeleteLoader}).
- * The broadcast lives as long as a plan holds the functions: Spark's cleaner removes it after the
- * DataFrame is gone.
+ * A second broadcast carries the Hadoop configuration the delete files are opened with, taken
+ * from the session as the functions resolve ({@link ReadConf}). The broadcasts live as long as a
+ * plan holds the functions: Spark's cleaner removes them after the DataFrame is gone.
  */
 public final class DeleteFunctions implements FunctionCatalog {
   static final String CONF_PREFIX = "mor.deletes.";
@@ -72,8 +73,9 @@ public final class DeleteFunctions implements FunctionCatalog {
     String text = conf.get(CONF_PREFIX + token, null);
     if (text == null) return null;
     long cacheBytes = DeleteCache.parseBytes(conf.get(DeleteCache.BYTES_CONF, Long.toString(DeleteCache.DEFAULT_BYTES)));
-    Broadcast<String> deletes = JavaSparkContext.fromSparkContext(session.sparkContext()).broadcast(Descriptor.check(text));
-    read = new ReadFunctions(deletes, cacheBytes);
+    JavaSparkContext context = JavaSparkContext.fromSparkContext(session.sparkContext());
+    Broadcast<String> deletes = context.broadcast(Descriptor.check(text));
+    read = new ReadFunctions(deletes, context.broadcast(ReadConf.of(session)), cacheBytes);
     reads.put(token, new WeakReference<>(read));
     return read;
   }

@@ -28,20 +28,17 @@ import org.apache.parquet.io.api.Binary;
 import org.apache.parquet.io.api.GroupConverter;
 import org.apache.parquet.schema.MessageType;
 import org.apache.parquet.schema.Type;
-import org.apache.spark.SparkEnv;
 import org.apache.spark.broadcast.Broadcast;
-import scala.Tuple2;
 
 /**
  * Reads delete files on the executor that needs them, and keeps what it read for the other
  * tasks of that JVM ({@link DeleteCache}): a position delete file's rows for one data file (row
  * groups of other files skipped by their file_path statistics), a deletion vector by its offset
- * and length, an equality delete file's keys.
+ * and length, an equality delete file's keys. Files are opened with the read's Hadoop
+ * configuration ({@link ReadConf}).
  */
 final class DeleteLoader {
   private static final byte[] MAGIC = {(byte) 0xD1, (byte) 0xD3, (byte) 0x39, (byte) 0x64};
-  private static Configuration conf;
-
   private DeleteLoader() {}
 
   /** A read's descriptor, parsed once per JVM while the cache keeps it. */
@@ -50,7 +47,7 @@ final class DeleteLoader {
   }
 
   /** The positions the file's position delete files and deletion vector remove, or null. */
-  static PositionSet positions(Descriptor.DataFile file) {
+  static PositionSet positions(Descriptor.DataFile file, Configuration conf) {
     StringBuilder key = new StringBuilder("P\n").append(file.tablePath);
     boolean any = false;
     for (Descriptor.DeleteFile d : file.deletes) {
@@ -60,14 +57,14 @@ final class DeleteLoader {
       }
     }
     if (!any) return null;
-    return DeleteCache.SHARED.get(key.toString(), k -> readPositions(file), PositionSet::sizeInBytes);
+    return DeleteCache.SHARED.get(key.toString(), k -> readPositions(file, conf), PositionSet::sizeInBytes);
   }
 
   /** The deleted keys (a value, or a list of values) of equality delete files over {@code ids}. */
-  static Set<Object> equalityKeys(List<Descriptor.DeleteFile> files, long[] ids, ValueKind[] kinds) {
+  static Set<Object> equalityKeys(List<Descriptor.DeleteFile> files, long[] ids, ValueKind[] kinds, Configuration conf) {
     return DeleteCache.SHARED.get("K" + keysKey(files, ids), k -> {
       Set<Object> keys = new HashSet<>();
-      for (Descriptor.DeleteFile d : files) readKeys(d, ids, kinds, keys);
+      for (Descriptor.DeleteFile d : files) readKeys(d, ids, kinds, keys, conf);
       return keys;
     }, DeleteCache::keysSize);
   }
@@ -76,9 +73,9 @@ final class DeleteLoader {
    * The same keys of one integer column as a {@link LongKeys}, built once per JVM: every data
    * file the delete files apply to shares it (a million keys are not hashed again per file).
    */
-  static LongKeys longKeys(List<Descriptor.DeleteFile> files, long[] ids, ValueKind[] kinds) {
+  static LongKeys longKeys(List<Descriptor.DeleteFile> files, long[] ids, ValueKind[] kinds, Configuration conf) {
     String key = "L" + keysKey(files, ids);
-    return DeleteCache.SHARED.get(key, k -> LongKeys.of(equalityKeys(files, ids, kinds)), LongKeys::sizeInBytes);
+    return DeleteCache.SHARED.get(key, k -> LongKeys.of(equalityKeys(files, ids, kinds, conf)), LongKeys::sizeInBytes);
   }
 
   private static String keysKey(List<Descriptor.DeleteFile> files, long[] ids) {
@@ -87,16 +84,16 @@ final class DeleteLoader {
     return key.toString();
   }
 
-  private static PositionSet readPositions(Descriptor.DataFile file) {
+  private static PositionSet readPositions(Descriptor.DataFile file, Configuration conf) {
     PositionSet set = new PositionSet();
     for (Descriptor.DeleteFile d : file.deletes) {
       try {
         if (d.kind == Descriptor.Kind.VECTOR) {
-          readVector(d, set);
+          readVector(d, set, conf);
         } else if (d.kind == Descriptor.Kind.POSITION) {
-          readPositionFile(d, file.tablePath, set);
+          readPositionFile(d, file.tablePath, set, conf);
         } else if (d.kind == Descriptor.Kind.SCOPED_POSITION) {
-          readScopedPositionFile(d, set);
+          readScopedPositionFile(d, set, conf);
         }
       } catch (IOException e) {
         throw new UncheckedIOException("mor could not read delete file " + d.path, e);
@@ -107,8 +104,8 @@ final class DeleteLoader {
     return set;
   }
 
-  private static void readVector(Descriptor.DeleteFile d, PositionSet set) throws IOException {
-    byte[] blob = DeleteFileInput.range(d.path, d.offset, Math.toIntExact(d.length), conf());
+  private static void readVector(Descriptor.DeleteFile d, PositionSet set, Configuration conf) throws IOException {
+    byte[] blob = DeleteFileInput.range(d.path, d.offset, Math.toIntExact(d.length), conf);
     ByteBuffer b = ByteBuffer.wrap(blob);
     int length = b.getInt(0);
     if (blob.length < 12 || length != blob.length - 8 || !Arrays.equals(Arrays.copyOfRange(blob, 4, 8), MAGIC)) {
@@ -122,9 +119,10 @@ final class DeleteLoader {
     set.addPortable64(ByteBuffer.wrap(blob, 8, length - 4));
   }
 
-  private static void readPositionFile(Descriptor.DeleteFile d, String dataPath, PositionSet set) throws IOException {
+  private static void readPositionFile(Descriptor.DeleteFile d, String dataPath, PositionSet set, Configuration conf)
+      throws IOException {
     FilterCompat.Filter only = FilterCompat.get(FilterApi.eq(FilterApi.binaryColumn("file_path"), Binary.fromString(dataPath)));
-    try (ParquetFileReader reader = open(d, only)) {
+    try (ParquetFileReader reader = open(d, only, conf)) {
       MessageType schema = reader.getFileMetaData().getSchema();
       MessageType columns = new MessageType("position_deletes", schema.getType("file_path"), schema.getType("pos"));
       forEachRow(reader, schema, columns, only, row -> set.add(row.getLong(1, 0)));
@@ -136,8 +134,8 @@ final class DeleteLoader {
    * value by value (no file_path to compare, no records assembled): at one small delete file per
    * data file, this is what a lake's read pays per file besides Spark's own reading.
    */
-  private static void readScopedPositionFile(Descriptor.DeleteFile d, PositionSet set) throws IOException {
-    try (ParquetFileReader reader = open(d, FilterCompat.NOOP)) {
+  private static void readScopedPositionFile(Descriptor.DeleteFile d, PositionSet set, Configuration conf) throws IOException {
+    try (ParquetFileReader reader = open(d, FilterCompat.NOOP, conf)) {
       MessageType columns = new MessageType("position_deletes", reader.getFileMetaData().getSchema().getType("pos"));
       reader.setRequestedSchema(columns);
       ColumnDescriptor pos = columns.getColumns().get(0);
@@ -153,8 +151,8 @@ final class DeleteLoader {
     }
   }
 
-  private static void readKeys(Descriptor.DeleteFile d, long[] ids, ValueKind[] kinds, Set<Object> keys) {
-    try (ParquetFileReader reader = open(d, FilterCompat.NOOP)) {
+  private static void readKeys(Descriptor.DeleteFile d, long[] ids, ValueKind[] kinds, Set<Object> keys, Configuration conf) {
+    try (ParquetFileReader reader = open(d, FilterCompat.NOOP, conf)) {
       MessageType schema = reader.getFileMetaData().getSchema();
       Type[] fields = new Type[ids.length];
       for (int i = 0; i < ids.length; i++) fields[i] = fieldById(schema, ids[i], d.path);
@@ -172,12 +170,12 @@ final class DeleteLoader {
     }
   }
 
-  /** A Parquet file opened with this JVM's one Hadoop configuration ({@link DeleteFileInput}). */
-  private static ParquetFileReader open(Descriptor.DeleteFile d, FilterCompat.Filter filter) throws IOException {
+  /** A Parquet file opened with the read's Hadoop configuration ({@link DeleteFileInput}). */
+  private static ParquetFileReader open(Descriptor.DeleteFile d, FilterCompat.Filter filter, Configuration conf) throws IOException {
     // HadoopReadOptions, not ParquetReader's builder: that makes a new Configuration per file,
     // which parses Hadoop's default XML resources again.
-    ParquetReadOptions options = HadoopReadOptions.builder(conf()).withRecordFilter(filter).build();
-    return ParquetFileReader.open(DeleteFileInput.parquet(d.path, d.length, conf()), options);
+    ParquetReadOptions options = HadoopReadOptions.builder(conf).withRecordFilter(filter).build();
+    return ParquetFileReader.open(DeleteFileInput.parquet(d.path, d.length, conf), options);
   }
 
   /** Each row of {@code columns} that passes {@code filter}, row group by row group. */
@@ -203,23 +201,5 @@ final class DeleteLoader {
       }
     }
     throw new IllegalStateException("equality delete file " + path + " has no primitive column with field id " + id);
-  }
-
-  /** The session's Hadoop settings ({@code spark.hadoop.*}), as Spark's own scan sees them. */
-  static synchronized Configuration conf() {
-    if (conf == null) {
-      Configuration c = new Configuration();
-      // A delete file is small: its one or two column chunks are read at once, not through
-      // vectored reads (on a local file, an asynchronous channel's round trip per chunk).
-      c.setBoolean("parquet.hadoop.vectored.io.enabled", false);
-      SparkEnv env = SparkEnv.get();
-      if (env != null) {
-        for (Tuple2<String, String> entry : env.conf().getAll()) {
-          if (entry._1().startsWith("spark.hadoop.")) c.set(entry._1().substring("spark.hadoop.".length()), entry._2());
-        }
-      }
-      conf = c;
-    }
-    return conf;
   }
 }

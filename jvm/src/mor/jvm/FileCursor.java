@@ -6,6 +6,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.unsafe.types.UTF8String;
 
@@ -17,14 +18,19 @@ import org.apache.spark.unsafe.types.UTF8String;
 final class FileCursor {
   private final Descriptor descriptor;
   private final ValueKind[] kinds;
+  private final Configuration conf;
   private UTF8String lastObject;
   private UTF8String lastPath;
   private Current current;
 
-  /** {@code kinds}: the equality arguments' kinds, or null for a cursor that reads no deletes. */
-  FileCursor(Descriptor descriptor, ValueKind[] kinds) {
+  /**
+   * {@code kinds}: the equality arguments' kinds, or null for a cursor that reads no deletes;
+   * {@code conf}: the read's Hadoop configuration, for the delete files (null when none are read).
+   */
+  FileCursor(Descriptor descriptor, ValueKind[] kinds, Configuration conf) {
     this.descriptor = descriptor;
     this.kinds = kinds;
+    this.conf = conf;
     if (kinds != null && kinds.length != descriptor.argFieldIds.length) {
       throw new IllegalArgumentException(
           "mor's delete function got " + kinds.length + " equality columns for " + descriptor.argFieldIds.length + " field ids");
@@ -50,7 +56,7 @@ final class FileCursor {
     if (kinds == null) {
       return new Current(file, null, new EqualityGroup[0]);
     }
-    PositionSet positions = DeleteLoader.positions(file);
+    PositionSet positions = DeleteLoader.positions(file, conf);
     Map<String, List<Descriptor.DeleteFile>> byIds = new LinkedHashMap<>();
     for (Descriptor.DeleteFile d : file.deletes) {
       if (d.kind == Descriptor.Kind.EQUALITY) {
@@ -67,7 +73,7 @@ final class FileCursor {
         ordinals[i] = arg + 2;
         groupKinds[i] = kinds[arg];
       }
-      groups.add(new EqualityGroup(ordinals, groupKinds, files, ids));
+      groups.add(new EqualityGroup(ordinals, groupKinds, files, ids, conf));
     }
     return new Current(file, positions, groups.toArray(new EqualityGroup[0]));
   }
@@ -157,23 +163,25 @@ final class FileCursor {
     private final ValueKind[] kinds;
     private final List<Descriptor.DeleteFile> files;
     private final long[] ids;
+    private final Configuration conf;
     private Set<Object> keys;
 
-    EqualityGroup(int[] ordinals, ValueKind[] kinds, List<Descriptor.DeleteFile> files, long[] ids) {
+    EqualityGroup(int[] ordinals, ValueKind[] kinds, List<Descriptor.DeleteFile> files, long[] ids, Configuration conf) {
       this.ordinals = ordinals;
       this.kinds = kinds;
       this.files = files;
       this.ids = ids;
+      this.conf = conf;
     }
 
     Set<Object> keys() {
       Set<Object> k = keys;
-      if (k == null) k = keys = DeleteLoader.equalityKeys(files, ids, kinds);
+      if (k == null) k = keys = DeleteLoader.equalityKeys(files, ids, kinds, conf);
       return k;
     }
 
     LongKeys longKeys() {
-      return DeleteLoader.longKeys(files, ids, kinds);
+      return DeleteLoader.longKeys(files, ids, kinds, conf);
     }
 
     boolean matches(InternalRow row) {
