@@ -40,7 +40,7 @@ import pyarrow.compute as pc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import (  # noqa: E402
+from common import (
     REPO_ROOT,
     TABLE_NAME,
     BenchmarkError,

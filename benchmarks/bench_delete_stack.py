@@ -21,10 +21,18 @@ import time
 from pathlib import Path
 
 import pyarrow.dataset as ds
+from common import (
+    build_warehouse,
+    file_slices,
+    generate_events,
+    local_path,
+    log,
+    median_timing,
+    peak_rss_mb,
+    remove_warehouse,
+    start_result,
+)
 from pyiceberg.expressions import And, GreaterThanOrEqual, LessThan
-
-from common import file_slices, generate_events, local_path, log, median_timing, peak_rss_mb, remove_warehouse, start_result
-from common import build_warehouse
 
 
 def main() -> None:
@@ -92,8 +100,9 @@ def streaming_peak(mode: str, root: Path, data_files: list[str]) -> dict:
 
 def child_read(mode: str, root: str, data_files: list[str]) -> None:
     """Stream every row batch of the table (mor) or of its data files (floor); peak RSS."""
-    import mor
     from common import TABLE_NAME
+
+    import mor
 
     base_mb = peak_rss_mb()
     if mode == "mor":

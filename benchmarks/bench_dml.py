@@ -41,7 +41,7 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/common.py
 
-from common import (  # noqa: E402
+from common import (
     REPO_ROOT,
     BenchmarkError,
     DeleteSpec,

@@ -36,18 +36,30 @@ import os
 import shutil
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
+from common import (
+    TABLE_NAME,
+    BenchmarkError,
+    build_warehouse,
+    file_slices,
+    generate_events,
+    local_path,
+    log,
+    median_timing,
+    profile_call,
+    remove_warehouse,
+    start_result,
+)
 from pyiceberg.expressions import And, GreaterThanOrEqual, In, LessThan
 
 import mor
-from common import TABLE_NAME, BenchmarkError, build_warehouse, file_slices, generate_events, local_path, log
-from common import median_timing, profile_call, remove_warehouse, start_result
 
 STATES = ("fresh", "position", "equality", "upserts_position", "upserts_equality")
 OPERATIONS = ("upsert_position", "upsert_equality", "update", "merge")

@@ -31,8 +31,9 @@ import os
 import statistics
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 from common import CATEGORIES, TABLE_NAME, TS_BASE_US, BenchmarkError, log, profile_call, remove_warehouse, start_result

@@ -44,7 +44,7 @@ import pyarrow.dataset as ds
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/common.py
 
-from common import (  # noqa: E402
+from common import (
     REPO_ROOT,
     TABLE_NAME,
     build_warehouse,
@@ -60,12 +60,12 @@ from common import (  # noqa: E402
 
 sys.path.insert(0, str(REPO_ROOT))  # tests/servers/s3.py
 
-import mor  # noqa: E402
-from mor.io.fileio import FileIO  # noqa: E402
-from mor.planning import manifest_cache  # noqa: E402
-from mor.read import position_deletes  # noqa: E402
-from mor.read.decoded_cache import SHARED  # noqa: E402
-from tests.servers.s3 import MotoProcess  # noqa: E402
+import mor
+from mor.io.fileio import FileIO
+from mor.planning import manifest_cache
+from mor.read import position_deletes
+from mor.read.decoded_cache import SHARED
+from tests.servers.s3 import MotoProcess
 
 
 def cold_scan(table: Any) -> Any:

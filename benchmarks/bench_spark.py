@@ -38,7 +38,7 @@ import pyarrow.compute as pc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/common.py
 
-from common import (  # noqa: E402
+from common import (
     REPO_ROOT,
     TABLE_NAME,
     BenchmarkError,
@@ -163,8 +163,9 @@ def scenario_reads(args: argparse.Namespace, spark: Any, data: pa.Table, slices:
 
 
 def scenario_delete(args: argparse.Namespace, spark: Any, data: pa.Table, slices: list[pa.Table]) -> dict[str, Any]:
-    import mor.spark
     from pyiceberg.expressions import LessThan
+
+    import mor.spark
 
     predicate = f"value < {args.delete_fraction}"
     expected = pc.sum(pc.less(data["value"], args.delete_fraction)).as_py()

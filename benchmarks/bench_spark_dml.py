@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -35,8 +35,8 @@ import pyarrow.compute as pc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/common.py
 
-from bench_spark import start_spark  # noqa: E402
-from common import REPO_ROOT, BenchmarkError, build_warehouse, file_slices, generate_events, log, remove_warehouse  # noqa: E402
+from bench_spark import start_spark
+from common import REPO_ROOT, BenchmarkError, build_warehouse, file_slices, generate_events, log, remove_warehouse
 
 TARGET_SPARK_OVER_LOCAL = 1.5
 

@@ -37,7 +37,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import REPO_ROOT, TABLE_NAME, build_warehouse, file_slices, generate_events, local_path, remove_warehouse, start_result  # noqa: E402
+from common import REPO_ROOT, TABLE_NAME, build_warehouse, file_slices, generate_events, local_path, remove_warehouse, start_result
 
 READERS = ("parquet", "read_table", "sql_view", "format_mor")
 TARGET = 1.5

@@ -24,15 +24,16 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/common.py
 
-from bench_spark import start_spark  # noqa: E402
-from common import (  # noqa: E402
+from bench_spark import start_spark
+from common import (
     REPO_ROOT,
     BenchmarkError,
     build_warehouse,

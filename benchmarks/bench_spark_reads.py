@@ -47,7 +47,8 @@ import pyarrow.compute as pc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import (  # noqa: E402
+from bench_spark import start_spark  # the same session as the other Spark benchmark
+from common import (
     REPO_ROOT,
     TABLE_NAME,
     BenchmarkError,
@@ -59,9 +60,8 @@ from common import (  # noqa: E402
     remove_warehouse,
     start_result,
 )
-from bench_spark import start_spark  # noqa: E402  (the same session as the other Spark benchmark)
-from proc_cpu import tree_cpu_seconds  # noqa: E402
-from spark_aggregate import sum_every_column  # noqa: E402
+from proc_cpu import tree_cpu_seconds
+from spark_aggregate import sum_every_column
 
 ORACLE_DIR = REPO_ROOT.parent / "shared" / "tools" / "iceberg-oracle"
 ORACLE_VENV = Path(os.environ.get("MOR_ORACLE_VENV", REPO_ROOT / ".oracle-venv"))

@@ -51,9 +51,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import REPO_ROOT, TABLE_NAME, BenchmarkError, file_slices, generate_events, log, remove_warehouse, start_result  # noqa: E402
-from bench_spark import start_spark  # noqa: E402
-from proc_cpu import tree_cpu_seconds  # noqa: E402
+from bench_spark import start_spark
+from common import REPO_ROOT, TABLE_NAME, BenchmarkError, file_slices, generate_events, log, remove_warehouse, start_result
+from proc_cpu import tree_cpu_seconds
 
 BUILDER_VERSION = 1  # raise when the table changes: cached tables of another version are rebuilt
 LISTING_PARALLELISM = "spark.sql.sources.parallelPartitionDiscovery.parallelism"

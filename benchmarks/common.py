@@ -431,7 +431,7 @@ def start_result(benchmark: str, args: Any) -> dict[str, Any]:
     """The head of a results JSON: what ran, where, on what, with which parameters."""
     result: dict[str, Any] = {
         "benchmark": benchmark,
-        "started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "machine": machine_info(),
         "load_average_start": os.getloadavg(),

@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from proc_cpu import tree_cpu_seconds  # noqa: E402
-from spark_aggregate import sum_every_column  # noqa: E402
+from proc_cpu import tree_cpu_seconds
+from spark_aggregate import sum_every_column
 
 
 def spark_session(jars: list[str], cores: int):  # type: ignore[no-untyped-def]

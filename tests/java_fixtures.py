@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-
 FIXTURES_SOURCE = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "iceberg-java"
 # Ours, made the same way (tests/fixtures/gen_java_evolution.py): schema and partition evolution.
 # Both are written into the same warehouse path, so they are copied into one folder to be read.
@@ -91,7 +90,7 @@ def json_value(value: Any) -> Any:
     decimals as strings, binary as hex, maps as objects)."""
     if isinstance(value, dt.datetime):
         if value.tzinfo is not None:
-            value = value.astimezone(dt.timezone.utc)
+            value = value.astimezone(dt.UTC)
         return value.isoformat(timespec="microseconds")
     if isinstance(value, (dt.date, dt.time)):
         return value.isoformat()

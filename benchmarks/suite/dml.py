@@ -14,16 +14,17 @@ import json
 import statistics
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-
 from common import diff_files, list_files, timed_dml
+
 from suite.context import Context, expected
 
 TITLE = "DELETE, UPDATE and UPSERT: merge-on-read vs copy-on-write"
@@ -166,9 +167,9 @@ def mor_call(table: Any, case: Case, engine: str) -> Callable[[], Any]:
 
 def _check(ctx: Context, case: Case) -> dict[str, Any]:
     """mor's read of the result against what the case must leave."""
-    import mor
-
     from common import TABLE_NAME
+
+    import mor
 
     current = mor.load_catalog(ctx.warehouse(WAREHOUSE)).load_table(TABLE_NAME)
     ids = current.scan(columns=["id"]).to_arrow()["id"]

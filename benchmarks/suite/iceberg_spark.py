@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from common import REPO_ROOT, BenchmarkError
+
 from suite.context import Context
 from suite.dml import MOR_COW, MOR_MOR, WAREHOUSE, cases, expected_after
 from suite.dml_report import format_bytes

@@ -8,14 +8,23 @@ from __future__ import annotations
 
 import gc
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import matplotlib.pyplot as plt
-
-from bench_planning import (build_table, cache_settings, check_same_plan, clear_mor_cache, mor_plan_of, open_with_pyiceberg,
-                            pyiceberg_plan_of, time_calls)
+from bench_planning import (
+    build_table,
+    cache_settings,
+    check_same_plan,
+    clear_mor_cache,
+    mor_plan_of,
+    open_with_pyiceberg,
+    pyiceberg_plan_of,
+    time_calls,
+)
 from common import remove_warehouse
+
 from suite.context import Context
 from suite.render import save_figure
 

@@ -16,8 +16,9 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc

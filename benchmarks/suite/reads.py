@@ -20,8 +20,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-
 from common import local_path, round_ratios
+
 from suite.context import Context, expected
 from suite.dml import MOR_EQ, MOR_MOR, expected_after, mor_call
 from suite.dml import cases as dml_cases

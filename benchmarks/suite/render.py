@@ -10,7 +10,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only, no display
 
-from suite import crossover  # noqa: E402
+from suite import crossover
 
 
 def save_figure(fig: Any, out_dir: Path, name: str, alt: str) -> str:

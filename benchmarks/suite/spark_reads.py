@@ -21,10 +21,10 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-
 from bench_spark import start_spark  # the session every Spark benchmark here uses
 from bench_spark_reads import mor_readers, ratios, time_readers
 from common import BenchmarkError, file_slices, round_ratios
+
 from suite.context import Context, expected
 
 TITLE = "Spark: merged views through mor vs native Parquet"

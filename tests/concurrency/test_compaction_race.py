@@ -29,8 +29,8 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pyarrow as pa
 import pytest
@@ -39,8 +39,8 @@ from pyiceberg.expressions import And, EqualTo, In
 from pyiceberg.table import StaticTable
 
 import mor
-from mor.maintenance import compact as compact_module
 from mor.io.fileio import to_local_path
+from mor.maintenance import compact as compact_module
 from mor.planning.delete_index import referenced_path
 
 HERE = Path(__file__).parent
@@ -196,7 +196,7 @@ def has_equality_deletes(table: mor.Table, snapshot_id: int) -> bool:
 
 
 def orphans(table: mor.Table) -> set[str]:
-    future = dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=1)  # however young
+    future = dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)  # however young
     return set(table.remove_orphan_files(older_than=future, dry_run=True))
 
 

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from writer import INITIAL_KEYS, SCHEMA, WORKERS, initial_rows
 
 import mor
-from writer import INITIAL_KEYS, SCHEMA, WORKERS, initial_rows
 
 WRITER = Path(__file__).with_name("writer.py")
 BLIND = {"append", "upsert-equality", "delete_rows"}  # read nothing, so nothing can conflict with them

@@ -15,9 +15,9 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 import pytest
+from oracle_rest import JavaSql, java_sql
 
 import mor
-from oracle_rest import JavaSql, java_sql
 from tests.servers.rest import Served, running_rest_server
 
 pytestmark = [pytest.mark.interop, pytest.mark.oracle]

@@ -16,10 +16,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from fixture_copies import relocate_fixture
 from java_fixtures import describe_row_differences, row_sort_key, to_json_rows
 from oracle_support import read_with_iceberg_java
 from pyiceberg.table import StaticTable as PyIcebergStaticTable
-from fixture_copies import relocate_fixture
 
 import mor
 

@@ -41,8 +41,8 @@ from oracle_support import read_with_iceberg_java
 from pyiceberg.table import StaticTable as PyIcebergStaticTable
 
 import mor
-from mor.maintenance import compact as compact_module
 from mor.io.fileio import to_local_path
+from mor.maintenance import compact as compact_module
 
 pytestmark = pytest.mark.interop
 
@@ -55,7 +55,7 @@ SCHEMA = pa.schema(
         ("ts", pa.timestamp("us", tz="UTC")),
     ]
 )
-START = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+START = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 EXPIRE_NOW = {"older_than": dt.timedelta(0), "allow_short_retention": True}
 
 

@@ -32,7 +32,7 @@ import mor
 
 pytestmark = pytest.mark.interop
 
-START = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+START = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 STRUCT = pa.struct([pa.field("d", pa.int32()), pa.field("ts", pa.timestamp("us", tz="UTC")), pa.field("name", pa.string())])
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("n", pa.int32()), pa.field("s", STRUCT)])
 TABLES = {"first": ["s.d", "day(s.ts)"], "later": ["bucket(3, s.d)", "s.name"]}

@@ -38,7 +38,7 @@ SCHEMA = pa.schema(
         ("ts", pa.timestamp("us", tz="UTC")),
     ]
 )
-START = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+START = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 COPY_ON_WRITE = "copy-on-write"
 
 LAYOUTS = [

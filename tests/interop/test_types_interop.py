@@ -50,7 +50,7 @@ import mor
 
 pytestmark = [pytest.mark.interop, pytest.mark.oracle]
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 NAN, INF = float("nan"), float("inf")
 D = Decimal
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from pyiceberg.catalog.rest import RestCatalog as PyIcebergRestCatalog
+from servers.inprocess_rest import TOKEN, RestServer
 
 import mor
 from mor.api.rest_catalog import RestCatalog
-from servers.inprocess_rest import TOKEN, RestServer
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 

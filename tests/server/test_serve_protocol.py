@@ -16,7 +16,6 @@ import requests
 from pyiceberg.exceptions import CommitFailedException, NoSuchNamespaceError, NoSuchTableError
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
-
 from servers.rest import Served, unique
 
 import mor

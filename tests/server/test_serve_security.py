@@ -13,7 +13,6 @@ import pyarrow as pa
 import pytest
 import requests
 from pyiceberg.exceptions import OAuthError
-
 from servers.rest import Served, running_rest_server, unique
 
 from mor.cli import main

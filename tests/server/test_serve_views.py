@@ -14,7 +14,6 @@ from pyiceberg.exceptions import NoSuchViewError, ViewAlreadyExistsError
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 from pyiceberg.view.metadata import SQLViewRepresentation, ViewRepresentation, ViewVersion
-
 from servers.rest import Served, unique
 
 SCHEMA = Schema(NestedField(1, "id", LongType()), NestedField(2, "name", StringType()))

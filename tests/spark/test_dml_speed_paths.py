@@ -9,13 +9,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 from spark_helpers import canonical, rows, source_rows
+from test_dml import MERGE_CLAUSES, MERGE_SOURCE, UPSERT_SOURCE, make_table
 
 import mor
 from mor.spark.dml import JOB_DESCRIPTION, job_description
-from mor.spark.functions import delete, update
 from mor.spark.dml_merge import DRIVER_SOURCE_CONF
-from mor.spark.functions import merge, upsert
-from test_dml import MERGE_CLAUSES, MERGE_SOURCE, UPSERT_SOURCE, make_table
+from mor.spark.functions import delete, merge, update, upsert
 
 VERBS = {
     "merge": (

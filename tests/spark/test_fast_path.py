@@ -98,7 +98,7 @@ def test_by_name_and_time_travel(spark: Any, catalog: mor.Catalog, warehouse: An
     table.delete("id < 3")
     by_name = mor.spark.read_table(spark, "db.t", warehouse=str(warehouse))
     assert spark_rows(by_name) == canonical(table.scan().to_arrow())
-    old = mor.spark.read_table(spark, "db.t", warehouse=str(warehouse), as_of=dt.datetime.fromtimestamp(first.timestamp_ms / 1000, dt.timezone.utc))
+    old = mor.spark.read_table(spark, "db.t", warehouse=str(warehouse), as_of=dt.datetime.fromtimestamp(first.timestamp_ms / 1000, dt.UTC))
     assert [r[0] for r in spark_rows(old)] == list(range(10))
     assert spark_rows(mor.spark.read_table(spark, table.metadata_location)) == canonical(table.scan().to_arrow())
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -117,7 +118,7 @@ def test_dry_runs_change_nothing(spark: Any, catalog: mor.Catalog) -> None:
     before, files, metadata = table_rows(distributed), files_under(distributed), distributed.metadata_location
 
     got = compact(spark, distributed, min_input_files=2, dry_run=True)
-    orphans = remove_orphan_files(spark, distributed, older_than=dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1), dry_run=True)
+    orphans = remove_orphan_files(spark, distributed, older_than=dt.datetime.now(dt.UTC) + dt.timedelta(days=1), dry_run=True)
 
     assert got.dry_run and got.snapshot_id is None and got.rewritten_data_files > 0
     assert counts(got) == counts(local.compact(min_input_files=2, dry_run=True))
@@ -268,7 +269,7 @@ def test_orphan_listing_skips_links_as_locally(spark: Any, catalog: mor.Catalog,
     (outside / "precious.parquet").write_bytes(b"keep")
     link = Path(to_local_path(table.location)) / "data" / "link"
     link.symlink_to(outside, target_is_directory=True)
-    cutoff = dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1)
+    cutoff = dt.datetime.now(dt.UTC) + dt.timedelta(days=1)
 
     want = table.remove_orphan_files(older_than=cutoff, dry_run=True)
     got = remove_orphan_files(spark, table, older_than=cutoff)
@@ -302,7 +303,7 @@ def test_on_s3_orphans_and_compaction_match_the_local_verbs(spark: Any, s3_serve
         for path in stray[table.identifier]:
             with table.io.open_output(path) as out:
                 out.write(b"orphan")
-    cutoff = dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1)  # objects are all new: take every one
+    cutoff = dt.datetime.now(dt.UTC) + dt.timedelta(days=1)  # objects are all new: take every one
 
     want = local.remove_orphan_files(older_than=cutoff, dry_run=True)
     got = remove_orphan_files(spark, distributed, older_than=cutoff)

@@ -59,7 +59,7 @@ def test_wall_clocks_follow_a_session_zone_that_is_not_utc(new_york_session: Any
     df = spark.sql("SELECT 1L AS id, TIMESTAMP '2024-05-06 07:08:09' AS ts, TIMESTAMP_NTZ '2024-05-06 07:08:09' AS tz")
     df.write.format("mor").option("warehouse", str(warehouse)).mode("append").save("db.t")
     assert table.refresh().scan().to_arrow().to_pylist() == [
-        {"id": 1, "ts": wall, "tz": dt.datetime(2024, 5, 6, 11, 8, 9, tzinfo=dt.timezone.utc)}
+        {"id": 1, "ts": wall, "tz": dt.datetime(2024, 5, 6, 11, 8, 9, tzinfo=dt.UTC)}
     ]
 
 
@@ -70,7 +70,7 @@ def test_a_zone_less_time_in_a_condition_is_read_in_the_session_zone(new_york_se
 
     schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("ts", pa.timestamp("us", "UTC"))])
     table = catalog.create_table("db.t", schema=schema)
-    utc = dt.timezone.utc
+    utc = dt.UTC
     table.append(pa.table({"id": [1], "ts": [dt.datetime(2024, 5, 6, 2, 0, tzinfo=utc)]}, schema=schema))
     table.append(pa.table({"id": [2], "ts": [dt.datetime(2024, 5, 6, 5, 0, tzinfo=utc)]}, schema=schema))
     MorTable.for_name(new_york_session, "db.t", warehouse=str(warehouse)).delete("ts < '2024-05-06 00:00'")

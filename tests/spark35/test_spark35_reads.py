@@ -21,13 +21,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from interop_tables import scenario_tables
 from java_fixtures import JAVA_SNAPSHOTS, to_json_rows
 from pyiceberg.expressions import In
 from pyiceberg.types import TimeType, UUIDType
+from spark35_env import ensure_spark35
 
 import mor
-from interop_tables import scenario_tables
-from spark35_env import ensure_spark35
 
 pytestmark = pytest.mark.spark
 pytest.importorskip("pyspark", reason="the expected Spark types come from mor.spark.types (mor[spark])")

@@ -117,7 +117,7 @@ def test_by_timestamp(table: mor.Table) -> None:
     assert feed(table.changes(from_timestamp=first.timestamp_ms, to_timestamp=second.timestamp_ms).to_arrow()) == Counter(
         {("INSERT", 2, "v2"): 1}
     )
-    before = dt.datetime.fromtimestamp(first.timestamp_ms / 1000 - 60, dt.timezone.utc)
+    before = dt.datetime.fromtimestamp(first.timestamp_ms / 1000 - 60, dt.UTC)
     assert feed(table.changes(from_timestamp=before).to_arrow()) == Counter({("INSERT", 1, "v1"): 1, ("INSERT", 2, "v2"): 1})
 
 

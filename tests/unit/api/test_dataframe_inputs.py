@@ -6,11 +6,11 @@ the column and a value, with the table left as it was."""
 from __future__ import annotations
 
 import datetime as dt
-from decimal import Decimal
 import subprocess
 import sys
 import textwrap
 from collections.abc import Callable
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ import mor
 pd = pytest.importorskip("pandas")
 pl = pytest.importorskip("polars")
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 TYPED = pa.schema(
     [

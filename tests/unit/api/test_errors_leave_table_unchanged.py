@@ -161,7 +161,7 @@ def test_time_travel_to_a_missing_snapshot(catalog: mor.Catalog, table: mor.Tabl
         with pytest.raises(mor.NoSuchSnapshotError):
             table.scan(as_of=first.timestamp_ms - 1)
         with pytest.raises(mor.NoSuchSnapshotError):
-            table.scan(as_of=dt.datetime(2000, 1, 1, tzinfo=dt.timezone.utc))
+            table.scan(as_of=dt.datetime(2000, 1, 1, tzinfo=dt.UTC))
 
 
 def test_errors_are_mor_errors() -> None:

@@ -11,11 +11,11 @@ from collections.abc import Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from foreign_writes import commit_as_another_engine
 from pyiceberg.schema import Schema
 from unit_helpers import SCHEMA, files_under, make_rows
 
 import mor
-from foreign_writes import commit_as_another_engine
 from mor.format.metadata import with_schema
 
 RESERVED = ["_pos", "_file", "_row_id", "_last_updated_sequence_number"]

@@ -9,9 +9,10 @@ SchemaEvolutionError and leave the table exactly as it was.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc

@@ -443,7 +443,7 @@ def test_partition_pruning_uses_each_specs_own_transforms(catalog: mor.Catalog) 
     bucket = BucketTransform(4).transform(pa_long())(37)
     assert all(t.data_file.partition[1] == bucket for t in tasks if t.data_file.spec_id == 1)
     assert all(t.data_file.partition[0] == bucket for t in tasks if t.data_file.spec_id == 2)
-    day = DayTransform().transform(pa_timestamp())((rows([37]).column("ts")[0].value))
+    day = DayTransform().transform(pa_timestamp())(rows([37]).column("ts")[0].value)
     assert all(t.data_file.partition[0] == day for t in tasks if t.data_file.spec_id == 1)
 
 

@@ -19,8 +19,8 @@ from unit_helpers import SCHEMA, files_under, make_rows, reachable_files, scan_i
 
 import mor
 from mor.commit.snapshot_producer import TableOperations
-from mor.format.updates import TableCommit
 from mor.format.metadata import TableMetadata
+from mor.format.updates import TableCommit
 
 # The table that takes the name: other columns under the same field ids (1, 2).
 OTHER = pa.schema([pa.field("x", pa.int64(), nullable=False), pa.field("y", pa.string())])

@@ -28,7 +28,7 @@ SCHEMA = pa.schema(
         pa.field("ts", pa.timestamp("us", tz="UTC")),
     ]
 )
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def rows(ids: range) -> pa.Table:

@@ -16,8 +16,8 @@ import pytest
 from pyiceberg.expressions import And, EqualTo, In, LessThan, Not, NotEqualTo, NotIn, Or
 
 import mor
-from mor.expr.shape import MAX_DEPTH, MAX_TERMS, MERGE_AT
 from mor.expr.filters import parse_filter
+from mor.expr.shape import MAX_DEPTH, MAX_TERMS, MERGE_AT
 
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("v", pa.float64())])
 IDS = [None, *range(200)]

@@ -12,10 +12,10 @@ import pyarrow as pa
 import pytest
 
 import mor
-from tests import duckdb_rows
 from mor.expr.filters import parse_filter
+from tests import duckdb_rows
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 _TIMES = [
     dt.datetime(2025, 6, 4, 23, 59, 59, 999999),
     dt.datetime(2025, 6, 5),

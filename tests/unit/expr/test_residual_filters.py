@@ -21,7 +21,7 @@ from mor.expr.residual import Residual
 from tests import duckdb_rows
 
 NAN = float("nan")
-UTC = dt.timezone.utc
+UTC = dt.UTC
 ROWS = pa.table(
     {
         "id": pa.array(range(12), pa.int64()),

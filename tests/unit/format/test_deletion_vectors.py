@@ -9,7 +9,6 @@ Every kind of damage is a CorruptMetadataError that names the file.
 from __future__ import annotations
 
 import dataclasses
-
 import glob
 import json
 import struct

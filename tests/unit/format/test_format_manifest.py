@@ -13,7 +13,7 @@ from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.transforms import BucketTransform, DayTransform, HourTransform, IdentityTransform, MonthTransform
 from pyiceberg.types import DateType, LongType, NestedField, StringType, TimestamptzType
-from unit_helpers import JAVA_FIXTURES, V2_FIXTURE_TABLES, RelocatingFileIO, avro_file, avro_fields_without_ids
+from unit_helpers import JAVA_FIXTURES, V2_FIXTURE_TABLES, RelocatingFileIO, avro_fields_without_ids, avro_file
 
 import mor
 from mor.format.avro_schemas import MANIFEST_FILE_SCHEMA_V2, manifest_entry_schema

@@ -9,14 +9,13 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-import pyarrow as pa
 import pytest
 from unit_helpers import local, make_rows, scan_ids
 
 import mor
 from mor.commit.snapshot_producer import Changes, commit_changes
-from mor.planning.planner import live_entries
 from mor.format.spec import ManifestContent
+from mor.planning.planner import live_entries
 
 
 def history(catalog: mor.Catalog, **create: Any) -> mor.Table:

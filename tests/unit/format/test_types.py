@@ -63,7 +63,7 @@ import mor
 from mor.errors import InvalidArgumentError, SchemaMismatchError
 from mor.format.arrow_types import to_arrow_schema
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 NAN = float("nan")
 INF = float("inf")
 

@@ -5,7 +5,6 @@ they committed, and every later write failed with OverflowError."""
 
 from __future__ import annotations
 
-
 import pytest
 from unit_helpers import SCHEMA, make_rows, scan_ids
 

@@ -13,7 +13,17 @@ import shutil
 import pytest
 from pyiceberg.expressions import In
 from test_compact import race  # compaction raced by a concurrent commit
-from unit_helpers import SCHEMA, RawEntry, assert_no_orphans, files_under, live_data_paths, live_delete_entries, local, make_rows, raw_entries
+from unit_helpers import (
+    SCHEMA,
+    RawEntry,
+    assert_no_orphans,
+    files_under,
+    live_data_paths,
+    live_delete_entries,
+    local,
+    make_rows,
+    raw_entries,
+)
 
 import mor
 

@@ -27,7 +27,7 @@ from unit_helpers import avro_file, live_raw_entries, local
 import mor
 from mor.errors import InvalidArgumentError, PartitionEvolutionError, SchemaEvolutionError
 
-START = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+START = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 STRUCT = pa.struct([pa.field("d", pa.int32()), pa.field("ts", pa.timestamp("us", tz="UTC")), pa.field("name", pa.string())])
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("d", pa.int32()), pa.field("s", STRUCT)])
 
@@ -205,7 +205,7 @@ def test_a_null_struct_and_a_null_field_give_a_null_partition_value(catalog: mor
     for path, partition in live_data_files(table):
         for row in pq.read_table(local(path)).to_pylist():
             by_id[row["id"]] = (partition[1000], as_iceberg_value(partition[1001]))
-    day = (START + dt.timedelta(hours=13 * 5) - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)).days
+    day = (START + dt.timedelta(hours=13 * 5) - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)).days
     assert by_id == {4: (None, None), 5: (None, day), 6: (2, day + 1)}
 
 

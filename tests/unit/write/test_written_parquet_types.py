@@ -87,7 +87,7 @@ def make_rows(ids: range) -> pa.Table:
             "day": dt.date(2024, 1, 1) + dt.timedelta(days=i % 3),
             "at": dt.time(12, i % 60),
             "ts": dt.datetime(2024, 1, 1) + dt.timedelta(minutes=i),
-            "tstz": dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(minutes=i),
+            "tstz": dt.datetime(2024, 1, 1, tzinfo=dt.UTC) + dt.timedelta(minutes=i),
             "name": f"n{i}",
             "uid": uuid.UUID(int=i).bytes,
             "fx": b"abcde",
@@ -324,7 +324,7 @@ def test_position_delete_files_have_the_spec_parquet_schema(table: mor.Table) ->
             lambda: pa.table({"dec9": pa.array([decimal.Decimal("0.04")], pa.decimal128(9, 2)), "uid": pa.array([uuid.UUID(int=4).bytes], pa.binary(16)), "small": pa.array([4], pa.int32())}),
             id="decimal-fixed-int",
         ),
-        pytest.param(lambda: pa.table({"ts": [dt.datetime(2024, 1, 1, 0, 5)], "tstz": [dt.datetime(2024, 1, 1, 0, 5, tzinfo=dt.timezone.utc)], "flag": [False]}), id="timestamps-bool"),
+        pytest.param(lambda: pa.table({"ts": [dt.datetime(2024, 1, 1, 0, 5)], "tstz": [dt.datetime(2024, 1, 1, 0, 5, tzinfo=dt.UTC)], "flag": [False]}), id="timestamps-bool"),
     ],
 )  # fmt: skip
 def test_equality_delete_files_have_the_spec_parquet_schema(table: mor.Table, keys: Callable[[], pa.Table]) -> None:

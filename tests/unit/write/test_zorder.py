@@ -5,8 +5,6 @@ writing anything. The Z-order key itself: the classic curve on small values, and
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
