@@ -266,7 +266,7 @@ def profile_deletes(args: argparse.Namespace, data: pa.Table, slices: list[pa.Ta
         root = data_dir / f"wh-profile-{mode}"
         table, _ = build_warehouse(root, slices)
         base = args.out.parent / f"{args.out.stem}-profile-delete-{mode}"
-        out[f"delete_{mode}"] = profile_call(lambda: table.delete(spec.text, mode=mode), base)
+        out[f"delete_{mode}"] = profile_call(lambda table=table, mode=mode: table.delete(spec.text, mode=mode), base)
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
     return out

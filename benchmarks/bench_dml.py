@@ -196,7 +196,7 @@ def scenario_equality_read(args: argparse.Namespace, data: pa.Table, slices: lis
         builds.append(build)
         before_delete = table.current_snapshot().snapshot_id
         log(f"(c)   built in {build['seconds']:.2f} s; timing delete_rows of {len(ids):,} ids")
-        run = timed_dml(table, root, lambda: table.delete_rows(keys), data_columns,
+        run = timed_dml(table, root, lambda table=table: table.delete_rows(keys), data_columns,
                         operation="delete_rows")
         runs.append(run)
         log(f"(c)   delete_rows: {run['wall_seconds']:.3f} s, {run['bytes_written']:,} bytes")
@@ -277,7 +277,7 @@ def scenario_update(args: argparse.Namespace, data: pa.Table, slices: list[pa.Ta
             builds.append(build)
             log(f"(d)   built in {build['seconds']:.2f} s; timing UPDATE {mode}")
             run = timed_dml(table, root,
-                            lambda: table.update(assignments, where=spec.text, mode=mode),
+                            lambda table=table, mode=mode: table.update(assignments, where=spec.text, mode=mode),
                             data_columns, mode=mode)
             runs[mode].append(run)
             log(f"(d)   {mode}: {run['wall_seconds']:.3f} s, {run['bytes_written']:,} bytes")
@@ -327,7 +327,7 @@ def scenario_upsert(args: argparse.Namespace, data: pa.Table, slices: list[pa.Ta
             builds.append(build)
             log(f"(e)   built in {build['seconds']:.2f} s; timing UPSERT {label}")
             run = timed_dml(table, root,
-                            lambda: table.upsert(source, on=["id"], mode=mode, strategy=strategy),
+                            lambda table=table, mode=mode, strategy=strategy: table.upsert(source, on=["id"], mode=mode, strategy=strategy),
                             data_columns, variant=label, mode=mode, strategy=strategy)
             runs[label].append(run)
             log(f"(e)   {label}: {run['wall_seconds']:.3f} s, {run['bytes_written']:,} bytes")
@@ -381,7 +381,8 @@ def scenario_upsert(args: argparse.Namespace, data: pa.Table, slices: list[pa.Ta
             table, _ = build_warehouse(root, slices)
             base = args.out.parent / f"{args.out.stem}-profile-upsert-{label.replace('/', '-')}"
             profiles[f"upsert_{label}"] = profile_call(
-                lambda: table.upsert(source, on=["id"], mode=mode, strategy=strategy), base)
+                lambda table=table, mode=mode, strategy=strategy: table.upsert(source, on=["id"], mode=mode, strategy=strategy),
+                base)
             remove_warehouse(root)
     if not args.keep:
         for _, root in kept.values():
@@ -409,7 +410,8 @@ def profile_update(args: argparse.Namespace, data: pa.Table, slices: list[pa.Tab
         table, _ = build_warehouse(root, slices)
         base = args.out.parent / f"{args.out.stem}-profile-update-{mode}"
         out[f"update_{mode}"] = profile_call(
-            lambda: table.update({"value": pc.field("value") + 1}, where=spec.text, mode=mode), base)
+            lambda table=table, mode=mode: table.update({"value": pc.field("value") + 1}, where=spec.text, mode=mode),
+            base)
         remove_warehouse(root)
     return out
 

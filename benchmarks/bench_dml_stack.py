@@ -272,11 +272,11 @@ def _time_reads(root: Path, work: Path, repeat: int, warm: bool) -> dict[str, An
         table = _restore(root, work, state)
         data_files = [local_path(t.data_file.file_path) for t in table.scan().plan_files()]
 
-        def read() -> pa.Table:
+        def read(table: Any = table) -> pa.Table:
             _cold(warm)
             return table.scan().to_arrow()
 
-        timings = median_timing({"mor": read, "floor": lambda: ds.dataset(data_files).to_table()}, repeat)
+        timings = median_timing({"mor": read, "floor": lambda data_files=data_files: ds.dataset(data_files).to_table()}, repeat)
         ratio = timings["mor"]["median_seconds"] / timings["floor"]["median_seconds"]
         out[state] = {"mor_over_floor": ratio, "timings": timings}
         log(f"read {state}: mor {timings['mor']['median_seconds']:.3f} s, floor {timings['floor']['median_seconds']:.3f} s, {ratio:.2f}x")

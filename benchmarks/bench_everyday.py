@@ -83,9 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     table, result["build"] = build_warehouse(root, file_slices(data, args.files))
 
     for label, extra in (("cli_scan_limit_10", ()), ("cli_scan_limit_10_csv", ("--format", "csv"))):
-        first, _, _ = timed(lambda: cli_scan(root, *extra), 1)
+        first, _, _ = timed(lambda extra=extra: cli_scan(root, *extra), 1)
         result[f"{label}_first_run_seconds"] = first
-        median, samples, out = timed(lambda: cli_scan(root, *extra), args.repeat)
+        median, samples, out = timed(lambda extra=extra: cli_scan(root, *extra), args.repeat)
         lines = [line for line in out.splitlines() if line.strip()]
         if not any(str(i) in out for i in range(10)) or len(lines) < 10:
             raise BenchmarkError(f"{label}: expected 10 rows, got:\n{out[-1000:]}")

@@ -362,7 +362,7 @@ def main() -> None:
         if args.profile:
             clear_mor_cache()
             base = args.out.parent / f"{args.out.stem}-profile-{layout}-{files}"
-            row["profile"] = profile_call(lambda: table.scan().plan_files(), base)
+            row["profile"] = profile_call(lambda table=table: table.scan().plan_files(), base)
         result["sizes"].append(row)
         if not args.keep:
             remove_warehouse(root)

@@ -181,7 +181,7 @@ def scenario_delete(args: argparse.Namespace, spark: Any, data: pa.Table, slices
         for name, call in calls.items():
             root = args.data_dir / f"wh-spark-delete-{name}"
             table, _ = build_warehouse(root, slices)
-            run = timed_dml(table, root, lambda: call(table), columns, reader=name, round=round_)
+            run = timed_dml(table, root, lambda call=call, table=table: call(table), columns, reader=name, round=round_)
             deleted = int(table.current_snapshot().summary.get("total-records", "0"))
             live = table.scan(columns=["id"]).count()
             if live != data.num_rows - expected:

@@ -64,6 +64,25 @@ def run_one(args: argparse.Namespace, slices: list[pa.Table], name: str, call: C
     return seconds
 
 
+def dml_calls(spark: Any, source: pa.Table) -> dict[str, Callable[[Any], Any]]:
+    """Each verb by each path, as a call on a table: `source` as Arrow, or as a Spark DataFrame."""
+    import mor.spark
+
+    df = spark.createDataFrame(source)
+    return {
+        "merge/local": lambda t: t.merge(source, on=["id"], when_matched_update="*", when_not_matched_insert="*"),
+        "merge/spark_auto": lambda t: mor.spark.merge(spark, t, df, on=["id"], when_matched_update="*", when_not_matched_insert="*"),
+        "merge/spark_distributed": lambda t: mor.spark.merge(
+            spark, t, df, on=["id"], when_matched_update="*", when_not_matched_insert="*", path="distributed"
+        ),
+        "merge/local_from_df": lambda t: t.merge(df.toArrow(), on=["id"], when_matched_update="*", when_not_matched_insert="*"),
+        "upsert/local": lambda t: t.upsert(source, on=["id"]),
+        "upsert/local_from_df": lambda t: t.upsert(df.toArrow(), on=["id"]),
+        "upsert/spark_auto": lambda t: mor.spark.upsert(spark, t, df, on=["id"]),
+        "upsert/spark_distributed": lambda t: mor.spark.upsert(spark, t, df, on=["id"], path="distributed"),
+    }
+
+
 def warm_up(args: argparse.Namespace, spark: Any, data: pa.Table) -> None:
     """One untimed run of each Spark path on a small table: the session's first jobs (code
     generation, Python workers) are not what the comparison is about."""
@@ -73,8 +92,8 @@ def warm_up(args: argparse.Namespace, spark: Any, data: pa.Table) -> None:
     source = make_source(small, 100, args.seed)
     for path in ("auto", "distributed"):
         run_one(args, file_slices(small, 2), f"warm-up-{path}",
-                lambda t: mor.spark.merge(spark, t, spark.createDataFrame(source), on=["id"], when_matched_update="*",
-                                          when_not_matched_insert="*", path=path), small.num_rows + 10)  # fmt: skip
+                lambda t, path=path: mor.spark.merge(spark, t, spark.createDataFrame(source), on=["id"], when_matched_update="*",
+                                                     when_not_matched_insert="*", path=path), small.num_rows + 10)  # fmt: skip
     log("warmed up")
 
 
@@ -91,8 +110,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data-dir", type=Path, default=REPO_ROOT / "benchmarks" / "data")
     p.add_argument("--out", type=Path, default=REPO_ROOT / "benchmarks" / "results" / "spark_dml.json")
     args = p.parse_args(argv)
-    import mor.spark
-
     data = generate_events(args.rows, args.seed)
     slices = file_slices(data, args.files)
     spark = start_spark(args.cores)
@@ -103,19 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         size = int(float(spec) * args.rows) if "." in spec else int(spec)
         source = make_source(data, size, args.seed)
         expected = args.rows + size // 10
-        df = spark.createDataFrame(source)
-        calls: dict[str, Callable[[Any], Any]] = {
-            "merge/local": lambda t: t.merge(source, on=["id"], when_matched_update="*", when_not_matched_insert="*"),
-            "merge/spark_auto": lambda t: mor.spark.merge(spark, t, df, on=["id"], when_matched_update="*", when_not_matched_insert="*"),
-            "merge/spark_distributed": lambda t: mor.spark.merge(
-                spark, t, df, on=["id"], when_matched_update="*", when_not_matched_insert="*", path="distributed"
-            ),
-            "merge/local_from_df": lambda t: t.merge(df.toArrow(), on=["id"], when_matched_update="*", when_not_matched_insert="*"),
-            "upsert/local": lambda t: t.upsert(source, on=["id"]),
-            "upsert/local_from_df": lambda t: t.upsert(df.toArrow(), on=["id"]),
-            "upsert/spark_auto": lambda t: mor.spark.upsert(spark, t, df, on=["id"]),
-            "upsert/spark_distributed": lambda t: mor.spark.upsert(spark, t, df, on=["id"], path="distributed"),
-        }
+        calls = dml_calls(spark, source)
         for verb in [v.strip() for v in args.verbs.split(",")]:
             times = {}
             for path in paths:

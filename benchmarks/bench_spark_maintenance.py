@@ -76,7 +76,7 @@ def scenario_compact(args: argparse.Namespace, spark: Any, data: pa.Table, slice
             table.delete(predicate)
             target["bytes"] = max(built["parquet_bytes"] // args.bins, 1)
             results: list[Any] = []
-            run = timed_dml(table, root, lambda: results.append(call(table)), columns, contender=name, round=round_)
+            run = timed_dml(table, root, lambda results=results, call=call, table=table: results.append(call(table)), columns, contender=name, round=round_)
             result = results[0]
             live = table.scan(columns=["id"]).count()
             run["result"] = result.to_dict()

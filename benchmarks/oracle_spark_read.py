@@ -60,7 +60,7 @@ def main(jars_file: str, request_file: str, result_file: str) -> int:
         readers = {
             "native_parquet": lambda c=case: spark.read.parquet(*c["data_paths"]),
             "iceberg_spark": lambda c=case: spark.read.format("iceberg").load(c["metadata"]),
-            "read_table": lambda: mor.spark.read_table(spark, table),
+            "read_table": lambda t=table: mor.spark.read_table(spark, t),
         }
         expected = {"native_parquet": case["expected_native"], "iceberg_spark": case["expected"], "read_table": case["expected"]}
         for name, build in readers.items():

@@ -15,6 +15,7 @@ from spark_helpers import SCHEMA, build_history, canonical, rows, spark_rows
 
 import mor
 import mor.spark
+from mor.errors import CorruptMetadataError
 from mor.io.fileio import to_local_path
 
 
@@ -129,7 +130,7 @@ def test_missing_delete_free_file_is_an_error_not_missing_rows(spark: Any, catal
     table = catalog.create_table("db.t", schema=SCHEMA)
     table.append(rows(range(10)))
     os.remove(to_local_path(table.scan().plan_files()[0].data_file.file_path))
-    with pytest.raises(Exception):
+    with pytest.raises(CorruptMetadataError, match="data file .* is missing"):  # as the local reader says it
         mor.spark.read_table(spark, table).collect()
 
 

@@ -99,7 +99,10 @@ def test_compact_matches_the_local_verb(spark: Any, catalog: mor.Catalog, kwargs
         k: v for k, v in local.current_snapshot().summary.items() if "size" not in k
     }
     if kwargs["version"] == 3:  # rows keep their lineage
-        lineage = lambda t: canonical(t.scan(columns=["id", "_row_id", "_last_updated_sequence_number"]).to_arrow())
+
+        def lineage(t: mor.Table) -> Any:
+            return canonical(t.scan(columns=["id", "_row_id", "_last_updated_sequence_number"]).to_arrow())
+
         assert lineage(distributed) == lineage(local)
 
 

@@ -451,7 +451,7 @@ def test_predicates_prune_files_but_never_a_match(catalog: mor.Catalog, case: Ca
         id_of_file[added] = row["id"]
     literals = [v for v in case.values if not is_nan(v)][:4]  # the extremes come first
     checks: list[tuple[Any, set[int]]] = []
-    for op, (predicate, holds) in _OPERATORS.items():
+    for predicate, holds in _OPERATORS.values():
         for value in literals:
             checks.append((predicate("c", literal_value(case, value)), {r["id"] for r in rows if r["c"] is not None and holds(internal(r["c"]), internal(value))}))
     pair = [literal_value(case, v) for v in literals[:2]]
