@@ -135,15 +135,25 @@ def scenario_reads(args: argparse.Namespace, spark: Any, data: pa.Table, slices:
         prev_deleted = pa.concat_arrays([prev_deleted, deleted.combine_chunks()])
         expected = expected_sums(data, prev_deleted)
         tasks = table.scan().plan_files()
-        log(f"({name}) {predicate}: {len(prev_deleted):,} rows deleted; {sum(1 for t in tasks if t.delete_files)} of {len(tasks)} files have deletes")
+        log(
+            f"({name}) {predicate}: {len(prev_deleted):,} rows deleted; {sum(1 for t in tasks if t.delete_files)} of {len(tasks)} files have deletes"
+        )
         readers = {
             "native_parquet": lambda: spark.read.parquet(*paths),
-            "plain_python_source": lambda: spark.read.format("plain_parquet").option("paths", "\n".join(local_paths))
-            .option("partitions", str(spark.sparkContext.defaultParallelism)).load(),
+            "plain_python_source": lambda: (
+                spark.read.format("plain_parquet")
+                .option("paths", "\n".join(local_paths))
+                .option("partitions", str(spark.sparkContext.defaultParallelism))
+                .load()
+            ),
             "format_mor": lambda: spark.read.format("mor").option("warehouse", str(root)).load(TABLE_NAME),
             "fast_path": lambda: mor.spark.read_table(spark, table),
         }
-        timings = time_readers(readers, args.repeat, {"native_parquet": native_expected, "plain_python_source": native_expected, "format_mor": expected, "fast_path": expected})
+        timings = time_readers(
+            readers,
+            args.repeat,
+            {"native_parquet": native_expected, "plain_python_source": native_expected, "format_mor": expected, "fast_path": expected},
+        )
         native = timings["native_parquet"]["median_seconds"]
         out[name] = {
             "predicate": predicate,

@@ -243,7 +243,9 @@ def markdown(result: dict[str, Any]) -> str:
     lines = [f"{result['params']['files']:,} files, Spark {result['spark_version']}, medians of {result['params']['sessions']} sessions",
              "| reader | build s (CPU s) | count s (CPU s) |", "|---|---|---|"]  # fmt: skip
     for name, n in result["medians"].items():
-        lines.append(f"| {name} | {n['build_seconds']:.2f} ({n['build_cpu_seconds']:.2f}) | {n['count_seconds']:.2f} ({n['count_cpu_seconds']:.2f}) |")
+        lines.append(
+            f"| {name} | {n['build_seconds']:.2f} ({n['build_cpu_seconds']:.2f}) | {n['count_seconds']:.2f} ({n['count_cpu_seconds']:.2f}) |"
+        )
     for name, r in result["ratios"].items():
         lines.append(f"{name}: build {r['build_seconds']:.2f}x ({r['build_cpu_seconds']:.2f}x CPU), "
                      f"count {r['count_seconds']:.2f}x ({r['count_cpu_seconds']:.2f}x CPU)")  # fmt: skip

@@ -54,8 +54,13 @@ def main(argv: list[str] | None = None) -> int:
 
     spark = measured(
         "SparkSession (not mor)",
-        lambda: SparkSession.builder.master(f"local[{args.cores}]").config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false").config("spark.sql.session.timeZone", "UTC").getOrCreate(),
+        lambda: (
+            SparkSession.builder.master(f"local[{args.cores}]")
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.sql.session.timeZone", "UTC")
+            .getOrCreate()
+        ),
         out,
     )
     spark.sparkContext.setLogLevel("ERROR")

@@ -21,6 +21,7 @@ FIXTURES_SOURCE = Path(__file__).resolve().parents[1].parent / "shared" / "fixtu
 OWN_FIXTURES_SOURCE = Path(__file__).resolve().parent / "fixtures" / "iceberg-java"
 FIXTURE_SOURCES = (FIXTURES_SOURCE, OWN_FIXTURES_SOURCE)
 
+
 @dataclass(frozen=True)
 class JavaSnapshot:
     """One snapshot of one fixture table, as ``expected/<table>/snapshots.json`` describes it."""
@@ -83,8 +84,6 @@ SNAPSHOT_PARAMS = [pytest.param(snap, id=snap.test_id) for snap in JAVA_SNAPSHOT
 TABLE_PARAMS = [pytest.param(name, id=name) for name in FIXTURE_TABLES]
 
 
-
-
 def json_value(value: Any) -> Any:
     """A value as the fixtures spell it in JSON (timestamps: ISO-8601 UTC, 6 fraction digits;
     decimals as strings, binary as hex, maps as objects)."""
@@ -140,8 +139,6 @@ def describe_row_differences(expected: list[dict[str, Any]], actual: list[dict[s
     lines += [f"  missing: {row}" for row in missing[:5]]
     lines += [f"  extra:   {row}" for row in extra[:5]]
     return "\n".join(lines)
-
-
 
 
 def expected_rows_file(root: Path, snap: JavaSnapshot) -> Path:

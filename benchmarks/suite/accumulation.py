@@ -117,6 +117,7 @@ def _checked(read: Callable[[], pa.Table], want: dict[str, int]) -> Callable[[],
 
 # -- the report -------------------------------------------------------------------------------
 
+
 def render(result: dict[str, Any], out_dir: Path) -> str:
     steps, comp, cow = result["merge_on_read"], result["compaction"], result["copy_on_write"]
     last, mor = steps[-1]["read"], [s["delete"] for s in steps]

@@ -98,6 +98,7 @@ def expected_after(ctx: Context, case: Case) -> dict[str, int]:
 
 # -- running ----------------------------------------------------------------------------------
 
+
 def run(ctx: Context, earlier: dict[str, Any]) -> dict[str, Any]:
     all_cases = cases(ctx)
     engines = {c.id: _engines(c) for c in all_cases}
@@ -206,6 +207,7 @@ def _summary(samples: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 # -- the report -------------------------------------------------------------------------------
+
 
 def render(result: dict[str, Any], out_dir: Path) -> str:
     from suite.dml_report import render_dml

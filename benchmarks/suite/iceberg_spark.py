@@ -83,6 +83,7 @@ def _mor_reference(earlier: dict[str, Any]) -> dict[str, Any]:
 
 # -- the report -------------------------------------------------------------------------------
 
+
 def render(result: dict[str, Any], out_dir: Path) -> str:
     if "skipped" in result:
         return f"## {TITLE}\n\nSkipped: {result['skipped']}.\n"

@@ -64,6 +64,7 @@ def _measure(table: Any, root: Path, files: int) -> dict[str, Any]:
         def setup() -> None:
             last.pop(name, None)
             also()
+
         return setup
 
     fns = {"mor_cold": keep("mor_cold", lambda: table.scan().plan_files()),
@@ -93,6 +94,7 @@ def _once(fns: dict[str, Callable[[], Any]], setups: dict[str, Callable[[], None
 
 
 # -- the report -------------------------------------------------------------------------------
+
 
 def render(result: dict[str, Any], out_dir: Path) -> str:
     lines = [
@@ -125,8 +127,10 @@ def _cache_note(result: dict[str, Any]) -> str:
         held = f"{budget >> 20:,} MiB"
     if not over:
         return ""
-    return (f" At {', '.join(f'{n:,}' for n in over)} files the table has more manifest entries than mor's manifest "
-            f"cache holds by default ({held}), so the warm plan reads part of them again.")
+    return (
+        f" At {', '.join(f'{n:,}' for n in over)} files the table has more manifest entries than mor's manifest "
+        f"cache holds by default ({held}), so the warm plan reads part of them again."
+    )
 
 
 def _plot(result: dict[str, Any], out_dir: Path) -> str:

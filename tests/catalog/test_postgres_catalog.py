@@ -361,4 +361,3 @@ def test_drop_table_killed_during_commit_is_state_unknown(warehouse: Path, postg
         assert files_under(table.location) == files  # a drop never removes files
     finally:
         reopened.store.dispose()
-

@@ -361,7 +361,9 @@ def test_a_delete_in_a_partition_compaction_leaves_alone_does_not_make_it_replan
 
 # -- free-running: random changes in a child, compaction in a loop here -------------------------
 @pytest.mark.parametrize("kinds", ["d", "dea"], ids=["position-deletes", "with-equality-deletes-and-appends"])
-def test_random_deletes_racing_repeated_compactions_lose_nothing(tmp_path: Path, spawn, monkeypatch: pytest.MonkeyPatch, kinds: str) -> None:
+def test_random_deletes_racing_repeated_compactions_lose_nothing(
+    tmp_path: Path, spawn, monkeypatch: pytest.MonkeyPatch, kinds: str
+) -> None:
     table, model = new_table(tmp_path, partition_by=["part"])
     # Lost compare-and-swap races back off 100 ms at first by default; shorter, the two sides
     # interleave more often in the few seconds this runs.

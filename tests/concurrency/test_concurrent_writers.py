@@ -59,7 +59,10 @@ def run_writers(warehouse: Path, operations: int, mode: str, properties: dict[st
     procs = [
         subprocess.Popen(
             [sys.executable, str(WRITER), str(warehouse), str(w), str(operations), str(seed), mode],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
         )  # fmt: skip
         for w in range(WORKERS)
     ]

@@ -376,9 +376,7 @@ def assert_fixture_rows(actual: pa.Table, schema: pa.Schema, expected: list[dict
     names = list(expected[0]) if expected else actual.column_names
     plain = pa.schema([schema.field(n).with_nullable(True) for n in names])
     got = to_json_rows(actual.select(plain.names).cast(plain).to_pylist())
-    assert sorted(got, key=row_sort_key) == sorted(expected, key=row_sort_key), (
-        f"{how}:\n{describe_row_differences(expected, got)}"
-    )
+    assert sorted(got, key=row_sort_key) == sorted(expected, key=row_sort_key), f"{how}:\n{describe_row_differences(expected, got)}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -504,9 +502,7 @@ def test_iceberg_java_reads_retained_snapshots_as_before(
 ) -> None:
     built = expired[name]
     for snapshot_id in built.snapshot_ids():
-        assert_same_rows(
-            built.before_expiry[snapshot_id], java_rows[(name, snapshot_id)], f"{name}: Iceberg Java at {snapshot_id}"
-        )
+        assert_same_rows(built.before_expiry[snapshot_id], java_rows[(name, snapshot_id)], f"{name}: Iceberg Java at {snapshot_id}")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -105,9 +105,13 @@ def run_history(table: mor.Table) -> list[tuple[str, int, list[Row]]]:
                 r["s"] = {**r["s"], "d": 12}
 
     moved = pc.make_struct(
-        pc.field("s", "d") + pc.scalar(pa.scalar(10, pa.int32())), pc.field("s", "ts"), pc.field("s", "name"), field_names=["d", "ts", "name"]
+        pc.field("s", "d") + pc.scalar(pa.scalar(10, pa.int32())),
+        pc.field("s", "ts"),
+        pc.field("s", "name"),
+        field_names=["d", "ts", "name"],
     )
     step("update moves rows", lambda: table.update({"s": moved}, where="s.d = 2"), update_change)
+
     def update_n() -> None:
         for r in model.values():
             if d_of(r) is None:
@@ -131,7 +135,8 @@ def run_history(table: mor.Table) -> list[tuple[str, int, list[Row]]]:
     step(
         "merge",
         lambda: table.merge(
-            source, on=["id"],
+            source,
+            on=["id"],
             when_matched_delete=pc.field("source.id") == 15,
             when_matched_update={"n": pc.field("source.n") + 1000},
             when_not_matched_insert="*",

@@ -166,8 +166,14 @@ def test_a_valid_client_commit_still_lands(served_sqlite: Served, table: mor.Tab
 @pytest.mark.parametrize(
     ("change", "match"),
     [
-        (lambda m: m["snapshots"][-1].update({"manifest-list": "file:///etc/hostname"}), "is not a manifest list inside the table location"),
-        (lambda m: m["schemas"][-1]["fields"].append({"id": 1, "name": "twin", "type": "long", "required": False}), "field id 1 is used twice"),
+        (
+            lambda m: m["snapshots"][-1].update({"manifest-list": "file:///etc/hostname"}),
+            "is not a manifest list inside the table location",
+        ),
+        (
+            lambda m: m["schemas"][-1]["fields"].append({"id": 1, "name": "twin", "type": "long", "required": False}),
+            "field id 1 is used twice",
+        ),
     ],
 )
 def test_register_holds_the_table_to_what_a_commit_may_make(served_sqlite: Served, table: mor.Table, change: Any, match: str) -> None:

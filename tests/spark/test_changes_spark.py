@@ -67,7 +67,9 @@ def test_a_bad_changes_option_is_a_clear_error(spark: Any, catalog: mor.Catalog,
     table = catalog.create_table(NAME, schema=SCHEMA)
     table.append(rows(range(3)))
     with pytest.raises(Exception, match="snapshot-id"):
-        spark.read.format("mor").option("warehouse", str(warehouse)).option("changes", "true").option("snapshot-id", "1").load(NAME).collect()
+        spark.read.format("mor").option("warehouse", str(warehouse)).option("changes", "true").option("snapshot-id", "1").load(
+            NAME
+        ).collect()
 
 
 class Copy:

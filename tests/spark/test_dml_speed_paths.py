@@ -147,7 +147,9 @@ def test_a_key_with_a_null_matches_no_row_on_either_path(spark: Any, catalog: mo
     assert source.column("category").to_pylist()[0] is None  # id 4's category is null in the table too
     merged, upserted = make_table(catalog, f"db.m_{path}", None), make_table(catalog, f"db.u_{path}", None)
     before = merged.scan().to_arrow()
-    merge(spark, merged, spark.createDataFrame(source), on=["id", "category"], path=path, when_matched_update="*", when_not_matched_insert="*")
+    merge(
+        spark, merged, spark.createDataFrame(source), on=["id", "category"], path=path, when_matched_update="*", when_not_matched_insert="*"
+    )
     upsert(spark, upserted, spark.createDataFrame(source), on=["id", "category"], path=path)
     expected = canonical(pa.concat_tables([before.filter(pc.field("id") != 5), source]))
     assert live_rows(merged) == expected

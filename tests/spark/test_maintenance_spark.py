@@ -302,7 +302,9 @@ def test_on_s3_orphans_and_compaction_match_the_local_verbs(spark: Any, s3_serve
     local, distributed = twins(catalog, version=2, partition_by=["category"])
     stray = {}
     for table in (local, distributed):
-        stray[table.identifier] = sorted(table.io.path(f"{table.location}/{p}") for p in ("data/stray.parquet", "data/category=a/x.avro", "metadata/y"))
+        stray[table.identifier] = sorted(
+            table.io.path(f"{table.location}/{p}") for p in ("data/stray.parquet", "data/category=a/x.avro", "metadata/y")
+        )
         for path in stray[table.identifier]:
             with table.io.open_output(path) as out:
                 out.write(b"orphan")

@@ -58,9 +58,7 @@ def test_wall_clocks_follow_a_session_zone_that_is_not_utc(new_york_session: Any
     # tz: TIMESTAMP_NTZ (a wall clock) into a timestamptz column is that wall clock in New York (EDT, UTC-4).
     df = spark.sql("SELECT 1L AS id, TIMESTAMP '2024-05-06 07:08:09' AS ts, TIMESTAMP_NTZ '2024-05-06 07:08:09' AS tz")
     df.write.format("mor").option("warehouse", str(warehouse)).mode("append").save("db.t")
-    assert table.refresh().scan().to_arrow().to_pylist() == [
-        {"id": 1, "ts": wall, "tz": dt.datetime(2024, 5, 6, 11, 8, 9, tzinfo=dt.UTC)}
-    ]
+    assert table.refresh().scan().to_arrow().to_pylist() == [{"id": 1, "ts": wall, "tz": dt.datetime(2024, 5, 6, 11, 8, 9, tzinfo=dt.UTC)}]
 
 
 def test_a_zone_less_time_in_a_condition_is_read_in_the_session_zone(new_york_session: Any, catalog: mor.Catalog, warehouse: Path) -> None:
@@ -162,13 +160,17 @@ def test_any_number_stores_into_any_number_column_as_locally(spark: Any, catalog
     for t in (spark_table, local):
         t.append(pa.table(rows, schema=NUMBERS))
     mor.spark.update(spark, spark_table, {"qty": 7}, where="id = 1")
-    mor.spark.merge(spark, spark_table, spark.createDataFrame([(2, 9)], "id long, qty long"), on=["id"], when_matched_update={"qty": "source.qty"})
+    mor.spark.merge(
+        spark, spark_table, spark.createDataFrame([(2, 9)], "id long, qty long"), on=["id"], when_matched_update={"qty": "source.qty"}
+    )
     mor.spark.update(spark, spark_table, {"price": "price * 1.005"}, where="id = 2")
-    spark.createDataFrame([(3, -2.7, Decimal("9.99"), 2.9)], "id long, qty double, price decimal(5,2), k double").write.format("mor").option(
-        "warehouse", str(warehouse)
-    ).mode("append").save("db.spark")
+    spark.createDataFrame([(3, -2.7, Decimal("9.99"), 2.9)], "id long, qty double, price decimal(5,2), k double").write.format(
+        "mor"
+    ).option("warehouse", str(warehouse)).mode("append").save("db.spark")
     local.update({"qty": 7}, where="id = 1")
-    local.merge(pa.table({"id": pa.array([2], pa.int64()), "qty": pa.array([9], pa.int64())}), on=["id"], when_matched_update={"qty": "source.qty"})
+    local.merge(
+        pa.table({"id": pa.array([2], pa.int64()), "qty": pa.array([9], pa.int64())}), on=["id"], when_matched_update={"qty": "source.qty"}
+    )
     local.update({"price": "price * 1.005"}, where="id = 2")
     local.append(pa.table({"id": [3], "qty": [-2.7], "price": pa.array([Decimal("9.99")], pa.decimal128(5, 2)), "k": [2.9]}))
     expected = [
@@ -180,7 +182,7 @@ def test_any_number_stores_into_any_number_column_as_locally(spark: Any, catalog
         assert sorted(t.refresh().scan().to_arrow().to_pylist(), key=lambda r: r["id"]) == expected
     before = spark_table.current_snapshot()
     with pytest.raises(Exception, match=r"'k'.*1e\+10|1e\+10.*'k'|SchemaMismatchError"):
-        spark.createDataFrame([(4, 0.0, Decimal("0"), 1e10)], "id long, qty double, price decimal(5,2), k double").write.format("mor").option(
-            "warehouse", str(warehouse)
-        ).mode("append").save("db.spark")
+        spark.createDataFrame([(4, 0.0, Decimal("0"), 1e10)], "id long, qty double, price decimal(5,2), k double").write.format(
+            "mor"
+        ).option("warehouse", str(warehouse)).mode("append").save("db.spark")
     assert spark_table.refresh().current_snapshot() == before

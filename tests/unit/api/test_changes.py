@@ -103,8 +103,13 @@ def test_columns_filter_and_net_changes(table: mor.Table) -> None:
     )
     net = table.changes(from_snapshot_id=first, on=["id"], net_changes=True).to_arrow()
     assert feed(net) == Counter(
-        {("DELETE", 1, "v1"): 1, ("UPDATE_BEFORE", 3, "v3"): 1, ("UPDATE_AFTER", 3, "x"): 1,
-         ("UPDATE_BEFORE", 4, "v4"): 1, ("UPDATE_AFTER", 4, "x"): 1}
+        {
+            ("DELETE", 1, "v1"): 1,
+            ("UPDATE_BEFORE", 3, "v3"): 1,
+            ("UPDATE_AFTER", 3, "x"): 1,
+            ("UPDATE_BEFORE", 4, "v4"): 1,
+            ("UPDATE_AFTER", 4, "x"): 1,
+        }
     )
     batches = list(table.changes(from_snapshot_id=first).to_batches())
     assert sum(b.num_rows for b in batches) == table.changes(from_snapshot_id=first).to_arrow().num_rows

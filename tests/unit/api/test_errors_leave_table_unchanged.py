@@ -61,9 +61,7 @@ BAD_APPENDS: list[object] = [
 
 
 @pytest.mark.parametrize("make_data", BAD_APPENDS)
-def test_append_with_a_wrong_schema_is_refused(
-    catalog: mor.Catalog, table: mor.Table, make_data: Callable[[], pa.Table]
-) -> None:
+def test_append_with_a_wrong_schema_is_refused(catalog: mor.Catalog, table: mor.Table, make_data: Callable[[], pa.Table]) -> None:
     with unchanged(catalog, table):
         with pytest.raises(mor.SchemaMismatchError):
             table.append(make_data())

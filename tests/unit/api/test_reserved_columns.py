@@ -131,9 +131,7 @@ V2_DML: list[object] = [
         _expected(list(range(10)), name={7: "f7", 8: "f8"}, _pos={7: 108, 8: 109}),
         id="merge",
     ),
-    pytest.param(
-        lambda t: t.delete_rows(pa.table({"_row_id": pa.array([209], pa.int64())})), _expected(list(range(9))), id="delete-rows"
-    ),
+    pytest.param(lambda t: t.delete_rows(pa.table({"_row_id": pa.array([209], pa.int64())})), _expected(list(range(9))), id="delete-rows"),
 ]
 
 

@@ -50,9 +50,7 @@ def table(catalog: mor.Catalog) -> mor.Table:
 
 
 def in_child(warehouse: Path, filter_text: str) -> dict[str, object]:
-    done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(warehouse)], input=filter_text, capture_output=True, text=True, timeout=600
-    )
+    done = subprocess.run([sys.executable, "-c", CHILD, str(warehouse)], input=filter_text, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-2000:]}"
     return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 

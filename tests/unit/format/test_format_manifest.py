@@ -113,9 +113,7 @@ def test_data_manifestavro_file(io: FileIO, metadata_dir: str) -> None:
     assert meta["content"] == "data"
     assert meta["schema-id"] == "0"
     assert meta["partition-spec-id"] == "0"
-    assert json.loads(meta["partition-spec"]) == [
-        {"source-id": 2, "field-id": 1000, "transform": "identity", "name": "category"}
-    ]
+    assert json.loads(meta["partition-spec"]) == [{"source-id": 2, "field-id": 1000, "transform": "identity", "name": "category"}]
     schema = json.loads(meta["schema"])
     assert schema["type"] == "struct"
     assert schema["schema-id"] == 0

@@ -171,7 +171,9 @@ def test_malformed_updates_are_invalid_arguments(bad: object) -> None:
         update_from_dict(bad)
 
 
-@pytest.mark.parametrize("bad", [None, {"type": "assert-nothing"}, {"type": "assert-table-uuid"}, {"type": "assert-current-schema-id", "current-schema-id": "1"}])
+@pytest.mark.parametrize(
+    "bad", [None, {"type": "assert-nothing"}, {"type": "assert-table-uuid"}, {"type": "assert-current-schema-id", "current-schema-id": "1"}]
+)
 def test_malformed_requirements_are_invalid_arguments(bad: object) -> None:
     with pytest.raises(mor.InvalidArgumentError):
         requirement_from_dict(bad)

@@ -29,9 +29,9 @@ def read_by(table: mor.Table, snapshot_id: int) -> set[str]:
     """Files a snapshot reads: its manifest list, manifests and live content files."""
     s = table.metadata.snapshot_by_id(snapshot_id)
     entries = raw_entries(s.manifest_list)
-    return {local(s.manifest_list)} | {local(e.manifest["manifest_path"]) for e in entries} | {
-        local(e.path) for e in entries if e.status != 2
-    }
+    return (
+        {local(s.manifest_list)} | {local(e.manifest["manifest_path"]) for e in entries} | {local(e.path) for e in entries if e.status != 2}
+    )
 
 
 def busy_table(catalog: mor.Catalog, partition_by: list[str] | None = None) -> mor.Table:
@@ -461,7 +461,11 @@ def test_a_table_that_spells_paths_two_ways_keeps_its_files(catalog: mor.Catalog
     manifests = read_avro(current.manifest_list)[1]
     newest = max(manifests, key=lambda m: m["sequence_number"])
     respelled = f"{folder}/respelled-manifest.avro"
-    rewrite(newest["manifest_path"], respelled, lambda e: {**e, "data_file": {**e["data_file"], "file_path": hadoop(e["data_file"]["file_path"])}})
+    rewrite(
+        newest["manifest_path"],
+        respelled,
+        lambda e: {**e, "data_file": {**e["data_file"], "file_path": hadoop(e["data_file"]["file_path"])}},
+    )
 
     def respell_list_row(m: dict) -> dict:  # type: ignore[type-arg]
         if m["manifest_path"] == newest["manifest_path"]:
@@ -506,4 +510,6 @@ def test_an_unreadable_manifest_list_of_a_retained_snapshot_stops_it(catalog: mo
     os.remove(local(table.snapshots()[-2].manifest_list))
     with pytest.raises(mor.CorruptMetadataError):
         table.expire_snapshots(older_than=NOW, retain_last=2, allow_short_retention=True)
-    assert table.refresh().metadata_location == before and files_under(table.location) == files - {local(table.snapshots()[-2].manifest_list)}
+    assert table.refresh().metadata_location == before and files_under(table.location) == files - {
+        local(table.snapshots()[-2].manifest_list)
+    }

@@ -51,4 +51,3 @@ def test_each_delete_file_is_listed_once_and_each_data_file_names_its_own() -> N
         "F\t/w/c.parquet\t/w/c.parquet\t3\t\t",
         "F\t/w/d.parquet\t/w/d.parquet\t\t\t",
     ]
-

@@ -116,7 +116,9 @@ class Node:
     physical: str
     field_id: int | None
     name: str
-    logical: str | None  # the annotation's name and the parameters the spec fixes, e.g. "Timestamp(isAdjustedToUTC=true, timeUnit=microseconds)"
+    logical: (
+        str | None
+    )  # the annotation's name and the parameters the spec fixes, e.g. "Timestamp(isAdjustedToUTC=true, timeUnit=microseconds)"
 
 
 def _decimal_bytes(precision: int) -> int:
