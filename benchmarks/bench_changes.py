@@ -109,7 +109,8 @@ def measure(
     )
     ratio = timings["changes"]["median_seconds"] / timings["full_scan"]["median_seconds"]
     log(
-        f"({name}) changes {timings['changes']['median_seconds']:.3f} s, full scan {timings['full_scan']['median_seconds']:.3f} s: {ratio:.1%}"
+        f"({name}) changes {timings['changes']['median_seconds']:.3f} s, "
+        f"full scan {timings['full_scan']['median_seconds']:.3f} s: {ratio:.1%}"
     )
     result = {
         "commit_seconds": commit_seconds,
@@ -194,7 +195,8 @@ def main(argv: list[str] | None = None) -> int:
         r = result[name]
         print(
             f"{name:>22}: changes {r['timings']['changes']['median_seconds']:.3f} s = {r['changes_over_scan']:.1%} of a full scan "
-            f"({r['timings']['full_scan']['median_seconds']:.3f} s); target <= {TARGET_FRACTION_OF_SCAN:.0%}: {'met' if r['target_met'] else 'MISSED'}"
+            f"({r['timings']['full_scan']['median_seconds']:.3f} s); "
+            f"target <= {TARGET_FRACTION_OF_SCAN:.0%}: {'met' if r['target_met'] else 'MISSED'}"
             + (f"; Spark {r['spark_changes_over_scan']:.1%}" if "spark" in r else "")
         )
     print(f"wrote {args.out}")

@@ -4,8 +4,8 @@ what `count()` costs from metadata against counting the rows.
 On one table (10M rows in 10 files by default):
   - `mor scan bench.events --limit 10`, run as a user runs it (a new process through this
     environment's `mor`: interpreter start and imports included), wall time to exit, median of
-    `--repeat` after one untimed run (reported: it compiles what changed since the last); the same with `--format csv`; and, for scale, `table.scan().to_arrow()` in this
-    process;
+    `--repeat` after one untimed run (reported: it compiles what changed since the last); the
+    same with `--format csv`; and, for scale, `table.scan().to_arrow()` in this process;
   - `table.scan().count()` with no deletes (answered from the files' record counts) against the
     same count after a 0.1% DELETE (the rows are read), and `len(table.scan().to_arrow())`.
 Each result is checked (10 rows printed; counts equal to the generated rows minus the deleted).

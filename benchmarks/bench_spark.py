@@ -136,7 +136,8 @@ def scenario_reads(args: argparse.Namespace, spark: Any, data: pa.Table, slices:
         expected = expected_sums(data, prev_deleted)
         tasks = table.scan().plan_files()
         log(
-            f"({name}) {predicate}: {len(prev_deleted):,} rows deleted; {sum(1 for t in tasks if t.delete_files)} of {len(tasks)} files have deletes"
+            f"({name}) {predicate}: {len(prev_deleted):,} rows deleted; "
+            f"{sum(1 for t in tasks if t.delete_files)} of {len(tasks)} files have deletes"
         )
         readers = {
             "native_parquet": lambda: spark.read.parquet(*paths),

@@ -12,7 +12,8 @@ freshly built warehouse each:
                   collected by Spark (what a user holding a DataFrame runs without mor.spark).
 The DataFrame is made from the Arrow source before the clock starts (`createDataFrame`), so its
 collection (driver path) or its shuffle (distributed path) is timed. Ratios are Spark time /
-local time (target for spark_auto: <= 1.5; also shown against local_from_df), after one untimed warm-up run of each Spark path. Every number printed is measured in this run.
+local time (target for spark_auto: <= 1.5; also shown against local_from_df), after one untimed
+warm-up run of each Spark path. Every number printed is measured in this run.
 
     .venv/bin/python benchmarks/bench_spark_dml.py                                  # 2M rows, 4 files
     .venv/bin/python benchmarks/bench_spark_dml.py --rows 200000 --sources 1000     # smoke test

@@ -244,7 +244,8 @@ def markdown(result: dict[str, Any]) -> str:
              "| reader | build s (CPU s) | count s (CPU s) |", "|---|---|---|"]  # fmt: skip
     for name, n in result["medians"].items():
         lines.append(
-            f"| {name} | {n['build_seconds']:.2f} ({n['build_cpu_seconds']:.2f}) | {n['count_seconds']:.2f} ({n['count_cpu_seconds']:.2f}) |"
+            f"| {name} | {n['build_seconds']:.2f} ({n['build_cpu_seconds']:.2f}) "
+            f"| {n['count_seconds']:.2f} ({n['count_cpu_seconds']:.2f}) |"
         )
     for name, r in result["ratios"].items():
         lines.append(f"{name}: build {r['build_seconds']:.2f}x ({r['build_cpu_seconds']:.2f}x CPU), "

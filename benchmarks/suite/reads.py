@@ -35,9 +35,12 @@ FORMS = ("arrow", "aggregate")
 WORKER = Path(__file__).resolve().parent / "read_worker.py"
 CALLS = {
     "mor": "`mor.load_catalog(warehouse).load_table(...).scan().to_arrow()` (aggregate: `scan().to_batches()` folded with pyarrow.compute)",
-    "floor": "`pyarrow.dataset.dataset(data_files).to_table()` on the state's live data files, deletes ignored (aggregate: its batches folded with pyarrow.compute)",
-    "duckdb": "`SELECT * FROM iceberg_scan('<metadata.json>')` into Arrow (aggregate: one SQL query over iceberg_scan), extension loaded from the `duckdb-extension-iceberg` wheel",
-    "pyiceberg": "`StaticTable.from_metadata(metadata).scan().to_arrow()` (aggregate: `to_arrow_batch_reader()` folded with pyarrow.compute)",
+    "floor": "`pyarrow.dataset.dataset(data_files).to_table()` on the state's live data files, deletes ignored "
+    "(aggregate: its batches folded with pyarrow.compute)",
+    "duckdb": "`SELECT * FROM iceberg_scan('<metadata.json>')` into Arrow (aggregate: one SQL query over iceberg_scan), "
+    "extension loaded from the `duckdb-extension-iceberg` wheel",
+    "pyiceberg": "`StaticTable.from_metadata(metadata).scan().to_arrow()` "
+    "(aggregate: `to_arrow_batch_reader()` folded with pyarrow.compute)",
     "polars": "`polars.scan_iceberg(metadata).collect().to_arrow()` (aggregate: one lazy `select` of the aggregates)",
     "daft": "`daft.read_iceberg(StaticTable).to_arrow()` (aggregate: one `agg` of the aggregates)",
 }  # fmt: skip
@@ -235,7 +238,8 @@ def render(result: dict[str, Any], out_dir: Path) -> str:
     lines += [f"- **{s}**: {i['description']} ({i['expected']['rows']:,} rows left, format v{i['format_version']})."
               for s, i in result["states"].items()] + [""]  # fmt: skip
     for form, what in (("arrow", "Full read into Arrow (all columns)"),
-                       ("aggregate", "Aggregate over every column (count, sum(id), sum(value), min/max(ts), min(category), sum(length(payload)))")):  # fmt: skip
+                       ("aggregate", "Aggregate over every column "
+                                     "(count, sum(id), sum(value), min/max(ts), min(category), sum(length(payload)))")):  # fmt: skip
         lines += [f"### {what}", "", *_table(result, form), ""]
     lines += [f"![Full read into Arrow per state and reader]({_plot(result, out_dir)})", ""]
     failures = [f"- {s} / {f} / {r}: *{c['status']}*: {c.get('detail', '')}"

@@ -8,8 +8,9 @@ Tables (the generated rows, `ctx.scale.files` data files, deletes merge-on-read)
 Readers, in one Spark session (this environment's pyspark, local[2]), each aggregated by the same
 sum over every column (spark_aggregate.py): the floor, `mor.spark.read_table` (every file
 natively, files with deletes filtered by mor's JVM delete functions), `spark.read.format("mor")`
-and, where this mor has it, `read_table(path="python")` (the Python source, the fallback). The readers, the checked warm-up and the interleaved timed rounds
-(wall, and CPU of the process tree: driver, JVM, Python workers) are bench_spark_reads.py's.
+and, where this mor has it, `read_table(path="python")` (the Python source, the fallback). The
+readers, the checked warm-up and the interleaved timed rounds (wall, and CPU of the process
+tree: driver, JVM, Python workers) are bench_spark_reads.py's.
 """
 
 from __future__ import annotations

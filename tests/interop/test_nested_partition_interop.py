@@ -10,7 +10,8 @@ One known Iceberg Java (1.10) reader behaviour: when the first field of a struct
 partition source, Java reads that field as the partition constant and takes the struct's own
 nullness from it (ParquetValueReaders.ConstantReader with the parent's definition level, first
 in StructReader's columns), so a null struct comes back as a struct of nulls. Table "first"
-has that layout: there, the Java comparison takes a null struct and a struct of nulls as one. Table "later" puts the identity source after another field and is compared exactly.
+has that layout: there, the Java comparison takes a null struct and a struct of nulls as one.
+Table "later" puts the identity source after another field and is compared exactly.
 """
 
 from __future__ import annotations

@@ -85,7 +85,8 @@ def test_a_schema_with_a_field_id_used_twice_is_refused(served_sqlite: Served, t
 @pytest.mark.parametrize(
     ("update", "match"),
     [
-        ({"action": "add-spec", "spec": {"spec-id": 1, "fields": [{"source-id": 99, "field-id": 1000, "name": "x", "transform": "identity"}]}},
+        ({"action": "add-spec", "spec": {"spec-id": 1, "fields": [
+            {"source-id": 99, "field-id": 1000, "name": "x", "transform": "identity"}]}},
          "cannot find source column 99"),
         ({"action": "add-spec", "spec": {"spec-id": 1, "fields": [{"source-id": 2, "field-id": 1000, "name": "d", "transform": "day"}]}},
          "invalid source type string"),

@@ -320,7 +320,8 @@ def test_nested_types(spark: Any, catalog: mor.Catalog) -> None:
         pa.field("id", pa.int64(), nullable=False),
         ("tags", pa.list_(pa.string())),
         ("attrs", pa.map_(pa.string(), pa.int64())),
-        ("point", pa.struct([("x", pa.float64()), ("ys", pa.list_(pa.int32())), ("m", pa.map_(pa.string(), pa.struct([("q", pa.int32())])))])),
+        ("point", pa.struct([("x", pa.float64()), ("ys", pa.list_(pa.int32())),
+                             ("m", pa.map_(pa.string(), pa.struct([("q", pa.int32())])))])),
     ])  # fmt: skip
 
     def nested(ids: range) -> pa.Table:
@@ -347,7 +348,8 @@ def nested_after(ids: range) -> pa.Table:
         pa.field("id", pa.int64(), nullable=False),
         ("tags", pa.list_(pa.string())),
         ("attrs", pa.map_(pa.string(), pa.int64())),
-        ("point", pa.struct([("x2", pa.float64()), ("ys", pa.list_(pa.int64())), ("m", pa.map_(pa.string(), pa.struct([("q", pa.int32())]))), ("w", pa.string())])),
+        ("point", pa.struct([("x2", pa.float64()), ("ys", pa.list_(pa.int64())),
+                             ("m", pa.map_(pa.string(), pa.struct([("q", pa.int32())]))), ("w", pa.string())])),
     ])  # fmt: skip
     return pa.table({
         "id": list(ids),

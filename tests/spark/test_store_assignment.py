@@ -155,7 +155,8 @@ def test_any_number_stores_into_any_number_column_as_locally(spark: Any, catalog
     naming it, and nothing is written."""
     import mor.spark
 
-    rows = {"id": pa.array([1, 2], pa.int64()), "qty": [1.5, 2.5], "price": pa.array([Decimal("1.00"), Decimal("2.00")], pa.decimal128(5, 2)), "k": pa.array([0, 0], pa.int32())}  # fmt: skip
+    rows = {"id": pa.array([1, 2], pa.int64()), "qty": [1.5, 2.5],
+            "price": pa.array([Decimal("1.00"), Decimal("2.00")], pa.decimal128(5, 2)), "k": pa.array([0, 0], pa.int32())}  # fmt: skip
     spark_table, local = (catalog.create_table(name, schema=NUMBERS) for name in ("db.spark", "db.local"))
     for t in (spark_table, local):
         t.append(pa.table(rows, schema=NUMBERS))

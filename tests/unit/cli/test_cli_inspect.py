@@ -240,9 +240,10 @@ def test_content_kinds_follow_the_spec() -> None:
             )
         )
 
-    assert [kind(FileContent.DATA), kind(FileContent.POSITION_DELETES), kind(FileContent.EQUALITY_DELETES), kind(FileContent.POSITION_DELETES, "PUFFIN")] == [
-        "data", "position", "equality", "deletion-vector"
-    ]  # fmt: skip
+    assert [
+        kind(FileContent.DATA), kind(FileContent.POSITION_DELETES), kind(FileContent.EQUALITY_DELETES),
+        kind(FileContent.POSITION_DELETES, "PUFFIN"),
+    ] == ["data", "position", "equality", "deletion-vector"]  # fmt: skip
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:

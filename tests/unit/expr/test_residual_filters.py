@@ -181,10 +181,7 @@ def test_a_zero_divisor_is_an_error_as_in_ansi_sql(table: mor.Table, where: str)
         ("a + = 1", "expected a value"),
         ("(a + 1 = 2", "expected"),
         ("a " + "+ 1 " * 70 + "> 0", "at most 64"),
-        (
-            "((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((a)))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))) = 1",
-            "levels deep",
-        ),
+        ("(" * 68 + "a" + ")" * 68 + " = 1", "levels deep"),
         ("(a + 1) is nan", "'is nan' tests a column"),
     ],
 )

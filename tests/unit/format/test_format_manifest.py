@@ -140,7 +140,8 @@ def test_delete_manifest_header_says_deletes(io: FileIO, metadata_dir: str) -> N
 def test_every_avro_field_carries_its_field_id(io: FileIO, metadata_dir: str) -> None:
     m = write_manifest(
         io, f"{metadata_dir}/m0.avro", spec=SPEC, schema=SCHEMA, content=ManifestContent.DELETES,
-        snapshot_id=SNAPSHOT_ID, entries=[EntryToWrite(ManifestEntryStatus.ADDED, SNAPSHOT_ID, equality_delete_file("file:///e.parquet", (1,)))],
+        snapshot_id=SNAPSHOT_ID,
+        entries=[EntryToWrite(ManifestEntryStatus.ADDED, SNAPSHOT_ID, equality_delete_file("file:///e.parquet", (1,)))],
     )  # fmt: skip
     _, avro_schema, _ = avro_file(m.manifest_path)
     assert avro_fields_without_ids(avro_schema) == []

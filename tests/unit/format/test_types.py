@@ -665,7 +665,8 @@ def test_nested_columns_round_trip_with_metrics_of_struct_leaves(catalog: mor.Ca
 
     [entry] = live_raw_entries(table)
     maps = {name: {kv["key"]: kv["value"] for kv in entry.data_file[name] or []}
-            for name in ("column_sizes", "value_counts", "null_value_counts", "nan_value_counts", "lower_bounds", "upper_bounds")}  # fmt: skip
+            for name in ("column_sizes", "value_counts", "null_value_counts", "nan_value_counts",
+                         "lower_bounds", "upper_bounds")}  # fmt: skip
     for path in ("s.dec", "s.u", "s.d", "s.f", "s.inner.ts", "s.inner.b"):
         field = schema.find_field(path)
         values = [_leaf(r, path) for r in NESTED_ROWS]
