@@ -40,7 +40,7 @@ import pyarrow.compute as pc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import (  # noqa: E402
+from common import (
     REPO_ROOT,
     TABLE_NAME,
     BenchmarkError,
@@ -78,6 +78,7 @@ def spark_timings(spark: Any, root: Path, parent: int, current: int, repeat: int
     expected = {"changes": None, "full_scan": None}
     for name, df in (("changes", feed), ("full_scan", full)):
         expected[name] = sum_every_column(df).collect()[0]["rows"]  # warm-up; the row count checked below
+
     def aggregate(df: Any) -> pa.Table:  # median_timing takes Arrow results
         return pa.Table.from_pylist([sum_every_column(df).collect()[0].asDict()])
 
@@ -86,7 +87,9 @@ def spark_timings(spark: Any, root: Path, parent: int, current: int, repeat: int
     return timings
 
 
-def measure(table: Any, name: str, commit: Any, expect: dict[str, int], repeat: int, spark: Any = None, root: Path | None = None) -> dict[str, Any]:
+def measure(
+    table: Any, name: str, commit: Any, expect: dict[str, int], repeat: int, spark: Any = None, root: Path | None = None
+) -> dict[str, Any]:
     parent = table.current_snapshot().snapshot_id
     t0 = time.perf_counter()
     commit()
@@ -105,17 +108,27 @@ def measure(table: Any, name: str, commit: Any, expect: dict[str, int], repeat: 
         repeat,
     )
     ratio = timings["changes"]["median_seconds"] / timings["full_scan"]["median_seconds"]
-    log(f"({name}) changes {timings['changes']['median_seconds']:.3f} s, full scan {timings['full_scan']['median_seconds']:.3f} s: {ratio:.1%}")
-    result = {"commit_seconds": commit_seconds, "feed": counts, "timings": timings, "changes_over_scan": ratio,
-              "target_met": ratio <= TARGET_FRACTION_OF_SCAN}
+    log(
+        f"({name}) changes {timings['changes']['median_seconds']:.3f} s, "
+        f"full scan {timings['full_scan']['median_seconds']:.3f} s: {ratio:.1%}"
+    )
+    result = {
+        "commit_seconds": commit_seconds,
+        "feed": counts,
+        "timings": timings,
+        "changes_over_scan": ratio,
+        "target_met": ratio <= TARGET_FRACTION_OF_SCAN,
+    }
     if spark is not None:
         st = spark_timings(spark, root, parent, current, repeat)
         if st["rows"]["changes"] != feed.num_rows:
             raise BenchmarkError(f"{name}: Spark's feed holds {st['rows']['changes']} rows, the local one {feed.num_rows}")
         result["spark"] = st
         result["spark_changes_over_scan"] = st["changes"]["median_seconds"] / st["full_scan"]["median_seconds"]
-        log(f"({name}) Spark: changes {st['changes']['median_seconds']:.3f} s, full table {st['full_scan']['median_seconds']:.3f} s: "
-            f"{result['spark_changes_over_scan']:.1%}")
+        log(
+            f"({name}) Spark: changes {st['changes']['median_seconds']:.3f} s, full table {st['full_scan']['median_seconds']:.3f} s: "
+            f"{result['spark_changes_over_scan']:.1%}"
+        )
     return result
 
 
@@ -147,8 +160,15 @@ def main(argv: list[str] | None = None) -> int:
         table, "delete_clustered_0.1pct", lambda: table.delete(clustered), {"DELETE": max(1, args.rows // 1000)}, args.repeat, **on_spark
     )
     deleted = pc.sum(pc.less(data["value"], 0.001)).as_py()
-    deleted -= pc.sum(pc.and_(pc.less(data["value"], 0.001), pc.and_(pc.greater_equal(data["id"], start), pc.less(data["id"], start + max(1, args.rows // 1000))))).as_py()
-    result["delete_0.1pct"] = measure(table, "delete_0.1pct", lambda: table.delete("value < 0.001"), {"DELETE": deleted}, args.repeat, **on_spark)
+    deleted -= pc.sum(
+        pc.and_(
+            pc.less(data["value"], 0.001),
+            pc.and_(pc.greater_equal(data["id"], start), pc.less(data["id"], start + max(1, args.rows // 1000))),
+        )
+    ).as_py()
+    result["delete_0.1pct"] = measure(
+        table, "delete_0.1pct", lambda: table.delete("value < 0.001"), {"DELETE": deleted}, args.repeat, **on_spark
+    )
     live_ids = table.scan(columns=["id"]).to_arrow()["id"]
     source = upsert_source(data.filter(pc.is_in(data["id"], value_set=live_ids)), 0.01, args.seed, 1.0)
     pairs = {"UPDATE_BEFORE": source.num_rows, "UPDATE_AFTER": source.num_rows}
@@ -173,9 +193,12 @@ def main(argv: list[str] | None = None) -> int:
     args.out.write_text(json.dumps(result, indent=2, default=str) + "\n")
     for name in ("delete_clustered_0.1pct", "delete_0.1pct", "upsert_1pct", "upsert_clustered_1pct", "upsert_equality_1pct"):
         r = result[name]
-        print(f"{name:>22}: changes {r['timings']['changes']['median_seconds']:.3f} s = {r['changes_over_scan']:.1%} of a full scan "
-              f"({r['timings']['full_scan']['median_seconds']:.3f} s); target <= {TARGET_FRACTION_OF_SCAN:.0%}: {'met' if r['target_met'] else 'MISSED'}"
-              + (f"; Spark {r['spark_changes_over_scan']:.1%}" if "spark" in r else ""))
+        print(
+            f"{name:>22}: changes {r['timings']['changes']['median_seconds']:.3f} s = {r['changes_over_scan']:.1%} of a full scan "
+            f"({r['timings']['full_scan']['median_seconds']:.3f} s); "
+            f"target <= {TARGET_FRACTION_OF_SCAN:.0%}: {'met' if r['target_met'] else 'MISSED'}"
+            + (f"; Spark {r['spark_changes_over_scan']:.1%}" if "spark" in r else "")
+        )
     print(f"wrote {args.out}")
     return 0
 

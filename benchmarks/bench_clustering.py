@@ -31,9 +31,9 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+from common import log, start_result
 
 import mor
-from common import log, start_result
 
 SCHEMA = pa.schema([("id", pa.int64()), ("x", pa.int64()), ("y", pa.float64()), ("payload", pa.string())])
 X_RANGE = 1_000_000

@@ -43,11 +43,24 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
+from common import (
+    TABLE_NAME,
+    DeleteSpec,
+    check_rows,
+    diff_files,
+    file_slices,
+    generate_events,
+    list_files,
+    local_path,
+    log,
+    median_timing,
+    peak_rss_mb,
+    remove_warehouse,
+    start_result,
+)
 from pyiceberg.expressions import In
 
 import mor
-from common import TABLE_NAME, DeleteSpec, check_rows, diff_files, file_slices, generate_events, list_files, local_path, log
-from common import median_timing, peak_rss_mb, remove_warehouse, start_result
 
 
 def main() -> None:

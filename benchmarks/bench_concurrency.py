@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "concurrency"))
-import test_concurrent_writers as writers  # noqa: E402
+import test_concurrent_writers as writers
 
 SNAPSHOT = {f"write.{k}.isolation-level": "snapshot" for k in ("delete", "update", "merge")}
 NO_REPLAN = {"mor.dml.replan.num-retries": "0"}

@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/common.py
 
-from common import (  # noqa: E402
+from common import (
     REPO_ROOT,
     TABLE_NAME,
     DeleteSpec,
@@ -72,10 +72,8 @@ def time_predicate_parse(text: str) -> float:
 # --------------------------------------------------------------------------- timing
 
 
-def timed_delete(table: Any, root: Path, spec: DeleteSpec, mode: str,
-                 data_columns: set[str]) -> dict[str, Any]:
-    return timed_dml(table, root, lambda: table.delete(spec.text, mode=mode), data_columns,
-                     mode=mode)
+def timed_delete(table: Any, root: Path, spec: DeleteSpec, mode: str, data_columns: set[str]) -> dict[str, Any]:
+    return timed_dml(table, root, lambda: table.delete(spec.text, mode=mode), data_columns, mode=mode)
 
 
 # --------------------------------------------------------------------------- scenarios
@@ -88,15 +86,13 @@ def warm_up(data: pa.Table, data_dir: Path, spec_kind: str, seed: int) -> None:
     for mode in ("merge-on-read", "copy-on-write"):
         root = data_dir / f"wh-warmup-{mode}"
         table, _ = build_warehouse(root, file_slices(tiny, 2))
-        spec = (in_list_predicate(tiny, 0.01, seed) if spec_kind == "id-in-list"
-                else value_predicate(tiny, 0.01))
+        spec = in_list_predicate(tiny, 0.01, seed) if spec_kind == "id-in-list" else value_predicate(tiny, 0.01)
         table.delete(spec.text, mode=mode)
         table.scan().to_arrow()
         shutil.rmtree(root, ignore_errors=True)
 
 
-def scenario_delete(args: argparse.Namespace, data: pa.Table, slices: list[pa.Table],
-                    data_dir: Path) -> dict[str, Any]:
+def scenario_delete(args: argparse.Namespace, data: pa.Table, slices: list[pa.Table], data_dir: Path) -> dict[str, Any]:
     rows = data.num_rows
     data_columns = set(data.column_names)
     in_list = in_list_predicate(data, args.delete_fraction, args.seed)
@@ -115,14 +111,12 @@ def scenario_delete(args: argparse.Namespace, data: pa.Table, slices: list[pa.Ta
             table, build = build_warehouse(root, slices)
             build["mode"] = mode
             builds.append(build)
-            log(f"(a)   built in {build['seconds']:.2f} s ({build['parquet_bytes']:,} Parquet bytes);"
-                f" timing DELETE {mode}")
+            log(f"(a)   built in {build['seconds']:.2f} s ({build['parquet_bytes']:,} Parquet bytes); timing DELETE {mode}")
             result = timed_delete(table, root, spec, mode, data_columns)
             runs[mode].append(result)
             log(f"(a)   {mode}: {result['wall_seconds']:.3f} s, {result['bytes_written']:,} bytes")
             if rep == 0:
-                checks.append(check_rows(f"mor scan after {mode} delete", table.scan().to_arrow(),
-                                         rows, spec))
+                checks.append(check_rows(f"mor scan after {mode} delete", table.scan().to_arrow(), rows, spec))
             if not args.keep:
                 shutil.rmtree(root, ignore_errors=True)
 
@@ -139,26 +133,33 @@ def scenario_delete(args: argparse.Namespace, data: pa.Table, slices: list[pa.Ta
         "summary_added_files_size_cow_over_mor": (cow_s / mor_s) if cow_s and mor_s else None,
     }
     return {
-        "rows": rows, "deleted_rows": spec.count, "deleted_fraction": spec.count / rows,
+        "rows": rows,
+        "deleted_rows": spec.count,
+        "deleted_fraction": spec.count / rows,
         "predicate": spec.as_json(),
-        "in_list_parse_seconds": parse_seconds, "in_list_ids": in_list.count,
-        "dml_repeat": args.dml_repeat, "builds": builds, "runs": runs,
-        "median": {"copy_on_write_seconds": cow_t, "merge_on_read_seconds": mor_t,
-                   "copy_on_write_bytes": cow_b, "merge_on_read_bytes": mor_b},
+        "in_list_parse_seconds": parse_seconds,
+        "in_list_ids": in_list.count,
+        "dml_repeat": args.dml_repeat,
+        "builds": builds,
+        "runs": runs,
+        "median": {
+            "copy_on_write_seconds": cow_t,
+            "merge_on_read_seconds": mor_t,
+            "copy_on_write_bytes": cow_b,
+            "merge_on_read_bytes": mor_b,
+        },
         "ratios": ratios,
         "targets": {
             "time_cow_over_mor_at_least": TARGET_DELETE_TIME_RATIO,
             "bytes_cow_over_mor_at_least": TARGET_DELETE_BYTES_RATIO,
             "time_met": ratios["time_cow_over_mor"] >= TARGET_DELETE_TIME_RATIO,
-            "bytes_met": ratios["bytes_cow_over_mor"] is not None
-            and ratios["bytes_cow_over_mor"] >= TARGET_DELETE_BYTES_RATIO,
+            "bytes_met": ratios["bytes_cow_over_mor"] is not None and ratios["bytes_cow_over_mor"] >= TARGET_DELETE_BYTES_RATIO,
         },
         "checks": checks,
     }
 
 
-def scenario_read(args: argparse.Namespace, data: pa.Table, slices: list[pa.Table],
-                  data_dir: Path) -> dict[str, Any]:
+def scenario_read(args: argparse.Namespace, data: pa.Table, slices: list[pa.Table], data_dir: Path) -> dict[str, Any]:
     from pyiceberg.table import StaticTable
 
     rows = data.num_rows
@@ -170,8 +171,7 @@ def scenario_read(args: argparse.Namespace, data: pa.Table, slices: list[pa.Tabl
     log(f"(b) built in {build['seconds']:.2f} s; DELETE {spec.text} (merge-on-read) -> {spec.count} rows")
     before_delete = table.current_snapshot().snapshot_id
     setup_delete = timed_delete(table, root, spec, "merge-on-read", data_columns)
-    log(f"(b) setup delete: {setup_delete['wall_seconds']:.3f} s, "
-        f"{setup_delete['bytes_written']:,} bytes")
+    log(f"(b) setup delete: {setup_delete['wall_seconds']:.3f} s, {setup_delete['bytes_written']:,} bytes")
 
     tasks = list(table.scan().plan_files())
     paths = [local_path(t.data_file.file_path) for t in tasks]
@@ -183,8 +183,7 @@ def scenario_read(args: argparse.Namespace, data: pa.Table, slices: list[pa.Tabl
     checks = [
         check_rows("mor table.scan().to_arrow()", table.scan().to_arrow(), rows, spec),
         check_rows("pyiceberg StaticTable scan().to_arrow()", static.scan().to_arrow(), rows, spec),
-        check_rows("pyarrow.dataset on data files (no deletes)",
-                   ds.dataset(paths, format="parquet").to_table(), rows, None),
+        check_rows("pyarrow.dataset on data files (no deletes)", ds.dataset(paths, format="parquet").to_table(), rows, None),
     ]
     sql_check = check_sqlcatalog(root, rows, spec)
 
@@ -202,16 +201,14 @@ def scenario_read(args: argparse.Namespace, data: pa.Table, slices: list[pa.Tabl
     }
     log(f"(b) timing reads: warm-up + {args.repeat} interleaved rounds of {list(readers) + list(context_readers)}")
     timings = median_timing({**readers, **context_readers}, args.repeat)
-    floor_name = min(("pyarrow_dataset", "pyarrow_read_table_per_file"),
-                     key=lambda n: timings[n]["median_seconds"])
+    floor_name = min(("pyarrow_dataset", "pyarrow_read_table_per_file"), key=lambda n: timings[n]["median_seconds"])
     mor_s = timings["mor"]["median_seconds"]
     floor_s = timings[floor_name]["median_seconds"]
     ratios = {
         "mor_over_floor": mor_s / floor_s,
         "floor_reader": floor_name,
         "mor_over_pyarrow_dataset": mor_s / timings["pyarrow_dataset"]["median_seconds"],
-        "mor_over_pyarrow_read_table_per_file":
-            mor_s / timings["pyarrow_read_table_per_file"]["median_seconds"],
+        "mor_over_pyarrow_read_table_per_file": mor_s / timings["pyarrow_read_table_per_file"]["median_seconds"],
         "pyiceberg_over_mor": timings["pyiceberg"]["median_seconds"] / mor_s,
         "mor_deletes_over_mor_no_deletes": mor_s / timings["mor_no_deletes"]["median_seconds"],
         "pyiceberg_deletes_over_pyiceberg_no_deletes": timings["pyiceberg"]["median_seconds"]
@@ -227,18 +224,26 @@ def scenario_read(args: argparse.Namespace, data: pa.Table, slices: list[pa.Tabl
     if not args.keep:
         shutil.rmtree(root, ignore_errors=True)
     return {
-        "rows": rows, "deleted_rows": spec.count, "deleted_fraction": spec.count / rows,
-        "predicate": spec.as_json(), "build": build, "setup_delete": setup_delete,
-        "tasks": len(tasks), "delete_files_per_task": task_deletes,
+        "rows": rows,
+        "deleted_rows": spec.count,
+        "deleted_fraction": spec.count / rows,
+        "predicate": spec.as_json(),
+        "build": build,
+        "setup_delete": setup_delete,
+        "tasks": len(tasks),
+        "delete_files_per_task": task_deletes,
         "metadata_location": metadata_location,
-        "timings": timings, "ratios": ratios,
+        "timings": timings,
+        "ratios": ratios,
         "targets": {
             "mor_over_floor_at_most": TARGET_READ_FLOOR_RATIO,
             "pyiceberg_over_mor_at_least": TARGET_PYICEBERG_RATIO,
             "floor_met": ratios["mor_over_floor"] <= TARGET_READ_FLOOR_RATIO,
             "pyiceberg_met": ratios["pyiceberg_over_mor"] >= TARGET_PYICEBERG_RATIO,
         },
-        "checks": checks, "pyiceberg_sqlcatalog_check": sql_check, "profiles": profiles,
+        "checks": checks,
+        "pyiceberg_sqlcatalog_check": sql_check,
+        "profiles": profiles,
     }
 
 
@@ -247,8 +252,7 @@ def check_sqlcatalog(root: Path, rows: int, spec: DeleteSpec) -> dict[str, Any]:
     from pyiceberg.catalog.sql import SqlCatalog
 
     try:
-        catalog = SqlCatalog("default", uri=f"sqlite:///{root}/catalog.db",
-                             warehouse=f"file://{root}")
+        catalog = SqlCatalog("default", uri=f"sqlite:///{root}/catalog.db", warehouse=f"file://{root}")
         result = catalog.load_table(TABLE_NAME).scan().to_arrow()
     except Exception as exc:  # report, do not hide: interop is part of the product
         log(f"WARNING: pyiceberg SqlCatalog could not read the table: {exc!r}")
@@ -256,17 +260,19 @@ def check_sqlcatalog(root: Path, rows: int, spec: DeleteSpec) -> dict[str, Any]:
     return check_rows("pyiceberg SqlCatalog load_table().scan().to_arrow()", result, rows, spec)
 
 
-def profile_deletes(args: argparse.Namespace, data: pa.Table, slices: list[pa.Table],
-                    data_dir: Path) -> dict[str, Any]:
+def profile_deletes(args: argparse.Namespace, data: pa.Table, slices: list[pa.Table], data_dir: Path) -> dict[str, Any]:
     """Extra, untimed-by-the-report runs under cProfile, on fresh warehouses."""
-    spec = (in_list_predicate(data, args.delete_fraction, args.seed) if args.predicate == "in-list"
-            else value_predicate(data, args.delete_fraction))
+    spec = (
+        in_list_predicate(data, args.delete_fraction, args.seed)
+        if args.predicate == "in-list"
+        else value_predicate(data, args.delete_fraction)
+    )
     out: dict[str, Any] = {}
     for mode in ("merge-on-read", "copy-on-write"):
         root = data_dir / f"wh-profile-{mode}"
         table, _ = build_warehouse(root, slices)
         base = args.out.parent / f"{args.out.stem}-profile-delete-{mode}"
-        out[f"delete_{mode}"] = profile_call(lambda: table.delete(spec.text, mode=mode), base)
+        out[f"delete_{mode}"] = profile_call(lambda table=table, mode=mode: table.delete(spec.text, mode=mode), base)
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
     return out
@@ -281,59 +287,77 @@ def profile_deletes(args: argparse.Namespace, data: pa.Table, slices: list[pa.Ta
 def print_report(result: dict[str, Any]) -> None:
     m = result["machine"]
     print()
-    print(f"mor core benchmark  rows={result['params']['rows']:,} files={result['params']['files']}"
-          f"  python {m['python']}  pyarrow {m['pyarrow']}  pyiceberg {m['pyiceberg']}"
-          f"  cores={m['cpu_count']}")
+    print(
+        f"mor core benchmark  rows={result['params']['rows']:,} files={result['params']['files']}"
+        f"  python {m['python']}  pyarrow {m['pyarrow']}  pyiceberg {m['pyiceberg']}"
+        f"  cores={m['cpu_count']}"
+    )
     a = result.get("scenario_a")
     if a:
-        print(f"\n(a) DELETE {a['deleted_rows']:,} of {a['rows']:,} rows "
-              f"({a['deleted_fraction']:.3%}), predicate kind {a['predicate']['kind']}:"
-              f" {a['predicate']['text'][:60]}")
-        print(f"    {'mode':<15}{'wall s':>10}{'bytes written':>16}{'summary added-files-size':>26}"
-              f"  new files by kind")
+        print(
+            f"\n(a) DELETE {a['deleted_rows']:,} of {a['rows']:,} rows "
+            f"({a['deleted_fraction']:.3%}), predicate kind {a['predicate']['kind']}:"
+            f" {a['predicate']['text'][:60]}"
+        )
+        print(f"    {'mode':<15}{'wall s':>10}{'bytes written':>16}{'summary added-files-size':>26}  new files by kind")
         for mode in ("copy-on-write", "merge-on-read"):
             run = a["runs"][mode][0]
-            kinds = ", ".join(f"{k}={v['files']}/{v['bytes']:,}B"
-                              for k, v in sorted(run["files"]["new_by_kind"].items()))
+            kinds = ", ".join(f"{k}={v['files']}/{v['bytes']:,}B" for k, v in sorted(run["files"]["new_by_kind"].items()))
             wall = statistics.median(r["wall_seconds"] for r in a["runs"][mode])
             size = statistics.median(r["bytes_written"] for r in a["runs"][mode])
-            print(f"    {mode:<15}{wall:>10.3f}{size:>16,.0f}"
-                  f"{run['summary_added_files_size'] or 0:>26,}  {kinds}")
+            print(f"    {mode:<15}{wall:>10.3f}{size:>16,.0f}{run['summary_added_files_size'] or 0:>26,}  {kinds}")
         r, t = a["ratios"], a["targets"]
         bytes_ratio = r["bytes_cow_over_mor"]
-        print(f"    cow/mor time  {r['time_cow_over_mor']:8.1f}x  (target >= "
-              f"{t['time_cow_over_mor_at_least']:.0f}x: {verdict(t['time_met'])})")
-        print(f"    cow/mor bytes {bytes_ratio if bytes_ratio is not None else float('nan'):8.1f}x"
-              f"  (target >= {t['bytes_cow_over_mor_at_least']:.0f}x: {verdict(t['bytes_met'])});"
-              f" by summary added-files-size: {fmt_ratio(r['summary_added_files_size_cow_over_mor'])}")
-        print(f"    (pyiceberg parser on the {a['in_list_ids']:,}-id IN list alone: "
-              f"{a['in_list_parse_seconds']:.3f} s)")
+        print(
+            f"    cow/mor time  {r['time_cow_over_mor']:8.1f}x  (target >= "
+            f"{t['time_cow_over_mor_at_least']:.0f}x: {verdict(t['time_met'])})"
+        )
+        print(
+            f"    cow/mor bytes {bytes_ratio if bytes_ratio is not None else float('nan'):8.1f}x"
+            f"  (target >= {t['bytes_cow_over_mor_at_least']:.0f}x: {verdict(t['bytes_met'])});"
+            f" by summary added-files-size: {fmt_ratio(r['summary_added_files_size_cow_over_mor'])}"
+        )
+        print(f"    (pyiceberg parser on the {a['in_list_ids']:,}-id IN list alone: {a['in_list_parse_seconds']:.3f} s)")
     b = result.get("scenario_b")
     if b:
-        print(f"\n(b) full read, {b['deleted_rows']:,} of {b['rows']:,} rows position-deleted "
-              f"({b['deleted_fraction']:.2%}), {b['tasks']} tasks; "
-              f"setup MOR delete {b['setup_delete']['wall_seconds']:.3f} s")
+        print(
+            f"\n(b) full read, {b['deleted_rows']:,} of {b['rows']:,} rows position-deleted "
+            f"({b['deleted_fraction']:.2%}), {b['tasks']} tasks; "
+            f"setup MOR delete {b['setup_delete']['wall_seconds']:.3f} s"
+        )
         print(f"    {'reader':<38}{'median s':>10}{'min s':>10}{'cpu s':>10}{'rows':>14}")
-        labels = {"mor": "mor scan().to_arrow()",
-                  "pyarrow_dataset": "pyarrow.dataset, deletes ignored",
-                  "pyarrow_read_table_per_file": "pq.read_table per file, deletes ign.",
-                  "pyiceberg": f"pyiceberg {m['pyiceberg']} scan().to_arrow()",
-                  "mor_no_deletes": "(context) mor, snapshot before delete",
-                  "pyiceberg_no_deletes": "(context) pyiceberg, snapshot before"}
+        labels = {
+            "mor": "mor scan().to_arrow()",
+            "pyarrow_dataset": "pyarrow.dataset, deletes ignored",
+            "pyarrow_read_table_per_file": "pq.read_table per file, deletes ign.",
+            "pyiceberg": f"pyiceberg {m['pyiceberg']} scan().to_arrow()",
+            "mor_no_deletes": "(context) mor, snapshot before delete",
+            "pyiceberg_no_deletes": "(context) pyiceberg, snapshot before",
+        }
         for name, timing in b["timings"].items():
-            print(f"    {labels[name]:<38}{timing['median_seconds']:>10.3f}"
-                  f"{timing['min_seconds']:>10.3f}{timing['median_cpu_seconds']:>10.3f}"
-                  f"{timing['rows']:>14,}")
+            print(
+                f"    {labels[name]:<38}{timing['median_seconds']:>10.3f}"
+                f"{timing['min_seconds']:>10.3f}{timing['median_cpu_seconds']:>10.3f}"
+                f"{timing['rows']:>14,}"
+            )
         r, t = b["ratios"], b["targets"]
-        print(f"    mor / plain pyarrow ({r['floor_reader']}) {r['mor_over_floor']:6.2f}x"
-              f"  (target <= {t['mor_over_floor_at_most']}x: {verdict(t['floor_met'])})")
-        print(f"    pyiceberg / mor {r['pyiceberg_over_mor']:6.2f}x"
-              f"  (target >= {t['pyiceberg_over_mor_at_least']:.0f}x: {verdict(t['pyiceberg_met'])})")
-        print(f"    context: deletes cost mor {r['mor_deletes_over_mor_no_deletes']:.2f}x and pyiceberg"
-              f" {r['pyiceberg_deletes_over_pyiceberg_no_deletes']:.2f}x their own no-delete read;"
-              f" pyiceberg with no deletes is {r['pyiceberg_no_deletes_over_floor']:.2f}x the floor")
-    print(f"\nload average start {result['load_average_start']}, end {result['load_average_end']};"
-          f" total run {result['duration_seconds']:.1f} s")
+        print(
+            f"    mor / plain pyarrow ({r['floor_reader']}) {r['mor_over_floor']:6.2f}x"
+            f"  (target <= {t['mor_over_floor_at_most']}x: {verdict(t['floor_met'])})"
+        )
+        print(
+            f"    pyiceberg / mor {r['pyiceberg_over_mor']:6.2f}x"
+            f"  (target >= {t['pyiceberg_over_mor_at_least']:.0f}x: {verdict(t['pyiceberg_met'])})"
+        )
+        print(
+            f"    context: deletes cost mor {r['mor_deletes_over_mor_no_deletes']:.2f}x and pyiceberg"
+            f" {r['pyiceberg_deletes_over_pyiceberg_no_deletes']:.2f}x their own no-delete read;"
+            f" pyiceberg with no deletes is {r['pyiceberg_no_deletes_over_floor']:.2f}x the floor"
+        )
+    print(
+        f"\nload average start {result['load_average_start']}, end {result['load_average_end']};"
+        f" total run {result['duration_seconds']:.1f} s"
+    )
 
 
 # --------------------------------------------------------------------------- main
@@ -345,19 +369,25 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--files", type=int, default=10, help="data files (one append each)")
     p.add_argument("--seed", type=int, default=20240101)
     p.add_argument("--repeat", type=int, default=3, help="timed read rounds after one warm-up")
-    p.add_argument("--dml-repeat", type=int, default=1,
-                   help="DELETE timings per mode, each on a freshly built warehouse (median)")
+    p.add_argument("--dml-repeat", type=int, default=1, help="DELETE timings per mode, each on a freshly built warehouse (median)")
     p.add_argument("--delete-fraction", type=float, default=0.001, help="scenario (a)")
     p.add_argument("--read-delete-fraction", type=float, default=0.1, help="scenario (b)")
-    p.add_argument("--predicate", choices=["value-range", "in-list"], default="value-range",
-                   help="scenario (a) predicate: 'value < f' (default) or an IN list of random ids")
+    p.add_argument(
+        "--predicate",
+        choices=["value-range", "in-list"],
+        default="value-range",
+        help="scenario (a) predicate: 'value < f' (default) or an IN list of random ids",
+    )
     p.add_argument("--scenarios", default="a,b", help="comma-separated subset of a,b")
     p.add_argument("--out", type=Path, default=REPO_ROOT / "benchmarks" / "results" / "core.json")
     p.add_argument("--data-dir", type=Path, default=REPO_ROOT / "benchmarks" / "data")
     p.add_argument("--keep", action="store_true", help="keep the warehouses under --data-dir")
-    p.add_argument("--profile", action="store_true",
-                   help="after timing, profile one mor read and one DELETE per mode (cProfile; "
-                        "extra fresh warehouses), writing .prof/.txt next to --out")
+    p.add_argument(
+        "--profile",
+        action="store_true",
+        help="after timing, profile one mor read and one DELETE per mode (cProfile; "
+        "extra fresh warehouses), writing .prof/.txt next to --out",
+    )
     args = p.parse_args(argv)
     if args.rows < 1_000 or args.files < 1 or args.files > args.rows:
         p.error("need rows >= 1000 and 1 <= files <= rows")
@@ -382,8 +412,7 @@ def main(argv: list[str] | None = None) -> int:
     log(f"generated in {result['generation']['seconds']:.2f} s ({data.nbytes:,} Arrow bytes)")
 
     log("warm-up (untimed): tiny table, one delete per mode, one scan")
-    warm_up(data, args.data_dir, "id-in-list" if args.predicate == "in-list" else "value-range",
-            args.seed)
+    warm_up(data, args.data_dir, "id-in-list" if args.predicate == "in-list" else "value-range", args.seed)
     if "a" in args.scenarios:
         result["scenario_a"] = scenario_delete(args, data, slices, args.data_dir)
     if "b" in args.scenarios:

@@ -21,10 +21,18 @@ import time
 from pathlib import Path
 
 import pyarrow.dataset as ds
+from common import (
+    build_warehouse,
+    file_slices,
+    generate_events,
+    local_path,
+    log,
+    median_timing,
+    peak_rss_mb,
+    remove_warehouse,
+    start_result,
+)
 from pyiceberg.expressions import And, GreaterThanOrEqual, LessThan
-
-from common import file_slices, generate_events, local_path, log, median_timing, peak_rss_mb, remove_warehouse, start_result
-from common import build_warehouse
 
 
 def main() -> None:
@@ -62,13 +70,23 @@ def main() -> None:
         ratio = timings["mor"]["median_seconds"] / timings["floor"]["median_seconds"]
         cold_ratio = timings["mor_cold"]["median_seconds"] / timings["floor"]["median_seconds"]
         expected = args.rows - round(args.rows * args.fraction * k)
-        rounds.append({"deletes": k, "delete_files_per_data_file": per_file, "mor_over_floor": ratio,
-                       "mor_cold_over_floor": cold_ratio,
-                       "rows_read": timings["mor"]["rows"], "rows_expected_about": expected,
-                       "seconds_to_add_deletes": delete_seconds, "timings": timings})
-        log(f"{k:>4} deletes ({per_file} per data file): mor {timings['mor']['median_seconds']:.3f} s, "
+        rounds.append(
+            {
+                "deletes": k,
+                "delete_files_per_data_file": per_file,
+                "mor_over_floor": ratio,
+                "mor_cold_over_floor": cold_ratio,
+                "rows_read": timings["mor"]["rows"],
+                "rows_expected_about": expected,
+                "seconds_to_add_deletes": delete_seconds,
+                "timings": timings,
+            }
+        )
+        log(
+            f"{k:>4} deletes ({per_file} per data file): mor {timings['mor']['median_seconds']:.3f} s, "
             f"cold {timings['mor_cold']['median_seconds']:.3f} s, floor {timings['floor']['median_seconds']:.3f} s, "
-            f"{ratio:.2f}x / cold {cold_ratio:.2f}x")
+            f"{ratio:.2f}x / cold {cold_ratio:.2f}x"
+        )
     result["rounds"] = rounds
     result["streaming_peak_rss"] = {mode: streaming_peak(mode, root, data_files) for mode in ("mor", "floor")}
     log(f"streaming read peak RSS: {result['streaming_peak_rss']}")
@@ -92,8 +110,9 @@ def streaming_peak(mode: str, root: Path, data_files: list[str]) -> dict:
 
 def child_read(mode: str, root: str, data_files: list[str]) -> None:
     """Stream every row batch of the table (mor) or of its data files (floor); peak RSS."""
-    import mor
     from common import TABLE_NAME
+
+    import mor
 
     base_mb = peak_rss_mb()
     if mode == "mor":

@@ -36,18 +36,30 @@ import os
 import shutil
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
+from common import (
+    TABLE_NAME,
+    BenchmarkError,
+    build_warehouse,
+    file_slices,
+    generate_events,
+    local_path,
+    log,
+    median_timing,
+    profile_call,
+    remove_warehouse,
+    start_result,
+)
 from pyiceberg.expressions import And, GreaterThanOrEqual, In, LessThan
 
 import mor
-from common import TABLE_NAME, BenchmarkError, build_warehouse, file_slices, generate_events, local_path, log
-from common import median_timing, profile_call, remove_warehouse, start_result
 
 STATES = ("fresh", "position", "equality", "upserts_position", "upserts_equality")
 OPERATIONS = ("upsert_position", "upsert_equality", "update", "merge")
@@ -65,8 +77,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="rounds per (state, operation)")
     parser.add_argument("--operations", default=",".join(OPERATIONS))
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--warm", action="store_true",
-                        help="keep mor's process-wide cache of decoded delete files between calls (default: cleared before each)")
+    parser.add_argument(
+        "--warm",
+        action="store_true",
+        help="keep mor's process-wide cache of decoded delete files between calls (default: cleared before each)",
+    )
     parser.add_argument("--profile", type=Path, default=None, help="cProfile every stacked operation once into this folder")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--data-dir", type=Path, default=Path("/tmp/mor-bench"))
@@ -90,12 +105,18 @@ def main() -> None:
         if read != live[state]:
             raise BenchmarkError(f"{state}: {read} live rows, expected {live[state]}")
         tasks = table.scan().plan_files()
-        builds[state] = {**build, "seconds_with_deletes": time.perf_counter() - started, "data_files": len(tasks),
-                         "delete_files_per_data_file": max(len(t.delete_files) for t in tasks),
-                         "delete_files_per_data_file_mean": sum(len(t.delete_files) for t in tasks) / len(tasks),
-                         "live_rows": live[state]}
-        log(f"built {state}: {len(tasks)} data files, up to {builds[state]['delete_files_per_data_file']} delete files "
-            f"per data file, {live[state]} live rows")
+        builds[state] = {
+            **build,
+            "seconds_with_deletes": time.perf_counter() - started,
+            "data_files": len(tasks),
+            "delete_files_per_data_file": max(len(t.delete_files) for t in tasks),
+            "delete_files_per_data_file_mean": sum(len(t.delete_files) for t in tasks) / len(tasks),
+            "live_rows": live[state],
+        }
+        log(
+            f"built {state}: {len(tasks)} data files, up to {builds[state]['delete_files_per_data_file']} delete files "
+            f"per data file, {live[state]} live rows"
+        )
         shutil.rmtree(root / state, ignore_errors=True)
         os.rename(work, root / state)
     result["build"] = builds
@@ -123,8 +144,10 @@ def main() -> None:
         entry: dict[str, Any] = {s: {"median_seconds": medians[s], "samples": samples[s][op]} for s in STATES}
         entry["over_fresh"] = {s: medians[s] / medians["fresh"] for s in STATES if s != "fresh"}
         operations_out[op] = entry
-        log(f"{op}: fresh {medians['fresh']:.3f} s; " + ", ".join(
-            f"{s} {medians[s]:.3f} s ({entry['over_fresh'][s]:.2f}x)" for s in STATES if s != "fresh"))
+        log(
+            f"{op}: fresh {medians['fresh']:.3f} s; "
+            + ", ".join(f"{s} {medians[s]:.3f} s ({entry['over_fresh'][s]:.2f}x)" for s in STATES if s != "fresh")
+        )
     result["operations"] = operations_out
 
     if args.profile is not None:
@@ -217,8 +240,7 @@ def _operation(op: str, table: Any, source: pa.Table, existing: pa.Array) -> Cal
         where = In("id", existing.to_pylist())
         return lambda: table.update({"value": pc.field("value") + 10.0}, where=where)
     if op == "merge":
-        return lambda: table.merge(source, on=["id"], when_matched_update={"value": pc.field("source.value")},
-                                   when_not_matched_insert="*")
+        return lambda: table.merge(source, on=["id"], when_matched_update={"value": pc.field("source.value")}, when_not_matched_insert="*")
     raise ValueError(op)
 
 
@@ -260,11 +282,11 @@ def _time_reads(root: Path, work: Path, repeat: int, warm: bool) -> dict[str, An
         table = _restore(root, work, state)
         data_files = [local_path(t.data_file.file_path) for t in table.scan().plan_files()]
 
-        def read() -> pa.Table:
+        def read(table: Any = table) -> pa.Table:
             _cold(warm)
             return table.scan().to_arrow()
 
-        timings = median_timing({"mor": read, "floor": lambda: ds.dataset(data_files).to_table()}, repeat)
+        timings = median_timing({"mor": read, "floor": lambda data_files=data_files: ds.dataset(data_files).to_table()}, repeat)
         ratio = timings["mor"]["median_seconds"] / timings["floor"]["median_seconds"]
         out[state] = {"mor_over_floor": ratio, "timings": timings}
         log(f"read {state}: mor {timings['mor']['median_seconds']:.3f} s, floor {timings['floor']['median_seconds']:.3f} s, {ratio:.2f}x")

@@ -4,8 +4,8 @@ what `count()` costs from metadata against counting the rows.
 On one table (10M rows in 10 files by default):
   - `mor scan bench.events --limit 10`, run as a user runs it (a new process through this
     environment's `mor`: interpreter start and imports included), wall time to exit, median of
-    `--repeat` after one untimed run (reported: it compiles what changed since the last); the same with `--format csv`; and, for scale, `table.scan().to_arrow()` in this
-    process;
+    `--repeat` after one untimed run (reported: it compiles what changed since the last); the
+    same with `--format csv`; and, for scale, `table.scan().to_arrow()` in this process;
   - `table.scan().count()` with no deletes (answered from the files' record counts) against the
     same count after a 0.1% DELETE (the rows are read), and `len(table.scan().to_arrow())`.
 Each result is checked (10 rows printed; counts equal to the generated rows minus the deleted).
@@ -23,14 +23,15 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow.compute as pc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import (  # noqa: E402
+from common import (
     REPO_ROOT,
     TABLE_NAME,
     BenchmarkError,
@@ -82,9 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     table, result["build"] = build_warehouse(root, file_slices(data, args.files))
 
     for label, extra in (("cli_scan_limit_10", ()), ("cli_scan_limit_10_csv", ("--format", "csv"))):
-        first, _, _ = timed(lambda: cli_scan(root, *extra), 1)
+        first, _, _ = timed(lambda extra=extra: cli_scan(root, *extra), 1)
         result[f"{label}_first_run_seconds"] = first
-        median, samples, out = timed(lambda: cli_scan(root, *extra), args.repeat)
+        median, samples, out = timed(lambda extra=extra: cli_scan(root, *extra), args.repeat)
         lines = [line for line in out.splitlines() if line.strip()]
         if not any(str(i) in out for i in range(10)) or len(lines) < 10:
             raise BenchmarkError(f"{label}: expected 10 rows, got:\n{out[-1000:]}")

@@ -34,8 +34,9 @@ import shutil
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -122,9 +123,7 @@ def main() -> None:
             del prepared, out
         log(f"round {round_ + 1}: " + ", ".join(f"{n} {s[-1]['wall']:.3f}" for n, s in samples.items()))
 
-    medians = {
-        name: {kind: statistics.median(s[kind] for s in runs) for kind in ("wall", "cpu")} for name, runs in samples.items()
-    }
+    medians = {name: {kind: statistics.median(s[kind] for s in runs) for kind in ("wall", "cpu")} for name, runs in samples.items()}
     for name, m in medians.items():
         log(f"{name}: median {m['wall']:.3f} s wall, {m['cpu']:.3f} s CPU")
     result.update(samples=samples, medians=medians, text_characters=len(text))

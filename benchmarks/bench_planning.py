@@ -31,8 +31,9 @@ import os
 import statistics
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 from common import CATEGORIES, TABLE_NAME, TS_BASE_US, BenchmarkError, log, profile_call, remove_warehouse, start_result
@@ -133,9 +134,7 @@ def build_table(root: Path, files: int, commits: int, layout: str, merge: bool =
     root.mkdir(parents=True)
     started = time.perf_counter()
     properties = merge_property(merge)
-    table = mor.load_catalog(str(root)).create_table(
-        TABLE_NAME, schema=SCHEMA, partition_by=LAYOUTS[layout], properties=properties
-    )
+    table = mor.load_catalog(str(root)).create_table(TABLE_NAME, schema=SCHEMA, partition_by=LAYOUTS[layout], properties=properties)
     appends = max(1, commits // 2)
     batches = [range(files * b // appends, files * (b + 1) // appends) for b in range(appends)]
     location = table.location.rstrip("/")
@@ -150,10 +149,18 @@ def build_table(root: Path, files: int, commits: int, layout: str, merge: bool =
     seconds = time.perf_counter() - started
     load_started = time.perf_counter()
     mor.load_catalog(str(root)).load_table(TABLE_NAME)
-    return table, {"seconds": seconds, "data_files": files, "delete_files": files, "commits": 2 * appends,
-                   "snapshots": len(table.snapshots()), "manifests": manifest_counts(table), "layout": layout,
-                   "properties": properties, "load_table_seconds": time.perf_counter() - load_started,
-                   "metadata_location": table.metadata_location}
+    return table, {
+        "seconds": seconds,
+        "data_files": files,
+        "delete_files": files,
+        "commits": 2 * appends,
+        "snapshots": len(table.snapshots()),
+        "manifests": manifest_counts(table),
+        "layout": layout,
+        "properties": properties,
+        "load_table_seconds": time.perf_counter() - load_started,
+        "metadata_location": table.metadata_location,
+    }
 
 
 def open_with_pyiceberg(root: Path) -> Any:
@@ -208,23 +215,32 @@ def merge_property(merge: bool) -> dict[str, str]:
     return {key: "true" if merge else "false"} if key in CHECKS else {}
 
 
-def check_same_plan(label: str, ours: dict[str, frozenset[str]], theirs: dict[str, frozenset[str]],
-                    expected_files: int | None) -> dict[str, Any]:
+def check_same_plan(
+    label: str, ours: dict[str, frozenset[str]], theirs: dict[str, frozenset[str]], expected_files: int | None
+) -> dict[str, Any]:
     same = ours == theirs
     with_deletes = sum(1 for v in ours.values() if v)
-    check = {"filter": label, "data_files": len(ours), "data_files_with_deletes": with_deletes,
-             "delete_file_references": sum(len(v) for v in ours.values()), "same_as_pyiceberg": same}
+    check = {
+        "filter": label,
+        "data_files": len(ours),
+        "data_files_with_deletes": with_deletes,
+        "delete_file_references": sum(len(v) for v in ours.values()),
+        "same_as_pyiceberg": same,
+    }
     if not same or (expected_files is not None and len(ours) != expected_files):
         only_ours = sorted(set(ours) - set(theirs))[:3]
         only_theirs = sorted(set(theirs) - set(ours))[:3]
         differ = sorted(k for k in set(ours) & set(theirs) if ours[k] != theirs[k])[:3]
-        raise BenchmarkError(f"{label}: plans differ: {check}, only mor {only_ours}, only pyiceberg {only_theirs}, "
-                             f"different deletes {differ}, expected {expected_files} data files")
+        raise BenchmarkError(
+            f"{label}: plans differ: {check}, only mor {only_ours}, only pyiceberg {only_theirs}, "
+            f"different deletes {differ}, expected {expected_files} data files"
+        )
     return check
 
 
-def time_calls(fns: dict[str, Callable[[], Any]], repeat: int,
-               setups: dict[str, Callable[[], None]] | None = None) -> dict[str, dict[str, Any]]:
+def time_calls(
+    fns: dict[str, Callable[[], Any]], repeat: int, setups: dict[str, Callable[[], None]] | None = None
+) -> dict[str, dict[str, Any]]:
     """One warm-up call each, then `repeat` rounds with the calls interleaved. `setups[name]` runs
     untimed before each call of `name` (emptying a cache). A call's result is freed after its
     timer stops: freeing a plan of 10,000 tasks is not planning."""
@@ -243,8 +259,15 @@ def time_calls(fns: dict[str, Callable[[], Any]], repeat: int,
             samples[name].append(time.perf_counter() - t0)
             cpu[name].append(time.process_time() - c0)
             del result
-    return {name: {"median_seconds": statistics.median(s), "min_seconds": min(s), "samples_seconds": s,
-                   "median_cpu_seconds": statistics.median(cpu[name])} for name, s in samples.items()}
+    return {
+        name: {
+            "median_seconds": statistics.median(s),
+            "min_seconds": min(s),
+            "samples_seconds": s,
+            "median_cpu_seconds": statistics.median(cpu[name]),
+        }
+        for name, s in samples.items()
+    }
 
 
 def filters_for(files: int, layout: str) -> dict[str, tuple[str | None, int]]:
@@ -278,15 +301,17 @@ def cold_one_thread(plan: Callable[[], Any]) -> Callable[[], Any]:
     return run
 
 
-def measure(table: Any, root: Path, files: int, layout: str, repeat: int, with_pyiceberg: bool,
-            threads_variant: bool) -> dict[str, Any]:
+def measure(table: Any, root: Path, files: int, layout: str, repeat: int, with_pyiceberg: bool, threads_variant: bool) -> dict[str, Any]:
     theirs = open_with_pyiceberg(root) if with_pyiceberg else None
     has_cache = cache_settings() is not None
     out: dict[str, Any] = {}
     for name, (text, expected) in filters_for(files, layout).items():
         ours = mor_plan(table, text)
-        check = (check_same_plan(name, ours, pyiceberg_plan(theirs, text), expected) if theirs is not None
-                 else {"filter": name, "data_files": len(ours), "same_as_pyiceberg": None})
+        check = (
+            check_same_plan(name, ours, pyiceberg_plan(theirs, text), expected)
+            if theirs is not None
+            else {"filter": name, "data_files": len(ours), "same_as_pyiceberg": None}
+        )
         if len(ours) != expected:
             raise BenchmarkError(f"{name}: mor planned {len(ours)} data files, expected {expected}")
 
@@ -355,13 +380,17 @@ def main() -> None:
         log(f"building {layout} table: {files} data + {files} delete files in {args.commits} commits")
         table, build = build_table(root, files, args.commits, layout)
         log(f"  built in {build['seconds']:.1f} s: {build['manifests']} manifests, {build['snapshots']} snapshots")
-        row: dict[str, Any] = {"layout": layout, "files": files, "build": build,
-                               "plans": measure(table, root, files, layout, repeat, True, True),
-                               "cache_that_fits": measure_cache_that_fits(table, files, repeat)}
+        row: dict[str, Any] = {
+            "layout": layout,
+            "files": files,
+            "build": build,
+            "plans": measure(table, root, files, layout, repeat, True, True),
+            "cache_that_fits": measure_cache_that_fits(table, files, repeat),
+        }
         if args.profile:
             clear_mor_cache()
             base = args.out.parent / f"{args.out.stem}-profile-{layout}-{files}"
-            row["profile"] = profile_call(lambda: table.scan().plan_files(), base)
+            row["profile"] = profile_call(lambda table=table: table.scan().plan_files(), base)
         result["sizes"].append(row)
         if not args.keep:
             remove_warehouse(root)
@@ -374,8 +403,16 @@ def main() -> None:
             table, build = build_table(root, args.growth_files, commits, "unpartitioned", merge)
             log(f"  built in {build['seconds']:.1f} s: {build['manifests']} manifests, {build['snapshots']} snapshots")
             plans = measure(table, root, args.growth_files, "unpartitioned", args.repeat, True, False)
-            result["growth"].append({"commits": build["commits"], "manifest_merge": merge, "manifests": build["manifests"],
-                                     "files": args.growth_files, "build": build, "plans": plans})
+            result["growth"].append(
+                {
+                    "commits": build["commits"],
+                    "manifest_merge": merge,
+                    "manifests": build["manifests"],
+                    "files": args.growth_files,
+                    "build": build,
+                    "plans": plans,
+                }
+            )
             if not args.keep:
                 remove_warehouse(root)
     result["summary"] = summarize(result)
@@ -398,9 +435,11 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
         return out
 
     sizes = {f"{row['layout']}/{row['files']}": medians(row["plans"]) for row in result["sizes"]}
-    growth = {f"{g['commits']} commits, merge {'on' if g['manifest_merge'] else 'off'} "
-              f"({g['manifests']['data'] + g['manifests']['deletes']} manifests)": medians(g["plans"])
-              for g in result["growth"]}
+    growth = {
+        f"{g['commits']} commits, merge {'on' if g['manifest_merge'] else 'off'} "
+        f"({g['manifests']['data'] + g['manifests']['deletes']} manifests)": medians(g["plans"])
+        for g in result["growth"]
+    }
     return {"sizes": sizes, "growth": growth}
 
 

@@ -24,9 +24,10 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-import mor  # noqa: E402
-from common import log, machine_info  # noqa: E402
-from servers.rest import running_rest_server  # noqa: E402
+from common import log, machine_info
+from servers.rest import running_rest_server
+
+import mor
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 

@@ -34,9 +34,10 @@ import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-import mor  # noqa: E402
-from common import log, machine_info  # noqa: E402
-from servers.rest import running_rest_server  # noqa: E402
+from common import log, machine_info
+from servers.rest import running_rest_server
+
+import mor
 
 SCHEMA = pa.schema([pa.field("id", pa.int64())])
 SCHEMA_JSON = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}

@@ -44,7 +44,7 @@ import pyarrow.dataset as ds
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/common.py
 
-from common import (  # noqa: E402
+from common import (
     REPO_ROOT,
     TABLE_NAME,
     build_warehouse,
@@ -60,12 +60,12 @@ from common import (  # noqa: E402
 
 sys.path.insert(0, str(REPO_ROOT))  # tests/servers/s3.py
 
-import mor  # noqa: E402
-from mor.io.fileio import FileIO  # noqa: E402
-from mor.planning import manifest_cache  # noqa: E402
-from mor.read import position_deletes  # noqa: E402
-from mor.read.decoded_cache import SHARED  # noqa: E402
-from tests.servers.s3 import MotoProcess  # noqa: E402
+import mor
+from mor.io.fileio import FileIO
+from mor.planning import manifest_cache
+from mor.read import position_deletes
+from mor.read.decoded_cache import SHARED
+from tests.servers.s3 import MotoProcess
 
 
 def cold_scan(table: Any) -> Any:
@@ -77,6 +77,7 @@ def cold_scan(table: Any) -> Any:
 
 def serial(read: Any) -> Any:
     """`read` with manifests read one after another and no delete file prefetch."""
+
     def run() -> Any:
         saved = position_deletes.PREFETCH_BYTES
         manifest_cache.configure(threads=1)
@@ -86,6 +87,7 @@ def serial(read: Any) -> Any:
         finally:
             manifest_cache.configure(threads=manifest_cache.DEFAULT_THREADS)
             position_deletes.PREFETCH_BYTES = saved
+
     return run
 
 
@@ -93,9 +95,20 @@ def start_proxy(target: str, delay_ms: float) -> tuple[subprocess.Popen, str]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proxy = subprocess.Popen([sys.executable, str(Path(__file__).with_name("latency_proxy.py")), "--port", str(port),
-                              "--target", target.removeprefix("http://"), "--delay-ms", str(delay_ms)],
-                             stdout=subprocess.PIPE, text=True)
+    proxy = subprocess.Popen(
+        [
+            sys.executable,
+            str(Path(__file__).with_name("latency_proxy.py")),
+            "--port",
+            str(port),
+            "--target",
+            target.removeprefix("http://"),
+            "--delay-ms",
+            str(delay_ms),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     if not (proxy.stdout and proxy.stdout.readline().startswith("ready")):
         proxy.kill()
         raise RuntimeError("the latency proxy did not start")
@@ -106,8 +119,7 @@ def build_s3(server: MotoProcess, data_dir: Path, slices: list) -> tuple[Any, di
     catalog_db = data_dir / "s3-catalog.db"
     catalog_db.unlink(missing_ok=True)
     start = time.perf_counter()
-    catalog = mor.load_catalog(server.server.fresh_prefix(), uri=f"sqlite:///{catalog_db}",
-                               properties=server.server.properties)
+    catalog = mor.load_catalog(server.server.fresh_prefix(), uri=f"sqlite:///{catalog_db}", properties=server.server.properties)
     table = catalog.create_table(TABLE_NAME, schema=slices[0].schema)
     for piece in slices:
         table.append(piece)
@@ -136,15 +148,15 @@ def run(args: argparse.Namespace, result: dict[str, Any]) -> None:
             start = time.perf_counter()
             table.delete(spec.text, mode="merge-on-read")
             deletes[name] = time.perf_counter() - start
-        checks = [check_rows("mor local", cold_scan(local), args.rows, spec),
-                  check_rows("mor s3", cold_scan(s3), args.rows, spec)]
+        checks = [check_rows("mor local", cold_scan(local), args.rows, spec), check_rows("mor s3", cold_scan(s3), args.rows, spec)]
         tasks = s3.scan().plan_files()
         s3_files = [t.data_file.file_path for t in tasks]
         local_files = [t.data_file.file_path.removeprefix("file://") for t in local.scan().plan_files()]
         s3fs = FileIO(server.server.properties).s3
         s3_paths = [FileIO().path(p).removeprefix("s3://") for p in s3_files]
-        checks.append(check_rows("floor s3 (deletes ignored)",
-                                 ds.dataset(s3_paths, format="parquet", filesystem=s3fs).to_table(), args.rows, None))
+        checks.append(
+            check_rows("floor s3 (deletes ignored)", ds.dataset(s3_paths, format="parquet", filesystem=s3fs).to_table(), args.rows, None)
+        )
 
         def plan() -> None:
             manifest_cache.clear()
@@ -183,25 +195,37 @@ def run(args: argparse.Namespace, result: dict[str, Any]) -> None:
         if proxy is not None:
             proxy.kill()
         med = {name: t["median_seconds"] for name, t in timings.items()}
-        latency_ratios = {
-            "mor_s3_latency_over_floor_s3_latency": med["mor_s3_latency"] / med["floor_s3_latency"],
-            "mor_s3_latency_over_mor_local": med["mor_s3_latency"] / med["mor_local"],
-            "mor_s3_latency_serial_over_mor_s3_latency": med["mor_s3_latency_serial"] / med["mor_s3_latency"],
-        } if latency_readers else {}
-        result.update({
-            "rows": args.rows, "deleted_rows": spec.count, "predicate": spec.as_json(),
-            "builds": {"local": local_build, "s3": s3_build}, "delete_seconds": deletes,
-            "tasks": len(tasks), "delete_files_per_task": [len(t.delete_files) for t in tasks],
-            "checks": checks, "requests_per_scan": requests, "timings": timings,
-            "ratios": {
-                "mor_s3_over_mor_local": med["mor_s3"] / med["mor_local"],
-                "mor_s3_over_floor_s3": med["mor_s3"] / med["floor_s3"],
-                "mor_local_over_floor_local": med["mor_local"] / med["floor_local"],
-                "floor_s3_over_floor_local": med["floor_s3"] / med["floor_local"],
-                "mor_s3_warm_over_mor_s3": med["mor_s3_warm"] / med["mor_s3"],
-                **latency_ratios,
-            },
-        })
+        latency_ratios = (
+            {
+                "mor_s3_latency_over_floor_s3_latency": med["mor_s3_latency"] / med["floor_s3_latency"],
+                "mor_s3_latency_over_mor_local": med["mor_s3_latency"] / med["mor_local"],
+                "mor_s3_latency_serial_over_mor_s3_latency": med["mor_s3_latency_serial"] / med["mor_s3_latency"],
+            }
+            if latency_readers
+            else {}
+        )
+        result.update(
+            {
+                "rows": args.rows,
+                "deleted_rows": spec.count,
+                "predicate": spec.as_json(),
+                "builds": {"local": local_build, "s3": s3_build},
+                "delete_seconds": deletes,
+                "tasks": len(tasks),
+                "delete_files_per_task": [len(t.delete_files) for t in tasks],
+                "checks": checks,
+                "requests_per_scan": requests,
+                "timings": timings,
+                "ratios": {
+                    "mor_s3_over_mor_local": med["mor_s3"] / med["mor_local"],
+                    "mor_s3_over_floor_s3": med["mor_s3"] / med["floor_s3"],
+                    "mor_local_over_floor_local": med["mor_local"] / med["floor_local"],
+                    "floor_s3_over_floor_local": med["floor_s3"] / med["floor_local"],
+                    "mor_s3_warm_over_mor_s3": med["mor_s3_warm"] / med["mor_s3"],
+                    **latency_ratios,
+                },
+            }
+        )
     finally:
         server.stop()
         if not args.keep:
@@ -209,8 +233,10 @@ def run(args: argparse.Namespace, result: dict[str, Any]) -> None:
 
 
 def print_report(result: dict[str, Any]) -> None:
-    print(f"\n{result['rows']:,} rows, {result['tasks']} data files, {result['deleted_rows']:,} rows "
-          "position-deleted; full reads (median s, CPU s):")
+    print(
+        f"\n{result['rows']:,} rows, {result['tasks']} data files, {result['deleted_rows']:,} rows "
+        "position-deleted; full reads (median s, CPU s):"
+    )
     for name, t in result["timings"].items():
         print(f"  {name:<22}{t['median_seconds']:>8.3f}{t['median_cpu_seconds']:>8.3f}")
     for name, ratio in result["ratios"].items():
@@ -218,8 +244,7 @@ def print_report(result: dict[str, Any]) -> None:
     print("requests per scan (moto's access log):")
     for name, counts in result["requests_per_scan"].items():
         print(f"  {name:<12}" + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
-    print(f"load average start {result['load_average_start']}, end {result['load_average_end']}; "
-          f"total {result['duration_seconds']:.0f} s")
+    print(f"load average start {result['load_average_start']}, end {result['load_average_end']}; total {result['duration_seconds']:.0f} s")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -228,8 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--files", type=int, default=10)
     p.add_argument("--fraction", type=float, default=0.1, help="rows the DELETE removes")
     p.add_argument("--repeat", type=int, default=5, help="timed read rounds after one warm-up")
-    p.add_argument("--latency-ms", type=float, default=20.0,
-                   help="also read through a proxy adding this to every request (0: not)")
+    p.add_argument("--latency-ms", type=float, default=20.0, help="also read through a proxy adding this to every request (0: not)")
     p.add_argument("--seed", type=int, default=20240101)
     p.add_argument("--out", type=Path, default=REPO_ROOT / "benchmarks" / "results" / "s3.json")
     p.add_argument("--data-dir", type=Path, default=Path("/tmp/mor-bench"))

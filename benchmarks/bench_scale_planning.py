@@ -188,11 +188,11 @@ def plan_mor(spec: dict[str, Any]) -> dict[str, Any]:
             # --stream: the plan as reads consume it (mor >= 58f4f2a): tasks counted as they come, none
             # held; the warm pass keeps the paths for the digest (its time and peak include them).
             keep = bool(runs)
-            (count, deletes, pairs), run = timed(lambda: consume(scan.plan_tasks(), keep))
+            (count, deletes, pairs), run = timed(lambda scan=scan, keep=keep: consume(scan.plan_tasks(), keep))
             runs.append({**run, "tasks": count, "delete_files": deletes, "streamed": True})
             continue
         # --read-plan: the plan a read makes (mor >= e162354): without column metrics when nothing is pruned
-        tasks, run = timed(lambda: scan.plan_files(keep_metrics=False) if spec.get("read_plan") else scan.plan_files())
+        tasks, run = timed(lambda scan=scan: scan.plan_files(keep_metrics=False) if spec.get("read_plan") else scan.plan_files())
         runs.append({**run, "tasks": len(tasks), "delete_files": sum(len(t.delete_files) for t in tasks)})
     if not spec.get("stream"):
         pairs = list(mor_pairs(tasks))

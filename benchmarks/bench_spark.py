@@ -38,7 +38,7 @@ import pyarrow.compute as pc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/common.py
 
-from common import (  # noqa: E402
+from common import (
     REPO_ROOT,
     TABLE_NAME,
     BenchmarkError,
@@ -135,15 +135,26 @@ def scenario_reads(args: argparse.Namespace, spark: Any, data: pa.Table, slices:
         prev_deleted = pa.concat_arrays([prev_deleted, deleted.combine_chunks()])
         expected = expected_sums(data, prev_deleted)
         tasks = table.scan().plan_files()
-        log(f"({name}) {predicate}: {len(prev_deleted):,} rows deleted; {sum(1 for t in tasks if t.delete_files)} of {len(tasks)} files have deletes")
+        log(
+            f"({name}) {predicate}: {len(prev_deleted):,} rows deleted; "
+            f"{sum(1 for t in tasks if t.delete_files)} of {len(tasks)} files have deletes"
+        )
         readers = {
             "native_parquet": lambda: spark.read.parquet(*paths),
-            "plain_python_source": lambda: spark.read.format("plain_parquet").option("paths", "\n".join(local_paths))
-            .option("partitions", str(spark.sparkContext.defaultParallelism)).load(),
+            "plain_python_source": lambda: (
+                spark.read.format("plain_parquet")
+                .option("paths", "\n".join(local_paths))
+                .option("partitions", str(spark.sparkContext.defaultParallelism))
+                .load()
+            ),
             "format_mor": lambda: spark.read.format("mor").option("warehouse", str(root)).load(TABLE_NAME),
             "fast_path": lambda: mor.spark.read_table(spark, table),
         }
-        timings = time_readers(readers, args.repeat, {"native_parquet": native_expected, "plain_python_source": native_expected, "format_mor": expected, "fast_path": expected})
+        timings = time_readers(
+            readers,
+            args.repeat,
+            {"native_parquet": native_expected, "plain_python_source": native_expected, "format_mor": expected, "fast_path": expected},
+        )
         native = timings["native_parquet"]["median_seconds"]
         out[name] = {
             "predicate": predicate,
@@ -163,8 +174,9 @@ def scenario_reads(args: argparse.Namespace, spark: Any, data: pa.Table, slices:
 
 
 def scenario_delete(args: argparse.Namespace, spark: Any, data: pa.Table, slices: list[pa.Table]) -> dict[str, Any]:
-    import mor.spark
     from pyiceberg.expressions import LessThan
+
+    import mor.spark
 
     predicate = f"value < {args.delete_fraction}"
     expected = pc.sum(pc.less(data["value"], args.delete_fraction)).as_py()
@@ -180,7 +192,7 @@ def scenario_delete(args: argparse.Namespace, spark: Any, data: pa.Table, slices
         for name, call in calls.items():
             root = args.data_dir / f"wh-spark-delete-{name}"
             table, _ = build_warehouse(root, slices)
-            run = timed_dml(table, root, lambda: call(table), columns, reader=name, round=round_)
+            run = timed_dml(table, root, lambda call=call, table=table: call(table), columns, reader=name, round=round_)
             deleted = int(table.current_snapshot().summary.get("total-records", "0"))
             live = table.scan(columns=["id"]).count()
             if live != data.num_rows - expected:

@@ -12,7 +12,8 @@ freshly built warehouse each:
                   collected by Spark (what a user holding a DataFrame runs without mor.spark).
 The DataFrame is made from the Arrow source before the clock starts (`createDataFrame`), so its
 collection (driver path) or its shuffle (distributed path) is timed. Ratios are Spark time /
-local time (target for spark_auto: <= 1.5; also shown against local_from_df), after one untimed warm-up run of each Spark path. Every number printed is measured in this run.
+local time (target for spark_auto: <= 1.5; also shown against local_from_df), after one untimed
+warm-up run of each Spark path. Every number printed is measured in this run.
 
     .venv/bin/python benchmarks/bench_spark_dml.py                                  # 2M rows, 4 files
     .venv/bin/python benchmarks/bench_spark_dml.py --rows 200000 --sources 1000     # smoke test
@@ -22,12 +23,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -35,8 +36,8 @@ import pyarrow.compute as pc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/common.py
 
-from bench_spark import start_spark  # noqa: E402
-from common import REPO_ROOT, BenchmarkError, build_warehouse, file_slices, generate_events, log, remove_warehouse  # noqa: E402
+from bench_spark import start_spark
+from common import REPO_ROOT, BenchmarkError, build_warehouse, file_slices, generate_events, log, remove_warehouse
 
 TARGET_SPARK_OVER_LOCAL = 1.5
 
@@ -64,6 +65,25 @@ def run_one(args: argparse.Namespace, slices: list[pa.Table], name: str, call: C
     return seconds
 
 
+def dml_calls(spark: Any, source: pa.Table) -> dict[str, Callable[[Any], Any]]:
+    """Each verb by each path, as a call on a table: `source` as Arrow, or as a Spark DataFrame."""
+    import mor.spark
+
+    df = spark.createDataFrame(source)
+    return {
+        "merge/local": lambda t: t.merge(source, on=["id"], when_matched_update="*", when_not_matched_insert="*"),
+        "merge/spark_auto": lambda t: mor.spark.merge(spark, t, df, on=["id"], when_matched_update="*", when_not_matched_insert="*"),
+        "merge/spark_distributed": lambda t: mor.spark.merge(
+            spark, t, df, on=["id"], when_matched_update="*", when_not_matched_insert="*", path="distributed"
+        ),
+        "merge/local_from_df": lambda t: t.merge(df.toArrow(), on=["id"], when_matched_update="*", when_not_matched_insert="*"),
+        "upsert/local": lambda t: t.upsert(source, on=["id"]),
+        "upsert/local_from_df": lambda t: t.upsert(df.toArrow(), on=["id"]),
+        "upsert/spark_auto": lambda t: mor.spark.upsert(spark, t, df, on=["id"]),
+        "upsert/spark_distributed": lambda t: mor.spark.upsert(spark, t, df, on=["id"], path="distributed"),
+    }
+
+
 def warm_up(args: argparse.Namespace, spark: Any, data: pa.Table) -> None:
     """One untimed run of each Spark path on a small table: the session's first jobs (code
     generation, Python workers) are not what the comparison is about."""
@@ -73,8 +93,8 @@ def warm_up(args: argparse.Namespace, spark: Any, data: pa.Table) -> None:
     source = make_source(small, 100, args.seed)
     for path in ("auto", "distributed"):
         run_one(args, file_slices(small, 2), f"warm-up-{path}",
-                lambda t: mor.spark.merge(spark, t, spark.createDataFrame(source), on=["id"], when_matched_update="*",
-                                          when_not_matched_insert="*", path=path), small.num_rows + 10)  # fmt: skip
+                lambda t, path=path: mor.spark.merge(spark, t, spark.createDataFrame(source), on=["id"], when_matched_update="*",
+                                                     when_not_matched_insert="*", path=path), small.num_rows + 10)  # fmt: skip
     log("warmed up")
 
 
@@ -91,8 +111,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data-dir", type=Path, default=REPO_ROOT / "benchmarks" / "data")
     p.add_argument("--out", type=Path, default=REPO_ROOT / "benchmarks" / "results" / "spark_dml.json")
     args = p.parse_args(argv)
-    import mor.spark
-
     data = generate_events(args.rows, args.seed)
     slices = file_slices(data, args.files)
     spark = start_spark(args.cores)
@@ -103,19 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         size = int(float(spec) * args.rows) if "." in spec else int(spec)
         source = make_source(data, size, args.seed)
         expected = args.rows + size // 10
-        df = spark.createDataFrame(source)
-        calls: dict[str, Callable[[Any], Any]] = {
-            "merge/local": lambda t: t.merge(source, on=["id"], when_matched_update="*", when_not_matched_insert="*"),
-            "merge/spark_auto": lambda t: mor.spark.merge(spark, t, df, on=["id"], when_matched_update="*", when_not_matched_insert="*"),
-            "merge/spark_distributed": lambda t: mor.spark.merge(
-                spark, t, df, on=["id"], when_matched_update="*", when_not_matched_insert="*", path="distributed"
-            ),
-            "merge/local_from_df": lambda t: t.merge(df.toArrow(), on=["id"], when_matched_update="*", when_not_matched_insert="*"),
-            "upsert/local": lambda t: t.upsert(source, on=["id"]),
-            "upsert/local_from_df": lambda t: t.upsert(df.toArrow(), on=["id"]),
-            "upsert/spark_auto": lambda t: mor.spark.upsert(spark, t, df, on=["id"]),
-            "upsert/spark_distributed": lambda t: mor.spark.upsert(spark, t, df, on=["id"], path="distributed"),
-        }
+        calls = dml_calls(spark, source)
         for verb in [v.strip() for v in args.verbs.split(",")]:
             times = {}
             for path in paths:

@@ -37,7 +37,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import REPO_ROOT, TABLE_NAME, build_warehouse, file_slices, generate_events, local_path, remove_warehouse, start_result  # noqa: E402
+from common import REPO_ROOT, TABLE_NAME, build_warehouse, file_slices, generate_events, local_path, remove_warehouse, start_result
 
 READERS = ("parquet", "read_table", "sql_view", "format_mor")
 TARGET = 1.5
@@ -113,9 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     trials: dict[str, list[dict[str, Any]]] = {r: [] for r in READERS}
     for trial in range(args.trials):
         for reader in READERS:  # in turns, so a change in the machine's load falls on every reader
-            done = subprocess.run(
-                [sys.executable, __file__, "--child", reader, spec], capture_output=True, text=True, env=env, check=False
-            )
+            done = subprocess.run([sys.executable, __file__, "--child", reader, spec], capture_output=True, text=True, env=env, check=False)
             if done.returncode != 0:
                 raise RuntimeError(f"{reader} trial failed:\n{done.stderr[-4000:]}")
             measured = json.loads(done.stdout.strip().splitlines()[-1])

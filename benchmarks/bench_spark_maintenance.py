@@ -24,15 +24,16 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/common.py
 
-from bench_spark import start_spark  # noqa: E402
-from common import (  # noqa: E402
+from bench_spark import start_spark
+from common import (
     REPO_ROOT,
     BenchmarkError,
     build_warehouse,
@@ -75,7 +76,14 @@ def scenario_compact(args: argparse.Namespace, spark: Any, data: pa.Table, slice
             table.delete(predicate)
             target["bytes"] = max(built["parquet_bytes"] // args.bins, 1)
             results: list[Any] = []
-            run = timed_dml(table, root, lambda: results.append(call(table)), columns, contender=name, round=round_)
+            run = timed_dml(
+                table,
+                root,
+                lambda results=results, call=call, table=table: results.append(call(table)),
+                columns,
+                contender=name,
+                round=round_,
+            )
             result = results[0]
             live = table.scan(columns=["id"]).count()
             run["result"] = result.to_dict()
@@ -134,7 +142,9 @@ def main(argv: list[str] | None = None) -> int:
     spark.stop()
     result["duration_seconds"] = time.perf_counter() - started
     args.out.write_text(json.dumps(result, indent=2, default=str) + "\n")
-    summary = {k: result["compact"][k] for k in ("predicate", "target_file_size", "median_wall_seconds", "median_driver_cpu_seconds", "ratios")}
+    summary = {
+        k: result["compact"][k] for k in ("predicate", "target_file_size", "median_wall_seconds", "median_driver_cpu_seconds", "ratios")
+    }
     print(json.dumps(summary, indent=1))
     print(f"\nwrote {args.out}")
     return 0

@@ -47,7 +47,8 @@ import pyarrow.compute as pc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import (  # noqa: E402
+from bench_spark import start_spark  # the same session as the other Spark benchmark
+from common import (
     REPO_ROOT,
     TABLE_NAME,
     BenchmarkError,
@@ -59,9 +60,8 @@ from common import (  # noqa: E402
     remove_warehouse,
     start_result,
 )
-from bench_spark import start_spark  # noqa: E402  (the same session as the other Spark benchmark)
-from proc_cpu import tree_cpu_seconds  # noqa: E402
-from spark_aggregate import sum_every_column  # noqa: E402
+from proc_cpu import tree_cpu_seconds
+from spark_aggregate import sum_every_column
 
 ORACLE_DIR = REPO_ROOT.parent / "shared" / "tools" / "iceberg-oracle"
 ORACLE_VENV = Path(os.environ.get("MOR_ORACLE_VENV", REPO_ROOT / ".oracle-venv"))
@@ -108,8 +108,12 @@ def time_readers(readers: dict[str, Callable[[], Any]], repeat: int, expected: d
             wall[name].append(time.perf_counter() - t0)
             cpu[name].append(tree_cpu_seconds() - c0)
     return {
-        name: {"median_seconds": statistics.median(wall[name]), "median_cpu_seconds": statistics.median(cpu[name]),
-               "samples_seconds": wall[name], "samples_cpu_seconds": cpu[name]}
+        name: {
+            "median_seconds": statistics.median(wall[name]),
+            "median_cpu_seconds": statistics.median(cpu[name]),
+            "samples_seconds": wall[name],
+            "samples_cpu_seconds": cpu[name],
+        }
         for name in readers
     }
 
@@ -149,9 +153,12 @@ def run_oracle(cases: list[dict[str, Any]], args: argparse.Namespace) -> dict[st
 def ratios(timings: dict[str, Any]) -> dict[str, dict[str, float]]:
     floor = timings["native_parquet"]
     return {
-        name: {"speed_vs_native": floor["median_seconds"] / t["median_seconds"],
-               "cpu_vs_native": t["median_cpu_seconds"] / floor["median_cpu_seconds"]}
-        for name, t in timings.items() if name != "native_parquet"
+        name: {
+            "speed_vs_native": floor["median_seconds"] / t["median_seconds"],
+            "cpu_vs_native": t["median_cpu_seconds"] / floor["median_cpu_seconds"],
+        }
+        for name, t in timings.items()
+        if name != "native_parquet"
     }
 
 
@@ -159,10 +166,14 @@ def markdown(result: dict[str, Any]) -> str:
     lines = ["| table state | reader | speed vs its native floor | CPU vs its floor |", "|---|---|---|---|"]
     for case, r in result["cases"].items():
         for name, q in r["mor_ratios"].items():
-            lines.append(f"| {case} | mor {name} (Spark {result['spark_version']}) | {q['speed_vs_native']:.2f}x | {q['cpu_vs_native']:.2f}x |")
+            lines.append(
+                f"| {case} | mor {name} (Spark {result['spark_version']}) | {q['speed_vs_native']:.2f}x | {q['cpu_vs_native']:.2f}x |"
+            )
         for name, q in r.get("iceberg_ratios", {}).items():
             reader = "Iceberg-Spark" if name == "iceberg_spark" else f"mor {name}"
-            lines.append(f"| {case} | {reader} (Spark {result['oracle_spark_version']}) | {q['speed_vs_native']:.2f}x | {q['cpu_vs_native']:.2f}x |")
+            lines.append(
+                f"| {case} | {reader} (Spark {result['oracle_spark_version']}) | {q['speed_vs_native']:.2f}x | {q['cpu_vs_native']:.2f}x |"
+            )
     return "\n".join(lines)
 
 
@@ -213,9 +224,22 @@ def main(argv: list[str] | None = None) -> int:
         readers = mor_readers(spark, root, table, paths, fallback=not args.no_fallback)
         timings = time_readers(readers, args.repeat, {n: native_expected if n == "native_parquet" else expected for n in readers})
         result["cases"][name] = {"deleted_rows": len(deleted), "mor_timings": timings, "mor_ratios": ratios(timings)}
-        log(f"({name}) " + ", ".join(f"{k} {v['speed_vs_native']:.2f}x speed, {v['cpu_vs_native']:.2f}x CPU" for k, v in result["cases"][name]["mor_ratios"].items()))
-        oracle_cases.append({"name": name, "metadata": table.metadata_location, "data_paths": [local_path(p) for p in paths],
-                             "expected": expected, "expected_native": native_expected})
+        log(
+            f"({name}) "
+            + ", ".join(
+                f"{k} {v['speed_vs_native']:.2f}x speed, {v['cpu_vs_native']:.2f}x CPU"
+                for k, v in result["cases"][name]["mor_ratios"].items()
+            )
+        )
+        oracle_cases.append(
+            {
+                "name": name,
+                "metadata": table.metadata_location,
+                "data_paths": [local_path(p) for p in paths],
+                "expected": expected,
+                "expected_native": native_expected,
+            }
+        )
     spark.stop()
     if not args.no_oracle:
         oracle = run_oracle(oracle_cases, args)

@@ -51,9 +51,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import REPO_ROOT, TABLE_NAME, BenchmarkError, file_slices, generate_events, log, remove_warehouse, start_result  # noqa: E402
-from bench_spark import start_spark  # noqa: E402
-from proc_cpu import tree_cpu_seconds  # noqa: E402
+from bench_spark import start_spark
+from common import REPO_ROOT, TABLE_NAME, BenchmarkError, file_slices, generate_events, log, remove_warehouse, start_result
+from proc_cpu import tree_cpu_seconds
 
 BUILDER_VERSION = 1  # raise when the table changes: cached tables of another version are rebuilt
 LISTING_PARALLELISM = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
@@ -243,7 +243,10 @@ def markdown(result: dict[str, Any]) -> str:
     lines = [f"{result['params']['files']:,} files, Spark {result['spark_version']}, medians of {result['params']['sessions']} sessions",
              "| reader | build s (CPU s) | count s (CPU s) |", "|---|---|---|"]  # fmt: skip
     for name, n in result["medians"].items():
-        lines.append(f"| {name} | {n['build_seconds']:.2f} ({n['build_cpu_seconds']:.2f}) | {n['count_seconds']:.2f} ({n['count_cpu_seconds']:.2f}) |")
+        lines.append(
+            f"| {name} | {n['build_seconds']:.2f} ({n['build_cpu_seconds']:.2f}) "
+            f"| {n['count_seconds']:.2f} ({n['count_cpu_seconds']:.2f}) |"
+        )
     for name, r in result["ratios"].items():
         lines.append(f"{name}: build {r['build_seconds']:.2f}x ({r['build_cpu_seconds']:.2f}x CPU), "
                      f"count {r['count_seconds']:.2f}x ({r['count_cpu_seconds']:.2f}x CPU)")  # fmt: skip

@@ -18,14 +18,14 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
-
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import REPO_ROOT, TABLE_NAME, build_warehouse, file_slices, generate_events, local_path  # noqa: E402
-from proc_cpu import tree_cpu_seconds  # noqa: E402
+from common import REPO_ROOT, TABLE_NAME, build_warehouse, file_slices, generate_events, local_path
+from proc_cpu import tree_cpu_seconds
 
 
 def measured(label: str, fn: Callable[[], Any], out: dict[str, Any]) -> Any:
@@ -54,8 +54,13 @@ def main(argv: list[str] | None = None) -> int:
 
     spark = measured(
         "SparkSession (not mor)",
-        lambda: SparkSession.builder.master(f"local[{args.cores}]").config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false").config("spark.sql.session.timeZone", "UTC").getOrCreate(),
+        lambda: (
+            SparkSession.builder.master(f"local[{args.cores}]")
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.sql.session.timeZone", "UTC")
+            .getOrCreate()
+        ),
         out,
     )
     spark.sparkContext.setLogLevel("ERROR")

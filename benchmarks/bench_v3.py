@@ -84,14 +84,12 @@ def band(data: pa.Table, k: int, fraction: float) -> DeleteSpec:
     low, high = k * fraction, (k + 1) * fraction
     text = f"value >= {low!r} and value < {high!r}"
     mask = pc.and_(pc.greater_equal(data["value"], low), pc.less(data["value"], high))
-    return DeleteSpec(text, pc.filter(data["id"], mask).combine_chunks(), "value-band",
-                      f"band {k} of uniform-random value")
+    return DeleteSpec(text, pc.filter(data["id"], mask).combine_chunks(), "value-band", f"band {k} of uniform-random value")
 
 
 def union(specs: list[DeleteSpec]) -> DeleteSpec:
     ids = pa.concat_arrays([s.deleted_ids for s in specs])
-    return DeleteSpec(" or ".join(f"({s.text})" for s in specs), ids, "value-bands",
-                      f"the first {len(specs)} bands")
+    return DeleteSpec(" or ".join(f"({s.text})" for s in specs), ids, "value-bands", f"the first {len(specs)} bands")
 
 
 def live_files(table: Any) -> dict[str, int]:
@@ -100,13 +98,15 @@ def live_files(table: Any) -> dict[str, int]:
     tasks = list(table.scan().plan_files())
     deletes = {d.file_path: d for t in tasks for d in t.delete_files}
     entries = {(d.file_path, d.content_offset) for t in tasks for d in t.delete_files}
-    return {"data_files": len(tasks),
-            "delete_entries": len(entries),
-            "deletion_vectors": sum(1 for t in tasks for d in t.delete_files if d.is_deletion_vector),
-            "delete_files_on_disk": len(deletes),
-            "max_delete_entries_per_data_file": max((len(t.delete_files) for t in tasks), default=0),
-            "data_bytes": sum(t.data_file.file_size_in_bytes for t in tasks),
-            "delete_bytes": sum(d.file_size_in_bytes for d in deletes.values())}
+    return {
+        "data_files": len(tasks),
+        "delete_entries": len(entries),
+        "deletion_vectors": sum(1 for t in tasks for d in t.delete_files if d.is_deletion_vector),
+        "delete_files_on_disk": len(deletes),
+        "max_delete_entries_per_data_file": max((len(t.delete_files) for t in tasks), default=0),
+        "data_bytes": sum(t.data_file.file_size_in_bytes for t in tasks),
+        "delete_bytes": sum(d.file_size_in_bytes for d in deletes.values()),
+    }
 
 
 def decode_deletes(table: Any, repeat: int) -> dict[str, Any]:
@@ -118,11 +118,14 @@ def decode_deletes(table: Any, repeat: int) -> dict[str, Any]:
     samples = []
     for _ in range(repeat):
         c0 = time.process_time()
-        positions = sum(len(p) for d in entries.values()
-                        for p in read_position_delete_file(table.io, d).values())
+        positions = sum(len(p) for d in entries.values() for p in read_position_delete_file(table.io, d).values())
         samples.append(time.process_time() - c0)
-    return {"delete_entries": len(entries), "positions": positions,
-            "median_cpu_seconds": statistics.median(samples), "samples_cpu_seconds": samples}
+    return {
+        "delete_entries": len(entries),
+        "positions": positions,
+        "median_cpu_seconds": statistics.median(samples),
+        "samples_cpu_seconds": samples,
+    }
 
 
 def summary_live_rows(summary: dict[str, str]) -> int:
@@ -145,10 +148,8 @@ def warm_up(data: pa.Table, data_dir: Path, variants: list[str]) -> None:
 def time_reads(tables: dict[str, Any], rows: int, cumulative: DeleteSpec, repeat: int) -> dict[str, Any]:
     first_mor = next(n for n in tables if n.endswith("_mor"))
     floor_paths = [local_path(t.data_file.file_path) for t in tables[first_mor].scan().plan_files()]
-    checks = [check_rows(f"{name} scan().to_arrow()", table.scan().to_arrow(), rows, cumulative)
-              for name, table in tables.items()]
-    checks.append(check_rows("floor (pyarrow.dataset, deletes ignored)",
-                             ds.dataset(floor_paths).to_table(), rows, None))
+    checks = [check_rows(f"{name} scan().to_arrow()", table.scan().to_arrow(), rows, cumulative) for name, table in tables.items()]
+    checks.append(check_rows("floor (pyarrow.dataset, deletes ignored)", ds.dataset(floor_paths).to_table(), rows, None))
     readers: dict[str, Any] = {"floor": lambda: ds.dataset(floor_paths).to_table()}
     for name, table in tables.items():
         readers[name] = table.scan().to_arrow
@@ -157,14 +158,11 @@ def time_reads(tables: dict[str, Any], rows: int, cumulative: DeleteSpec, repeat
         else:
             paths = [local_path(t.data_file.file_path) for t in table.scan().plan_files()]
             readers[f"{name}_files"] = lambda paths=paths: ds.dataset(paths).to_table()
-    decode = {name: decode_deletes(table, max(repeat, 5)) for name, table in tables.items()
-              if name.endswith("_mor")}
+    decode = {name: decode_deletes(table, max(repeat, 5)) for name, table in tables.items() if name.endswith("_mor")}
     timings = median_timing(readers, repeat)
     floor = timings["floor"]["median_seconds"]
-    ratios = {f"{name}_over_floor": t["median_seconds"] / floor
-              for name, t in timings.items() if name != "floor"}
-    return {"floor_data_files": len(floor_paths), "timings": timings, "ratios": ratios,
-            "decode_deletes": decode, "checks": checks}
+    ratios = {f"{name}_over_floor": t["median_seconds"] / floor for name, t in timings.items() if name != "floor"}
+    return {"floor_data_files": len(floor_paths), "timings": timings, "ratios": ratios, "decode_deletes": decode, "checks": checks}
 
 
 def run(args: argparse.Namespace, result: dict[str, Any]) -> None:
@@ -174,8 +172,10 @@ def run(args: argparse.Namespace, result: dict[str, Any]) -> None:
     specs = [band(data, k, args.fraction) for k in range(args.deletes)]
     result["deletes_selected_rows"] = [s.count for s in specs]
     result["predicates"] = [s.text for s in specs]
-    log(f"{rows:,} rows in {args.files} files; {args.deletes} DELETEs of "
-        f"{statistics.median(result['deletes_selected_rows']):,.0f} rows (median) each")
+    log(
+        f"{rows:,} rows in {args.files} files; {args.deletes} DELETEs of "
+        f"{statistics.median(result['deletes_selected_rows']):,.0f} rows (median) each"
+    )
     warm_up(data, args.data_dir, args.variants)
 
     tables, roots = {}, {}
@@ -191,24 +191,24 @@ def run(args: argparse.Namespace, result: dict[str, Any]) -> None:
         shift = k % len(args.variants)
         for name in args.variants[shift:] + args.variants[:shift]:
             table = tables[name]
-            run_ = timed_dml(table, roots[name], lambda t=table, s=spec: t.delete(s.text), columns,
-                             delete=k + 1, selected_rows=spec.count)
-            run_["content_bytes"] = {kind: run_["files"]["new_by_kind"].get(kind, {}).get("bytes", 0)
-                                     for kind in CONTENT_KINDS}
+            run_ = timed_dml(table, roots[name], lambda t=table, s=spec: t.delete(s.text), columns, delete=k + 1, selected_rows=spec.count)
+            run_["content_bytes"] = {kind: run_["files"]["new_by_kind"].get(kind, {}).get("bytes", 0) for kind in CONTENT_KINDS}
             run_["live_after"] = live_files(table)
-            expected = rows - sum(s.count for s in specs[:k + 1])
+            expected = rows - sum(s.count for s in specs[: k + 1])
             if summary_live_rows(run_["summary"]) != expected:
-                raise BenchmarkError(f"{name} after delete {k + 1}: summary says "
-                                     f"{summary_live_rows(run_['summary'])} live rows, expected {expected}")
+                raise BenchmarkError(
+                    f"{name} after delete {k + 1}: summary says {summary_live_rows(run_['summary'])} live rows, expected {expected}"
+                )
             deletes[name].append(run_)
-            log(f"delete {k + 1:>2} {name}: {run_['wall_seconds']:.3f} s wall, {run_['cpu_seconds']:.3f} s cpu, "
+            log(
+                f"delete {k + 1:>2} {name}: {run_['wall_seconds']:.3f} s wall, {run_['cpu_seconds']:.3f} s cpu, "
                 f"{run_['bytes_written']:,} B ({run_['files']['new_files']} files); "
-                f"live delete entries {run_['live_after']['delete_entries']}")
+                f"live delete entries {run_['live_after']['delete_entries']}"
+            )
         if k + 1 in read_after:
             log(f"timing reads after {k + 1} deletes: {args.repeat} rounds")
-            reads[str(k + 1)] = time_reads(tables, rows, union(specs[:k + 1]), args.repeat)
-            log("  " + ", ".join(f"{n} {t['median_seconds']:.3f} s"
-                                 for n, t in reads[str(k + 1)]["timings"].items()))
+            reads[str(k + 1)] = time_reads(tables, rows, union(specs[: k + 1]), args.repeat)
+            log("  " + ", ".join(f"{n} {t['median_seconds']:.3f} s" for n, t in reads[str(k + 1)]["timings"].items()))
     result["deletes"] = deletes
     result["reads"] = reads
     result["summary_table"] = summarize(deletes, reads[str(args.deletes)])
@@ -237,8 +237,7 @@ def summarize(deletes: dict[str, list[dict[str, Any]]], last_read: dict[str, Any
             "read_over_floor": last_read["ratios"][f"{name}_over_floor"],
             # Less sensitive to other processes than the medians: fastest sample, and CPU time.
             "read_min_over_floor_min": last_read["timings"][name]["min_seconds"] / floor["min_seconds"],
-            "read_cpu_over_floor_cpu": last_read["timings"][name]["median_cpu_seconds"]
-            / floor["median_cpu_seconds"],
+            "read_cpu_over_floor_cpu": last_read["timings"][name]["median_cpu_seconds"] / floor["median_cpu_seconds"],
             "cold_read_over_floor": last_read["ratios"].get(f"{name}_cold_over_floor"),
             "decode_deletes_cpu_seconds": last_read["decode_deletes"].get(name, {}).get("median_cpu_seconds"),
         }
@@ -259,23 +258,33 @@ def profile(args: argparse.Namespace, data: pa.Table, tables: dict[str, Any]) ->
 
 def print_report(result: dict[str, Any], args: argparse.Namespace) -> None:
     floor = result["reads"][str(args.deletes)]["timings"]["floor"]["median_seconds"]
-    print(f"\n{args.rows:,} rows, {args.files} files, {args.deletes} DELETEs of ~{args.fraction:.2%}; "
-          f"read after the last: floor {floor:.3f} s (pyarrow.dataset, deletes ignored)")
-    print(f"{'variant':<8}{'1st s':>8}{'med s':>8}{'med cpu':>8}{'1st bytes':>12}{'med bytes':>12}"
-          f"{'live del':>9}{'read s':>8}{'/floor':>8}{'min':>7}{'cpu':>7}{'cold':>7}")
+    print(
+        f"\n{args.rows:,} rows, {args.files} files, {args.deletes} DELETEs of ~{args.fraction:.2%}; "
+        f"read after the last: floor {floor:.3f} s (pyarrow.dataset, deletes ignored)"
+    )
+    print(
+        f"{'variant':<8}{'1st s':>8}{'med s':>8}{'med cpu':>8}{'1st bytes':>12}{'med bytes':>12}"
+        f"{'live del':>9}{'read s':>8}{'/floor':>8}{'min':>7}{'cpu':>7}{'cold':>7}"
+    )
     for name, s in result["summary_table"].items():
         cold = s["cold_read_over_floor"]
-        print(f"{name:<8}{s['first_delete_wall_seconds']:>8.3f}{s['median_delete_wall_seconds']:>8.3f}"
-              f"{s['median_delete_cpu_seconds']:>8.3f}{s['first_delete_bytes']:>12,}"
-              f"{s['median_delete_bytes']:>12,.0f}{s['live_delete_entries_after_last']:>9}"
-              f"{s['read_seconds']:>8.3f}{s['read_over_floor']:>7.2f}x"
-              f"{s['read_min_over_floor_min']:>6.2f}x{s['read_cpu_over_floor_cpu']:>6.2f}x"
-              f"{'' if cold is None else f'{cold:>6.2f}x'}")
-    print("decode of the live delete files (CPU, one thread, no cache): " + ", ".join(
-        f"{n} {s['decode_deletes_cpu_seconds'] * 1000:.2f} ms" for n, s in result["summary_table"].items()
-        if s["decode_deletes_cpu_seconds"] is not None))
-    print(f"load average start {result['load_average_start']}, end {result['load_average_end']}; "
-          f"total {result['duration_seconds']:.0f} s")
+        print(
+            f"{name:<8}{s['first_delete_wall_seconds']:>8.3f}{s['median_delete_wall_seconds']:>8.3f}"
+            f"{s['median_delete_cpu_seconds']:>8.3f}{s['first_delete_bytes']:>12,}"
+            f"{s['median_delete_bytes']:>12,.0f}{s['live_delete_entries_after_last']:>9}"
+            f"{s['read_seconds']:>8.3f}{s['read_over_floor']:>7.2f}x"
+            f"{s['read_min_over_floor_min']:>6.2f}x{s['read_cpu_over_floor_cpu']:>6.2f}x"
+            f"{'' if cold is None else f'{cold:>6.2f}x'}"
+        )
+    print(
+        "decode of the live delete files (CPU, one thread, no cache): "
+        + ", ".join(
+            f"{n} {s['decode_deletes_cpu_seconds'] * 1000:.2f} ms"
+            for n, s in result["summary_table"].items()
+            if s["decode_deletes_cpu_seconds"] is not None
+        )
+    )
+    print(f"load average start {result['load_average_start']}, end {result['load_average_end']}; total {result['duration_seconds']:.0f} s")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -290,8 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=REPO_ROOT / "benchmarks" / "results" / "v3_deletes.json")
     p.add_argument("--data-dir", type=Path, default=Path("/tmp/mor-bench"))
     p.add_argument("--keep", action="store_true", help="keep the warehouses under --data-dir")
-    p.add_argument("--profile", action="store_true",
-                   help="after timing, one more DELETE and one read per variant under cProfile")
+    p.add_argument("--profile", action="store_true", help="after timing, one more DELETE and one read per variant under cProfile")
     args = p.parse_args(argv)
     args.variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     if not args.variants or set(args.variants) - set(VARIANTS) or not any(v.endswith("_mor") for v in args.variants):

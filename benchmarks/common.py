@@ -117,8 +117,7 @@ class DeleteSpec:
 
     def as_json(self) -> dict[str, Any]:
         shown = self.text if len(self.text) <= 200 else self.text[:200] + f"... ({len(self.text)} chars)"
-        return {"kind": self.kind, "text": shown, "description": self.description,
-                "selected_rows": self.count}
+        return {"kind": self.kind, "text": shown, "description": self.description, "selected_rows": self.count}
 
 
 def value_predicate(data: pa.Table, fraction: float) -> DeleteSpec:
@@ -126,8 +125,7 @@ def value_predicate(data: pa.Table, fraction: float) -> DeleteSpec:
     random positions in every file. The exact selected ids are computed from the data."""
     text = f"value < {fraction!r}"
     deleted = pc.filter(data["id"], pc.less(data["value"], fraction)).combine_chunks()
-    return DeleteSpec(text, deleted, "value-range",
-                      f"rows whose uniform-random value is below {fraction!r}")
+    return DeleteSpec(text, deleted, "value-range", f"rows whose uniform-random value is below {fraction!r}")
 
 
 def in_list_predicate(data: pa.Table, fraction: float, seed: int) -> DeleteSpec:
@@ -136,29 +134,32 @@ def in_list_predicate(data: pa.Table, fraction: float, seed: int) -> DeleteSpec:
     k = max(1, round(rows * fraction))
     chosen = sorted(random.Random(seed).sample(range(rows), k))
     text = "id in (" + ", ".join(map(str, chosen)) + ")"
-    return DeleteSpec(text, pa.array(chosen, pa.int64()), "id-in-list",
-                      f"{k} distinct ids sampled uniformly from 0..{rows - 1} (seed {seed})")
+    return DeleteSpec(
+        text, pa.array(chosen, pa.int64()), "id-in-list", f"{k} distinct ids sampled uniformly from 0..{rows - 1} (seed {seed})"
+    )
 
 
-
-def build_warehouse(root: Path, slices: list[pa.Table], *, format_version: int | None = None,
-                    properties: dict[str, str] | None = None) -> tuple[Any, dict[str, Any]]:
+def build_warehouse(
+    root: Path, slices: list[pa.Table], *, format_version: int | None = None, properties: dict[str, str] | None = None
+) -> tuple[Any, dict[str, Any]]:
     """Fresh warehouse with one append (one data file) per slice; returns (table, build info).
     `format_version` and `properties` go to `create_table` (defaults: mor's)."""
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
     start = time.perf_counter()
     catalog = mor.load_catalog(str(root))
-    table = catalog.create_table(TABLE_NAME, schema=slices[0].schema, properties=properties,
-                                 format_version=format_version)
+    table = catalog.create_table(TABLE_NAME, schema=slices[0].schema, properties=properties, format_version=format_version)
     for piece in slices:
         table.append(piece)
     seconds = time.perf_counter() - start
     files = list_files(root)
     parquet_bytes = sum(size for rel, (size, _) in files.items() if rel.endswith(".parquet"))
-    return table, {"seconds": seconds, "data_files": len(slices),
-                   "parquet_bytes": parquet_bytes,
-                   "warehouse_bytes": sum(size for size, _ in files.values())}
+    return table, {
+        "seconds": seconds,
+        "data_files": len(slices),
+        "parquet_bytes": parquet_bytes,
+        "warehouse_bytes": sum(size for size, _ in files.values()),
+    }
 
 
 def list_files(root: Path) -> dict[str, tuple[int, int]]:
@@ -209,8 +210,7 @@ def classify(path: Path, data_columns: set[str]) -> str:
     return "other"
 
 
-def diff_files(root: Path, before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]],
-               data_columns: set[str]) -> dict[str, Any]:
+def diff_files(root: Path, before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]], data_columns: set[str]) -> dict[str, Any]:
     new = sorted(set(after) - set(before))
     changed = sorted(p for p in set(after) & set(before) if after[p] != before[p])
     removed = sorted(set(before) - set(after))
@@ -224,8 +224,7 @@ def diff_files(root: Path, before: dict[str, tuple[int, int]], after: dict[str, 
         "new_files": len(new),
         "new_bytes": sum(after[p][0] for p in new),
         "new_by_kind": by_kind,
-        "changed_existing": {p: {"size_before": before[p][0], "size_after": after[p][0]}
-                             for p in changed},
+        "changed_existing": {p: {"size_before": before[p][0], "size_after": after[p][0]} for p in changed},
         "removed_files": len(removed),
     }
 
@@ -241,9 +240,7 @@ def snapshot_summary(table: Any) -> dict[str, str]:
     try:
         return {str(k): str(v) for k, v in dict(summary).items()}
     except (TypeError, ValueError) as exc:
-        raise BenchmarkError(
-            f"contract: current_snapshot().summary should be a dict of str, got {type(summary)!r}"
-        ) from exc
+        raise BenchmarkError(f"contract: current_snapshot().summary should be a dict of str, got {type(summary)!r}") from exc
 
 
 # --------------------------------------------------------------------------- checks
@@ -261,11 +258,16 @@ def check_rows(label: str, result: pa.Table, rows: int, spec: DeleteSpec | None)
     if len(deleted):
         leaked = pc.sum(pc.cast(pc.is_in(ids, value_set=deleted), pa.int64())).as_py() or 0
     distinct = pc.count_distinct(ids).as_py()
-    ok = got_count == expected_count and got_sum == expected_sum and leaked == 0 \
-        and distinct == got_count
-    check = {"reader": label, "rows": got_count, "expected_rows": expected_count,
-             "id_sum_ok": got_sum == expected_sum, "deleted_ids_present": leaked,
-             "distinct_ids": distinct, "ok": ok}
+    ok = got_count == expected_count and got_sum == expected_sum and leaked == 0 and distinct == got_count
+    check = {
+        "reader": label,
+        "rows": got_count,
+        "expected_rows": expected_count,
+        "id_sum_ok": got_sum == expected_sum,
+        "deleted_ids_present": leaked,
+        "distinct_ids": distinct,
+        "ok": ok,
+    }
     if not ok:
         print(f"\n!!! CORRECTNESS FAILURE in {label}: {check}\n", file=sys.stderr, flush=True)
         raise BenchmarkError(f"{label}: wrong rows: {check}")
@@ -301,12 +303,16 @@ def median_timing(fns: dict[str, Callable[[], pa.Table]], repeat: int) -> dict[s
                 raise BenchmarkError(f"{name}: row count changed between runs")
             del result
             gc.collect()
-    return {name: {"median_seconds": statistics.median(samples[name]),
-                   "min_seconds": min(samples[name]),
-                   "samples_seconds": samples[name],
-                   "median_cpu_seconds": statistics.median(cpu[name]),
-                   "rows": rows[name]} for name in fns}
-
+    return {
+        name: {
+            "median_seconds": statistics.median(samples[name]),
+            "min_seconds": min(samples[name]),
+            "samples_seconds": samples[name],
+            "median_cpu_seconds": statistics.median(cpu[name]),
+            "rows": rows[name],
+        }
+        for name in fns
+    }
 
 
 def round_ratios(numerators: list[float], denominators: list[float]) -> tuple[float, float] | None:
@@ -318,8 +324,7 @@ def round_ratios(numerators: list[float], denominators: list[float]) -> tuple[fl
     return min(ratios), max(ratios)
 
 
-def timed_dml(table: Any, root: Path, call: Callable[[], Any], data_columns: set[str],
-              **labels: Any) -> dict[str, Any]:
+def timed_dml(table: Any, root: Path, call: Callable[[], Any], data_columns: set[str], **labels: Any) -> dict[str, Any]:
     """Run `call()` once (a DML call on `table`), timed: wall (`perf_counter`) and CPU of all
     threads (`process_time`), and the bytes of every file that appeared under `root` meanwhile.
     `labels` (e.g. mode=...) come first in the returned dict."""
@@ -334,11 +339,17 @@ def timed_dml(table: Any, root: Path, call: Callable[[], Any], data_columns: set
     summary = snapshot_summary(table)
     written = diff_files(root, before, after, data_columns)
     added = summary.get("added-files-size")
-    return {**labels, "wall_seconds": wall, "cpu_seconds": cpu,
-            "bytes_written": written["new_bytes"], "files": written,
-            "summary_added_files_size": int(added) if added is not None else None,
-            "summary": summary, "load_average_before": load_before,
-            "load_average_after": os.getloadavg()}
+    return {
+        **labels,
+        "wall_seconds": wall,
+        "cpu_seconds": cpu,
+        "bytes_written": written["new_bytes"],
+        "files": written,
+        "summary_added_files_size": int(added) if added is not None else None,
+        "summary": summary,
+        "load_average_before": load_before,
+        "load_average_after": os.getloadavg(),
+    }
 
 
 def profile_call(fn: Callable[[], Any], out_base: Path) -> dict[str, Any]:
@@ -357,9 +368,7 @@ def profile_call(fn: Callable[[], Any], out_base: Path) -> dict[str, Any]:
     with open(str(out_base) + ".txt", "a") as f:
         f.write("\n\n==== sorted by tottime ====\n")
         f.write(tottime.getvalue())
-    return {"wall_seconds_under_profiler": wall, "prof": str(out_base) + ".prof",
-            "text": str(out_base) + ".txt"}
-
+    return {"wall_seconds_under_profiler": wall, "prof": str(out_base) + ".prof", "text": str(out_base) + ".txt"}
 
 
 # --------------------------------------------------------------------------- report
@@ -391,13 +400,15 @@ def machine_info() -> dict[str, Any]:
     except OSError:
         pass
     try:
-        git_head = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"],
-                                  capture_output=True, text=True, check=True).stdout.strip()
+        git_head = subprocess.run(
+            ["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         git_head = None
     try:
-        git_dirty = subprocess.run(["git", "-C", str(REPO_ROOT), "status", "--porcelain", "--", "mor"],
-                                   capture_output=True, text=True, check=True).stdout.splitlines()
+        git_dirty = subprocess.run(
+            ["git", "-C", str(REPO_ROOT), "status", "--porcelain", "--", "mor"], capture_output=True, text=True, check=True
+        ).stdout.splitlines()
     except (OSError, subprocess.CalledProcessError):
         git_dirty = None
     return {
@@ -426,18 +437,16 @@ def verdict(met: bool) -> str:
     return "met" if met else "MISSED"
 
 
-
 def start_result(benchmark: str, args: Any) -> dict[str, Any]:
     """The head of a results JSON: what ran, where, on what, with which parameters."""
     result: dict[str, Any] = {
         "benchmark": benchmark,
-        "started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "machine": machine_info(),
         "load_average_start": os.getloadavg(),
     }
-    result["params"] = {k: (sorted(v) if isinstance(v, set) else str(v) if isinstance(v, Path) else v)
-                        for k, v in vars(args).items()}
+    result["params"] = {k: (sorted(v) if isinstance(v, set) else str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
     return result
 
 

@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from proc_cpu import tree_cpu_seconds  # noqa: E402
-from spark_aggregate import sum_every_column  # noqa: E402
+from proc_cpu import tree_cpu_seconds
+from spark_aggregate import sum_every_column
 
 
 def spark_session(jars: list[str], cores: int):  # type: ignore[no-untyped-def]
@@ -60,7 +60,7 @@ def main(jars_file: str, request_file: str, result_file: str) -> int:
         readers = {
             "native_parquet": lambda c=case: spark.read.parquet(*c["data_paths"]),
             "iceberg_spark": lambda c=case: spark.read.format("iceberg").load(c["metadata"]),
-            "read_table": lambda: mor.spark.read_table(spark, table),
+            "read_table": lambda t=table: mor.spark.read_table(spark, t),
         }
         expected = {"native_parquet": case["expected_native"], "iceberg_spark": case["expected"], "read_table": case["expected"]}
         for name, build in readers.items():

@@ -4,7 +4,7 @@ costs by itself, the ceiling for any Python reader such as format("mor")."""
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import pyarrow as pa
 import pyarrow.parquet as pq

@@ -17,17 +17,17 @@ import pstats
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import REPO_ROOT, TABLE_NAME, build_warehouse, file_slices, generate_events  # noqa: E402
+from common import REPO_ROOT, TABLE_NAME, build_warehouse, file_slices, generate_events
 
-from mor.read.position_deletes import DeleteFileCache  # noqa: E402
-from mor.read.task_reader import TaskReader  # noqa: E402
-from mor.spark.options import read_options, table_ref  # noqa: E402
-from mor.spark.scan import plan_scan, read_group  # noqa: E402
+from mor.read.position_deletes import DeleteFileCache
+from mor.read.task_reader import TaskReader
+from mor.spark.options import read_options, table_ref
+from mor.spark.scan import plan_scan, read_group
 
 
 def main(argv: list[str] | None = None) -> int:

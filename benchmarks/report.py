@@ -28,8 +28,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import REPO_ROOT, start_result  # noqa: E402
-from suite.context import SCALES, Context  # noqa: E402
+from common import REPO_ROOT, start_result
+from suite.context import SCALES, Context
 
 # In running order: iceberg_spark replays the DML section's cases and reads the read section's
 # tables in one JVM, so it comes after both.

@@ -10,8 +10,8 @@ from pathlib import Path
 import mor
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "interop"))
-import test_readers_matrix as matrix  # noqa: E402
-from test_pyiceberg_reads_ours import LAYOUTS  # noqa: E402
+import test_readers_matrix as matrix
+from test_pyiceberg_reads_ours import LAYOUTS
 
 
 def scenario_tables(catalog: mor.Catalog, layouts: tuple[str, ...] | None = None) -> list[mor.Table]:

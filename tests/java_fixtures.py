@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-
 FIXTURES_SOURCE = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "iceberg-java"
 # Ours, made the same way (tests/fixtures/gen_java_evolution.py): schema and partition evolution.
 # Both are written into the same warehouse path, so they are copied into one folder to be read.
 OWN_FIXTURES_SOURCE = Path(__file__).resolve().parent / "fixtures" / "iceberg-java"
 FIXTURE_SOURCES = (FIXTURES_SOURCE, OWN_FIXTURES_SOURCE)
+
 
 @dataclass(frozen=True)
 class JavaSnapshot:
@@ -84,14 +84,12 @@ SNAPSHOT_PARAMS = [pytest.param(snap, id=snap.test_id) for snap in JAVA_SNAPSHOT
 TABLE_PARAMS = [pytest.param(name, id=name) for name in FIXTURE_TABLES]
 
 
-
-
 def json_value(value: Any) -> Any:
     """A value as the fixtures spell it in JSON (timestamps: ISO-8601 UTC, 6 fraction digits;
     decimals as strings, binary as hex, maps as objects)."""
     if isinstance(value, dt.datetime):
         if value.tzinfo is not None:
-            value = value.astimezone(dt.timezone.utc)
+            value = value.astimezone(dt.UTC)
         return value.isoformat(timespec="microseconds")
     if isinstance(value, (dt.date, dt.time)):
         return value.isoformat()
@@ -141,8 +139,6 @@ def describe_row_differences(expected: list[dict[str, Any]], actual: list[dict[s
     lines += [f"  missing: {row}" for row in missing[:5]]
     lines += [f"  extra:   {row}" for row in extra[:5]]
     return "\n".join(lines)
-
-
 
 
 def expected_rows_file(root: Path, snap: JavaSnapshot) -> Path:

@@ -31,8 +31,15 @@ ROWS = pa.table(
         "i": [1, 2, None, -5, 10, 0, 7],
         "f": [1.0, -0.0, math.nan, math.inf, None, -math.inf, 2.5],
         "s": ["a", "B", None, "abc", "ab_", "", "x%"],
-        "d": [dt.date(2024, 1, 31), dt.date(2024, 2, 29), None, dt.date(2023, 12, 31), dt.date(2024, 3, 1), dt.date(1970, 1, 1),
-              dt.date(2025, 6, 15)],  # fmt: skip
+        "d": [
+            dt.date(2024, 1, 31),
+            dt.date(2024, 2, 29),
+            None,
+            dt.date(2023, 12, 31),
+            dt.date(2024, 3, 1),
+            dt.date(1970, 1, 1),
+            dt.date(2025, 6, 15),
+        ],  # fmt: skip
         "l": [[1, 2], [], None, [3], [None], [1, 2, 3], [7]],
     },
     schema=SCHEMA,
@@ -123,7 +130,7 @@ CASES = [
     Case("i is distinct from 1", (1, 2, 3, 4, 5, 6)),
     Case("(i > 1) is not true", (0, 2, 3, 5)),
     Case("(i > 1) is false", (0, 3, 5)),
-    Case("`s` = 'a'", (0,), '"s" = \'a\''),
+    Case("`s` = 'a'", (0,), "\"s\" = 'a'"),
     # NaN written as text, as Spark casts it to a double
     Case("f = 'NaN'", (2,), duckdb_agrees=False),
     Case("f > 'NaN'", (), duckdb_agrees=False),

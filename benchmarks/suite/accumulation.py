@@ -10,19 +10,20 @@ pyarrow.dataset read of the same data files with the deletes ignored.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import matplotlib.pyplot as plt
-from matplotlib.ticker import MaxNLocator
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
-
 from common import BenchmarkError, local_path, median_timing, timed_dml
+from matplotlib.ticker import MaxNLocator
+
 from suite.context import Context, expected
-from suite.render import save_figure
 from suite.dml_report import format_bytes
+from suite.render import save_figure
 
 TITLE = "Accumulation: reads over successive small deletes, then compaction"
 WAREHOUSE = "accumulation"  # both modes start from this one template
@@ -115,6 +116,7 @@ def _checked(read: Callable[[], pa.Table], want: dict[str, int]) -> Callable[[],
 
 
 # -- the report -------------------------------------------------------------------------------
+
 
 def render(result: dict[str, Any], out_dir: Path) -> str:
     steps, comp, cow = result["merge_on_read"], result["compaction"], result["copy_on_write"]

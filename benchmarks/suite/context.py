@@ -12,18 +12,19 @@ from __future__ import annotations
 
 import shutil
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from common import TABLE_NAME, build_warehouse, file_slices, generate_events
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 import mor
-from common import TABLE_NAME, build_warehouse, file_slices, generate_events
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,8 @@ def render(analysis: dict[str, Any]) -> list[str]:
         "Copy-on-write is the better choice above the break-even k below (reads between a write and the next "
         "compaction).",
         "",
-        "| rows deleted | write, merge-on-read | write, copy-on-write | read, merge-on-read | read, copy-on-write | copy-on-write wins after |",
+        "| rows deleted | write, merge-on-read | write, copy-on-write | read, merge-on-read | read, copy-on-write "
+        "| copy-on-write wins after |",
         "|---|---|---|---|---|---|",
     ]
     for r in rows:

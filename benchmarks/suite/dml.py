@@ -14,16 +14,17 @@ import json
 import statistics
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-
 from common import diff_files, list_files, timed_dml
+
 from suite.context import Context, expected
 
 TITLE = "DELETE, UPDATE and UPSERT: merge-on-read vs copy-on-write"
@@ -97,6 +98,7 @@ def expected_after(ctx: Context, case: Case) -> dict[str, int]:
 
 # -- running ----------------------------------------------------------------------------------
 
+
 def run(ctx: Context, earlier: dict[str, Any]) -> dict[str, Any]:
     all_cases = cases(ctx)
     engines = {c.id: _engines(c) for c in all_cases}
@@ -166,9 +168,9 @@ def mor_call(table: Any, case: Case, engine: str) -> Callable[[], Any]:
 
 def _check(ctx: Context, case: Case) -> dict[str, Any]:
     """mor's read of the result against what the case must leave."""
-    import mor
-
     from common import TABLE_NAME
+
+    import mor
 
     current = mor.load_catalog(ctx.warehouse(WAREHOUSE)).load_table(TABLE_NAME)
     ids = current.scan(columns=["id"]).to_arrow()["id"]
@@ -205,6 +207,7 @@ def _summary(samples: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 # -- the report -------------------------------------------------------------------------------
+
 
 def render(result: dict[str, Any], out_dir: Path) -> str:
     from suite.dml_report import render_dml

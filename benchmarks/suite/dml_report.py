@@ -96,7 +96,8 @@ def dml_targets(result: dict[str, Any]) -> list[dict[str, Any]]:
         return []
     mor, cow = case["runs"].get(MOR_MOR, {}), case["runs"].get(MOR_COW, {})
     if mor.get("status") != "ok" or cow.get("status") != "ok":
-        return [{"target": "DELETE of 0.1%: >= 10x faster, >= 100x fewer bytes than copy-on-write", "measured": "not measured", "met": False,
+        return [{"target": "DELETE of 0.1%: >= 10x faster, >= 100x fewer bytes than copy-on-write",
+                 "measured": "not measured", "met": False,
                  "note": f"merge-on-read {mor.get('status')}, copy-on-write {cow.get('status')}"}]  # fmt: skip
     speed = cow["median_seconds"] / mor["median_seconds"]
     size = cow["bytes_written"] / mor["bytes_written"]

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from common import REPO_ROOT, BenchmarkError
+
 from suite.context import Context
 from suite.dml import MOR_COW, MOR_MOR, WAREHOUSE, cases, expected_after
 from suite.dml_report import format_bytes
@@ -82,6 +83,7 @@ def _mor_reference(earlier: dict[str, Any]) -> dict[str, Any]:
 
 # -- the report -------------------------------------------------------------------------------
 
+
 def render(result: dict[str, Any], out_dir: Path) -> str:
     if "skipped" in result:
         return f"## {TITLE}\n\nSkipped: {result['skipped']}.\n"
@@ -137,11 +139,13 @@ def targets(result: dict[str, Any]) -> list[dict[str, Any]]:
     if _ok(spark) and _ok(mor):
         out.append({"target": "mor's local DELETE (0.1%, merge-on-read) faster than Iceberg-Spark local[2] on the same table",
                     "met": mor["median_seconds"] < spark["median_seconds"],
-                    "measured": f"{spark['median_seconds'] / mor['median_seconds']:.1f}x ({mor['median_seconds']:.2f} s vs {spark['median_seconds']:.2f} s)"})  # fmt: skip
+                    "measured": f"{spark['median_seconds'] / mor['median_seconds']:.1f}x "
+                                f"({mor['median_seconds']:.2f} s vs {spark['median_seconds']:.2f} s)"})  # fmt: skip
     spark_read = result["reads"].get("position_0.1", {}).get("iceberg_spark")
     mor_read = result["mor"]["reads"].get("position_0.1")
     if _ok(spark_read) and _ok(mor_read):
         out.append({"target": "mor's read (10% position deletes, aggregate) faster than Iceberg-Spark local[2]",
                     "met": mor_read["median_seconds"] < spark_read["median_seconds"],
-                    "measured": f"{spark_read['median_seconds'] / mor_read['median_seconds']:.1f}x ({mor_read['median_seconds']:.2f} s vs {spark_read['median_seconds']:.2f} s)"})  # fmt: skip
+                    "measured": f"{spark_read['median_seconds'] / mor_read['median_seconds']:.1f}x "
+                                f"({mor_read['median_seconds']:.2f} s vs {spark_read['median_seconds']:.2f} s)"})  # fmt: skip
     return out

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # benchmarks/: the shared aggregate
-from proc_cpu import tree_cpu_seconds  # noqa: E402
-from spark_aggregate import sum_every_column  # noqa: E402
+from proc_cpu import tree_cpu_seconds
+from spark_aggregate import sum_every_column
 
 TABLE = "hc.bench.events"
 STATEMENTS = {

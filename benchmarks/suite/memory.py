@@ -13,10 +13,10 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 import pyarrow as pa
-
 from bench_append_memory import append_peak
 from bench_delete_stack import streaming_peak
 from common import BenchmarkError, local_path
+
 from suite.accumulation import band
 from suite.context import Context, expected
 from suite.render import save_figure

@@ -8,14 +8,23 @@ from __future__ import annotations
 
 import gc
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import matplotlib.pyplot as plt
-
-from bench_planning import (build_table, cache_settings, check_same_plan, clear_mor_cache, mor_plan_of, open_with_pyiceberg,
-                            pyiceberg_plan_of, time_calls)
+from bench_planning import (
+    build_table,
+    cache_settings,
+    check_same_plan,
+    clear_mor_cache,
+    mor_plan_of,
+    open_with_pyiceberg,
+    pyiceberg_plan_of,
+    time_calls,
+)
 from common import remove_warehouse
+
 from suite.context import Context
 from suite.render import save_figure
 
@@ -55,6 +64,7 @@ def _measure(table: Any, root: Path, files: int) -> dict[str, Any]:
         def setup() -> None:
             last.pop(name, None)
             also()
+
         return setup
 
     fns = {"mor_cold": keep("mor_cold", lambda: table.scan().plan_files()),
@@ -84,6 +94,7 @@ def _once(fns: dict[str, Callable[[], Any]], setups: dict[str, Callable[[], None
 
 
 # -- the report -------------------------------------------------------------------------------
+
 
 def render(result: dict[str, Any], out_dir: Path) -> str:
     lines = [
@@ -116,8 +127,10 @@ def _cache_note(result: dict[str, Any]) -> str:
         held = f"{budget >> 20:,} MiB"
     if not over:
         return ""
-    return (f" At {', '.join(f'{n:,}' for n in over)} files the table has more manifest entries than mor's manifest "
-            f"cache holds by default ({held}), so the warm plan reads part of them again.")
+    return (
+        f" At {', '.join(f'{n:,}' for n in over)} files the table has more manifest entries than mor's manifest "
+        f"cache holds by default ({held}), so the warm plan reads part of them again."
+    )
 
 
 def _plot(result: dict[str, Any], out_dir: Path) -> str:

@@ -16,15 +16,16 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 Call = Callable[[], tuple[int, int]]
 SLOW_SECONDS = 5.0
-AGG_SQL = ("count(*), sum(id), sum(value), min(ts), max(ts), min(category), sum(length(payload))")
+AGG_SQL = "count(*), sum(id), sum(value), min(ts), max(ts), min(category), sum(length(payload))"
 
 
 def of_table(t: pa.Table) -> tuple[int, int]:
@@ -173,7 +174,10 @@ def measure(spec: dict[str, Any], readers: list[str]) -> dict[str, dict[str, Any
             cells[reader] = {"status": _failure(e), "detail": " ".join(f"{type(e).__name__}: {e}".split())[:300]}
             continue
         if rows != want["rows"] or want["id_sum"] not in (None, id_sum):  # the floor's is row count only
-            cells[reader] = {"status": "wrong", "detail": f"got {rows} rows, id sum {id_sum}; expected {want['rows']} rows, id sum {want['id_sum']}"}
+            cells[reader] = {
+                "status": "wrong",
+                "detail": f"got {rows} rows, id sum {id_sum}; expected {want['rows']} rows, id sum {want['id_sum']}",
+            }
             continue
         calls[reader], slow = call, slow or warm_up > SLOW_SECONDS
         cells[reader] = {"status": "ok", "samples_seconds": [], "cpu": [], "detail": f"{rows} rows checked"}

@@ -20,8 +20,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-
 from common import local_path, round_ratios
+
 from suite.context import Context, expected
 from suite.dml import MOR_EQ, MOR_MOR, expected_after, mor_call
 from suite.dml import cases as dml_cases
@@ -35,9 +35,12 @@ FORMS = ("arrow", "aggregate")
 WORKER = Path(__file__).resolve().parent / "read_worker.py"
 CALLS = {
     "mor": "`mor.load_catalog(warehouse).load_table(...).scan().to_arrow()` (aggregate: `scan().to_batches()` folded with pyarrow.compute)",
-    "floor": "`pyarrow.dataset.dataset(data_files).to_table()` on the state's live data files, deletes ignored (aggregate: its batches folded with pyarrow.compute)",
-    "duckdb": "`SELECT * FROM iceberg_scan('<metadata.json>')` into Arrow (aggregate: one SQL query over iceberg_scan), extension loaded from the `duckdb-extension-iceberg` wheel",
-    "pyiceberg": "`StaticTable.from_metadata(metadata).scan().to_arrow()` (aggregate: `to_arrow_batch_reader()` folded with pyarrow.compute)",
+    "floor": "`pyarrow.dataset.dataset(data_files).to_table()` on the state's live data files, deletes ignored "
+    "(aggregate: its batches folded with pyarrow.compute)",
+    "duckdb": "`SELECT * FROM iceberg_scan('<metadata.json>')` into Arrow (aggregate: one SQL query over iceberg_scan), "
+    "extension loaded from the `duckdb-extension-iceberg` wheel",
+    "pyiceberg": "`StaticTable.from_metadata(metadata).scan().to_arrow()` "
+    "(aggregate: `to_arrow_batch_reader()` folded with pyarrow.compute)",
     "polars": "`polars.scan_iceberg(metadata).collect().to_arrow()` (aggregate: one lazy `select` of the aggregates)",
     "daft": "`daft.read_iceberg(StaticTable).to_arrow()` (aggregate: one `agg` of the aggregates)",
 }  # fmt: skip
@@ -54,6 +57,7 @@ def _states(ctx: Context) -> dict[str, tuple[str, int, Any]]:
         def apply(t: Any) -> dict[str, int]:
             t.delete(f"value < {f!r}", mode=mode)
             return expected(ctx, ctx.selected_ids(pc.field("value") < f))
+
         return apply
 
     def equality(f: float) -> Any:
@@ -61,6 +65,7 @@ def _states(ctx: Context) -> dict[str, tuple[str, int, Any]]:
             ids = pa.array(np.random.default_rng(ctx.seed).choice(rows, size=round(rows * f), replace=False), pa.int64())
             t.delete_rows(pa.table({"id": ids}))
             return expected(ctx, ids)
+
         return apply
 
     def dml_case(verb: str, f: float, engine: str) -> Any:  # the DML section's own case and call
@@ -69,6 +74,7 @@ def _states(ctx: Context) -> dict[str, tuple[str, int, Any]]:
         def apply(t: Any) -> dict[str, int]:
             mor_call(t, case, engine)()
             return expected_after(ctx, case)
+
         return apply
 
     states: dict[str, tuple[str, int, Any]] = {"no_deletes": ("no delete at all", 2, lambda t: expected(ctx))}
@@ -78,10 +84,17 @@ def _states(ctx: Context) -> dict[str, tuple[str, int, Any]]:
     for f in (0.001, 0.01):
         states[f"equality_{f}"] = (f"`delete_rows` of {f:.1%} of ids (one equality delete file)", 2, equality(f))
     states["deletion_vector_0.1"] = ("format v3 `value < 0.1`: deletion vectors", 3, by_value(0.1, "merge-on-read"))
-    states["update_0.1"] = ("merge-on-read UPDATE of `value < 0.1` (10% of rows): position deletes, the rows rewritten "
-                            "into new data files", 2, dml_case("update", 0.1, MOR_MOR))
-    states["upsert_0.01"] = ("merge-on-read UPSERT of 1% of ids plus a tenth as many new ones, `strategy=\"equality\"`: "
-                             "an equality delete file and the rows in new data files", 2, dml_case("upsert", 0.01, MOR_EQ))
+    states["update_0.1"] = (
+        "merge-on-read UPDATE of `value < 0.1` (10% of rows): position deletes, the rows rewritten into new data files",
+        2,
+        dml_case("update", 0.1, MOR_MOR),
+    )
+    states["upsert_0.01"] = (
+        'merge-on-read UPSERT of 1% of ids plus a tenth as many new ones, `strategy="equality"`: '
+        "an equality delete file and the rows in new data files",
+        2,
+        dml_case("upsert", 0.01, MOR_EQ),
+    )
     assert len(data) == rows
     return states  # fmt: skip
 
@@ -189,8 +202,17 @@ def _plot(result: dict[str, Any], out_dir: Path) -> str:
         bars = ax.bar(xs, ys, width, label=reader)
         for x, c in zip(xs, cells):
             if c["status"] != "ok":  # say why the bar is missing, in the reader's colour
-                ax.text(x, 0.02, c["status"], transform=ax.get_xaxis_transform(), rotation=90, ha="center",
-                        va="bottom", fontsize=7, color=bars.patches[0].get_facecolor())
+                ax.text(
+                    x,
+                    0.02,
+                    c["status"],
+                    transform=ax.get_xaxis_transform(),
+                    rotation=90,
+                    ha="center",
+                    va="bottom",
+                    fontsize=7,
+                    color=bars.patches[0].get_facecolor(),
+                )
     ax.set_xticks(range(len(states)), states, rotation=30, ha="right")
     ax.set_yscale("log")  # a reader minutes slow must not flatten the others' bars
     ax.set_ylabel("median seconds (log scale)")
@@ -216,7 +238,8 @@ def render(result: dict[str, Any], out_dir: Path) -> str:
     lines += [f"- **{s}**: {i['description']} ({i['expected']['rows']:,} rows left, format v{i['format_version']})."
               for s, i in result["states"].items()] + [""]  # fmt: skip
     for form, what in (("arrow", "Full read into Arrow (all columns)"),
-                       ("aggregate", "Aggregate over every column (count, sum(id), sum(value), min/max(ts), min(category), sum(length(payload)))")):  # fmt: skip
+                       ("aggregate", "Aggregate over every column "
+                                     "(count, sum(id), sum(value), min/max(ts), min(category), sum(length(payload)))")):  # fmt: skip
         lines += [f"### {what}", "", *_table(result, form), ""]
     lines += [f"![Full read into Arrow per state and reader]({_plot(result, out_dir)})", ""]
     failures = [f"- {s} / {f} / {r}: *{c['status']}*: {c.get('detail', '')}"
@@ -230,12 +253,12 @@ def render(result: dict[str, Any], out_dir: Path) -> str:
 # Why mor's merged read costs more than the floor, for a report whose run missed the bound.
 WHY_OVER_FLOOR = {
     "position_0.1": "mor decodes the same data files as the floor, then copies the rows that survive out of each "
-                    "decoded batch (Arrow's filter, every column) and reads the delete files; the floor only decodes. "
-                    "pyarrow's Parquet reader cannot skip rows while it decodes, so the copy stays. {spread} What would "
-                    "close it: a decoder that skips deleted rows (a selection vector), which pyarrow does not offer.",
+    "decoded batch (Arrow's filter, every column) and reads the delete files; the floor only decodes. "
+    "pyarrow's Parquet reader cannot skip rows while it decodes, so the copy stays. {spread} What would "
+    "close it: a decoder that skips deleted rows (a selection vector), which pyarrow does not offer.",
     "equality_0.01": "on top of the floor's decoding, mor hashes every row's key for the anti-join against the deleted "
-                     "keys and copies the surviving rows out. {spread} What would close it: the anti-join inside a "
-                     "native scan, which pyarrow does not offer.",
+    "keys and copies the surviving rows out. {spread} What would close it: the anti-join inside a "
+    "native scan, which pyarrow does not offer.",
 }
 
 
@@ -268,6 +291,7 @@ def targets(result: dict[str, Any]) -> list[dict[str, Any]]:
         measured = f"{duck['median_seconds']:.3f} s ({_ratio(result, 'equality_0.01', 'arrow', 'duckdb') or 0:.2f}x the floor)"
     else:
         measured = f"{duck['status']}: {duck.get('detail', '')}"
-    out.append({"target": "DuckDB on equality deletes", "measured": measured, "met": None,
-                "note": "state equality_0.01, full read into Arrow"})
+    out.append(
+        {"target": "DuckDB on equality deletes", "measured": measured, "met": None, "note": "state equality_0.01, full read into Arrow"}
+    )
     return out

@@ -10,7 +10,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only, no display
 
-from suite import crossover  # noqa: E402
+from suite import crossover
 
 
 def save_figure(fig: Any, out_dir: Path, name: str, alt: str) -> str:
@@ -71,7 +71,8 @@ def _run_facts(result: dict[str, Any]) -> list[str]:
     return [
         f"Measured {result['started_at']} in {result.get('total_seconds', 0):.0f} s on {machine['platform']}, "
         f"{machine['cpu_count']} cores, {machine['memory_total_bytes'] / 2**30:.0f} GiB; git commit `{machine['git_head']}`"
-        + (" (with uncommitted changes in mor/)" if machine.get("git_uncommitted_in_mor") else "") + ".",
+        + (" (with uncommitted changes in mor/)" if machine.get("git_uncommitted_in_mor") else "")
+        + ".",
         "",
         f"Libraries: {versions}.",
         "",

@@ -8,8 +8,9 @@ Tables (the generated rows, `ctx.scale.files` data files, deletes merge-on-read)
 Readers, in one Spark session (this environment's pyspark, local[2]), each aggregated by the same
 sum over every column (spark_aggregate.py): the floor, `mor.spark.read_table` (every file
 natively, files with deletes filtered by mor's JVM delete functions), `spark.read.format("mor")`
-and, where this mor has it, `read_table(path="python")` (the Python source, the fallback). The readers, the checked warm-up and the interleaved timed rounds
-(wall, and CPU of the process tree: driver, JVM, Python workers) are bench_spark_reads.py's.
+and, where this mor has it, `read_table(path="python")` (the Python source, the fallback). The
+readers, the checked warm-up and the interleaved timed rounds (wall, and CPU of the process
+tree: driver, JVM, Python workers) are bench_spark_reads.py's.
 """
 
 from __future__ import annotations
@@ -21,10 +22,10 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-
 from bench_spark import start_spark  # the session every Spark benchmark here uses
 from bench_spark_reads import mor_readers, ratios, time_readers
 from common import BenchmarkError, file_slices, round_ratios
+
 from suite.context import Context, expected
 
 TITLE = "Spark: merged views through mor vs native Parquet"

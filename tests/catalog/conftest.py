@@ -22,12 +22,12 @@ for folder in (TESTS, TESTS / "unit", *UNIT_FOLDERS, TESTS / "concurrency"):
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
 
+from servers.postgres import PostgresServer, postgres_server_fixture  # noqa: E402,F401  (the postgres_server fixture)
 from sqlalchemy import text  # noqa: E402
 
 import mor  # noqa: E402
 from mor.catalog.sql import SqlCatalogStore  # noqa: E402
 from mor.io.fileio import to_uri  # noqa: E402
-from servers.postgres import PostgresServer, postgres_server_fixture  # noqa: E402,F401  (the postgres_server fixture)
 
 _spec = importlib.util.spec_from_file_location("unit_conftest_for_catalog", TESTS / "unit" / "conftest.py")
 assert _spec is not None and _spec.loader is not None

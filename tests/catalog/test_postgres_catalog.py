@@ -13,10 +13,6 @@ import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 from servers.postgres import PostgresServer, free_port
 from sqlalchemy import text
-from unit_helpers import SCHEMA, files_under, local, make_rows, scan_ids
-
-import mor
-from mor.io.fileio import to_uri
 
 # The generic catalog API tests, re-run on PostgreSQL (their `catalog` fixture is ours).
 from test_catalog import (  # noqa: F401
@@ -34,6 +30,10 @@ from test_catalog import (  # noqa: F401
     test_register_table_under_a_taken_name_fails,
     test_table_location_is_under_the_warehouse,
 )
+from unit_helpers import SCHEMA, files_under, local, make_rows, scan_ids
+
+import mor
+from mor.io.fileio import to_uri
 
 pytestmark = pytest.mark.postgres
 
@@ -361,4 +361,3 @@ def test_drop_table_killed_during_commit_is_state_unknown(warehouse: Path, postg
         assert files_under(table.location) == files  # a drop never removes files
     finally:
         reopened.store.dispose()
-

@@ -37,9 +37,7 @@ def run_eight(pg_uri: str, warehouse: str, mode: str, properties: dict[str, str]
     table.append(initial_rows())
     context = multiprocessing.get_context("spawn")
     with context.Pool(WORKERS) as pool:
-        results = [
-            pool.apply_async(run_writer, (pg_uri, warehouse, w, operations, 7, mode, properties)) for w in range(WORKERS)
-        ]
+        results = [pool.apply_async(run_writer, (pg_uri, warehouse, w, operations, 7, mode, properties)) for w in range(WORKERS)]
         logs = [r.get(timeout=600) for r in results]
     ops = []
     for lines in logs:

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
+from test_compact import *  # noqa: F403
+from test_delete import *  # noqa: F403
+from test_delete_rows import *  # noqa: F403
+from test_expire_snapshots import *  # noqa: F403
+from test_time_travel import *  # noqa: F403
+from test_update import *  # noqa: F403
+from test_upsert_merge import *  # noqa: F403
 
 import mor
-from test_compact import *  # noqa: F401,F403
-from test_delete import *  # noqa: F401,F403
-from test_delete_rows import *  # noqa: F401,F403
-from test_expire_snapshots import *  # noqa: F401,F403
-from test_time_travel import *  # noqa: F401,F403
-from test_update import *  # noqa: F401,F403
-from test_upsert_merge import *  # noqa: F401,F403
 
 pytestmark = pytest.mark.postgres
 

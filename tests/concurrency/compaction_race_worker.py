@@ -28,8 +28,8 @@ import pyarrow as pa
 from pyiceberg.expressions import In
 
 import mor
-import mor.dml.delete
 import mor.commit.snapshot_producer
+import mor.dml.delete
 import mor.maintenance.compact
 from mor.planning.delete_index import referenced_path
 

@@ -11,9 +11,9 @@ import sys
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from writer import SCHEMA
 
 import mor
-from writer import SCHEMA
 
 NEW_ROWS = pa.table({"key": [1, 500], "n": [7, 7], "tag": ["new-1", "new-500"]}, schema=SCHEMA)
 

@@ -16,7 +16,6 @@ import sys
 import pyarrow as pa
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import CommitFailedException
-
 from writer import SCHEMA, log
 
 

@@ -29,8 +29,8 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pyarrow as pa
 import pytest
@@ -39,8 +39,8 @@ from pyiceberg.expressions import And, EqualTo, In
 from pyiceberg.table import StaticTable
 
 import mor
-from mor.maintenance import compact as compact_module
 from mor.io.fileio import to_local_path
+from mor.maintenance import compact as compact_module
 from mor.planning.delete_index import referenced_path
 
 HERE = Path(__file__).parent
@@ -196,7 +196,7 @@ def has_equality_deletes(table: mor.Table, snapshot_id: int) -> bool:
 
 
 def orphans(table: mor.Table) -> set[str]:
-    future = dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=1)  # however young
+    future = dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)  # however young
     return set(table.remove_orphan_files(older_than=future, dry_run=True))
 
 
@@ -361,7 +361,9 @@ def test_a_delete_in_a_partition_compaction_leaves_alone_does_not_make_it_replan
 
 # -- free-running: random changes in a child, compaction in a loop here -------------------------
 @pytest.mark.parametrize("kinds", ["d", "dea"], ids=["position-deletes", "with-equality-deletes-and-appends"])
-def test_random_deletes_racing_repeated_compactions_lose_nothing(tmp_path: Path, spawn, monkeypatch: pytest.MonkeyPatch, kinds: str) -> None:
+def test_random_deletes_racing_repeated_compactions_lose_nothing(
+    tmp_path: Path, spawn, monkeypatch: pytest.MonkeyPatch, kinds: str
+) -> None:
     table, model = new_table(tmp_path, partition_by=["part"])
     # Lost compare-and-swap races back off 100 ms at first by default; shorter, the two sides
     # interleave more often in the few seconds this runs.

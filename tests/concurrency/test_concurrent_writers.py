@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from writer import INITIAL_KEYS, SCHEMA, WORKERS, initial_rows
 
 import mor
-from writer import INITIAL_KEYS, SCHEMA, WORKERS, initial_rows
 
 WRITER = Path(__file__).with_name("writer.py")
 BLIND = {"append", "upsert-equality", "delete_rows"}  # read nothing, so nothing can conflict with them
@@ -59,7 +59,10 @@ def run_writers(warehouse: Path, operations: int, mode: str, properties: dict[st
     procs = [
         subprocess.Popen(
             [sys.executable, str(WRITER), str(warehouse), str(w), str(operations), str(seed), mode],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
         )  # fmt: skip
         for w in range(WORKERS)
     ]

@@ -51,7 +51,7 @@ def _files(location: str) -> set[str]:
 
 def _remove_all_orphans(table: mor.Table) -> list[str]:
     # Every unreferenced file counts, however young: the writer that made it is dead.
-    return table.remove_orphan_files(older_than=dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=5))
+    return table.remove_orphan_files(older_than=dt.datetime.now(dt.UTC) + dt.timedelta(seconds=5))
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -218,4 +218,4 @@ def test_expire_killed_after_its_commit_leaves_only_orphans(tmp_path: Path, poin
     named, on_disk = reachable_files(table.io, table.metadata, table.metadata_location), _files(table.location)
     assert on_disk <= named and named - on_disk <= set(would.deleted_paths)  # named only as DELETED: see above
     assert _rows(table) == rows
-    assert table.remove_orphan_files(older_than=dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=5)) == []
+    assert table.remove_orphan_files(older_than=dt.datetime.now(dt.UTC) + dt.timedelta(seconds=5)) == []

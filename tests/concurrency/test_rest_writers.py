@@ -17,11 +17,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from servers.rest import running_rest_server
 from test_concurrent_writers import check_history, finished_ops
+from writer import SCHEMA, WORKERS, initial_rows
 
 import mor
-from servers.rest import running_rest_server
-from writer import SCHEMA, WORKERS, initial_rows
 
 HERE = Path(__file__).parent
 PYICEBERG_WORKERS = 2

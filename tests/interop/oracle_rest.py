@@ -20,7 +20,6 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-
 from oracle_support import ORACLE_DIR, ORACLE_VENV, DriverProcess, ensure_oracle
 
 DRIVER = Path(__file__).with_name("oracle_sql_driver.py")

@@ -15,9 +15,9 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 import pytest
+from oracle_rest import JavaSql, java_sql
 
 import mor
-from oracle_rest import JavaSql, java_sql
 from tests.servers.rest import Served, running_rest_server
 
 pytestmark = [pytest.mark.interop, pytest.mark.oracle]
@@ -48,7 +48,10 @@ def bag(table: pa.Table, columns: list[str]) -> Counter[tuple]:
 
 def test_changes_equal_javas_changelog_view(served: Served, java: JavaSql) -> None:
     client = mor.load_catalog(uri=served.url, token=TOKEN)
-    java.sql(f"CREATE TABLE rc.db.cf (id bigint, status string, amount double) USING iceberg TBLPROPERTIES ('format-version'='2', {COPY_ON_WRITE})")
+    java.sql(
+        "CREATE TABLE rc.db.cf (id bigint, status string, amount double) USING iceberg "
+        f"TBLPROPERTIES ('format-version'='2', {COPY_ON_WRITE})"
+    )
     java.sql("INSERT INTO rc.db.cf VALUES (1, 'a', 1.0), (2, 'b', 2.0), (3, 'a', 3.0), (4, null, 4.0)")
     java.sql("INSERT INTO rc.db.cf VALUES (5, 'c', 5.0), (6, 'c', null)")
     java.sql("DELETE FROM rc.db.cf WHERE id IN (2, 5)")

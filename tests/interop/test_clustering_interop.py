@@ -34,11 +34,7 @@ JAVA_ORDER = [
 
 def java_fixture_rows() -> list[dict]:
     """The fixture's rows, as its generator's SQL made them."""
-    return [
-        {"id": i, "x": None if i % 17 == 4 else (i * 37) % 11, "s": f"s{i}"}
-        for i in range(300)
-        if i % 10 != 0
-    ]
+    return [{"id": i, "x": None if i % 17 == 4 else (i * 37) % 11, "s": f"s{i}"} for i in range(300) if i % 10 != 0]
 
 
 def in_java_order(rows: list[dict]) -> list[dict]:

@@ -39,6 +39,7 @@ SCHEMA = pa.schema([
 
 def rows(lo: int, hi: int, schema: pa.Schema) -> pa.Table:
     """Rows lo..hi-1 in the columns of `schema` (values derived from the id)."""
+
     def value(name: str, t: pa.DataType, i: int) -> Any:
         if name == "id":
             return i

@@ -16,10 +16,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from fixture_copies import relocate_fixture
 from java_fixtures import describe_row_differences, row_sort_key, to_json_rows
 from oracle_support import read_with_iceberg_java
 from pyiceberg.table import StaticTable as PyIcebergStaticTable
-from fixture_copies import relocate_fixture
 
 import mor
 
@@ -101,9 +101,7 @@ STEPS = {"evolve_schema": evolve_schema_steps, "evolve_spec": evolve_spec_steps}
 def assert_same_rows(actual: pa.Table, expected: pa.Table, how: str) -> None:
     assert actual.column_names == expected.column_names, how
     ours, theirs = to_json_rows(actual.to_pylist()), to_json_rows(expected.to_pylist())
-    assert sorted(ours, key=row_sort_key) == sorted(theirs, key=row_sort_key), (
-        f"{how}:\n{describe_row_differences(theirs, ours)}"
-    )
+    assert sorted(ours, key=row_sort_key) == sorted(theirs, key=row_sort_key), f"{how}:\n{describe_row_differences(theirs, ours)}"
 
 
 @pytest.mark.parametrize("name", sorted(STEPS))

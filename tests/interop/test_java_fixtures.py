@@ -52,10 +52,10 @@ def arrow_type_of(iceberg_type: Any) -> pa.DataType:
     """The Arrow type of an Iceberg type as the metadata JSON spells it (nested types too)."""
     if isinstance(iceberg_type, str):
         if iceberg_type.startswith("decimal("):
-            precision, scale = iceberg_type[len("decimal("):-1].split(",")
+            precision, scale = iceberg_type[len("decimal(") : -1].split(",")
             return pa.decimal128(int(precision), int(scale))
         if iceberg_type.startswith("fixed["):
-            return pa.binary(int(iceberg_type[len("fixed["):-1]))
+            return pa.binary(int(iceberg_type[len("fixed[") : -1]))
         return ARROW_TYPE_OF[iceberg_type]
     kind = iceberg_type["type"]
     if kind == "struct":
@@ -66,9 +66,7 @@ def arrow_type_of(iceberg_type: Any) -> pa.DataType:
     return pa.map_(arrow_type_of(iceberg_type["key"]), arrow_type_of(iceberg_type["value"]))
 
 
-def assert_rows_equal_expected(
-    actual: pa.Table, expected_file: Path, *, how: str
-) -> None:
+def assert_rows_equal_expected(actual: pa.Table, expected_file: Path, *, how: str) -> None:
     expected = read_json_lines(expected_file)
     if expected:
         assert actual.column_names == list(expected[0]), f"{how}: columns not in schema order"
@@ -94,9 +92,7 @@ def test_rows_by_snapshot_id_match_java(java_fixtures: Path, snap: JavaSnapshot)
     result = scan.to_arrow()
     expected_file = expected_rows_file(java_fixtures, snap)
     assert_rows_equal_expected(result, expected_file, how="scan(snapshot_id).to_arrow()")
-    assert_rows_equal_expected(
-        rows_from_batches(scan, result.schema), expected_file, how="scan(snapshot_id).to_batches()"
-    )
+    assert_rows_equal_expected(rows_from_batches(scan, result.schema), expected_file, how="scan(snapshot_id).to_batches()")
 
 
 @pytest.mark.parametrize("snap", SNAPSHOT_PARAMS)
@@ -163,10 +159,7 @@ def check_file_metadata(tasks: list[Any], live: dict[str, dict[str, Any]]) -> li
         if entry is None:
             problems.append(f"planned data file is not live: {data.file_path}")
         elif data.data_sequence_number != entry["sequence_number"]:
-            problems.append(
-                f"{data.file_path}: data_sequence_number {data.data_sequence_number}, "
-                f"manifest says {entry['sequence_number']}"
-            )
+            problems.append(f"{data.file_path}: data_sequence_number {data.data_sequence_number}, manifest says {entry['sequence_number']}")
         for delete in task.delete_files:
             entry = live.get(delete.file_path)
             if entry is None:
@@ -178,8 +171,7 @@ def check_file_metadata(tasks: list[Any], live: dict[str, dict[str, Any]]) -> li
                 problems.append(f"{delete.file_path}: content {delete.content!r}, manifest says {entry['content']}")
             if delete.data_sequence_number != entry["sequence_number"]:
                 problems.append(
-                    f"{delete.file_path}: data_sequence_number {delete.data_sequence_number}, "
-                    f"manifest says {entry['sequence_number']}"
+                    f"{delete.file_path}: data_sequence_number {delete.data_sequence_number}, manifest says {entry['sequence_number']}"
                 )
     return problems
 
@@ -191,9 +183,7 @@ def same_partition_scope(delete: dict[str, Any], data: dict[str, Any]) -> bool:
     return delete["spec_id"] == data["spec_id"] and delete["partition"] == data["partition"]
 
 
-def compare_deletes_of_data_file(
-    data_path: str, ours: set[str], java: set[str], live: dict[str, dict[str, Any]]
-) -> list[str]:
+def compare_deletes_of_data_file(data_path: str, ours: set[str], java: set[str], live: dict[str, dict[str, Any]]) -> list[str]:
     """Position deletes must match exactly. Java also prunes equality deletes by column stats,
     so ours may hold more of them, each newer than the data file and in its partition scope."""
 
@@ -215,8 +205,7 @@ def compare_deletes_of_data_file(
         delete = live[path]
         if delete["sequence_number"] <= data["sequence_number"]:
             problems.append(
-                f"{data_path} (seq {data['sequence_number']}): equality delete {path} has seq "
-                f"{delete['sequence_number']}, not greater"
+                f"{data_path} (seq {data['sequence_number']}): equality delete {path} has seq {delete['sequence_number']}, not greater"
             )
         if not same_partition_scope(delete, data):
             problems.append(f"{data_path}: equality delete {path} is from another partition")
@@ -233,10 +222,7 @@ def test_plan_files_match_java(java_fixtures: Path, snap: JavaSnapshot) -> None:
     problems = check_file_metadata(tasks, live)
     ours, java = planned_deletes_by_data_file(tasks), java_deletes_by_data_file(plan)
     if set(ours) != set(java):
-        problems.append(
-            f"data files differ: missing {sorted(set(java) - set(ours))}, "
-            f"extra {sorted(set(ours) - set(java))}"
-        )
+        problems.append(f"data files differ: missing {sorted(set(java) - set(ours))}, extra {sorted(set(ours) - set(java))}")
     for data_path in sorted(set(ours) & set(java)):
         problems += compare_deletes_of_data_file(data_path, ours[data_path], java[data_path], live)
     assert not problems, "plan differs from Iceberg Java's:\n" + "\n".join(problems)
@@ -251,10 +237,7 @@ def test_plan_files_match_java(java_fixtures: Path, snap: JavaSnapshot) -> None:
 def test_snapshot_log_matches_java(java_fixtures: Path, table_name: str) -> None:
     info = FIXTURE_TABLES[table_name]
     table = mor.StaticTable.from_metadata(str(java_fixtures / info["final_metadata_file"]))
-    ours = [
-        (s.snapshot_id, s.parent_snapshot_id, s.sequence_number, s.timestamp_ms, s.summary)
-        for s in table.snapshots()
-    ]
+    ours = [(s.snapshot_id, s.parent_snapshot_id, s.sequence_number, s.timestamp_ms, s.summary) for s in table.snapshots()]
     java = [
         (
             s["snapshot_id"],

@@ -27,7 +27,9 @@ SNAPSHOTS = [
 
 def as_rows(data: pa.Table) -> list[dict[str, Any]]:
     """Rows as the fixture spells them: timestamps as epoch integers in their unit, sorted by id."""
-    columns = {name: (c.cast(pa.int64()) if pa.types.is_timestamp(c.type) else c).to_pylist() for name, c in zip(data.column_names, data.columns)}
+    columns = {
+        name: (c.cast(pa.int64()) if pa.types.is_timestamp(c.type) else c).to_pylist() for name, c in zip(data.column_names, data.columns)
+    }
     rows = [dict(zip(columns, values, strict=True)) for values in zip(*columns.values(), strict=True)]
     return sorted(rows, key=lambda r: r["id"])
 

@@ -41,8 +41,8 @@ from oracle_support import read_with_iceberg_java
 from pyiceberg.table import StaticTable as PyIcebergStaticTable
 
 import mor
-from mor.maintenance import compact as compact_module
 from mor.io.fileio import to_local_path
+from mor.maintenance import compact as compact_module
 
 pytestmark = pytest.mark.interop
 
@@ -55,7 +55,7 @@ SCHEMA = pa.schema(
         ("ts", pa.timestamp("us", tz="UTC")),
     ]
 )
-START = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+START = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 EXPIRE_NOW = {"older_than": dt.timedelta(0), "allow_short_retention": True}
 
 
@@ -376,9 +376,7 @@ def assert_fixture_rows(actual: pa.Table, schema: pa.Schema, expected: list[dict
     names = list(expected[0]) if expected else actual.column_names
     plain = pa.schema([schema.field(n).with_nullable(True) for n in names])
     got = to_json_rows(actual.select(plain.names).cast(plain).to_pylist())
-    assert sorted(got, key=row_sort_key) == sorted(expected, key=row_sort_key), (
-        f"{how}:\n{describe_row_differences(expected, got)}"
-    )
+    assert sorted(got, key=row_sort_key) == sorted(expected, key=row_sort_key), f"{how}:\n{describe_row_differences(expected, got)}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -504,9 +502,7 @@ def test_iceberg_java_reads_retained_snapshots_as_before(
 ) -> None:
     built = expired[name]
     for snapshot_id in built.snapshot_ids():
-        assert_same_rows(
-            built.before_expiry[snapshot_id], java_rows[(name, snapshot_id)], f"{name}: Iceberg Java at {snapshot_id}"
-        )
+        assert_same_rows(built.before_expiry[snapshot_id], java_rows[(name, snapshot_id)], f"{name}: Iceberg Java at {snapshot_id}")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -10,7 +10,8 @@ One known Iceberg Java (1.10) reader behaviour: when the first field of a struct
 partition source, Java reads that field as the partition constant and takes the struct's own
 nullness from it (ParquetValueReaders.ConstantReader with the parent's definition level, first
 in StructReader's columns), so a null struct comes back as a struct of nulls. Table "first"
-has that layout: there, the Java comparison takes a null struct and a struct of nulls as one. Table "later" puts the identity source after another field and is compared exactly.
+has that layout: there, the Java comparison takes a null struct and a struct of nulls as one.
+Table "later" puts the identity source after another field and is compared exactly.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import mor
 
 pytestmark = pytest.mark.interop
 
-START = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+START = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 STRUCT = pa.struct([pa.field("d", pa.int32()), pa.field("ts", pa.timestamp("us", tz="UTC")), pa.field("name", pa.string())])
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("n", pa.int32()), pa.field("s", STRUCT)])
 TABLES = {"first": ["s.d", "day(s.ts)"], "later": ["bucket(3, s.d)", "s.name"]}
@@ -105,9 +106,13 @@ def run_history(table: mor.Table) -> list[tuple[str, int, list[Row]]]:
                 r["s"] = {**r["s"], "d": 12}
 
     moved = pc.make_struct(
-        pc.field("s", "d") + pc.scalar(pa.scalar(10, pa.int32())), pc.field("s", "ts"), pc.field("s", "name"), field_names=["d", "ts", "name"]
+        pc.field("s", "d") + pc.scalar(pa.scalar(10, pa.int32())),
+        pc.field("s", "ts"),
+        pc.field("s", "name"),
+        field_names=["d", "ts", "name"],
     )
     step("update moves rows", lambda: table.update({"s": moved}, where="s.d = 2"), update_change)
+
     def update_n() -> None:
         for r in model.values():
             if d_of(r) is None:
@@ -131,7 +136,8 @@ def run_history(table: mor.Table) -> list[tuple[str, int, list[Row]]]:
     step(
         "merge",
         lambda: table.merge(
-            source, on=["id"],
+            source,
+            on=["id"],
             when_matched_delete=pc.field("source.id") == 15,
             when_matched_update={"n": pc.field("source.n") + 1000},
             when_not_matched_insert="*",

@@ -20,9 +20,7 @@ import mor
 
 pytestmark = [pytest.mark.interop, pytest.mark.oracle]
 
-SCHEMA = pa.schema(
-    [pa.field("id", pa.int64(), nullable=False), ("category", pa.string()), ("name", pa.string()), ("value", pa.float64())]
-)
+SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("category", pa.string()), ("name", pa.string()), ("value", pa.float64())])
 
 
 def rows(ids: range | list[int], tag: str = "") -> pa.Table:

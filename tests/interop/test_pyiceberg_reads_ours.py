@@ -38,7 +38,7 @@ SCHEMA = pa.schema(
         ("ts", pa.timestamp("us", tz="UTC")),
     ]
 )
-START = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+START = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 COPY_ON_WRITE = "copy-on-write"
 
 LAYOUTS = [
@@ -161,17 +161,11 @@ def assert_reads_model(result: pa.Table, expected: list[Row], reader: str) -> No
 
 
 def snapshot_log_of_mor(table: Any) -> list[tuple[int, int | None, int, int, str]]:
-    return [
-        (s.snapshot_id, s.parent_snapshot_id, s.sequence_number, s.timestamp_ms, s.summary["operation"])
-        for s in table.snapshots()
-    ]
+    return [(s.snapshot_id, s.parent_snapshot_id, s.sequence_number, s.timestamp_ms, s.summary["operation"]) for s in table.snapshots()]
 
 
 def snapshot_log_of_pyiceberg(table: Any) -> list[tuple[int, int | None, int, int, str]]:
-    return [
-        (s.snapshot_id, s.parent_snapshot_id, s.sequence_number, s.timestamp_ms, s.summary.operation.value)
-        for s in table.snapshots()
-    ]
+    return [(s.snapshot_id, s.parent_snapshot_id, s.sequence_number, s.timestamp_ms, s.summary.operation.value) for s in table.snapshots()]
 
 
 def check_every_snapshot(warehouse: Path, table: Any, model_at: dict[int, list[Row]]) -> None:
@@ -191,12 +185,8 @@ def check_every_snapshot(warehouse: Path, table: Any, model_at: dict[int, list[R
         ours = table.scan(snapshot_id=snapshot_id).to_arrow()
         assert [(f.name, f.type) for f in ours.schema] == [(f.name, f.type) for f in SCHEMA]
         assert_reads_model(ours, expected, f"mor at {snapshot_id}")
-        assert_reads_model(
-            static.scan(snapshot_id=snapshot_id).to_arrow(), expected, f"pyiceberg StaticTable at {snapshot_id}"
-        )
-        assert_reads_model(
-            via_catalog.scan(snapshot_id=snapshot_id).to_arrow(), expected, f"pyiceberg SqlCatalog at {snapshot_id}"
-        )
+        assert_reads_model(static.scan(snapshot_id=snapshot_id).to_arrow(), expected, f"pyiceberg StaticTable at {snapshot_id}")
+        assert_reads_model(via_catalog.scan(snapshot_id=snapshot_id).to_arrow(), expected, f"pyiceberg SqlCatalog at {snapshot_id}")
 
 
 def check_delete_files_written(table: Any, step: Delete) -> None:
@@ -205,12 +195,7 @@ def check_delete_files_written(table: Any, step: Delete) -> None:
     snapshot = table.current_snapshot()
     tasks = table.scan().plan_files()
     new_data = [t.data_file.file_path for t in tasks if t.data_file.data_sequence_number == snapshot.sequence_number]
-    new_deletes = {
-        (d.file_path, d.content)
-        for t in tasks
-        for d in t.delete_files
-        if d.data_sequence_number == snapshot.sequence_number
-    }
+    new_deletes = {(d.file_path, d.content) for t in tasks for d in t.delete_files if d.data_sequence_number == snapshot.sequence_number}
     if step.mode == COPY_ON_WRITE:
         assert not new_deletes, f"copy-on-write delete {step.where!r} wrote delete files"
     else:

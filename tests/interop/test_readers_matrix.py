@@ -142,7 +142,10 @@ SCENARIO: list[tuple[str, Step]] = [
     (COPY, Delete("category = 'b' and id < 200", lambda r: r["category"] == "b" and r["id"] < 200, COPY_ON_WRITE)),
     (POSITION, Update("id >= 500 and id < 520", lambda r: 500 <= r["id"] < 520, {"value": pc.field("value") + 1000}, _bump("value", 1000))),
     (POSITION, Update("id >= 520 and id < 525", lambda r: 520 <= r["id"] < 525, {"category": "'d'"}, lambda r: {**r, "category": "d"})),
-    (COPY, Update("id >= 530 and id < 540", lambda r: 530 <= r["id"] < 540, {"name": "'cow'"}, lambda r: {**r, "name": "cow"}, COPY_ON_WRITE)),
+    (
+        COPY,
+        Update("id >= 530 and id < 540", lambda r: 530 <= r["id"] < 540, {"name": "'cow'"}, lambda r: {**r, "name": "cow"}, COPY_ON_WRITE),
+    ),
     (POSITION, Upsert((40, 41, 700, 701), "position")),
     (COPY, Upsert((42, 702), "position", COPY_ON_WRITE)),
     (POSITION, Merge(300, 301, 703)),
@@ -228,7 +231,10 @@ KNOWN_LIMITS: dict[str, dict[str, tuple[type[BaseException], str]]] = {
     "polars": {EQUALITY: PYICEBERG_NO_EQUALITY},
     "polars (plugin planner)": {EQUALITY: (NotImplementedError, r"polars_iceberg: iceberg: unsupported: equality delete files")},
     # daft plans its scans with pyiceberg, and reads a deletion vector's Puffin file as Parquet.
-    "daft": {EQUALITY: PYICEBERG_NO_EQUALITY, VECTORS: (daft.exceptions.DaftCoreException, r"deletes\.puffin: Parquet error: Invalid Parquet file")},
+    "daft": {
+        EQUALITY: PYICEBERG_NO_EQUALITY,
+        VECTORS: (daft.exceptions.DaftCoreException, r"deletes\.puffin: Parquet error: Invalid Parquet file"),
+    },
 }
 
 # ---------------------------------------------------------------------------------------------

@@ -158,7 +158,8 @@ def test_mor_writes_and_duckdb_reads_then_writes_on_top(con: Any, client: mor.Ca
     steps = [
         lambda: table.append(pa.table({"id": range(30), "status": ["open"] * 30, "amount": [i / 2 for i in range(30)]}, SCHEMA)),
         lambda: table.delete("id < 5 or id = 17"),
-        lambda: table.upsert(pa.table({"id": [20, 21, 99], "status": ["up", "up", "new"], "amount": [1.0, 2.0, 3.0]}, SCHEMA), on=["id"], strategy="equality"),
+        lambda: table.upsert(pa.table({"id": [20, 21, 99], "status": ["up", "up", "new"], "amount": [1.0, 2.0, 3.0]}, SCHEMA),
+                             on=["id"], strategy="equality"),
     ]  # fmt: skip
     for step in steps:
         step()

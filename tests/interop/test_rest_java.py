@@ -16,16 +16,15 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
+from oracle_rest import JavaSql, java_sql
 
 import mor
-from mor.server.clients import TOKEN_PLACEHOLDER, client_recipes
 from mor.format.spec import FileContent
-from oracle_rest import JavaSql, java_sql
+from mor.server.clients import TOKEN_PLACEHOLDER, client_recipes
 from tests.servers.rest import Served, running_rest_server, unique
 
 pytestmark = [pytest.mark.interop, pytest.mark.oracle]

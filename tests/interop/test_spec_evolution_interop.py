@@ -20,10 +20,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from fixture_copies import relocate_fixture
 from java_fixtures import describe_row_differences, row_sort_key, to_json_rows
 from oracle_support import read_with_iceberg_java
 from pyiceberg.table import StaticTable as PyIcebergStaticTable
-from fixture_copies import relocate_fixture
 
 import mor
 
@@ -41,7 +41,7 @@ SCHEMA = pa.schema(
         pa.field("value", pa.float64()),
     ]
 )
-START = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+START = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 
 
 def make_rows(ids: range | list[int], value: Callable[[int], float | None] = lambda i: i / 2) -> pa.Table:

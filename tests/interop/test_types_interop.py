@@ -50,7 +50,7 @@ import mor
 
 pytestmark = [pytest.mark.interop, pytest.mark.oracle]
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 NAN, INF = float("nan"), float("inf")
 D = Decimal
 
@@ -221,7 +221,9 @@ def reads(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     full = catalog.create_table("db.types", schema=SCHEMA, partition_by=PARTITION_BY)
     twin = catalog.create_table("db.types_no_time", schema=SCHEMA.remove(SCHEMA.get_field_index("t")), partition_by=PARTITION_BY)
     snapshots = {full.identifier: build(full), twin.identifier: build(twin)}
-    uuid_tables = [catalog.create_table(f"db.uuid_keys_{n}", schema=UUID_KEYS, partition_by=p) for n, p in (("unpartitioned", None), ("by_u", ["u"]))]
+    uuid_tables = [
+        catalog.create_table(f"db.uuid_keys_{n}", schema=UUID_KEYS, partition_by=p) for n, p in (("unpartitioned", None), ("by_u", ["u"]))
+    ]
     uuid_snapshots = [build_uuid_keyed(t) for t in uuid_tables]
 
     requests = [("generic", full.metadata_location, s) for s in snapshots[full.identifier]]

@@ -330,7 +330,9 @@ def test_pyiceberg_reads_every_new_snapshot_as_mor(copies: dict[str, Copy], name
 
 @pytest.mark.oracle
 @pytest.mark.parametrize("name", FIXTURES)
-def test_iceberg_java_reads_every_new_snapshot_as_mor(copies: dict[str, Copy], java: dict[tuple[str, int, bool], pa.Table], name: str) -> None:
+def test_iceberg_java_reads_every_new_snapshot_as_mor(
+    copies: dict[str, Copy], java: dict[tuple[str, int, bool], pa.Table], name: str
+) -> None:
     copy = copies[name]
     for made in copy.made:
         theirs = java[(name, made.snapshot_id, False)]

@@ -204,7 +204,9 @@ def ids(test: Callable[[int], bool]) -> str:
     return "id in (" + ", ".join(str(i) for i in range(11000) if test(i)) + ")"
 
 
-def on_id(test: Callable[[int], bool], where: str = "", matches: Callable[[Row], bool] = lambda r: True) -> tuple[str, Callable[[Row], bool]]:
+def on_id(
+    test: Callable[[int], bool], where: str = "", matches: Callable[[Row], bool] = lambda r: True
+) -> tuple[str, Callable[[Row], bool]]:
     """A filter on ids (and `where`), and the same as a predicate on model rows."""
     return ids(test) + (f" and {where}" if where else ""), lambda r: test(r["id"]) and matches(r)
 

@@ -43,7 +43,7 @@ def build(table: mor.Table) -> list[int]:
     # An equality delete keyed on a string (Iceberg Java 1.10's generic reader fails on keys of
     # a timestamptz_ns column: "Not an instance of java.lang.Long", its InternalRecordWrapper).
     table.delete_rows(batch(range(40, 44)).select(["s"]))
-    table.update({"s": pa.scalar("updated")}, where=f"ts > '2023-11-16 22:13:20.000000050'")
+    table.update({"s": pa.scalar("updated")}, where="ts > '2023-11-16 22:13:20.000000050'")
     table.update_schema().add_column("u", UnknownType()).commit()
     table.append(batch(range(60, 66)))
     table.delete("tz < '2023-11-14 22:13:19.999939000+00:00'")  # nanosecond text on a zoned column

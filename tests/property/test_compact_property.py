@@ -32,7 +32,11 @@ step = st.one_of(
     st.tuples(st.just("delete"), st.lists(ids, min_size=1, max_size=6), st.sampled_from(["merge-on-read", "copy-on-write"])),
     st.tuples(st.just("delete_rows"), st.lists(ids, min_size=1, max_size=4)),
     st.tuples(st.just("update"), st.lists(ids, min_size=1, max_size=4), st.sampled_from(["merge-on-read", "copy-on-write"])),
-    st.tuples(st.just("upsert"), st.lists(st.tuples(ids, st.sampled_from(PARTS)), min_size=1, max_size=6), st.sampled_from(["position", "equality"])),
+    st.tuples(
+        st.just("upsert"),
+        st.lists(st.tuples(ids, st.sampled_from(PARTS)), min_size=1, max_size=6),
+        st.sampled_from(["position", "equality"]),
+    ),
 )
 options = st.fixed_dictionaries(
     {
@@ -99,7 +103,11 @@ def test_compact_keeps_every_snapshot_and_drops_only_dead_deletes(partitioned: b
         assert {e.file.file_path for e in live_deletes} <= applied
         if result.snapshot_id is not None:
             assert snapshot.operation == "replace" and read is not None
-            added = {e.file.file_path for e in live_entries(table.io, table.metadata, snapshot, ManifestContent.DATA) if e.snapshot_id == snapshot.snapshot_id}
+            added = {
+                e.file.file_path
+                for e in live_entries(table.io, table.metadata, snapshot, ManifestContent.DATA)
+                if e.snapshot_id == snapshot.snapshot_id
+            }
             assert len(added) == result.added_data_files
             assert all(t.data_file.data_sequence_number == read.sequence_number for t in tasks if t.data_file.file_path in added)
         if not any(e.file.content == FileContent.EQUALITY_DELETES for e in live_deletes):

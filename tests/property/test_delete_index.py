@@ -44,7 +44,10 @@ def delete_files(draw: st.DrawFn) -> DeleteFile:
             lower = upper = draw(st.sampled_from(PATHS))
         elif how == "range-bounds":
             lower, upper = sorted(draw(st.lists(st.sampled_from(PATHS), min_size=2, max_size=2)))
-    bounds = (lambda p: None if p is None else {DELETE_FILE_PATH_ID: p.encode()})
+
+    def bounds(path: str | None) -> dict[int, bytes] | None:
+        return None if path is None else {DELETE_FILE_PATH_ID: path.encode()}
+
     return DeleteFile(
         content=content, file_path=f"file:/t/data/d{draw(st.integers(0, 10**9))}.parquet", file_format="PARQUET",
         spec_id=spec, partition=draw(st.sampled_from(PARTITIONS[spec])), record_count=1, file_size_in_bytes=1,

@@ -32,8 +32,6 @@ def test_membership_is_null_safe_tuple_equality(dense_limit: int, keys: list[tup
             assert key_set.distinct_keys == len(wanted)
             assert key_set.deleted_mask(_table(probe)).tolist() == [project(p) in wanted for p in probe]
             codes = key_set.row_codes(_table(probe)).to_pylist()
-            assert [None if c is None else project(keys[c]) for c in codes] == [
-                project(p) if project(p) in wanted else None for p in probe
-            ]
+            assert [None if c is None else project(keys[c]) for c in codes] == [project(p) if project(p) in wanted else None for p in probe]
     finally:
         equality_deletes.DENSE_LOOKUP_MAX_ENTRIES = saved

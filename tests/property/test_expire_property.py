@@ -85,9 +85,9 @@ def test_expire_never_deletes_what_a_retained_snapshot_reads(
         on_disk = files_under(table.location)
         # Expire before the `cut`-th snapshot (a time between two commits), keeping `retain_last`.
         cutoff = (
-            dt.datetime.fromtimestamp(snapshots[cut].timestamp_ms / 1000, dt.timezone.utc)
+            dt.datetime.fromtimestamp(snapshots[cut].timestamp_ms / 1000, dt.UTC)
             if cut < len(snapshots)
-            else dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=1)
+            else dt.datetime.now(dt.UTC) + dt.timedelta(seconds=1)
         )
 
         dry = table.expire_snapshots(older_than=cutoff, retain_last=retain_last, allow_short_retention=True, dry_run=True)

@@ -39,7 +39,7 @@ from pyiceberg.utils.decimal import unscaled_to_decimal
 import mor
 from mor.format.arrow_types import to_arrow_schema
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 @st.composite

@@ -113,11 +113,15 @@ def _conditions() -> st.SearchStrategy[Expr]:
     comparisons = st.tuples(_ints(1), st.sampled_from(["<", "<=", ">", ">=", "=", "<>"]), _ints(1)).map(
         lambda t: (f"{t[0][0]} {t[1]} {t[2][0]}", f"{t[0][1]} {t[1]} {t[2][1]}")
     )
-    others = st.sampled_from(["s like 'a%'", "s like '%b'", "s is null", "s in ('a', 'Ab')", "i between -1 and 2", "f > 0.5", "d is not null"])
+    others = st.sampled_from(
+        ["s like 'a%'", "s like '%b'", "s is null", "s in ('a', 'Ab')", "i between -1 and 2", "f > 0.5", "d is not null"]
+    )
     atoms = st.one_of(comparisons, others.map(_same))
     return st.one_of(
         atoms,
-        st.tuples(atoms, st.sampled_from(["and", "or"]), atoms).map(lambda t: (f"({t[0][0]}) {t[1]} ({t[2][0]})", f"({t[0][1]}) {t[1]} ({t[2][1]})")),
+        st.tuples(atoms, st.sampled_from(["and", "or"]), atoms).map(
+            lambda t: (f"({t[0][0]}) {t[1]} ({t[2][0]})", f"({t[0][1]}) {t[1]} ({t[2][1]})")
+        ),
         atoms.map(lambda a: (f"not ({a[0]})", f"NOT ({a[1]})")),
     )
 

@@ -29,7 +29,9 @@ def _key(value: object) -> tuple:
 
 
 @settings(max_examples=examples(60), deadline=None)
-@given(st.sampled_from(sorted(VALUES)).flatmap(lambda k: st.tuples(st.just(k), st.lists(st.none() | VALUES[k][1], min_size=1, max_size=40))))
+@given(
+    st.sampled_from(sorted(VALUES)).flatmap(lambda k: st.tuples(st.just(k), st.lists(st.none() | VALUES[k][1], min_size=1, max_size=40)))
+)
 def test_normalisation_preserves_order(case: tuple[str, list]) -> None:
     kind, values = case
     out = normalised(pa.array(values, VALUES[kind][0]))

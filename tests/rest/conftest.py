@@ -7,7 +7,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from servers.inprocess_rest import RestServer, serving_in_process
 
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from pyiceberg.catalog.rest import RestCatalog as PyIcebergRestCatalog
+from servers.inprocess_rest import TOKEN, RestServer
 
 import mor
 from mor.api.rest_catalog import RestCatalog
-from servers.inprocess_rest import TOKEN, RestServer
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 
@@ -137,7 +137,9 @@ def test_a_server_error_before_the_commit_is_also_unknown_and_the_table_is_as_it
 
 
 def test_a_commit_refused_every_time_gives_up_as_a_conflict(rest_server: RestServer) -> None:
-    table = rest_server.client().create_table("db.t", schema=SCHEMA, properties={"commit.retry.num-retries": "2", "commit.retry.min-wait-ms": "1"})
+    table = rest_server.client().create_table(
+        "db.t", schema=SCHEMA, properties={"commit.retry.num-retries": "2", "commit.retry.min-wait-ms": "1"}
+    )
     table.append(rows(5))
     before = rest_server.catalog.load_table("db.t").metadata_location
     rest_server.faults.append(lambda method, path: ("before", 409) if method == "POST" and path.endswith("/tables/t") else None)

@@ -10,9 +10,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from servers.inprocess_rest import RestServer, serving_in_process
 
 from mor.errors import InvalidArgumentError
-from servers.inprocess_rest import RestServer, serving_in_process
 
 
 @pytest.fixture

@@ -263,7 +263,12 @@ def test_s3_options_from_properties_and_environment():
         "secret_key": "s", "session_token": "t", "region": "eu-west-1", "force_virtual_addressing": False,
         "connect_timeout": 5.0,
     }  # fmt: skip
-    env = {"AWS_ACCESS_KEY_ID": "ek", "AWS_SECRET_ACCESS_KEY": "es", "AWS_DEFAULT_REGION": "us-west-2", "AWS_ENDPOINT_URL": "https://s3.example"}
+    env = {
+        "AWS_ACCESS_KEY_ID": "ek",
+        "AWS_SECRET_ACCESS_KEY": "es",
+        "AWS_DEFAULT_REGION": "us-west-2",
+        "AWS_ENDPOINT_URL": "https://s3.example",
+    }
     assert s3_options({}, environ=env) == {
         "allow_delayed_open": True, "scheme": "https", "endpoint_override": "s3.example", "access_key": "ek",
         "secret_key": "es", "region": "us-west-2",

@@ -14,7 +14,6 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-
 from servers.rest import _read_url
 
 README = Path(__file__).resolve().parents[2] / "README.md"

@@ -14,15 +14,14 @@ from urllib.parse import unquote
 
 import pyarrow as pa
 import pytest
-
 from servers.rest import unique
 
 import mor
 from mor.api.catalog_types import sqlite_url
 from mor.catalog.sql import SqlCatalogStore, TableSwap
+from mor.errors import CatalogUnavailableError, CommitStateUnknownError
 from mor.format.requirements import AssertTableUuid
 from mor.format.updates import SetProperties, TableCommit
-from mor.errors import CatalogUnavailableError, CommitStateUnknownError
 from mor.io.fileio import to_uri
 from mor.server.app import create_app
 

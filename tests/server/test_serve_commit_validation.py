@@ -13,7 +13,6 @@ from typing import Any
 import pyarrow as pa
 import pytest
 import requests
-
 from servers.rest import Served, unique
 
 import mor
@@ -86,7 +85,8 @@ def test_a_schema_with_a_field_id_used_twice_is_refused(served_sqlite: Served, t
 @pytest.mark.parametrize(
     ("update", "match"),
     [
-        ({"action": "add-spec", "spec": {"spec-id": 1, "fields": [{"source-id": 99, "field-id": 1000, "name": "x", "transform": "identity"}]}},
+        ({"action": "add-spec", "spec": {"spec-id": 1, "fields": [
+            {"source-id": 99, "field-id": 1000, "name": "x", "transform": "identity"}]}},
          "cannot find source column 99"),
         ({"action": "add-spec", "spec": {"spec-id": 1, "fields": [{"source-id": 2, "field-id": 1000, "name": "d", "transform": "day"}]}},
          "invalid source type string"),
@@ -167,8 +167,14 @@ def test_a_valid_client_commit_still_lands(served_sqlite: Served, table: mor.Tab
 @pytest.mark.parametrize(
     ("change", "match"),
     [
-        (lambda m: m["snapshots"][-1].update({"manifest-list": "file:///etc/hostname"}), "is not a manifest list inside the table location"),
-        (lambda m: m["schemas"][-1]["fields"].append({"id": 1, "name": "twin", "type": "long", "required": False}), "field id 1 is used twice"),
+        (
+            lambda m: m["snapshots"][-1].update({"manifest-list": "file:///etc/hostname"}),
+            "is not a manifest list inside the table location",
+        ),
+        (
+            lambda m: m["schemas"][-1]["fields"].append({"id": 1, "name": "twin", "type": "long", "required": False}),
+            "field id 1 is used twice",
+        ),
     ],
 )
 def test_register_holds_the_table_to_what_a_commit_may_make(served_sqlite: Served, table: mor.Table, change: Any, match: str) -> None:

@@ -14,7 +14,6 @@ import pyarrow as pa
 import pytest
 import requests
 from pyiceberg.catalog.rest import RestCatalog
-
 from servers.rest import Served, running_rest_server, unique
 
 import mor

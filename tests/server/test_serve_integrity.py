@@ -10,7 +10,6 @@ from typing import Any
 import pyarrow as pa
 import pytest
 import requests
-
 from servers.rest import Served, unique
 
 import mor

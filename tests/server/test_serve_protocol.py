@@ -16,7 +16,6 @@ import requests
 from pyiceberg.exceptions import CommitFailedException, NoSuchNamespaceError, NoSuchTableError
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
-
 from servers.rest import Served, unique
 
 import mor
@@ -52,7 +51,9 @@ def test_config_offers_mor_defaults_and_a_table_keeps_its_clients_properties_ove
     staged = client.create_table_transaction(f"{ns}.staged", schema=Schema(NestedField(1, "id", LongType())), properties={"k": "v"})
     staged.commit_transaction()
     assert dict(client.load_table(f"{ns}.staged").properties) == {**zstd, "k": "v"}
-    given = client.create_table(f"{ns}.gzip", schema=Schema(NestedField(1, "id", LongType())), properties={"write.parquet.compression-codec": "gzip"})
+    given = client.create_table(
+        f"{ns}.gzip", schema=Schema(NestedField(1, "id", LongType())), properties={"write.parquet.compression-codec": "gzip"}
+    )
     assert dict(given.properties) == {"write.parquet.compression-codec": "gzip"}  # the client's own value wins
     # mor's own client applies mor's defaults itself, on this server as on any other
     ours = mor.load_catalog(uri=served.url, properties={"token": served.token} if served.token else {})

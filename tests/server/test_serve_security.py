@@ -13,7 +13,6 @@ import pyarrow as pa
 import pytest
 import requests
 from pyiceberg.exceptions import OAuthError
-
 from servers.rest import Served, running_rest_server, unique
 
 from mor.cli import main
@@ -205,7 +204,8 @@ def test_malformed_bodies_get_an_error_model(secured: Served) -> None:
         error_of(send(secured, "POST", "/v1/namespaces", body), 400)
     for body in ({"name": "t"}, {"name": "t", "schema": {"type": "struct", "fields": "x"}}, {"name": 5, "schema": SCHEMA_JSON},
                  {"name": "t", "schema": SCHEMA_JSON, "properties": {"format-version": "4"}},
-                 {"name": "t", "schema": SCHEMA_JSON, "partition-spec": {"fields": [{"source-id": 9, "name": "p", "transform": "identity"}]}}):  # fmt: skip
+                 {"name": "t", "schema": SCHEMA_JSON,
+                  "partition-spec": {"fields": [{"source-id": 9, "name": "p", "transform": "identity"}]}}):  # fmt: skip
         error_of(send(secured, "POST", f"/v1/namespaces/{ns}/tables", body), 400)
     error_of(send(secured, "DELETE", f"/v1/namespaces/{ns}/tables/t?purgeRequested=maybe"), 400)
     error_of(send(secured, "PUT", "/v1/namespaces"), 405)

@@ -14,7 +14,6 @@ from pyiceberg.exceptions import NoSuchViewError, ViewAlreadyExistsError
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 from pyiceberg.view.metadata import SQLViewRepresentation, ViewRepresentation, ViewVersion
-
 from servers.rest import Served, unique
 
 SCHEMA = Schema(NestedField(1, "id", LongType()), NestedField(2, "name", StringType()))
@@ -60,7 +59,8 @@ def test_views_through_pyiceberg_and_mor(served: Served) -> None:
     replace = {
         "requirements": [{"type": "assert-view-uuid", "uuid": created.metadata.view_uuid}],
         "updates": [
-            {"action": "add-schema", "schema": {"type": "struct", "schema-id": 1, "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}},
+            {"action": "add-schema", "schema": {"type": "struct", "schema-id": 1,
+                                                "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}},
             {"action": "add-view-version", "view-version": {"version-id": 2, "schema-id": -1, "timestamp-ms": 1, "summary": {},
              "representations": [{"type": "sql", "sql": f"SELECT id FROM {ns}.t", "dialect": "spark"}], "default-namespace": [ns]}},
             {"action": "set-current-view-version", "view-version-id": -1},

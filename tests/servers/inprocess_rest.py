@@ -50,6 +50,7 @@ class _Faulty:
             return
         when, status = fault
         if when == "after":
+
             async def swallow(message: dict) -> None:  # the app's answer is lost on the way back
                 return None
 

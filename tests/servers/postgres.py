@@ -55,8 +55,7 @@ class PostgresServer:
                 pwd.getpwnam("postgres")
             except KeyError:
                 raise RuntimeError(
-                    "running as root and there is no 'postgres' user to run the test server as "
-                    f"(initdb refuses root): {INSTALL_HINT}"
+                    f"running as root and there is no 'postgres' user to run the test server as (initdb refuses root): {INSTALL_HINT}"
                 ) from None
             if not shutil.which("runuser"):
                 raise RuntimeError("running as root and runuser (util-linux) is missing: initdb refuses root")
@@ -83,7 +82,9 @@ class PostgresServer:
         env = {**os.environ, "LC_ALL": "C", "LANG": "C"}
         result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env, cwd=self.root)
         if result.returncode != 0:
-            raise RuntimeError(f"{' '.join(command)} failed ({result.returncode}):\n{result.stdout[-2000:]}{result.stderr[-2000:]}{self._log_tail()}")
+            raise RuntimeError(
+                f"{' '.join(command)} failed ({result.returncode}):\n{result.stdout[-2000:]}{result.stderr[-2000:]}{self._log_tail()}"
+            )
         return result
 
     def _log_tail(self) -> str:

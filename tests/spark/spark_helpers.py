@@ -19,7 +19,7 @@ SCHEMA = pa.schema(
         pa.field("ts", pa.timestamp("us", tz="UTC")),
     ]
 )
-T0 = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 
 
 def rows(ids: range | list[int], n: int = 0) -> pa.Table:

@@ -67,7 +67,9 @@ def test_a_bad_changes_option_is_a_clear_error(spark: Any, catalog: mor.Catalog,
     table = catalog.create_table(NAME, schema=SCHEMA)
     table.append(rows(range(3)))
     with pytest.raises(Exception, match="snapshot-id"):
-        spark.read.format("mor").option("warehouse", str(warehouse)).option("changes", "true").option("snapshot-id", "1").load(NAME).collect()
+        spark.read.format("mor").option("warehouse", str(warehouse)).option("changes", "true").option("snapshot-id", "1").load(
+            NAME
+        ).collect()
 
 
 class Copy:
@@ -162,7 +164,7 @@ def test_a_change_stream_never_guesses_across_expired_history(spark: Any, catalo
     source.delete("id < 3")
     source.append(rows(range(20, 25)))
     source.delete("id = 20")
-    source.expire_snapshots(older_than=dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=1), allow_short_retention=True)
+    source.expire_snapshots(older_than=dt.datetime.now(dt.UTC) + dt.timedelta(seconds=1), allow_short_retention=True)
     oldest = source.current_snapshot()
     assert oldest is not None and len(source.snapshots()) == 1
     failure = query(checkpoint)

@@ -201,7 +201,9 @@ def test_position_delete_file_naming_other_files_deletes_only_where_it_applies(s
 def test_nulls_in_equality_keys(spark: Any, catalog: mor.Catalog) -> None:
     schema = pa.schema([("k", pa.string()), ("g", pa.int64()), ("v", pa.float64())])
     table = catalog.create_table("db.nulls", schema=schema)
-    table.append(pa.table({"k": ["a", None, "b", None, "c"], "g": [1, 1, None, None, 2], "v": [1.0, 2.0, float("nan"), None, 5.0]}, schema=schema))
+    table.append(
+        pa.table({"k": ["a", None, "b", None, "c"], "g": [1, 1, None, None, 2], "v": [1.0, 2.0, float("nan"), None, 5.0]}, schema=schema)
+    )
     table.delete_rows(pa.table({"k": pa.array([None], pa.string()), "g": pa.array([None], pa.int64())}))
     table.delete_rows(pa.table({"k": pa.array(["a"], pa.string())}))
     table.append(pa.table({"k": [None, "a"], "g": [None, 1], "v": [7.0, 8.0]}, schema=schema))  # newer: not deleted
@@ -240,7 +242,9 @@ LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
     [[3, 5, 6, 7, 40, None], [LONG_MIN, LONG_MAX, 0, -1, 7], [LONG_MAX - 5, LONG_MAX - 1], [LONG_MIN, LONG_MIN + 2, 12]],
     ids=["dense", "both-ends", "dense-at-the-top", "dense-at-the-bottom"],
 )
-def test_long_keys_close_together_far_apart_and_at_the_ends_of_the_range(spark: Any, catalog: mor.Catalog, deleted: list[int | None]) -> None:
+def test_long_keys_close_together_far_apart_and_at_the_ends_of_the_range(
+    spark: Any, catalog: mor.Catalog, deleted: list[int | None]
+) -> None:
     """The JVM keeps one-column integer keys as a bitset over their range when they lie close
     together, else hashed: each form deletes exactly its keys, near the ends of the long range too."""
     schema = pa.schema([("k", pa.int64()), ("n", pa.int32())])
@@ -265,7 +269,9 @@ def test_schema_evolution(spark: Any, catalog: mor.Catalog) -> None:
             if f.name == "id":
                 continue
             if pa.types.is_struct(f.type):
-                data[f.name] = [{c.name: (i if pa.types.is_integer(c.type) else f"{c.name}{i}") for c in f.type} if i % 4 else None for i in ids]
+                data[f.name] = [
+                    {c.name: (i if pa.types.is_integer(c.type) else f"{c.name}{i}") for c in f.type} if i % 4 else None for i in ids
+                ]
             elif pa.types.is_integer(f.type):
                 data[f.name] = [i * 3 if i % 5 else None for i in ids]
             elif pa.types.is_floating(f.type):
@@ -314,7 +320,8 @@ def test_nested_types(spark: Any, catalog: mor.Catalog) -> None:
         pa.field("id", pa.int64(), nullable=False),
         ("tags", pa.list_(pa.string())),
         ("attrs", pa.map_(pa.string(), pa.int64())),
-        ("point", pa.struct([("x", pa.float64()), ("ys", pa.list_(pa.int32())), ("m", pa.map_(pa.string(), pa.struct([("q", pa.int32())])))])),
+        ("point", pa.struct([("x", pa.float64()), ("ys", pa.list_(pa.int32())),
+                             ("m", pa.map_(pa.string(), pa.struct([("q", pa.int32())])))])),
     ])  # fmt: skip
 
     def nested(ids: range) -> pa.Table:
@@ -341,7 +348,8 @@ def nested_after(ids: range) -> pa.Table:
         pa.field("id", pa.int64(), nullable=False),
         ("tags", pa.list_(pa.string())),
         ("attrs", pa.map_(pa.string(), pa.int64())),
-        ("point", pa.struct([("x2", pa.float64()), ("ys", pa.list_(pa.int64())), ("m", pa.map_(pa.string(), pa.struct([("q", pa.int32())]))), ("w", pa.string())])),
+        ("point", pa.struct([("x2", pa.float64()), ("ys", pa.list_(pa.int64())),
+                             ("m", pa.map_(pa.string(), pa.struct([("q", pa.int32())]))), ("w", pa.string())])),
     ])  # fmt: skip
     return pa.table({
         "id": list(ids),
@@ -431,7 +439,9 @@ def test_dml_target_rows_the_jvm_path_cannot_read_go_through_the_python_source(s
     from pyiceberg.schema import Schema
     from pyiceberg.types import LongType, NestedField, TimeType
 
-    table = catalog.create_table("db.times", schema=Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "t", TimeType())))
+    table = catalog.create_table(
+        "db.times", schema=Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "t", TimeType()))
+    )
     table.append(pa.table({"id": pa.array(range(6), pa.int64()), "t": pa.array([dt.time(1, i) for i in range(6)], pa.time64("us"))}))
     from pyspark.sql import functions as F
 

@@ -40,7 +40,9 @@ changes = st.one_of(
     text=st.sampled_from(FILTERS),
     keep_metrics=st.booleans(),
 )
-def test_distributed_plans_equal_local_plans(spark: Any, version: int, partitioned: bool, history: list[Any], text: str | None, keep_metrics: bool) -> None:
+def test_distributed_plans_equal_local_plans(
+    spark: Any, version: int, partitioned: bool, history: list[Any], text: str | None, keep_metrics: bool
+) -> None:
     with tempfile.TemporaryDirectory() as folder:
         catalog = mor.load_catalog(folder)
         table = catalog.create_table(
@@ -57,7 +59,9 @@ def test_distributed_plans_equal_local_plans(spark: Any, version: int, partition
         scan = table.scan(filter=text)
         local = planned_tasks(spark, scan, "local", keep_metrics)
         distributed = planned_tasks(spark, scan, "distributed", keep_metrics)
-        assert [(t.data_file, t.delete_files, t.residual) for t in distributed] == [(t.data_file, t.delete_files, t.residual) for t in local]
+        assert [(t.data_file, t.delete_files, t.residual) for t in distributed] == [
+            (t.data_file, t.delete_files, t.residual) for t in local
+        ]
         assert [t.data_file.data_sequence_number for t in distributed] == [t.data_file.data_sequence_number for t in local]
         assert [t.data_file.first_row_id for t in distributed] == [t.data_file.first_row_id for t in local]
 

@@ -6,24 +6,23 @@ same errors; a failed Spark job leaves the table and its folder as they were."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from foreign_writes import commit_as_another_engine
 from pyiceberg.expressions import In
 from pyiceberg.table import StaticTable as PyIcebergStaticTable
 from pyspark.errors import AnalysisException, PythonException
 from spark_helpers import SCHEMA, canonical, rows, source_rows
 
 import mor
-from foreign_writes import commit_as_another_engine
 from mor.io.fileio import to_local_path
-from mor.spark.functions import delete, update
 from mor.spark.dml_merge import DRIVER_SOURCE_CONF
-from mor.spark.functions import merge, upsert
+from mor.spark.functions import delete, merge, update, upsert
 
 FILE_PATH_ID, POS_ID = 2147483546, 2147483545
 
@@ -317,7 +316,7 @@ def test_a_concurrent_rewrite_of_a_touched_file_is_replanned_like_the_local_api(
     local_verb(stale["db.local"])
     spark_verb(spark, stale["db.spark"])
     assert live_rows(distributed) == live_rows(local)
-    soon = datetime.now(timezone.utc) + timedelta(seconds=5)  # every file not referenced, however young
+    soon = datetime.now(UTC) + timedelta(seconds=5)  # every file not referenced, however young
     assert distributed.remove_orphan_files(older_than=soon, dry_run=True) == []
 
 

@@ -9,13 +9,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 from spark_helpers import canonical, rows, source_rows
+from test_dml import MERGE_CLAUSES, MERGE_SOURCE, UPSERT_SOURCE, make_table
 
 import mor
 from mor.spark.dml import JOB_DESCRIPTION, job_description
-from mor.spark.functions import delete, update
 from mor.spark.dml_merge import DRIVER_SOURCE_CONF
-from mor.spark.functions import merge, upsert
-from test_dml import MERGE_CLAUSES, MERGE_SOURCE, UPSERT_SOURCE, make_table
+from mor.spark.functions import delete, merge, update, upsert
 
 VERBS = {
     "merge": (
@@ -148,7 +147,9 @@ def test_a_key_with_a_null_matches_no_row_on_either_path(spark: Any, catalog: mo
     assert source.column("category").to_pylist()[0] is None  # id 4's category is null in the table too
     merged, upserted = make_table(catalog, f"db.m_{path}", None), make_table(catalog, f"db.u_{path}", None)
     before = merged.scan().to_arrow()
-    merge(spark, merged, spark.createDataFrame(source), on=["id", "category"], path=path, when_matched_update="*", when_not_matched_insert="*")
+    merge(
+        spark, merged, spark.createDataFrame(source), on=["id", "category"], path=path, when_matched_update="*", when_not_matched_insert="*"
+    )
     upsert(spark, upserted, spark.createDataFrame(source), on=["id", "category"], path=path)
     expected = canonical(pa.concat_tables([before.filter(pc.field("id") != 5), source]))
     assert live_rows(merged) == expected

@@ -15,6 +15,7 @@ from spark_helpers import SCHEMA, build_history, canonical, rows, spark_rows
 
 import mor
 import mor.spark
+from mor.errors import CorruptMetadataError
 from mor.io.fileio import to_local_path
 
 
@@ -98,7 +99,7 @@ def test_by_name_and_time_travel(spark: Any, catalog: mor.Catalog, warehouse: An
     table.delete("id < 3")
     by_name = mor.spark.read_table(spark, "db.t", warehouse=str(warehouse))
     assert spark_rows(by_name) == canonical(table.scan().to_arrow())
-    old = mor.spark.read_table(spark, "db.t", warehouse=str(warehouse), as_of=dt.datetime.fromtimestamp(first.timestamp_ms / 1000, dt.timezone.utc))
+    old = mor.spark.read_table(spark, "db.t", warehouse=str(warehouse), as_of=dt.datetime.fromtimestamp(first.timestamp_ms / 1000, dt.UTC))
     assert [r[0] for r in spark_rows(old)] == list(range(10))
     assert spark_rows(mor.spark.read_table(spark, table.metadata_location)) == canonical(table.scan().to_arrow())
 
@@ -129,7 +130,7 @@ def test_missing_delete_free_file_is_an_error_not_missing_rows(spark: Any, catal
     table = catalog.create_table("db.t", schema=SCHEMA)
     table.append(rows(range(10)))
     os.remove(to_local_path(table.scan().plan_files()[0].data_file.file_path))
-    with pytest.raises(Exception):
+    with pytest.raises(CorruptMetadataError, match="data file .* is missing"):  # as the local reader says it
         mor.spark.read_table(spark, table).collect()
 
 

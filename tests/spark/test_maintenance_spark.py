@@ -8,8 +8,9 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -98,7 +99,10 @@ def test_compact_matches_the_local_verb(spark: Any, catalog: mor.Catalog, kwargs
         k: v for k, v in local.current_snapshot().summary.items() if "size" not in k
     }
     if kwargs["version"] == 3:  # rows keep their lineage
-        lineage = lambda t: canonical(t.scan(columns=["id", "_row_id", "_last_updated_sequence_number"]).to_arrow())
+
+        def lineage(t: mor.Table) -> Any:
+            return canonical(t.scan(columns=["id", "_row_id", "_last_updated_sequence_number"]).to_arrow())
+
         assert lineage(distributed) == lineage(local)
 
 
@@ -117,7 +121,7 @@ def test_dry_runs_change_nothing(spark: Any, catalog: mor.Catalog) -> None:
     before, files, metadata = table_rows(distributed), files_under(distributed), distributed.metadata_location
 
     got = compact(spark, distributed, min_input_files=2, dry_run=True)
-    orphans = remove_orphan_files(spark, distributed, older_than=dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1), dry_run=True)
+    orphans = remove_orphan_files(spark, distributed, older_than=dt.datetime.now(dt.UTC) + dt.timedelta(days=1), dry_run=True)
 
     assert got.dry_run and got.snapshot_id is None and got.rewritten_data_files > 0
     assert counts(got) == counts(local.compact(min_input_files=2, dry_run=True))
@@ -268,7 +272,7 @@ def test_orphan_listing_skips_links_as_locally(spark: Any, catalog: mor.Catalog,
     (outside / "precious.parquet").write_bytes(b"keep")
     link = Path(to_local_path(table.location)) / "data" / "link"
     link.symlink_to(outside, target_is_directory=True)
-    cutoff = dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1)
+    cutoff = dt.datetime.now(dt.UTC) + dt.timedelta(days=1)
 
     want = table.remove_orphan_files(older_than=cutoff, dry_run=True)
     got = remove_orphan_files(spark, table, older_than=cutoff)
@@ -298,11 +302,13 @@ def test_on_s3_orphans_and_compaction_match_the_local_verbs(spark: Any, s3_serve
     local, distributed = twins(catalog, version=2, partition_by=["category"])
     stray = {}
     for table in (local, distributed):
-        stray[table.identifier] = sorted(table.io.path(f"{table.location}/{p}") for p in ("data/stray.parquet", "data/category=a/x.avro", "metadata/y"))
+        stray[table.identifier] = sorted(
+            table.io.path(f"{table.location}/{p}") for p in ("data/stray.parquet", "data/category=a/x.avro", "metadata/y")
+        )
         for path in stray[table.identifier]:
             with table.io.open_output(path) as out:
                 out.write(b"orphan")
-    cutoff = dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1)  # objects are all new: take every one
+    cutoff = dt.datetime.now(dt.UTC) + dt.timedelta(days=1)  # objects are all new: take every one
 
     want = local.remove_orphan_files(older_than=cutoff, dry_run=True)
     got = remove_orphan_files(spark, distributed, older_than=cutoff)

@@ -140,7 +140,9 @@ def test_pushed_filters_keep_spark_semantics(catalog: mor.Catalog, read_mor: Any
     """Spark re-checks every pushed filter; nulls, NaN and NOT stay SQL-correct."""
     schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("x", pa.float64()), ("s", pa.string())])
     table = catalog.create_table("db.f", schema=schema)
-    table.append(pa.table({"id": [1, 2, 3, 4, 5], "x": [1.0, float("nan"), None, 5.0, -1.0], "s": ["a", None, "b", "ab", "c"]}, schema=schema))
+    table.append(
+        pa.table({"id": [1, 2, 3, 4, 5], "x": [1.0, float("nan"), None, 5.0, -1.0], "s": ["a", None, "b", "ab", "c"]}, schema=schema)
+    )
     df = read_mor("db.f")
     assert sorted(r.id for r in df.filter("x > 2").collect()) == [2, 4]  # Spark: NaN is larger than any number
     assert sorted(r.id for r in df.filter("s != 'a'").collect()) == [3, 4, 5]

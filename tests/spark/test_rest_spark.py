@@ -12,10 +12,10 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
+from servers.rest import RestServer, running_rest_server
 
 import mor
 import mor.spark
-from servers.rest import RestServer, running_rest_server
 
 TOKEN = "spark-rest-token"
 

@@ -43,7 +43,9 @@ def test_session_builds_a_ready_session_in_one_call(tmp_path: Path) -> None:
     env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p and Path(p).resolve() != Path(venv_bin).resolve())
     env["PATH"] = env["PATH"] or "/usr/bin:/bin"
     if not env.get("JAVA_HOME"):  # Spark 4 wants Java 17 or 21 (as conftest.py picks it)
-        env.update({"JAVA_HOME": str(j) for j in sorted(Path("/usr/lib/jvm").glob("*17*"))[:1] if (j / "bin" / "java").exists()})
+        for jdk in sorted(Path("/usr/lib/jvm").glob("*17*"))[:1]:
+            if (jdk / "bin" / "java").exists():
+                env["JAVA_HOME"] = str(jdk)
     done = subprocess.run([sys.executable, "-c", SCRIPT, str(warehouse)], capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stderr[-4000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])

@@ -58,9 +58,7 @@ def test_wall_clocks_follow_a_session_zone_that_is_not_utc(new_york_session: Any
     # tz: TIMESTAMP_NTZ (a wall clock) into a timestamptz column is that wall clock in New York (EDT, UTC-4).
     df = spark.sql("SELECT 1L AS id, TIMESTAMP '2024-05-06 07:08:09' AS ts, TIMESTAMP_NTZ '2024-05-06 07:08:09' AS tz")
     df.write.format("mor").option("warehouse", str(warehouse)).mode("append").save("db.t")
-    assert table.refresh().scan().to_arrow().to_pylist() == [
-        {"id": 1, "ts": wall, "tz": dt.datetime(2024, 5, 6, 11, 8, 9, tzinfo=dt.timezone.utc)}
-    ]
+    assert table.refresh().scan().to_arrow().to_pylist() == [{"id": 1, "ts": wall, "tz": dt.datetime(2024, 5, 6, 11, 8, 9, tzinfo=dt.UTC)}]
 
 
 def test_a_zone_less_time_in_a_condition_is_read_in_the_session_zone(new_york_session: Any, catalog: mor.Catalog, warehouse: Path) -> None:
@@ -70,7 +68,7 @@ def test_a_zone_less_time_in_a_condition_is_read_in_the_session_zone(new_york_se
 
     schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("ts", pa.timestamp("us", "UTC"))])
     table = catalog.create_table("db.t", schema=schema)
-    utc = dt.timezone.utc
+    utc = dt.UTC
     table.append(pa.table({"id": [1], "ts": [dt.datetime(2024, 5, 6, 2, 0, tzinfo=utc)]}, schema=schema))
     table.append(pa.table({"id": [2], "ts": [dt.datetime(2024, 5, 6, 5, 0, tzinfo=utc)]}, schema=schema))
     MorTable.for_name(new_york_session, "db.t", warehouse=str(warehouse)).delete("ts < '2024-05-06 00:00'")
@@ -157,18 +155,23 @@ def test_any_number_stores_into_any_number_column_as_locally(spark: Any, catalog
     naming it, and nothing is written."""
     import mor.spark
 
-    rows = {"id": pa.array([1, 2], pa.int64()), "qty": [1.5, 2.5], "price": pa.array([Decimal("1.00"), Decimal("2.00")], pa.decimal128(5, 2)), "k": pa.array([0, 0], pa.int32())}  # fmt: skip
+    rows = {"id": pa.array([1, 2], pa.int64()), "qty": [1.5, 2.5],
+            "price": pa.array([Decimal("1.00"), Decimal("2.00")], pa.decimal128(5, 2)), "k": pa.array([0, 0], pa.int32())}  # fmt: skip
     spark_table, local = (catalog.create_table(name, schema=NUMBERS) for name in ("db.spark", "db.local"))
     for t in (spark_table, local):
         t.append(pa.table(rows, schema=NUMBERS))
     mor.spark.update(spark, spark_table, {"qty": 7}, where="id = 1")
-    mor.spark.merge(spark, spark_table, spark.createDataFrame([(2, 9)], "id long, qty long"), on=["id"], when_matched_update={"qty": "source.qty"})
+    mor.spark.merge(
+        spark, spark_table, spark.createDataFrame([(2, 9)], "id long, qty long"), on=["id"], when_matched_update={"qty": "source.qty"}
+    )
     mor.spark.update(spark, spark_table, {"price": "price * 1.005"}, where="id = 2")
-    spark.createDataFrame([(3, -2.7, Decimal("9.99"), 2.9)], "id long, qty double, price decimal(5,2), k double").write.format("mor").option(
-        "warehouse", str(warehouse)
-    ).mode("append").save("db.spark")
+    spark.createDataFrame([(3, -2.7, Decimal("9.99"), 2.9)], "id long, qty double, price decimal(5,2), k double").write.format(
+        "mor"
+    ).option("warehouse", str(warehouse)).mode("append").save("db.spark")
     local.update({"qty": 7}, where="id = 1")
-    local.merge(pa.table({"id": pa.array([2], pa.int64()), "qty": pa.array([9], pa.int64())}), on=["id"], when_matched_update={"qty": "source.qty"})
+    local.merge(
+        pa.table({"id": pa.array([2], pa.int64()), "qty": pa.array([9], pa.int64())}), on=["id"], when_matched_update={"qty": "source.qty"}
+    )
     local.update({"price": "price * 1.005"}, where="id = 2")
     local.append(pa.table({"id": [3], "qty": [-2.7], "price": pa.array([Decimal("9.99")], pa.decimal128(5, 2)), "k": [2.9]}))
     expected = [
@@ -180,7 +183,7 @@ def test_any_number_stores_into_any_number_column_as_locally(spark: Any, catalog
         assert sorted(t.refresh().scan().to_arrow().to_pylist(), key=lambda r: r["id"]) == expected
     before = spark_table.current_snapshot()
     with pytest.raises(Exception, match=r"'k'.*1e\+10|1e\+10.*'k'|SchemaMismatchError"):
-        spark.createDataFrame([(4, 0.0, Decimal("0"), 1e10)], "id long, qty double, price decimal(5,2), k double").write.format("mor").option(
-            "warehouse", str(warehouse)
-        ).mode("append").save("db.spark")
+        spark.createDataFrame([(4, 0.0, Decimal("0"), 1e10)], "id long, qty double, price decimal(5,2), k double").write.format(
+            "mor"
+        ).option("warehouse", str(warehouse)).mode("append").save("db.spark")
     assert spark_table.refresh().current_snapshot() == before

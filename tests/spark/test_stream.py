@@ -167,11 +167,7 @@ def run_available_now(spark: Any, warehouse: Path, checkpoint: Path, out: list |
             batches.append(batch)
 
     query = (
-        reader.load(NAME)
-        .writeStream.foreachBatch(collect)
-        .option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True)
-        .start()
+        reader.load(NAME).writeStream.foreachBatch(collect).option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start()
     )
     query.awaitTermination()
     return batches
@@ -194,7 +190,9 @@ def test_each_appended_row_once_across_restarts(spark: Any, catalog: mor.Catalog
     assert run_available_now(spark, warehouse, checkpoint) == []
 
 
-def test_delete_and_overwrite_snapshots_stop_the_stream_unless_skipped(spark: Any, catalog: mor.Catalog, warehouse: Path, tmp_path: Path) -> None:
+def test_delete_and_overwrite_snapshots_stop_the_stream_unless_skipped(
+    spark: Any, catalog: mor.Catalog, warehouse: Path, tmp_path: Path
+) -> None:
     table = catalog.create_table(NAME, schema=SCHEMA)
     table.append(rows(range(0, 30)))
     table.delete("id < 5")

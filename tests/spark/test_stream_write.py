@@ -86,7 +86,9 @@ def test_complete_mode_replaces_the_rows_with_each_result(spark: Any, catalog: m
     assert [s.operation for s in table.snapshots()] == ["overwrite"] * 3  # one per micro-batch
 
 
-def test_an_app_id_option_keys_the_commits_and_a_version_option_is_refused(spark: Any, catalog: mor.Catalog, warehouse: Path, tmp_path: Path) -> None:
+def test_an_app_id_option_keys_the_commits_and_a_version_option_is_refused(
+    spark: Any, catalog: mor.Catalog, warehouse: Path, tmp_path: Path
+) -> None:
     source = tmp_path / "in"
     write_inputs(source, range(1))
     stream(spark, source, warehouse, tmp_path / "c1", txn_app_id="ingest").awaitTermination()
@@ -116,7 +118,9 @@ def _run_driver(source: Path, warehouse: Path, checkpoint: Path, fault: str | No
 
 
 @pytest.mark.parametrize("fault", ["files-written", "committed"], ids=["before-the-commit", "before-the-checkpoint"])
-def test_a_driver_killed_mid_batch_loses_nothing_and_writes_nothing_twice(catalog: mor.Catalog, warehouse: Path, tmp_path: Path, fault: str) -> None:
+def test_a_driver_killed_mid_batch_loses_nothing_and_writes_nothing_twice(
+    catalog: mor.Catalog, warehouse: Path, tmp_path: Path, fault: str
+) -> None:
     source, checkpoint = tmp_path / "in", tmp_path / "checkpoint"
     expected = write_inputs(source, range(3))
     assert _run_driver(source, warehouse, checkpoint, fault) != 0  # killed at the first batch's commit

@@ -72,9 +72,7 @@ def test_delete_and_update_change_the_rows_the_local_verbs_change(
 def test_merge_changes_the_rows_the_local_merge_changes(spark: Any, catalog: mor.Catalog, warehouse: Path, version: int) -> None:
     local, _ = twin_tables(catalog, version)
     source = source_rows(list(range(50, 130, 2)), n=1000)
-    local.merge(
-        source, on=["id"], when_matched_delete="source.id > 90", when_matched_update="*", when_not_matched_insert="*"
-    )
+    local.merge(source, on=["id"], when_matched_delete="source.id > 90", when_matched_update="*", when_not_matched_insert="*")
     (
         MorTable.for_name(spark, "db.spark", warehouse=str(warehouse))
         .alias("t")
@@ -94,9 +92,7 @@ def test_merge_changes_the_rows_the_local_merge_changes(spark: Any, catalog: mor
         assert len(set(new_ids)) == len(new_ids) and None not in new_ids
 
 
-def test_merge_tries_matched_clauses_in_order_and_inserts_given_values(
-    spark: Any, catalog: mor.Catalog, warehouse: Path
-) -> None:
+def test_merge_tries_matched_clauses_in_order_and_inserts_given_values(spark: Any, catalog: mor.Catalog, warehouse: Path) -> None:
     from pyspark.sql import functions as F
 
     table = catalog.create_table("db.t", pa.schema([("id", pa.int64()), ("v", pa.int64()), ("note", pa.string())]))

@@ -19,8 +19,7 @@ from mor.api.table import StaticTable
 from mor.format.spec import ManifestContent
 from mor.planning.planner import live_entries
 from mor.spark import read_table
-from mor.spark.functions import delete, update
-from mor.spark.functions import merge, upsert
+from mor.spark.functions import delete, merge, update, upsert
 
 LINEAGE = ["_row_id", "_last_updated_sequence_number"]
 V3_FIXTURES = sorted({s.table for s in JAVA_SNAPSHOTS if s.format_version >= 3})

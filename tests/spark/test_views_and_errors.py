@@ -81,9 +81,7 @@ def test_views_of_every_kind_of_table_read_the_live_rows(spark: Any, catalog: mo
     tables["kinds.equality"].delete_rows(pa.table({"id": [3, 4, 25]}))
     tables["kinds.vectors"].append(rows(range(30)))
     tables["kinds.vectors"].delete("id % 3 = 0")
-    tables["kinds.nested"].append(
-        pa.table({"id": [1, 2], "tags": [["a"], None], "addr": [{"city": "Oslo"}, None]}, schema=nested)
-    )
+    tables["kinds.nested"].append(pa.table({"id": [1, 2], "tags": [["a"], None], "addr": [{"city": "Oslo"}, None]}, schema=nested))
     tables["kinds.nested"].delete("addr.city = 'Oslo'")
     views = mor.spark.register_tables(spark, warehouse=str(warehouse), namespace="kinds")
     for identifier, table in tables.items():

@@ -22,11 +22,11 @@ from spark_helpers import canonical, spark_rows
 import mor
 from mor.catalog.sql import SqlCatalogStore
 from mor.errors import CommitConflictError, CommitStateUnknownError, InvalidArgumentError
+from mor.format.arrow_types import FIELD_ID_KEY, from_arrow_schema
 from mor.io.fileio import to_local_path
 from mor.spark.options import TableRef
 from mor.spark.types import spark_schema
 from mor.spark.write import MorCommitMessage, MorWriter
-from mor.format.arrow_types import FIELD_ID_KEY, from_arrow_schema
 from mor.write.partitioning import split_partition_terms
 
 DDL = "id long not null, category string, price decimal(10,2), day date, ts timestamp, ntz timestamp_ntz, note string"
@@ -41,7 +41,7 @@ ARROW = pa.schema(
         pa.field("note", pa.string()),
     ]
 )
-T0 = dt.datetime(2024, 2, 27, 21, 30, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2024, 2, 27, 21, 30, tzinfo=dt.UTC)
 # A one-partition DataFrame of DDL's columns, built by Spark (no driver-side rows).
 RANGE_COLUMNS = [
     "id",

@@ -21,13 +21,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from interop_tables import scenario_tables
 from java_fixtures import JAVA_SNAPSHOTS, to_json_rows
 from pyiceberg.expressions import In
 from pyiceberg.types import TimeType, UUIDType
+from spark35_env import ensure_spark35
 
 import mor
-from interop_tables import scenario_tables
-from spark35_env import ensure_spark35
 
 pytestmark = pytest.mark.spark
 pytest.importorskip("pyspark", reason="the expected Spark types come from mor.spark.types (mor[spark])")
@@ -57,7 +57,18 @@ def evolved(table: mor.Table) -> None:
     with table.update_schema() as update:
         update.rename_column("n", "n2").add_column("extra", pa.string()).drop_column("category")
     table.delete_rows(pa.table({"n2": pa.array([20, 21], pa.int64())}))
-    table.upsert(pa.table({"id": pa.array([30, 999], pa.int64()), "n2": pa.array([1, 2], pa.int64()), "ts": pa.array([None, None], pa.timestamp("us", tz="UTC")), "extra": ["x", None]}), on=["id"], strategy="equality")
+    table.upsert(
+        pa.table(
+            {
+                "id": pa.array([30, 999], pa.int64()),
+                "n2": pa.array([1, 2], pa.int64()),
+                "ts": pa.array([None, None], pa.timestamp("us", tz="UTC")),
+                "extra": ["x", None],
+            }
+        ),
+        on=["id"],
+        strategy="equality",
+    )
 
 
 def build_tables(catalog: mor.Catalog) -> list[mor.Table]:
@@ -114,7 +125,9 @@ def test_spark35_reads_every_snapshot_as_the_local_reader(tmp_path: Path, java_f
     requests = []
     for i, (table, snapshot_id) in enumerate(cases):
         columns = natively_typed_columns(table, snapshot_id)
-        requests.append({"metadata": table.metadata_location, "snapshot_id": snapshot_id, "columns": columns, "out": str(tmp_path / f"out-{i}")})
+        requests.append(
+            {"metadata": table.metadata_location, "snapshot_id": snapshot_id, "columns": columns, "out": str(tmp_path / f"out-{i}")}
+        )
     request_file = tmp_path / "requests.json"
     request_file.write_text(json.dumps(requests))
     done = subprocess.run(

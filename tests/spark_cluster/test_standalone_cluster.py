@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # for tests.servers
-from tests.servers.spark_cluster import SparkCluster, spark_cluster  # noqa: E402,F401  (the session fixture)
+from tests.servers.spark_cluster import SparkCluster, spark_cluster  # noqa: F401  (the session fixture)
 
 pytestmark = pytest.mark.spark
 

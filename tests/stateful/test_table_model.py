@@ -389,9 +389,7 @@ class TableModel(RuleBasedStateMachine):
     def update(self, set: Assignment, where: Pred, mode: str | None) -> None:
         new = [set.apply(r) if where.test(r) is True else r for r in self.model]
         # An updated row keeps its id and takes the commit's sequence number.
-        self.expect_lineage = lambda before, seq: [
-            {**set.apply(r), LAST_UPDATED: seq} if where.test(r) is True else r for r in before
-        ]
+        self.expect_lineage = lambda before, seq: [{**set.apply(r), LAST_UPDATED: seq} if where.test(r) is True else r for r in before]
         snapshot = self.table.update(set.set, where=where.text, mode=mode)
         self._expect(snapshot, new, changed=bool(where.rows(self.model)), mode=self._mode(mode, "write.update.mode"))
 
@@ -644,7 +642,9 @@ def _kept_or_written(before: list[Row], after: list[Row], seq: int, next_id: int
         assert r[ROW_ID] in old_ids or r[ROW_ID] >= next_id, (r, next_id)
 
 
-def _upsert_lineage(before: list[Row], after: list[Row], seq: int, next_id: int, source: list[Row], on: Sequence[str], strategy: str) -> None:
+def _upsert_lineage(
+    before: list[Row], after: list[Row], seq: int, next_id: int, source: list[Row], on: Sequence[str], strategy: str
+) -> None:
     """UPSERT by position: a source row that replaces exactly one row keeps that row's id. By
     equality: the replaced rows' new versions are new rows (the spec: lineage is not kept
     through equality deletes)."""

@@ -348,9 +348,7 @@ def test_cli_scan_shows_its_bar_only_when_the_rows_go_elsewhere(
     assert capsys.readouterr().err == ""
 
 
-def test_cli_prints_no_progress_without_a_terminal(
-    catalog: mor.Catalog, warehouse: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_cli_prints_no_progress_without_a_terminal(catalog: mor.Catalog, warehouse: Path, capsys: pytest.CaptureFixture[str]) -> None:
     new_table(catalog, range(0, 10))
     for argv in (["delete", "--where", "id = 3"], ["update", "--set", "name='x'", "--where", "id = 4"], ["scan"]):
         assert main([argv[0], "db.t", "--warehouse", str(warehouse), *argv[1:]]) == 0
@@ -389,4 +387,3 @@ def test_importing_progress_imports_neither_rich_nor_pandas() -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO, env=env)
     assert out.stdout.strip() == "[]"
-

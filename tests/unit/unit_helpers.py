@@ -149,13 +149,9 @@ def raw_entries(manifest_list: str) -> list[RawEntry]:
                     manifest=m,
                     status=r["status"],
                     snapshot_id=r["snapshot_id"] if r["snapshot_id"] is not None else m["added_snapshot_id"],
-                    data_sequence_number=(
-                        m["sequence_number"] if inherit and r["sequence_number"] is None else r["sequence_number"]
-                    ),
+                    data_sequence_number=(m["sequence_number"] if inherit and r["sequence_number"] is None else r["sequence_number"]),
                     file_sequence_number=(
-                        m["sequence_number"]
-                        if inherit and r["file_sequence_number"] is None
-                        else r["file_sequence_number"]
+                        m["sequence_number"] if inherit and r["file_sequence_number"] is None else r["file_sequence_number"]
                     ),
                     data_file=r["data_file"],
                 )

@@ -172,7 +172,9 @@ def test_a_stream_of_batches_takes_the_schema_of_its_first_batch(table: mor.Tabl
 def test_merge_into_a_partitioned_table(catalog: mor.Catalog) -> None:
     t = catalog.create_table("db.p", schema=BASE, partition_by=["bucket(4, n)", "truncate(2, name)"])
     t.append(rows([0, 1, 2]))
-    t.append(rows([3, 4]).set_column(1, "n", pa.array([30, 40], pa.int64())).append_column("extra", pa.array(["x", "y"])), schema_mode="merge")
+    t.append(
+        rows([3, 4]).set_column(1, "n", pa.array([30, 40], pa.int64())).append_column("extra", pa.array(["x", "y"])), schema_mode="merge"
+    )
     assert [(r["n"], r["extra"]) for r in read(t)] == [(0, None), (10, None), (20, None), (30, "x"), (40, "y")]
     assert [r["id"] for r in t.scan(filter="n = 30").to_arrow().to_pylist()] == [3]
 

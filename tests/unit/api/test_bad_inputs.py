@@ -82,7 +82,9 @@ def raises(error: type[Exception], *fragments: str) -> Callable[[Callable[[], An
 
 BAD_CREATES = [
     pytest.param({"partition_by": ["nope"]}, mor.InvalidArgumentError, ["'nope'", "no column"], id="partition-unknown-column"),
-    pytest.param({"partition_by": ["bucket(16, nope)"]}, mor.InvalidArgumentError, ["bucket(16, nope)", "'nope'"], id="bucket-unknown-column"),
+    pytest.param(
+        {"partition_by": ["bucket(16, nope)"]}, mor.InvalidArgumentError, ["bucket(16, nope)", "'nope'"], id="bucket-unknown-column"
+    ),
     pytest.param({"partition_by": ["bucket(x, id)"]}, mor.InvalidArgumentError, ["bucket(x, id)", "'x'"], id="bucket-count-not-a-number"),
     pytest.param({"partition_by": ["bucket(0, id)"]}, mor.InvalidArgumentError, ["bucket(0, id)", "at least 1"], id="bucket-zero"),
     pytest.param({"partition_by": ["truncate(0, name)"]}, mor.InvalidArgumentError, ["truncate(0, name)"], id="truncate-zero"),
@@ -99,15 +101,47 @@ BAD_CREATES = [
     pytest.param({"schema": {"id": "long"}}, mor.InvalidArgumentError, ["schema", "dict"], id="schema-a-dict"),
     pytest.param({"schema": pa.schema([])}, mor.SchemaMismatchError, ["at least one column"], id="schema-empty"),
     pytest.param({"schema": Schema()}, mor.SchemaMismatchError, ["at least one column"], id="iceberg-schema-empty"),
-    pytest.param({"schema": pa.schema([("a", pa.int64()), ("a", pa.string())])}, mor.SchemaMismatchError, ["'a'", "twice"], id="schema-duplicate-column"),
-    pytest.param({"schema": pa.schema([("s", pa.struct([("x", pa.int32()), ("x", pa.int32())]))])}, mor.SchemaMismatchError, ["'s.x'", "twice"], id="schema-duplicate-nested"),
+    pytest.param(
+        {"schema": pa.schema([("a", pa.int64()), ("a", pa.string())])},
+        mor.SchemaMismatchError,
+        ["'a'", "twice"],
+        id="schema-duplicate-column",
+    ),
+    pytest.param(
+        {"schema": pa.schema([("s", pa.struct([("x", pa.int32()), ("x", pa.int32())]))])},
+        mor.SchemaMismatchError,
+        ["'s.x'", "twice"],
+        id="schema-duplicate-nested",
+    ),
     pytest.param({"schema": pa.schema([("", pa.int64())])}, mor.SchemaMismatchError, ["empty"], id="schema-empty-column-name"),
     pytest.param({"schema": pa.schema([("a", pa.uint64())])}, mor.SchemaMismatchError, ["uint64"], id="schema-unsupported-type"),
-    pytest.param({"properties": {"commit.retry.num-retries": 3}}, mor.InvalidArgumentError, ["commit.retry.num-retries", "string"], id="property-not-a-string"),
-    pytest.param({"properties": {"write.delete.mode": "foo"}}, mor.InvalidArgumentError, ["write.delete.mode", "'foo'", "merge-on-read"], id="property-unknown-mode"),
-    pytest.param({"properties": {"write.update.isolation-level": "chaos"}}, mor.InvalidArgumentError, ["write.update.isolation-level", "'chaos'"], id="property-unknown-isolation"),
-    pytest.param({"properties": {"commit.retry.total-timeout-ms": "soon"}}, mor.InvalidArgumentError, ["commit.retry.total-timeout-ms", "'soon'"], id="property-not-a-number"),
-    pytest.param({"properties": [("write.delete.mode", "copy-on-write")]}, mor.InvalidArgumentError, ["properties", "list"], id="properties-a-list"),
+    pytest.param(
+        {"properties": {"commit.retry.num-retries": 3}},
+        mor.InvalidArgumentError,
+        ["commit.retry.num-retries", "string"],
+        id="property-not-a-string",
+    ),
+    pytest.param(
+        {"properties": {"write.delete.mode": "foo"}},
+        mor.InvalidArgumentError,
+        ["write.delete.mode", "'foo'", "merge-on-read"],
+        id="property-unknown-mode",
+    ),
+    pytest.param(
+        {"properties": {"write.update.isolation-level": "chaos"}},
+        mor.InvalidArgumentError,
+        ["write.update.isolation-level", "'chaos'"],
+        id="property-unknown-isolation",
+    ),
+    pytest.param(
+        {"properties": {"commit.retry.total-timeout-ms": "soon"}},
+        mor.InvalidArgumentError,
+        ["commit.retry.total-timeout-ms", "'soon'"],
+        id="property-not-a-number",
+    ),
+    pytest.param(
+        {"properties": [("write.delete.mode", "copy-on-write")]}, mor.InvalidArgumentError, ["properties", "list"], id="properties-a-list"
+    ),
     pytest.param({"location": "s3://bucket/t"}, mor.UnsupportedFeatureError, ["s3://bucket/t"], id="location-object-store"),
     pytest.param({"location": "file:relative/t"}, mor.InvalidArgumentError, ["file:relative/t", "absolute"], id="location-relative-uri"),
     pytest.param({"location": 5}, mor.InvalidArgumentError, ["location"], id="location-not-a-string"),
@@ -264,10 +298,17 @@ BAD_SCANS = [
     pytest.param({"snapshot_id": "12345"}, mor.InvalidArgumentError, ["snapshot_id", "str"], id="snapshot-id-a-string"),
     pytest.param({"snapshot_id": 1.5}, mor.InvalidArgumentError, ["snapshot_id", "float"], id="snapshot-id-a-float"),
     pytest.param({"snapshot_id": True}, mor.InvalidArgumentError, ["snapshot_id", "bool"], id="snapshot-id-a-bool"),
-    pytest.param({"as_of": dt.datetime(2000, 1, 1)}, mor.NoSuchSnapshotError, ["2000-01-01", "first snapshot"], id="as-of-before-the-first"),
+    pytest.param(
+        {"as_of": dt.datetime(2000, 1, 1)}, mor.NoSuchSnapshotError, ["2000-01-01", "first snapshot"], id="as-of-before-the-first"
+    ),
     pytest.param({"as_of": 5}, mor.NoSuchSnapshotError, ["first snapshot"], id="as-of-ms-before-the-first"),
     pytest.param({"as_of": "2000-01-01"}, mor.NoSuchSnapshotError, ["2000-01-01", "first snapshot"], id="as-of-text-before-the-first"),
-    pytest.param({"as_of": "last tuesday"}, mor.InvalidArgumentError, ["as_of", "not a point in time", "current_timestamp - interval 1 hour"], id="as-of-not-a-time"),
+    pytest.param(
+        {"as_of": "last tuesday"},
+        mor.InvalidArgumentError,
+        ["as_of", "not a point in time", "current_timestamp - interval 1 hour"],
+        id="as-of-not-a-time",
+    ),
     pytest.param({"as_of": dt.date(2000, 1, 1)}, mor.NoSuchSnapshotError, ["2000-01-01"], id="as-of-a-date-before-the-first"),
     pytest.param({"as_of": 1.7e12}, mor.InvalidArgumentError, ["as_of", "float"], id="as-of-a-float"),
     pytest.param({"as_of": 1, "snapshot_id": 1}, mor.InvalidArgumentError, ["not both"], id="both"),
@@ -301,12 +342,26 @@ BAD_DML = [
     pytest.param(lambda t: t.update({1: "'x'"}, where="id = 1"), mor.InvalidArgumentError, ["[1]"], id="update-set-column-not-a-string"),
     pytest.param(lambda t: t.update({"nope": 1}, where="id = 1"), mor.SchemaMismatchError, ["'nope'"], id="update-unknown-column"),
     pytest.param(lambda t: t.update({"Name": "'x'"}, where="id = 1"), mor.SchemaMismatchError, ["'Name'"], id="update-wrong-case"),
-    pytest.param(lambda t: t.update({"id": "'x'"}, where="id = 1"), mor.SchemaMismatchError, ["'x'", "int64"], id="update-value-wrong-type"),
+    pytest.param(
+        lambda t: t.update({"id": "'x'"}, where="id = 1"), mor.SchemaMismatchError, ["'x'", "int64"], id="update-value-wrong-type"
+    ),
     pytest.param(lambda t: t.update({"id": 2**70}, where="id = 1"), mor.SchemaMismatchError, ["int64"], id="update-value-overflows"),
-    pytest.param(lambda t: t.update({"id": pc.field("name")}, where="id = 1"), mor.SchemaMismatchError, ["'id'", "string"], id="update-expression-wrong-type"),
-    pytest.param(lambda t: t.update({"name": pc.field("nope")}, where="id = 1"), mor.SchemaMismatchError, ["'nope'", "name"], id="update-expression-unknown-column"),
+    pytest.param(
+        lambda t: t.update({"id": pc.field("name")}, where="id = 1"),
+        mor.SchemaMismatchError,
+        ["'id'", "string"],
+        id="update-expression-wrong-type",
+    ),
+    pytest.param(
+        lambda t: t.update({"name": pc.field("nope")}, where="id = 1"),
+        mor.SchemaMismatchError,
+        ["'nope'", "name"],
+        id="update-expression-unknown-column",
+    ),
     pytest.param(lambda t: t.update({"id": None}, where="id = 1"), mor.SchemaMismatchError, ["'id'", "null"], id="update-required-to-null"),
-    pytest.param(lambda t: t.update({"name": "'x'"}, where="id = 1", mode="fast"), mor.InvalidArgumentError, ["'fast'"], id="update-unknown-mode"),
+    pytest.param(
+        lambda t: t.update({"name": "'x'"}, where="id = 1", mode="fast"), mor.InvalidArgumentError, ["'fast'"], id="update-unknown-mode"
+    ),
     # UPSERT ... ON
     pytest.param(lambda t: t.upsert(ROWS, on="id"), mor.InvalidArgumentError, ["'id'", "list"], id="upsert-on-a-string"),
     pytest.param(lambda t: t.upsert(ROWS, on=[]), mor.InvalidArgumentError, ["non-empty"], id="upsert-on-empty"),
@@ -315,37 +370,129 @@ BAD_DML = [
     pytest.param(lambda t: t.upsert(ROWS, on=["id", "id"]), mor.InvalidArgumentError, ["repeat", "'id'"], id="upsert-on-repeated"),
     pytest.param(lambda t: t.upsert(ROWS, on=["value"]), mor.SchemaMismatchError, ["'value'", "double"], id="upsert-on-a-double"),
     pytest.param(lambda t: t.upsert({"id": [1]}, on=["id"]), mor.SchemaMismatchError, ["pyarrow Table", "dict"], id="upsert-rows-a-dict"),
-    pytest.param(lambda t: t.upsert(ROWS.to_pylist(), on=["id"]), mor.SchemaMismatchError, ["RecordBatches", "dict"], id="upsert-rows-a-list-of-dicts"),
-    pytest.param(lambda t: t.upsert(ROWS.drop_columns(["name"]), on=["id"]), mor.SchemaMismatchError, ["missing ['name']"], id="upsert-rows-lack-a-column"),
+    pytest.param(
+        lambda t: t.upsert(ROWS.to_pylist(), on=["id"]),
+        mor.SchemaMismatchError,
+        ["RecordBatches", "dict"],
+        id="upsert-rows-a-list-of-dicts",
+    ),
+    pytest.param(
+        lambda t: t.upsert(ROWS.drop_columns(["name"]), on=["id"]),
+        mor.SchemaMismatchError,
+        ["missing ['name']"],
+        id="upsert-rows-lack-a-column",
+    ),
     pytest.param(lambda t: t.upsert(make_rows([1, 1]), on=["id"]), mor.DuplicateKeyError, ["['id']"], id="upsert-repeated-key"),
-    pytest.param(lambda t: t.upsert(ROWS, on=["id"], strategy="magic"), mor.InvalidArgumentError, ["'magic'"], id="upsert-unknown-strategy"),
+    pytest.param(
+        lambda t: t.upsert(ROWS, on=["id"], strategy="magic"), mor.InvalidArgumentError, ["'magic'"], id="upsert-unknown-strategy"
+    ),
     # MERGE
-    pytest.param(lambda t: t.merge(ROWS, on=["nope"], when_matched_update="*"), mor.SchemaMismatchError, ["'nope'"], id="merge-on-unknown-column"),
+    pytest.param(
+        lambda t: t.merge(ROWS, on=["nope"], when_matched_update="*"), mor.SchemaMismatchError, ["'nope'"], id="merge-on-unknown-column"
+    ),
     pytest.param(lambda t: t.merge(ROWS, on=[1], when_matched_update="*"), mor.InvalidArgumentError, ["[1]"], id="merge-on-not-a-string"),
-    pytest.param(lambda t: t.merge(ROWS.drop_columns(["id"]), on=["id"], when_matched_update={"name": "'x'"}), mor.SchemaMismatchError, ["['id']"], id="merge-source-lacks-key"),
-    pytest.param(lambda t: t.merge({"id": [1]}, on=["id"], when_matched_update="*"), mor.SchemaMismatchError, ["dict"], id="merge-source-a-dict"),
+    pytest.param(
+        lambda t: t.merge(ROWS.drop_columns(["id"]), on=["id"], when_matched_update={"name": "'x'"}),
+        mor.SchemaMismatchError,
+        ["['id']"],
+        id="merge-source-lacks-key",
+    ),
+    pytest.param(
+        lambda t: t.merge({"id": [1]}, on=["id"], when_matched_update="*"), mor.SchemaMismatchError, ["dict"], id="merge-source-a-dict"
+    ),
     pytest.param(lambda t: t.merge(ROWS, on=["id"]), mor.InvalidArgumentError, ["at least one clause"], id="merge-no-clause"),
-    pytest.param(lambda t: t.merge(ROWS, on=["id"], when_matched_update="all"), mor.InvalidArgumentError, ["when_matched_update", "'all'"], id="merge-clause-bad-string"),
-    pytest.param(lambda t: t.merge(ROWS, on=["id"], when_not_matched_insert={1: "'x'"}), mor.InvalidArgumentError, ["when_not_matched_insert", "[1]"], id="merge-clause-column-not-a-string"),
-    pytest.param(lambda t: t.merge(ROWS, on=["id"], when_matched_update={"nope": 1}), mor.SchemaMismatchError, ["'nope'"], id="merge-clause-unknown-column"),
-    pytest.param(lambda t: t.merge(ROWS, on=["id"], when_matched_delete=5), mor.InvalidArgumentError, ["when_matched_delete", "5"], id="merge-delete-a-number"),
-    pytest.param(lambda t: t.merge(ROWS, on=["id"], when_matched_update="*", when_matched_update_if=1), mor.InvalidArgumentError, ["when_matched_update_if"], id="merge-condition-a-number"),
-    pytest.param(lambda t: t.merge(ROWS, on=["id"], when_matched_update="*", when_matched_update_if="source.nope > 1"), mor.InvalidFilterError, ["WHEN MATCHED UPDATE", "'source.nope'"], id="merge-condition-text-unknown-column"),
-    pytest.param(lambda t: t.merge(ROWS, on=["id"], when_matched_delete="id >"), mor.InvalidFilterError, ["WHEN MATCHED DELETE", "^"], id="merge-condition-text-unparsable"),
-    pytest.param(lambda t: t.merge(ROWS, on=["id"], when_matched_update={"name": pc.field("source.nope")}), mor.SchemaMismatchError, ["'source.nope'"], id="merge-expression-unknown-column"),
-    pytest.param(lambda t: t.merge(ROWS, on=["id"], when_matched_update="*", when_matched_update_if=pc.field("id")), mor.SchemaMismatchError, ["not boolean"], id="merge-condition-not-boolean"),
+    pytest.param(
+        lambda t: t.merge(ROWS, on=["id"], when_matched_update="all"),
+        mor.InvalidArgumentError,
+        ["when_matched_update", "'all'"],
+        id="merge-clause-bad-string",
+    ),
+    pytest.param(
+        lambda t: t.merge(ROWS, on=["id"], when_not_matched_insert={1: "'x'"}),
+        mor.InvalidArgumentError,
+        ["when_not_matched_insert", "[1]"],
+        id="merge-clause-column-not-a-string",
+    ),
+    pytest.param(
+        lambda t: t.merge(ROWS, on=["id"], when_matched_update={"nope": 1}),
+        mor.SchemaMismatchError,
+        ["'nope'"],
+        id="merge-clause-unknown-column",
+    ),
+    pytest.param(
+        lambda t: t.merge(ROWS, on=["id"], when_matched_delete=5),
+        mor.InvalidArgumentError,
+        ["when_matched_delete", "5"],
+        id="merge-delete-a-number",
+    ),
+    pytest.param(
+        lambda t: t.merge(ROWS, on=["id"], when_matched_update="*", when_matched_update_if=1),
+        mor.InvalidArgumentError,
+        ["when_matched_update_if"],
+        id="merge-condition-a-number",
+    ),
+    pytest.param(
+        lambda t: t.merge(ROWS, on=["id"], when_matched_update="*", when_matched_update_if="source.nope > 1"),
+        mor.InvalidFilterError,
+        ["WHEN MATCHED UPDATE", "'source.nope'"],
+        id="merge-condition-text-unknown-column",
+    ),
+    pytest.param(
+        lambda t: t.merge(ROWS, on=["id"], when_matched_delete="id >"),
+        mor.InvalidFilterError,
+        ["WHEN MATCHED DELETE", "^"],
+        id="merge-condition-text-unparsable",
+    ),
+    pytest.param(
+        lambda t: t.merge(ROWS, on=["id"], when_matched_update={"name": pc.field("source.nope")}),
+        mor.SchemaMismatchError,
+        ["'source.nope'"],
+        id="merge-expression-unknown-column",
+    ),
+    pytest.param(
+        lambda t: t.merge(ROWS, on=["id"], when_matched_update="*", when_matched_update_if=pc.field("id")),
+        mor.SchemaMismatchError,
+        ["not boolean"],
+        id="merge-condition-not-boolean",
+    ),
     # delete_rows
     pytest.param(lambda t: t.delete_rows({"id": [1]}), mor.SchemaMismatchError, ["pyarrow Table", "dict"], id="delete-rows-a-dict"),
     pytest.param(lambda t: t.delete_rows(pa.table({})), mor.InvalidArgumentError, ["no columns"], id="delete-rows-no-columns"),
     pytest.param(lambda t: t.delete_rows(pa.table({"nope": [1]})), mor.SchemaMismatchError, ["'nope'"], id="delete-rows-unknown-column"),
-    pytest.param(lambda t: t.delete_rows(pa.table({"value": [1.0]})), mor.SchemaMismatchError, ["'value'", "double"], id="delete-rows-double-key"),
-    pytest.param(lambda t: t.delete_rows(pa.table({"id": ["1"]})), mor.SchemaMismatchError, ["'id'", "string"], id="delete-rows-wrong-type"),
+    pytest.param(
+        lambda t: t.delete_rows(pa.table({"value": [1.0]})), mor.SchemaMismatchError, ["'value'", "double"], id="delete-rows-double-key"
+    ),
+    pytest.param(
+        lambda t: t.delete_rows(pa.table({"id": ["1"]})), mor.SchemaMismatchError, ["'id'", "string"], id="delete-rows-wrong-type"
+    ),
     # append
-    pytest.param(lambda t: t.append(ROWS.drop_columns(["name"])), mor.SchemaMismatchError, ["missing ['name']"], id="append-missing-column"),
-    pytest.param(lambda t: t.append(ROWS.append_column("extra", pa.array([1, 2, 3]))), mor.SchemaMismatchError, ["unexpected ['extra']"], id="append-extra-column"),
-    pytest.param(lambda t: t.append(ROWS.set_column(3, "value", pa.array(["a", "b", "c"]))), mor.SchemaMismatchError, ["'value'", "string", "double"], id="append-incompatible-type"),
-    pytest.param(lambda t: t.append(ROWS.set_column(0, pa.field("id", pa.int64()), pa.array([1, None, 3]))), mor.SchemaMismatchError, ["'id'", "1 nulls"], id="append-null-in-required"),
-    pytest.param(lambda t: t.append(ROWS.rename_columns(["ID", "category", "name", "value"])), mor.SchemaMismatchError, ["'ID' is spelled 'id'"], id="append-wrong-case"),
+    pytest.param(
+        lambda t: t.append(ROWS.drop_columns(["name"])), mor.SchemaMismatchError, ["missing ['name']"], id="append-missing-column"
+    ),
+    pytest.param(
+        lambda t: t.append(ROWS.append_column("extra", pa.array([1, 2, 3]))),
+        mor.SchemaMismatchError,
+        ["unexpected ['extra']"],
+        id="append-extra-column",
+    ),
+    pytest.param(
+        lambda t: t.append(ROWS.set_column(3, "value", pa.array(["a", "b", "c"]))),
+        mor.SchemaMismatchError,
+        ["'value'", "string", "double"],
+        id="append-incompatible-type",
+    ),
+    pytest.param(
+        lambda t: t.append(ROWS.set_column(0, pa.field("id", pa.int64()), pa.array([1, None, 3]))),
+        mor.SchemaMismatchError,
+        ["'id'", "1 nulls"],
+        id="append-null-in-required",
+    ),
+    pytest.param(
+        lambda t: t.append(ROWS.rename_columns(["ID", "category", "name", "value"])),
+        mor.SchemaMismatchError,
+        ["'ID' is spelled 'id'"],
+        id="append-wrong-case",
+    ),
     pytest.param(lambda t: t.append({"id": [1]}), mor.SchemaMismatchError, ["dict"], id="append-a-dict"),
 ]
 

@@ -103,8 +103,13 @@ def test_columns_filter_and_net_changes(table: mor.Table) -> None:
     )
     net = table.changes(from_snapshot_id=first, on=["id"], net_changes=True).to_arrow()
     assert feed(net) == Counter(
-        {("DELETE", 1, "v1"): 1, ("UPDATE_BEFORE", 3, "v3"): 1, ("UPDATE_AFTER", 3, "x"): 1,
-         ("UPDATE_BEFORE", 4, "v4"): 1, ("UPDATE_AFTER", 4, "x"): 1}
+        {
+            ("DELETE", 1, "v1"): 1,
+            ("UPDATE_BEFORE", 3, "v3"): 1,
+            ("UPDATE_AFTER", 3, "x"): 1,
+            ("UPDATE_BEFORE", 4, "v4"): 1,
+            ("UPDATE_AFTER", 4, "x"): 1,
+        }
     )
     batches = list(table.changes(from_snapshot_id=first).to_batches())
     assert sum(b.num_rows for b in batches) == table.changes(from_snapshot_id=first).to_arrow().num_rows
@@ -117,7 +122,7 @@ def test_by_timestamp(table: mor.Table) -> None:
     assert feed(table.changes(from_timestamp=first.timestamp_ms, to_timestamp=second.timestamp_ms).to_arrow()) == Counter(
         {("INSERT", 2, "v2"): 1}
     )
-    before = dt.datetime.fromtimestamp(first.timestamp_ms / 1000 - 60, dt.timezone.utc)
+    before = dt.datetime.fromtimestamp(first.timestamp_ms / 1000 - 60, dt.UTC)
     assert feed(table.changes(from_timestamp=before).to_arrow()) == Counter({("INSERT", 1, "v1"): 1, ("INSERT", 2, "v2"): 1})
 
 

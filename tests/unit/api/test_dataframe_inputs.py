@@ -6,11 +6,11 @@ the column and a value, with the table left as it was."""
 from __future__ import annotations
 
 import datetime as dt
-from decimal import Decimal
 import subprocess
 import sys
 import textwrap
 from collections.abc import Callable
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ import mor
 pd = pytest.importorskip("pandas")
 pl = pytest.importorskip("polars")
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 TYPED = pa.schema(
     [
@@ -177,9 +177,7 @@ def test_appending_pyarrow_data_imports_neither_pandas_nor_polars(tmp_path: Path
     converts Python objects (`pa.array([1])`, `pa.table({...})`, `pa.scalar`) and in
     `ChunkedArray.to_numpy` (which key matching uses), so the child process reads its rows from
     an Arrow IPC file, and pandas is asserted absent after append, scan and count only."""
-    rows = pa.table(
-        {"id": pa.array([1, 2], pa.int64()), "small": pa.array([3, 4], pa.int64()), "name": ["a", None], "x": [0.5, 1.0]}
-    )
+    rows = pa.table({"id": pa.array([1, 2], pa.int64()), "small": pa.array([3, 4], pa.int64()), "name": ["a", None], "x": [0.5, 1.0]})
     with pa.ipc.new_file(tmp_path / "rows.arrow", rows.schema) as writer:
         writer.write_table(rows)
     script = textwrap.dedent(
@@ -248,9 +246,7 @@ def _rows(n: pa.Array, ts: pa.Array | None = None, s: pa.Array | None = None) ->
         # Spark's ANSI store assignment: a fraction is dropped toward zero, as its cast does
         pytest.param(_rows(pa.array([3.5, -2.7, 2.9999], pa.float64())), [3, -2, 2], None, id="fractional-floats-truncate"),
         pytest.param(_rows(pa.array([1.5], pa.float32())), [1], None, id="float32-fractional-truncates"),
-        pytest.param(
-            _rows(pa.array([Decimal("7.9"), Decimal("-7.9")], pa.decimal128(3, 1))), [7, -7], None, id="decimals-truncate"
-        ),
+        pytest.param(_rows(pa.array([Decimal("7.9"), Decimal("-7.9")], pa.decimal128(3, 1))), [7, -7], None, id="decimals-truncate"),
         pytest.param(
             _rows(pa.array([1, 2], pa.int64()), ts=pa.array([1_000, 2_000_000], pa.timestamp("ns"))),
             [1, 2],
@@ -283,9 +279,7 @@ def test_narrowing_is_taken_when_every_value_fits(narrow: mor.Table, data: pa.Ta
             id="nanoseconds-with-a-finer-part",
         ),
         pytest.param(_rows(pa.array([2.0**40 + 0.5], pa.float64())), ["'n'", "1.0995116277765e+12"], id="fraction-out-of-range"),
-        pytest.param(
-            _rows(pa.array([Decimal("99999999999.5")], pa.decimal128(12, 1))), ["'n'", "99999999999"], id="decimal-out-of-range"
-        ),
+        pytest.param(_rows(pa.array([Decimal("99999999999.5")], pa.decimal128(12, 1))), ["'n'", "99999999999"], id="decimal-out-of-range"),
         pytest.param(_rows(pa.array(["1"])), ["'n'", "string", "int32"], id="text-stays-refused"),
         pytest.param(
             _rows(pa.array([1], pa.int32()), ts=pa.array([dt.date(2025, 1, 1)], pa.date32())), ["'ts'", "date32"], id="date-stays-refused"
@@ -433,7 +427,9 @@ def test_a_literal_stores_as_the_same_value_appended_would(catalog: mor.Catalog)
     2.7 into an int is 2; a value out of range is refused by name either way."""
     schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("d", pa.decimal128(10, 2)), pa.field("i", pa.int32())])
     updated, appended = (catalog.create_table(f"db.{n}", schema=schema) for n in ("updated", "appended"))
-    updated.append(pa.table({"id": [1], "d": pa.array([Decimal("0")], pa.decimal128(10, 2)), "i": pa.array([0], pa.int32())}, schema=schema))
+    updated.append(
+        pa.table({"id": [1], "d": pa.array([Decimal("0")], pa.decimal128(10, 2)), "i": pa.array([0], pa.int32())}, schema=schema)
+    )
     updated.update({"d": Decimal("1.005"), "i": 2.7}, where="id = 1")
     appended.append(pa.table({"id": [1], "d": pa.array([Decimal("1.005")], pa.decimal128(10, 3)), "i": [2.7]}))
     assert table_rows_of(updated) == table_rows_of(appended) == [{"id": 1, "d": Decimal("1.01"), "i": 2}]

@@ -442,4 +442,3 @@ def test_key_types_are_checked_before_writing_even_when_no_keys(make_table: Make
     with pytest.raises(mor.SchemaMismatchError):
         table.delete_rows(pa.table({"nope": pa.array([], pa.int64())}))
     state.assert_unchanged()
-

@@ -184,7 +184,9 @@ def _pair_table(pairs: list[tuple]) -> pa.Table:
 
 @settings(max_examples=examples(100), deadline=None)
 @given(files=st.lists(_pairs, min_size=1, max_size=4), chosen=st.lists(st.booleans(), min_size=4, max_size=4), probe=_pairs, dml=_pairs)
-def test_subsets_and_dml_views_are_null_safe_tuple_sets(files: list[list[tuple]], chosen: list[bool], probe: list[tuple], dml: list[tuple]) -> None:
+def test_subsets_and_dml_views_are_null_safe_tuple_sets(
+    files: list[list[tuple]], chosen: list[bool], probe: list[tuple], dml: list[tuple]
+) -> None:
     """A subset of an index's files, and an index among a DML's keys, against Python sets."""
     for names, project in ((["i", "s"], lambda p: p), (["i"], lambda p: p[:1])):
         key_set = EqualityKeySet(names, _pair_table([p for f in files for p in f]).select(names))

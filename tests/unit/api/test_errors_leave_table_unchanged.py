@@ -61,9 +61,7 @@ BAD_APPENDS: list[object] = [
 
 
 @pytest.mark.parametrize("make_data", BAD_APPENDS)
-def test_append_with_a_wrong_schema_is_refused(
-    catalog: mor.Catalog, table: mor.Table, make_data: Callable[[], pa.Table]
-) -> None:
+def test_append_with_a_wrong_schema_is_refused(catalog: mor.Catalog, table: mor.Table, make_data: Callable[[], pa.Table]) -> None:
     with unchanged(catalog, table):
         with pytest.raises(mor.SchemaMismatchError):
             table.append(make_data())
@@ -161,7 +159,7 @@ def test_time_travel_to_a_missing_snapshot(catalog: mor.Catalog, table: mor.Tabl
         with pytest.raises(mor.NoSuchSnapshotError):
             table.scan(as_of=first.timestamp_ms - 1)
         with pytest.raises(mor.NoSuchSnapshotError):
-            table.scan(as_of=dt.datetime(2000, 1, 1, tzinfo=dt.timezone.utc))
+            table.scan(as_of=dt.datetime(2000, 1, 1, tzinfo=dt.UTC))
 
 
 def test_errors_are_mor_errors() -> None:

@@ -46,9 +46,7 @@ def rows(table: mor.Table) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("verb", VERBS)
-def test_a_repeated_write_commits_nothing_and_returns_the_earlier_snapshot(
-    catalog: mor.Catalog, table: mor.Table, verb: str
-) -> None:
+def test_a_repeated_write_commits_nothing_and_returns_the_earlier_snapshot(catalog: mor.Catalog, table: mor.Table, verb: str) -> None:
     first = VERBS[verb](table, idempotency=("job", 7))
     assert first is not None
     assert first.summary["mor.txn-app-id"] == "job" and first.summary["mor.txn-version"] == "7"

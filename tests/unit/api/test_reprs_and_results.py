@@ -62,7 +62,7 @@ def test_scan_repr_says_what_it_reads(make_table: MakeTable) -> None:
 def test_snapshot_repr_has_id_operation_sequence_number_and_time(make_table: MakeTable) -> None:
     table = make_table(range(3))
     snapshot = table.current_snapshot()
-    made = dt.datetime.fromtimestamp(snapshot.timestamp_ms / 1000, dt.timezone.utc).isoformat(timespec="milliseconds")
+    made = dt.datetime.fromtimestamp(snapshot.timestamp_ms / 1000, dt.UTC).isoformat(timespec="milliseconds")
     assert _one_line(snapshot) == f"Snapshot(id={snapshot.snapshot_id}, operation='append', sequence_number=1, timestamp='{made}')"
 
 

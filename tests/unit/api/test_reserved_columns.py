@@ -11,11 +11,11 @@ from collections.abc import Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from foreign_writes import commit_as_another_engine
 from pyiceberg.schema import Schema
 from unit_helpers import SCHEMA, files_under, make_rows
 
 import mor
-from foreign_writes import commit_as_another_engine
 from mor.format.metadata import with_schema
 
 RESERVED = ["_pos", "_file", "_row_id", "_last_updated_sequence_number"]
@@ -131,9 +131,7 @@ V2_DML: list[object] = [
         _expected(list(range(10)), name={7: "f7", 8: "f8"}, _pos={7: 108, 8: 109}),
         id="merge",
     ),
-    pytest.param(
-        lambda t: t.delete_rows(pa.table({"_row_id": pa.array([209], pa.int64())})), _expected(list(range(9))), id="delete-rows"
-    ),
+    pytest.param(lambda t: t.delete_rows(pa.table({"_row_id": pa.array([209], pa.int64())})), _expected(list(range(9))), id="delete-rows"),
 ]
 
 

@@ -82,7 +82,9 @@ def test_to_duckdb_is_a_relation_over_the_rows(table: mor.Table) -> None:
     table.delete("id < 100")
     connection = duckdb.connect()
     relation = table.scan(columns=["id", "category"]).to_duckdb(connection, "events")
-    assert sorted(relation.fetchall()) == sorted((r["id"], r["category"]) for r in table.scan(columns=["id", "category"]).to_arrow().to_pylist())
+    assert sorted(relation.fetchall()) == sorted(
+        (r["id"], r["category"]) for r in table.scan(columns=["id", "category"]).to_arrow().to_pylist()
+    )
     assert connection.sql("select count(*), min(id) from events where category = 'a'").fetchall() == [(300, 120)]
 
 

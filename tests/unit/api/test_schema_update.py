@@ -9,9 +9,10 @@ SchemaEvolutionError and leave the table exactly as it was.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -95,6 +96,7 @@ def metadata_files(table: mor.Table) -> set[str]:
 
 
 # -- each change, read back ---------------------------------------------------------------
+
 
 def test_add_column_reads_null_for_old_rows_and_takes_the_next_id(table: mor.Table, catalog: mor.Catalog) -> None:
     before = table.metadata_location
@@ -285,7 +287,13 @@ def test_time_travel_reads_the_old_schema(table: mor.Table) -> None:
     first = table.snapshots()[0].snapshot_id
     with table.update_schema() as update:
         update.rename_column("name", "label").drop_column("f").widen("n", pa.int64()).add_column("extra", pa.string())
-    table.append(rows([10]).drop_columns(["f"]).rename_columns(["id", "n", "d", "label", "info"]).append_column("extra", pa.array(["e"])).cast(table.arrow_schema()))
+    table.append(
+        rows([10])
+        .drop_columns(["f"])
+        .rename_columns(["id", "n", "d", "label", "info"])
+        .append_column("extra", pa.array(["e"]))
+        .cast(table.arrow_schema())
+    )
 
     old = table.scan(snapshot_id=first).to_arrow()
     assert old.column_names == BASE.names
@@ -436,6 +444,7 @@ def test_equality_deletes_still_apply_after_rename_and_widen(table: mor.Table) -
 
 # -- concurrent changes -------------------------------------------------------------------
 
+
 def test_a_concurrent_schema_change_is_a_conflict(table: mor.Table, catalog: mor.Catalog) -> None:
     first, second = catalog.load_table("db.s"), catalog.load_table("db.s")
     first.add_column("x", pa.string())
@@ -497,6 +506,7 @@ def test_concurrent_add_then_retry_hands_out_fresh_ids(table: mor.Table, catalog
 
 # -- DML after evolution ------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("mode", ["merge-on-read", "copy-on-write"])
 def test_dml_after_evolution_reads_old_files_right(table: mor.Table, mode: str) -> None:
     with table.update_schema() as update:
@@ -543,6 +553,7 @@ def test_upsert_by_equality_after_a_rename(table: mor.Table) -> None:
 
 # -- other readers ------------------------------------------------------------------------
 
+
 def test_pyiceberg_reads_an_evolved_table(table: mor.Table, warehouse: Path) -> None:
     from pyiceberg.table import StaticTable
 
@@ -550,9 +561,9 @@ def test_pyiceberg_reads_an_evolved_table(table: mor.Table, warehouse: Path) -> 
         update.rename_column("name", "label").widen("n", pa.int64()).drop_column("f").add_column("extra", pa.string())
         update.add_column("info.c", pa.int32()).move_first("extra")
     table.append(
-        pa.table({"extra": ["e"], "id": [10], "n": [7], "d": [Decimal("1.00")], "label": ["ten"], "info": [{"a": 1, "b": "z", "c": 3}]}).cast(
-            table.arrow_schema()
-        )
+        pa.table(
+            {"extra": ["e"], "id": [10], "n": [7], "d": [Decimal("1.00")], "label": ["ten"], "info": [{"a": 1, "b": "z", "c": 3}]}
+        ).cast(table.arrow_schema())
     )
     table.delete("id = 2")
 
@@ -582,7 +593,15 @@ def test_list_elements_and_map_values_widen_and_become_optional(catalog: mor.Cat
     arrow = t.arrow_schema()
     assert arrow.field("l").type.value_field.type == pa.int64() and arrow.field("l").type.value_field.nullable
     assert arrow.field("m").type.item_field.type == pa.float64() and arrow.field("m").type.item_field.nullable
-    t.append(pa.table({"id": pa.array([2]), "l": pa.array([[None, 1 << 40]], arrow.field("l").type), "m": pa.array([[("k", None)]], arrow.field("m").type)}))
+    t.append(
+        pa.table(
+            {
+                "id": pa.array([2]),
+                "l": pa.array([[None, 1 << 40]], arrow.field("l").type),
+                "m": pa.array([[("k", None)]], arrow.field("m").type),
+            }
+        )
+    )
     assert sorted(t.scan().to_arrow().to_pylist(), key=lambda r: r["id"]) == [
         {"id": 1, "l": [1, 2], "m": [("k", 0.5)]},
         {"id": 2, "l": [None, 1 << 40], "m": [("k", None)]},

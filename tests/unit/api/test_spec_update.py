@@ -443,7 +443,7 @@ def test_partition_pruning_uses_each_specs_own_transforms(catalog: mor.Catalog) 
     bucket = BucketTransform(4).transform(pa_long())(37)
     assert all(t.data_file.partition[1] == bucket for t in tasks if t.data_file.spec_id == 1)
     assert all(t.data_file.partition[0] == bucket for t in tasks if t.data_file.spec_id == 2)
-    day = DayTransform().transform(pa_timestamp())((rows([37]).column("ts")[0].value))
+    day = DayTransform().transform(pa_timestamp())(rows([37]).column("ts")[0].value)
     assert all(t.data_file.partition[0] == day for t in tasks if t.data_file.spec_id == 1)
 
 
@@ -536,7 +536,11 @@ def test_dml_after_spec_changes_gives_the_models_rows(catalog: mor.Catalog, name
     assert_rows(table.scan().to_arrow(), model)
     assert_files_hold_their_partitions(table)
     # New data files (inserted or rewritten rows) are in the default spec.
-    added = {t.data_file.spec_id for t in table.scan().plan_files() if t.data_file.data_sequence_number == table.current_snapshot().sequence_number}
+    added = {
+        t.data_file.spec_id
+        for t in table.scan().plan_files()
+        if t.data_file.data_sequence_number == table.current_snapshot().sequence_number
+    }
     assert added <= {table.spec().spec_id}
     # The same changes again from a fresh load, then time travel to before them.
     assert_rows(catalog.load_table(f"db.{table.identifier.split('.')[-1]}").scan().to_arrow(), model)
@@ -719,7 +723,9 @@ def test_compaction_conflicts_with_a_concurrent_scoped_equality_delete_on_moved_
         if not landed:
             landed.append(True)
             deletes = write_equality_delete_files(other.io, other.location, other.schema(), delete_in, keys, fields, WriteOptions({}))
-            commit_changes(other.io, other.operations(), other.metadata, other.metadata_location, Changes(Operation.DELETE, added_deletes=deletes))
+            commit_changes(
+                other.io, other.operations(), other.metadata, other.metadata_location, Changes(Operation.DELETE, added_deletes=deletes)
+            )
         return validate
 
     compact_module.write_compaction = write_then_race  # type: ignore[attr-defined]

@@ -19,8 +19,8 @@ from unit_helpers import SCHEMA, files_under, make_rows, reachable_files, scan_i
 
 import mor
 from mor.catalog.table_operations import TableOperations
-from mor.format.updates import TableCommit
 from mor.format.metadata import TableMetadata
+from mor.format.updates import TableCommit
 
 # The table that takes the name: other columns under the same field ids (1, 2).
 OTHER = pa.schema([pa.field("x", pa.int64(), nullable=False), pa.field("y", pa.string())])
@@ -77,9 +77,7 @@ def assert_new_table_untouched(catalog: mor.Catalog, new: mor.Table, files_befor
 
 
 @pytest.mark.parametrize("operation", OPERATIONS.values(), ids=OPERATIONS.keys())
-def test_a_stale_handle_never_commits_into_the_table_that_replaced_it(
-    catalog: mor.Catalog, operation: Callable[[mor.Table], Any]
-) -> None:
+def test_a_stale_handle_never_commits_into_the_table_that_replaced_it(catalog: mor.Catalog, operation: Callable[[mor.Table], Any]) -> None:
     stale = old_table(catalog)
     new = replace_table(catalog)
     files_before = files_under(new.location)  # both tables live in the default folder db.db/t

@@ -13,7 +13,7 @@ from mor.format.metadata import Snapshot
 
 MakeTable = Callable[..., mor.Table]
 History = tuple[mor.Table, list[tuple[Snapshot, list[int]]]]
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 @pytest.fixture

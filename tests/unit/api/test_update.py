@@ -281,9 +281,7 @@ BAD_UPDATES = [
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize(("assignments", "error"), BAD_UPDATES)
-def test_a_bad_update_writes_nothing(
-    make_table: MakeTable, mode: str, assignments: dict[str, Any], error: type[Exception]
-) -> None:
+def test_a_bad_update_writes_nothing(make_table: MakeTable, mode: str, assignments: dict[str, Any], error: type[Exception]) -> None:
     table = make_table(range(0, 30), partition_by=["category"])
     state = TableState(table)
     with pytest.raises(error):

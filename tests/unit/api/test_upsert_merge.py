@@ -229,7 +229,9 @@ def test_upsert_into_an_empty_table_inserts(make_table: MakeTable, mode: str, st
         pytest.param(make_rows([1, 2, 1]), ["id"], id="one-column"),
         pytest.param(make_rows([50, 51]), ["category"], id="one-column-new-keys"),
         pytest.param(
-            rows_of([{"id": 1, "category": "a", "name": "x"}, {"id": 2, "category": None, "name": "x"}, {"id": 3, "category": "a", "name": "x"}]),
+            rows_of(
+                [{"id": 1, "category": "a", "name": "x"}, {"id": 2, "category": None, "name": "x"}, {"id": 3, "category": "a", "name": "x"}]
+            ),
             ["category", "name"],
             id="two-column",
         ),
@@ -261,9 +263,7 @@ def test_duplicate_keys_are_refused_and_write_nothing(
         pytest.param({"on": "id"}, mor.InvalidArgumentError, id="key-as-string"),
     ],
 )
-def test_upsert_arguments_that_make_no_sense_write_nothing(
-    make_table: MakeTable, kwargs: dict[str, Any], error: type[Exception]
-) -> None:
+def test_upsert_arguments_that_make_no_sense_write_nothing(make_table: MakeTable, kwargs: dict[str, Any], error: type[Exception]) -> None:
     table = make_table(range(0, 30), partition_by=["category"])
     state = TableState(table)
     with pytest.raises(error):
@@ -304,9 +304,7 @@ def test_matched_delete_with_a_condition_and_update_of_the_rest(make_table: Make
 
     assert snapshot is not None and snapshot.operation == "overwrite"
     expected = [r for r in make_rows(range(30)).to_pylist() if r["id"] not in (3, 25)]
-    expected = [
-        {**r, "value": {4: 40.0, 26: None}[r["id"]], "name": "U"} if r["id"] in (4, 26) else r for r in expected
-    ]
+    expected = [{**r, "value": {4: 40.0, 26: None}[r["id"]], "name": "U"} if r["id"] in (4, 26) else r for r in expected]
     assert table_rows(table) == sorted_rows(expected)  # 99 is not inserted: no insert clause
     assert_no_orphans(table)
 
@@ -395,9 +393,7 @@ def test_a_matched_row_with_no_applicable_clause_stays_unchanged(make_table: Mak
     assert table_rows(table) == sorted_rows(expected)
     # The second file holds only an untouched matched row (13): nothing rewrites or deletes in it.
     assert second in live_data_paths(table)
-    assert [d.data_file["referenced_data_file"] for d in live_delete_entries(table)] == (
-        [] if mode == "copy-on-write" else [first]
-    )
+    assert [d.data_file["referenced_data_file"] for d in live_delete_entries(table)] == ([] if mode == "copy-on-write" else [first])
     assert (first in live_data_paths(table)) == (mode == "merge-on-read")
 
 
@@ -566,7 +562,9 @@ def test_clauses_that_make_no_sense_are_refused(make_table: MakeTable, clauses: 
         pytest.param(_source([(3, "U", 1.0)]), {"when_matched_update": {"name": "upper(source.nope)"}}, id="update-text-of-unknown-column"),
         pytest.param(_source([(3, "U", 1.0)]), {"when_matched_update": {"id": "source.value * 1e30"}}, id="update-out-of-range"),
         pytest.param(_source([(3, "U", 1.0)]), {"when_matched_update": {"value": pc.field("source.op")}}, id="update-text-into-double"),
-        pytest.param(_source([(3, "U", 1.0)]), {"when_matched_update": {"value": pc.field("source.nope")}}, id="update-from-unknown-column"),
+        pytest.param(
+            _source([(3, "U", 1.0)]), {"when_matched_update": {"value": pc.field("source.nope")}}, id="update-from-unknown-column"
+        ),
         pytest.param(_source([(3, "U", 1.0)]), {"when_matched_delete": pc.field("source.value")}, id="condition-not-boolean"),
         pytest.param(pa.table({"op": ["U"]}), {"when_matched_delete": True}, id="source-without-the-key"),
         pytest.param(_source([(3, "U", 1.0)]), {"when_matched_delete": True, "on": ["value"]}, id="double-key"),

@@ -83,7 +83,7 @@ def test_filters_on_nanosecond_columns_select_exactly_and_prune(catalog: mor.Cat
         (f"tz < '{ns_text(at + 1000 + 3_600_000_000_000, '+01:00')}'", lambda v: v < at + 1000),
         (f"ts >= date '{ns_text(at)[:10]}'", lambda v: v >= at - at % DAY_NS),
         (GreaterThanOrEqual("ts", dt.datetime(2023, 11, 15, 22, 13, 20, 1)), lambda v: v >= at + 1000),
-        (LessThan("tz", dt.datetime(2023, 11, 15, 22, 13, 20, tzinfo=dt.timezone.utc)), lambda v: v < at),
+        (LessThan("tz", dt.datetime(2023, 11, 15, 22, 13, 20, tzinfo=dt.UTC)), lambda v: v < at),
         (In("ts", {ns_text(at + 1000)}), lambda v: v == at + 1000),
     ]
     for row_filter, keep in cases:

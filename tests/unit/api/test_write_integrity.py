@@ -105,7 +105,7 @@ def test_an_idempotent_write_replayed_after_compaction_and_expiry_commits_nothin
     table.delete("id < 5")
     table.append(make_rows([200]))
     table.compact()
-    result = table.expire_snapshots(older_than=dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=1), allow_short_retention=True)
+    result = table.expire_snapshots(older_than=dt.datetime.now(dt.UTC) + dt.timedelta(seconds=1), allow_short_retention=True)
     assert first.snapshot_id in result.expired_snapshot_ids
     assert all(s.summary.get("mor.txn-app-id") != "job" for s in table.snapshots())  # the summary is gone
     location = table.metadata_location
@@ -127,7 +127,7 @@ def test_the_app_version_is_a_table_property_set_with_the_snapshot(table: mor.Ta
 
 
 def _expire_all_but_current(table: mor.Table) -> None:
-    table.expire_snapshots(older_than=dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=1), allow_short_retention=True)
+    table.expire_snapshots(older_than=dt.datetime.now(dt.UTC) + dt.timedelta(seconds=1), allow_short_retention=True)
 
 
 def test_a_change_feed_from_an_expired_time_is_refused_naming_the_oldest_start(table: mor.Table) -> None:

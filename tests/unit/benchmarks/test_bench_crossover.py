@@ -10,8 +10,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
 
-from suite import crossover  # noqa: E402
-from suite.dml import MOR_COW, MOR_MOR  # noqa: E402
+from suite import crossover
+from suite.dml import MOR_COW, MOR_MOR
 
 
 def ok(seconds: float) -> dict[str, Any]:

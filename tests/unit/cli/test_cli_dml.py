@@ -28,7 +28,7 @@ SCHEMA = pa.schema(
         pa.field("ts", pa.timestamp("us", tz="UTC")),
     ]
 )
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def rows(ids: range) -> pa.Table:
@@ -75,7 +75,9 @@ def same_rows(a: mor.Table, b: mor.Table) -> bool:
     return a.refresh().scan().to_arrow().sort_by("id").equals(b.refresh().scan().to_arrow().sort_by("id"))
 
 
-def test_delete_removes_what_the_api_removes(twins: tuple[mor.Table, mor.Table], warehouse: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_delete_removes_what_the_api_removes(
+    twins: tuple[mor.Table, mor.Table], warehouse: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     by_cli, by_api = twins
     code, out, err = cli(warehouse, capsys, "delete", "--where", "id < 20 and flag = true")
     assert code == 0 and err == ""
@@ -110,7 +112,9 @@ def test_delete_copy_on_write(twins: tuple[mor.Table, mor.Table], warehouse: Pat
     assert by_cli.current_snapshot().summary.get("added-delete-files") is None  # rewritten, no delete file
 
 
-def test_update_parses_each_type_as_the_column_holds_it(twins: tuple[mor.Table, mor.Table], warehouse: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_update_parses_each_type_as_the_column_holds_it(
+    twins: tuple[mor.Table, mor.Table], warehouse: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     by_cli, by_api = twins
     sets = [
         "small=-12", "name='a b'", "price=149.5", "ratio=1.5e3", "flag=false", "day=2025-06-05",
@@ -130,9 +134,24 @@ def test_update_parses_each_type_as_the_column_holds_it(twins: tuple[mor.Table, 
     assert len(changed) == 3 and all({k: r[k] for k in values} == expected for r in changed)
 
 
-def test_update_zone_less_time_means_utc_and_null_clears(twins: tuple[mor.Table, mor.Table], warehouse: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_update_zone_less_time_means_utc_and_null_clears(
+    twins: tuple[mor.Table, mor.Table], warehouse: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     by_cli, by_api = twins
-    code, out, _ = cli(warehouse, capsys, "update", "--set", "ts=2025-06-05 10:00", "--set", "name=null", "--set", "small=NULL", "--where", "id = 7", "--json")
+    code, out, _ = cli(
+        warehouse,
+        capsys,
+        "update",
+        "--set",
+        "ts=2025-06-05 10:00",
+        "--set",
+        "name=null",
+        "--set",
+        "small=NULL",
+        "--where",
+        "id = 7",
+        "--json",
+    )
     assert code == 0 and json.loads(out)["snapshot_id"] == by_cli.refresh().current_snapshot().snapshot_id
     by_api.update({"ts": dt.datetime(2025, 6, 5, 10, tzinfo=UTC), "name": None, "small": None}, where="id = 7")
     assert same_rows(by_cli, by_api)
@@ -141,7 +160,9 @@ def test_update_zone_less_time_means_utc_and_null_clears(twins: tuple[mor.Table,
     assert cli(warehouse, capsys, "update", "--set", "name='x'", "--where", "id = 5")[1] == "no rows matched\n"
 
 
-def test_update_values_are_sql_text_as_in_the_api(twins: tuple[mor.Table, mor.Table], warehouse: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_update_values_are_sql_text_as_in_the_api(
+    twins: tuple[mor.Table, mor.Table], warehouse: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     by_cli, by_api = twins
     sets = ["small=small + 1", "name=upper(name)", "local='2025-01-15 12:00'", "price=price * 2", "day=cast(local as date)", "ratio=ratio"]
     argv = [arg for s in sets for arg in ("--set", s)]

@@ -168,7 +168,9 @@ def test_files_of_the_current_and_an_older_snapshot(table: mor.Table, warehouse:
     fails(capsys, "NoSuchSnapshotError", "files", "db.t", "--snapshot", "12345", *w)
 
 
-def test_unknown_tables_and_warehouses_are_one_line_errors(table: mor.Table, warehouse: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_unknown_tables_and_warehouses_are_one_line_errors(
+    table: mor.Table, warehouse: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     for verb in ("describe", "history", "snapshots", "files", "scan", "delete", "update"):
         extra = {"delete": ["--where", "id = 1"], "update": ["--set", "name=x", "--where", "id = 1"]}.get(verb, [])
         fails(capsys, "NoSuchTableError", verb, "db.nope", "--warehouse", str(warehouse), *extra)
@@ -177,7 +179,9 @@ def test_unknown_tables_and_warehouses_are_one_line_errors(table: mor.Table, war
     fails(capsys, "InvalidArgumentError", "tables", "--warehouse", str(tmp_path / "missing"))
 
 
-def test_a_terminal_gets_rich_tables(table: mor.Table, warehouse: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_terminal_gets_rich_tables(
+    table: mor.Table, warehouse: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr("mor.cli.output.stdout_is_terminal", lambda: True)
     out = run(capsys, "describe", "db.t", "--warehouse", str(warehouse))
     assert "─" in out  # drawn by rich, not padded text
@@ -187,7 +191,9 @@ def test_a_terminal_gets_rich_tables(table: mor.Table, warehouse: Path, capsys: 
     assert [line.split() for line in out.strip().splitlines()] == [["id", "name"], *([str(r["id"]), r["name"]] for r in expected)]
 
 
-def test_without_rich_a_terminal_gets_plain_text(table: mor.Table, warehouse: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_rich_a_terminal_gets_plain_text(
+    table: mor.Table, warehouse: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr("mor.cli.output.stdout_is_terminal", lambda: True)
     monkeypatch.setitem(sys.modules, "rich.console", None)  # import fails as if rich were not installed
     out = run(capsys, "history", "db.t", "--warehouse", str(warehouse))
@@ -199,10 +205,14 @@ def test_the_installed_entry_point(table: mor.Table, warehouse: Path) -> None:
     """`mor` as the environment installed it (pyproject's [project.scripts]), and `python -m mor`."""
     script = Path(sys.executable).parent / ("mor.exe" if os.name == "nt" else "mor")
     assert script.exists(), f"no mor script next to {sys.executable}: pip install -e . puts it there"
-    done = subprocess.run([str(script), "snapshots", "db.t", "--warehouse", str(warehouse), "--json"], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [str(script), "snapshots", "db.t", "--warehouse", str(warehouse), "--json"], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["current_snapshot_id"] == table.current_snapshot().snapshot_id
-    done = subprocess.run([sys.executable, "-m", "mor", "describe", "db.nope", "--warehouse", str(warehouse)], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "mor", "describe", "db.nope", "--warehouse", str(warehouse)], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 2 and done.stderr.startswith("mor: NoSuchTableError") and "Traceback" not in done.stderr
 
 
@@ -224,11 +234,16 @@ def test_content_kinds_follow_the_spec() -> None:
     from mor.format.content_file import make_content_file
 
     def kind(content: FileContent, file_format: str = "PARQUET") -> str:
-        return content_kind(make_content_file(content, file_path="f", file_format=file_format, spec_id=0, partition=(), record_count=1, file_size_in_bytes=1))
+        return content_kind(
+            make_content_file(
+                content, file_path="f", file_format=file_format, spec_id=0, partition=(), record_count=1, file_size_in_bytes=1
+            )
+        )
 
-    assert [kind(FileContent.DATA), kind(FileContent.POSITION_DELETES), kind(FileContent.EQUALITY_DELETES), kind(FileContent.POSITION_DELETES, "PUFFIN")] == [
-        "data", "position", "equality", "deletion-vector"
-    ]  # fmt: skip
+    assert [
+        kind(FileContent.DATA), kind(FileContent.POSITION_DELETES), kind(FileContent.EQUALITY_DELETES),
+        kind(FileContent.POSITION_DELETES, "PUFFIN"),
+    ] == ["data", "position", "equality", "deletion-vector"]  # fmt: skip
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:

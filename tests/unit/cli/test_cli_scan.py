@@ -56,7 +56,9 @@ def scan(capsys: pytest.CaptureFixture[str], warehouse: Path, *argv: str) -> str
     return captured.out
 
 
-def test_limit_stops_after_the_first_file(table: mor.Table, warehouse: Path, files_read: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+def test_limit_stops_after_the_first_file(
+    table: mor.Table, warehouse: Path, files_read: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
     out = scan(capsys, warehouse, "--limit", "10")
     assert len(table.scan().plan_files()) == FILES
     assert len(files_read) == 1  # the first file holds 10 rows: no other file is opened
@@ -144,7 +146,9 @@ def test_a_filter_error_keeps_its_caret_under_the_place(table: mor.Table, wareho
     assert lines[shown + 1].index("^") == lines[shown].index("= 1")  # under the second '='
 
 
-def test_an_unknown_column_is_named_with_the_likeliest_one_meant(table: mor.Table, warehouse: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_unknown_column_is_named_with_the_likeliest_one_meant(
+    table: mor.Table, warehouse: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["scan", "db.t", "--warehouse", str(warehouse), "--filter", "idd = 1"]) == 2
     err = capsys.readouterr().err
     assert "column 'idd', which the table does not have" in err and "did you mean 'id'?" in err

@@ -13,6 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from foreign_writes import commit_as_another_engine
 from unit_helpers import (
     SCHEMA,
     assert_no_orphans,
@@ -25,7 +26,6 @@ from unit_helpers import (
 )
 
 import mor
-from foreign_writes import commit_as_another_engine
 from mor.catalog.sql import SqlCatalogStore
 from mor.io.fileio import to_uri
 

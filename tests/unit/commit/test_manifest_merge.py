@@ -30,10 +30,7 @@ def pyiceberg_ids(table: mor.Table, snapshot_id: int | None = None) -> list[int]
 
 
 def file_sequence_numbers(table: mor.Table) -> dict[str, tuple[int, int]]:
-    return {
-        t.data_file.file_path: (t.data_file.data_sequence_number, t.data_file.file_sequence_number)
-        for t in table.scan().plan_files()
-    }
+    return {t.data_file.file_path: (t.data_file.data_sequence_number, t.data_file.file_sequence_number) for t in table.scan().plan_files()}
 
 
 def test_appends_keep_the_manifest_count_bounded(catalog: mor.Catalog) -> None:
@@ -105,9 +102,7 @@ def test_position_deletes_and_their_manifests_merge_too(catalog: mor.Catalog) ->
 
 
 def test_merging_can_be_turned_off(catalog: mor.Catalog) -> None:
-    table = catalog.create_table(
-        "db.t", schema=make_rows([]).schema, properties={**MERGE_AT_5, "commit.manifest-merge.enabled": "false"}
-    )
+    table = catalog.create_table("db.t", schema=make_rows([]).schema, properties={**MERGE_AT_5, "commit.manifest-merge.enabled": "false"})
     for i in range(8):
         table.append(make_rows([i]))
     assert len(manifests(table)) == 8

@@ -16,9 +16,7 @@ def metadata_files(table_location: Path) -> set[str]:
     return {p.name for p in (table_location / "metadata").glob("*.metadata.json")}
 
 
-@pytest.mark.parametrize(
-    ("failure", "kept"), [(mor.CatalogUnavailableError, False), (mor.CommitStateUnknownError, True)]
-)
+@pytest.mark.parametrize(("failure", "kept"), [(mor.CatalogUnavailableError, False), (mor.CommitStateUnknownError, True)])
 def test_the_metadata_file_stays_only_when_the_row_may_have_been_added(
     catalog: mor.Catalog, monkeypatch: pytest.MonkeyPatch, failure: type[Exception], kept: bool
 ) -> None:

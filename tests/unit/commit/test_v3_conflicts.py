@@ -36,7 +36,9 @@ def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("mor.commit.retry.time.sleep", lambda seconds: None)
 
 
-def two_writers(catalog: mor.Catalog, *, format_version: int = 3, deletes: tuple[str, ...] = (), **properties: str) -> tuple[mor.Table, mor.Table]:
+def two_writers(
+    catalog: mor.Catalog, *, format_version: int = 3, deletes: tuple[str, ...] = (), **properties: str
+) -> tuple[mor.Table, mor.Table]:
     """Two data files (ids 0..19, 20..39), the given deletes, then two handles on that state."""
     t = catalog.create_table("db.t", schema=SCHEMA, format_version=format_version, properties=properties)
     t.append(make_rows(range(20)))

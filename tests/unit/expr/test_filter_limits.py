@@ -16,8 +16,8 @@ import pytest
 from pyiceberg.expressions import And, EqualTo, In, LessThan, Not, NotEqualTo, NotIn, Or
 
 import mor
-from mor.expr.shape import MAX_DEPTH, MAX_TERMS, MERGE_AT
 from mor.expr.filters import parse_filter
+from mor.expr.shape import MAX_DEPTH, MAX_TERMS, MERGE_AT
 
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("v", pa.float64())])
 IDS = [None, *range(200)]
@@ -50,9 +50,7 @@ def table(catalog: mor.Catalog) -> mor.Table:
 
 
 def in_child(warehouse: Path, filter_text: str) -> dict[str, object]:
-    done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(warehouse)], input=filter_text, capture_output=True, text=True, timeout=600
-    )
+    done = subprocess.run([sys.executable, "-c", CHILD, str(warehouse)], input=filter_text, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-2000:]}"
     return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 

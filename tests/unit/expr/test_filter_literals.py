@@ -12,10 +12,10 @@ import pyarrow as pa
 import pytest
 
 import mor
-from tests import duckdb_rows
 from mor.expr.filters import parse_filter
+from tests import duckdb_rows
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 _TIMES = [
     dt.datetime(2025, 6, 4, 23, 59, 59, 999999),
     dt.datetime(2025, 6, 5),
@@ -32,8 +32,10 @@ ROWS = pa.table(
         "d": pa.array([t.date() if t else None for t in _TIMES], pa.date32()),
         "ts": pa.array(_TIMES, pa.timestamp("us")),
         "tz": pa.array([t.replace(tzinfo=UTC) if t else None for t in _TIMES], pa.timestamp("us", tz="UTC")),
-        "fare": pa.array([Decimal(v) if v else None for v in ["149.49", "149.50", "149.51", "1.23", "-1.23", "0.00", "99999999.99", None]],
-                         pa.decimal128(10, 2)),  # fmt: skip
+        "fare": pa.array(
+            [Decimal(v) if v else None for v in ["149.49", "149.50", "149.51", "1.23", "-1.23", "0.00", "99999999.99", None]],
+            pa.decimal128(10, 2),
+        ),  # fmt: skip
         "i": pa.array([1, 2, -1, 0, 3, None, 2**31 - 1, -(2**31)], pa.int32()),
     }
 )
@@ -188,8 +190,15 @@ def test_delete_with_such_literals_keeps_duckdbs_other_rows(tmp_path: object, wh
 WIDE = pa.table(
     {
         "id": pa.array(range(4), pa.int64()),
-        "w": pa.array([Decimal("9999999999999999999999999999.9999999999"), Decimal("-9999999999999999999999999999.9999999998"),
-                       Decimal("1.0000000001"), None], pa.decimal128(38, 10)),  # fmt: skip
+        "w": pa.array(
+            [
+                Decimal("9999999999999999999999999999.9999999999"),
+                Decimal("-9999999999999999999999999999.9999999998"),
+                Decimal("1.0000000001"),
+                None,
+            ],
+            pa.decimal128(38, 10),
+        ),  # fmt: skip
     }
 )
 

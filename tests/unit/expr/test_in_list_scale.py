@@ -33,8 +33,8 @@ from pyiceberg.types import DateType, DecimalType, DoubleType, IntegerType, Long
 
 import mor
 from mor.expr import filters
-from mor.expr.literals import TimestampNanoLiteral
 from mor.expr.filters import bind_filter, parse_filter
+from mor.expr.literals import TimestampNanoLiteral
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("i", pa.int64()), ("f", pa.float64()), ("s", pa.string())])
 N = 20_000  # rows

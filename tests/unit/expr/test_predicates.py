@@ -87,9 +87,7 @@ def _ids(table: mor.Table, **scan: object) -> list[int]:
 
 
 @pytest.mark.parametrize(("where", "expected"), CASES, ids=[c[0] for c in CASES])
-def test_scan_delete_and_update_select_the_rows_where_the_predicate_is_true(
-    catalog: mor.Catalog, where: str, expected: list[int]
-) -> None:
+def test_scan_delete_and_update_select_the_rows_where_the_predicate_is_true(catalog: mor.Catalog, where: str, expected: list[int]) -> None:
     table = _table(catalog, "scan")
     assert _ids(table, filter=where) == expected
     table.delete(where, mode="merge-on-read")
@@ -294,7 +292,7 @@ def test_unknown_column_error_names_it_and_the_columns(catalog: mor.Catalog) -> 
         "x like 'ab'",
         "x between 1 and 5",
         "flag = true",
-        "\"odd name\" = 1",
+        '"odd name" = 1',
         "a.b = 1",
         "true",
         "false",

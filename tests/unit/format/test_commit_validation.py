@@ -266,6 +266,9 @@ def test_statistics_a_commit_adds_have_their_spec_types() -> None:
     before = apply_updates(base(), [AddSnapshot(snapshot())])
     good = {"snapshot-id": 7, "statistics-path": "file:///wh/db.db/t/metadata/7.stats", "file-size-in-bytes": 10}
     validate_change(before, replace(before, extra={**before.extra, "statistics": [good]}))
-    for bad, match in [({**good, "statistics-path": 5}, "statistics-path must be a string"), ({**good, "snapshot-id": "7"}, "snapshot-id must be a long")]:
+    for bad, match in [
+        ({**good, "statistics-path": 5}, "statistics-path must be a string"),
+        ({**good, "snapshot-id": "7"}, "snapshot-id must be a long"),
+    ]:
         with pytest.raises(InvalidMetadataError, match=match):
             validate_change(before, replace(before, extra={**before.extra, "statistics": [bad]}))

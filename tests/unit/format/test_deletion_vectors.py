@@ -9,7 +9,6 @@ Every kind of damage is a CorruptMetadataError that names the file.
 from __future__ import annotations
 
 import dataclasses
-
 import glob
 import json
 import struct
@@ -317,7 +316,7 @@ def test_an_lz4_footer_without_content_size_is_refused() -> None:
 @pytest.mark.parametrize(
     "footer_frame",
     [
-        b"{\"blobs\": []}",  # flagged compressed, but plain JSON
+        b'{"blobs": []}',  # flagged compressed, but plain JSON
         LZ4_MAGIC,  # a frame cut inside its header
         LZ4_MAGIC + b"\x68",
         lz4_frame_with_content_size(b'{"blobs": []}')[:-6],  # cut inside its blocks

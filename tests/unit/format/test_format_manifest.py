@@ -13,7 +13,7 @@ from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.transforms import BucketTransform, DayTransform, HourTransform, IdentityTransform, MonthTransform
 from pyiceberg.types import DateType, LongType, NestedField, StringType, TimestamptzType
-from unit_helpers import JAVA_FIXTURES, V2_FIXTURE_TABLES, RelocatingFileIO, avro_file, avro_fields_without_ids
+from unit_helpers import JAVA_FIXTURES, V2_FIXTURE_TABLES, RelocatingFileIO, avro_fields_without_ids, avro_file
 
 import mor
 from mor.format.avro_schemas import MANIFEST_FILE_SCHEMA_V2, manifest_entry_schema
@@ -113,9 +113,7 @@ def test_data_manifestavro_file(io: FileIO, metadata_dir: str) -> None:
     assert meta["content"] == "data"
     assert meta["schema-id"] == "0"
     assert meta["partition-spec-id"] == "0"
-    assert json.loads(meta["partition-spec"]) == [
-        {"source-id": 2, "field-id": 1000, "transform": "identity", "name": "category"}
-    ]
+    assert json.loads(meta["partition-spec"]) == [{"source-id": 2, "field-id": 1000, "transform": "identity", "name": "category"}]
     schema = json.loads(meta["schema"])
     assert schema["type"] == "struct"
     assert schema["schema-id"] == 0
@@ -142,7 +140,8 @@ def test_delete_manifest_header_says_deletes(io: FileIO, metadata_dir: str) -> N
 def test_every_avro_field_carries_its_field_id(io: FileIO, metadata_dir: str) -> None:
     m = write_manifest(
         io, f"{metadata_dir}/m0.avro", spec=SPEC, schema=SCHEMA, content=ManifestContent.DELETES,
-        snapshot_id=SNAPSHOT_ID, entries=[EntryToWrite(ManifestEntryStatus.ADDED, SNAPSHOT_ID, equality_delete_file("file:///e.parquet", (1,)))],
+        snapshot_id=SNAPSHOT_ID,
+        entries=[EntryToWrite(ManifestEntryStatus.ADDED, SNAPSHOT_ID, equality_delete_file("file:///e.parquet", (1,)))],
     )  # fmt: skip
     _, avro_schema, _ = avro_file(m.manifest_path)
     assert avro_fields_without_ids(avro_schema) == []

@@ -12,9 +12,7 @@ from unit_helpers import JAVA_FIXTURES, V2_FIXTURE_TABLES, local, make_rows
 import mor
 from mor.format.metadata import TableMetadata
 
-V2_METADATA_FILES = sorted(
-    p for table in V2_FIXTURE_TABLES for p in (JAVA_FIXTURES / "db" / table / "metadata").glob("v*.metadata.json")
-)
+V2_METADATA_FILES = sorted(p for table in V2_FIXTURE_TABLES for p in (JAVA_FIXTURES / "db" / table / "metadata").glob("v*.metadata.json"))
 V3_METADATA_FILES = sorted((JAVA_FIXTURES / "db" / "v3_dv" / "metadata").glob("v*.metadata.json"))
 
 REQUIRED_V2_KEYS = {
@@ -175,9 +173,7 @@ def _assert_valid_v2(d: dict[str, Any]) -> None:
     ("partition_by", "last_partition_id"),
     [(None, 999), (["category"], 1000), (["category", "bucket(4, id)"], 1001)],
 )
-def test_written_metadata_has_the_required_v2_fields(
-    catalog: mor.Catalog, partition_by: list[str] | None, last_partition_id: int
-) -> None:
+def test_written_metadata_has_the_required_v2_fields(catalog: mor.Catalog, partition_by: list[str] | None, last_partition_id: int) -> None:
     table = catalog.create_table("db.t", schema=make_rows([]).schema, partition_by=partition_by)
     written = [table.metadata_location]
     for commit in [
@@ -236,9 +232,7 @@ def test_metadata_file_names_count_versions(catalog: mor.Catalog) -> None:
 
 
 def test_metadata_log_is_bounded_by_previous_versions_max(catalog: mor.Catalog) -> None:
-    table = catalog.create_table(
-        "db.t", schema=make_rows([]).schema, properties={"write.metadata.previous-versions-max": "2"}
-    )
+    table = catalog.create_table("db.t", schema=make_rows([]).schema, properties={"write.metadata.previous-versions-max": "2"})
     seen = [table.metadata_location]
     for i in range(4):
         table.append(make_rows([i]))

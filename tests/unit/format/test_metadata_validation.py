@@ -9,14 +9,13 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-import pyarrow as pa
 import pytest
 from unit_helpers import local, make_rows, scan_ids
 
 import mor
 from mor.commit.snapshot_producer import Changes, commit_changes
-from mor.planning.planner import live_entries
 from mor.format.spec import ManifestContent
+from mor.planning.planner import live_entries
 
 
 def history(catalog: mor.Catalog, **create: Any) -> mor.Table:
@@ -57,7 +56,7 @@ DAMAGE: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     "last-sequence-number below a snapshot's": (lambda d: d.update({"last-sequence-number": 2}), "above last-sequence-number 2"),
     "a child below its parent": (set_sequence(2, 1), "not above its parent"),
     "a child equal to its parent": (set_sequence(2, 2), "not above its parent"),
-    "negative sequence number": (lambda d: (set_sequence(0, -1)(d)), "negative"),
+    "negative sequence number": (lambda d: set_sequence(0, -1)(d), "negative"),
     "current-snapshot-id missing, refs.main set": (drop_current, "current-snapshot-id (missing) is not refs.main's"),
     "current-snapshot-id -1, refs.main set": (lambda d: d.update({"current-snapshot-id": -1}), "current-snapshot-id (missing)"),
     "current-snapshot-id not refs.main's": (
@@ -80,9 +79,12 @@ DAMAGE: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     "last-column-id below a field id": (lambda d: d.update({"last-column-id": 3}), "last-column-id 3 is below field id 4"),
     "last-partition-id below a field id": (lambda d: d.update({"last-partition-id": 999}), "last-partition-id 999 is below"),
     "a bucket count over 2**31 - 1": (
-        lambda d: d["partition-specs"][0]["fields"].append(
-            {"name": "b", "transform": "bucket[99999999999999999999]", "source-id": 1, "field-id": 1001}
-        ) or d.update({"last-partition-id": 1001}),
+        lambda d: (
+            d["partition-specs"][0]["fields"].append(
+                {"name": "b", "transform": "bucket[99999999999999999999]", "source-id": 1, "field-id": 1001}
+            )
+            or d.update({"last-partition-id": 1001})
+        ),
         "bucket[99999999999999999999]",
     ),
 }
@@ -117,7 +119,8 @@ ACCEPTED: dict[str, Callable[[dict[str, Any]], None]] = {
         {"current-snapshot-id": -1, "refs": {}, "snapshots": [], "snapshot-log": [], "last-sequence-number": 0}
     ),
     "an empty table, no current-snapshot-id": lambda d: (
-        drop_current(d), d.update({"refs": {}, "snapshots": [], "snapshot-log": [], "last-sequence-number": 0})
+        drop_current(d),
+        d.update({"refs": {}, "snapshots": [], "snapshot-log": [], "last-sequence-number": 0}),
     ),
     # Older writers: no refs at all, main taken from current-snapshot-id.
     "no refs": lambda d: d.pop("refs"),
@@ -141,7 +144,9 @@ def readd(table: mor.Table, content: ManifestContent) -> None:
     snapshot = table.current_snapshot()
     assert snapshot is not None
     entry = next(e for e in live_entries(table.io, table.metadata, snapshot, content))
-    changes = Changes("append", added_data=[entry.file]) if content == ManifestContent.DATA else Changes("delete", added_deletes=[entry.file])
+    changes = (
+        Changes("append", added_data=[entry.file]) if content == ManifestContent.DATA else Changes("delete", added_deletes=[entry.file])
+    )
     table.metadata, table.metadata_location = commit_changes(table.io, table._ops, table.metadata, table.metadata_location, changes)  # type: ignore[arg-type]
 
 

@@ -128,7 +128,9 @@ def test_a_v2_manifest_has_no_first_row_id_field(io: FileIO, metadata_dir: str) 
 
 
 # -- first row id assignment in a manifest list -------------------------------------------------
-def _listed(name: str, added: int, existing: int, first_row_id: int | None = None, content: ManifestContent = ManifestContent.DATA) -> ManifestFile:
+def _listed(
+    name: str, added: int, existing: int, first_row_id: int | None = None, content: ManifestContent = ManifestContent.DATA
+) -> ManifestFile:
     return ManifestFile(
         manifest_path=name, manifest_length=1, partition_spec_id=0, content=content, sequence_number=None,
         min_sequence_number=None, added_snapshot_id=SNAPSHOT_ID, added_files_count=1 if added else 0,
@@ -265,7 +267,12 @@ def test_an_upgrade_starts_row_ids_at_zero_and_the_next_commit_assigns_the_old_f
     assert (s.first_row_id, s.added_rows, t.metadata.next_row_id) == (0, 17, 17)
     got = lineage(t)
     assert_row_ids_unique(t)
-    assert {i: seq for i, (_, seq) in got.items()} == {**{i: 1 for i in range(10) if i != 3}, **{i: 2 for i in range(10, 15)}, 100: s.sequence_number, 101: s.sequence_number}
+    assert {i: seq for i, (_, seq) in got.items()} == {
+        **{i: 1 for i in range(10) if i != 3},
+        **{i: 2 for i in range(10, 15)},
+        100: s.sequence_number,
+        101: s.sequence_number,
+    }
     # The first file's rows keep their positions' order in their ids.
     first = [got[i][0] for i in range(10) if i != 3]
     assert first == sorted(first) and first[-1] - first[0] == 9  # type: ignore[operator]
@@ -364,9 +371,7 @@ def test_merge_keeps_ids_of_updated_rows_and_gives_inserted_rows_new_ones(ten: m
         new_ids = {after[base][0], after[base + 1][0]}
         assert all(i >= next_id for i in new_ids)  # type: ignore[operator]
         assert {after[base][1], after[base + 1][1]} == {s.sequence_number}
-        assert {k: v for k, v in after.items() if k not in (1, base, base + 1)} == {
-            k: v for k, v in before.items() if k not in (1, 2)
-        }
+        assert {k: v for k, v in after.items() if k not in (1, base, base + 1)} == {k: v for k, v in before.items() if k not in (1, 2)}
         assert_row_ids_unique(ten)
         ten.append(make_rows([2]))  # back for the next round
 
@@ -424,9 +429,7 @@ def test_lineage_of_every_snapshot_reads_the_same_later_and_row_ids_stay_unique(
         lambda t: t.update({"category": "'w'"}, where="id = 1", mode="copy-on-write"),
         lambda t: t.upsert(make_rows([2, 40]), on=["id"]),
         lambda t: t.upsert(make_rows([3, 41]), on=["id"], strategy="equality"),
-        lambda t: t.merge(
-            rows_of([{"id": 4}, {"id": 42}]), on=["id"], when_matched_update={"name": "'m'"}, when_not_matched_insert="*"
-        ),
+        lambda t: t.merge(rows_of([{"id": 4}, {"id": 42}]), on=["id"], when_matched_update={"name": "'m'"}, when_not_matched_insert="*"),
         lambda t: t.delete("id = 5", mode="copy-on-write"),
         lambda t: t.compact(min_input_files=1),
         lambda t: t.update({"category": "'x'"}, where="id = 6"),

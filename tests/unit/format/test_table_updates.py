@@ -10,6 +10,7 @@ import json
 
 import pyarrow as pa
 import pytest
+from foreign_writes import commit_as_another_engine
 from pydantic import TypeAdapter
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.table.metadata import TableMetadataUtil
@@ -17,7 +18,9 @@ from pyiceberg.table.update import TableRequirement, TableUpdate, update_table_m
 from pyiceberg.transforms import BucketTransform
 
 import mor
-from foreign_writes import commit_as_another_engine
+from mor.commit.table_commits import expire_commit, properties_commit, schema_commit, snapshot_commit, spec_commit
+from mor.format.apply import apply_updates
+from mor.format.metadata import Snapshot, TableMetadata
 from mor.format.requirements import (
     AssertCreate,
     AssertCurrentSchemaId,
@@ -27,8 +30,6 @@ from mor.format.requirements import (
     check_requirements,
     requirement_from_dict,
 )
-from mor.commit.table_commits import expire_commit, properties_commit, schema_commit, snapshot_commit, spec_commit
-from mor.format.apply import apply_updates
 from mor.format.updates import (
     AddSnapshot,
     RemoveSnapshotRef,
@@ -37,7 +38,6 @@ from mor.format.updates import (
     TableCommit,
     update_from_dict,
 )
-from mor.format.metadata import Snapshot, TableMetadata
 
 UPDATES = TypeAdapter(TableUpdate)
 REQUIREMENTS = TypeAdapter(TableRequirement)
@@ -171,7 +171,9 @@ def test_malformed_updates_are_invalid_arguments(bad: object) -> None:
         update_from_dict(bad)
 
 
-@pytest.mark.parametrize("bad", [None, {"type": "assert-nothing"}, {"type": "assert-table-uuid"}, {"type": "assert-current-schema-id", "current-schema-id": "1"}])
+@pytest.mark.parametrize(
+    "bad", [None, {"type": "assert-nothing"}, {"type": "assert-table-uuid"}, {"type": "assert-current-schema-id", "current-schema-id": "1"}]
+)
 def test_malformed_requirements_are_invalid_arguments(bad: object) -> None:
     with pytest.raises(mor.InvalidArgumentError):
         requirement_from_dict(bad)

@@ -63,7 +63,7 @@ import mor
 from mor.errors import InvalidArgumentError, SchemaMismatchError
 from mor.format.arrow_types import to_arrow_schema
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 NAN = float("nan")
 INF = float("inf")
 
@@ -109,8 +109,12 @@ CASES = [
     Case("fixed[1]", FixedType(1), (b"\x00", b"\xff", b"a")),
     Case("fixed[20]", FixedType(20), (b"\x00" * 20, b"\xff" * 20, b"a" * 20, b"a" * 19 + b"b")),
     Case("binary", BinaryType(), (b"", b"\x00", b"\xff" * 40, b"abc"), ("identity", "bucket[4]", "truncate[2]")),
-    Case("date", DateType(), (dt.date(1, 1, 1), dt.date(1969, 12, 31), dt.date(1970, 1, 1), dt.date(2024, 2, 29), dt.date(9999, 12, 31)),
-         ("identity", "bucket[4]", "year", "month", "day")),  # fmt: skip
+    Case(
+        "date",
+        DateType(),
+        (dt.date(1, 1, 1), dt.date(1969, 12, 31), dt.date(1970, 1, 1), dt.date(2024, 2, 29), dt.date(9999, 12, 31)),
+        ("identity", "bucket[4]", "year", "month", "day"),
+    ),  # fmt: skip
     Case("time", TimeType(), (dt.time(0, 0), dt.time(23, 59, 59, 999999), dt.time(12, 30, 1, 5))),
     Case("timestamp", TimestampType(), _TIMESTAMPS, _TIME_TRANSFORMS),
     Case("timestamptz", TimestamptzType(), tuple(t.replace(tzinfo=UTC) for t in _TIMESTAMPS), _TIME_TRANSFORMS),
@@ -118,7 +122,10 @@ CASES = [
 CASE_PARAMS = [pytest.param(c, id=c.id) for c in CASES]
 # The spec's equality columns (not float/double); three decimals stand for the nine here.
 KEY_CASE_PARAMS = [
-    pytest.param(c, id=c.id) for c in CASES if not c.is_float and c.id not in {"decimal(10,0)", "decimal(18,6)", "decimal(19,2)", "decimal(28,10)", "decimal(29,0)", "decimal(38,38)"}
+    pytest.param(c, id=c.id)
+    for c in CASES
+    if not c.is_float
+    and c.id not in {"decimal(10,0)", "decimal(18,6)", "decimal(19,2)", "decimal(28,10)", "decimal(29,0)", "decimal(38,38)"}
 ]
 PARTITION_PARAMS = [pytest.param(c, t, id=f"{c.id}-{t}") for c in CASES for t in c.transforms]
 
@@ -204,7 +211,10 @@ def test_append_reads_back_exactly_with_metrics(catalog: mor.Catalog, case: Case
 
     [entry] = live_raw_entries(table)  # read straight from Avro, not through mor
     values = [r["c"] for r in rows]
-    counts = {name: {kv["key"]: kv["value"] for kv in entry.data_file[name] or []} for name in ("value_counts", "null_value_counts", "nan_value_counts")}
+    counts = {
+        name: {kv["key"]: kv["value"] for kv in entry.data_file[name] or []}
+        for name in ("value_counts", "null_value_counts", "nan_value_counts")
+    }
     assert counts["value_counts"][2] == len(values)
     assert counts["null_value_counts"][2] == 1
     if case.is_float:
@@ -289,7 +299,9 @@ def test_partitioned_by_each_transform(catalog: mor.Catalog, case: Case, transfo
     literals = [v for v in _partition_values(case, transform) if not is_nan(v)]
     for value in literals:
         got = table.scan(filter=EqualTo("c", literal_value(case, value))).to_arrow()
-        assert sorted(got.column("id").to_pylist()) == [r["id"] for r in rows if r["c"] is not None and not is_nan(r["c"]) and r["c"] == value]
+        assert sorted(got.column("id").to_pylist()) == [
+            r["id"] for r in rows if r["c"] is not None and not is_nan(r["c"]) and r["c"] == value
+        ]
     middle = literals[len(literals) // 2]
     for op in ("<", ">="):
         predicate, holds = _OPERATORS[op]
@@ -316,7 +328,10 @@ def test_two_partition_fields_of_one_named_avro_type(catalog: mor.Catalog) -> No
         NestedField(3, "x", DecimalType(9, 2)), NestedField(4, "y", DecimalType(9, 2)),
     )  # fmt: skip
     table = catalog.create_table("db.t", schema=schema, partition_by=["a", "b", "x", "y"])
-    rows = [{"a": uuid.UUID(int=i).bytes, "b": uuid.UUID(int=2**128 - 1 - i).bytes, "x": Decimal(f"{i}.25"), "y": Decimal(f"-{i}.50")} for i in range(3)]
+    rows = [
+        {"a": uuid.UUID(int=i).bytes, "b": uuid.UUID(int=2**128 - 1 - i).bytes, "x": Decimal(f"{i}.25"), "y": Decimal(f"-{i}.50")}
+        for i in range(3)
+    ]
     table.append(pa.Table.from_pylist(rows, schema=to_arrow_schema(schema)))
     assert sorted(table.scan().to_arrow().to_pylist(), key=lambda r: r["x"]) == rows
     assert {e.data_file["partition"]["y"] for e in live_raw_entries(table)} == {r["y"] for r in rows}
@@ -451,9 +466,14 @@ def test_predicates_prune_files_but_never_a_match(catalog: mor.Catalog, case: Ca
         id_of_file[added] = row["id"]
     literals = [v for v in case.values if not is_nan(v)][:4]  # the extremes come first
     checks: list[tuple[Any, set[int]]] = []
-    for op, (predicate, holds) in _OPERATORS.items():
+    for predicate, holds in _OPERATORS.values():
         for value in literals:
-            checks.append((predicate("c", literal_value(case, value)), {r["id"] for r in rows if r["c"] is not None and holds(internal(r["c"]), internal(value))}))
+            checks.append(
+                (
+                    predicate("c", literal_value(case, value)),
+                    {r["id"] for r in rows if r["c"] is not None and holds(internal(r["c"]), internal(value))},
+                )
+            )
     pair = [literal_value(case, v) for v in literals[:2]]
     in_set = {internal(v) for v in literals[:2]}
     checks += [
@@ -545,7 +565,9 @@ def test_row_group_bounds_decode_to_the_rows(catalog: mor.Catalog, case: Case) -
         (pa.timestamp("ms"), TimestampType(), [dt.datetime(1969, 12, 31, 23, 59, 59, 999000), dt.datetime(2000, 1, 1)], False),
     ],
 )
-def test_row_group_bounds_of_foreign_physical_forms(tmp_path: Any, arrow_type: pa.DataType, iceberg_type: PrimitiveType, values: list[Any], store_decimal_as_integer: bool) -> None:
+def test_row_group_bounds_of_foreign_physical_forms(
+    tmp_path: Any, arrow_type: pa.DataType, iceberg_type: PrimitiveType, values: list[Any], store_decimal_as_integer: bool
+) -> None:
     """Files other writers make: decimals as INT32/INT64, times in millis or nanos."""
     from mor.read.row_groups import row_group_metrics
 
@@ -565,7 +587,9 @@ def test_decimals_of_fewer_digits_append_to_a_wider_column(catalog: mor.Catalog)
     table.append(pa.table({"id": pa.array([1], pa.int64()), "c": [Decimal("1.50")], "p": pa.array([None], pa.string())}))
     assert table.scan().to_arrow().column("c").to_pylist() == [Decimal("1.50")]
     for other in (pa.decimal128(10, 2), pa.decimal128(9, 3), pa.decimal128(9, 1)):
-        table.append(pa.table({"id": pa.array([2], pa.int64()), "c": pa.array([Decimal("1.5")], other), "p": pa.array([None], pa.string())}))
+        table.append(
+            pa.table({"id": pa.array([2], pa.int64()), "c": pa.array([Decimal("1.5")], other), "p": pa.array([None], pa.string())})
+        )
     assert table.scan().to_arrow().column("c").to_pylist() == [Decimal("1.50")] * 4
     with pytest.raises(SchemaMismatchError, match="'c': value 12345678.90"):
         too_many = pa.array([Decimal("12345678.90")], pa.decimal128(10, 2))
@@ -641,7 +665,8 @@ def test_nested_columns_round_trip_with_metrics_of_struct_leaves(catalog: mor.Ca
 
     [entry] = live_raw_entries(table)
     maps = {name: {kv["key"]: kv["value"] for kv in entry.data_file[name] or []}
-            for name in ("column_sizes", "value_counts", "null_value_counts", "nan_value_counts", "lower_bounds", "upper_bounds")}  # fmt: skip
+            for name in ("column_sizes", "value_counts", "null_value_counts", "nan_value_counts",
+                         "lower_bounds", "upper_bounds")}  # fmt: skip
     for path in ("s.dec", "s.u", "s.d", "s.f", "s.inner.ts", "s.inner.b"):
         field = schema.find_field(path)
         values = [_leaf(r, path) for r in NESTED_ROWS]

@@ -5,14 +5,15 @@ they committed, and every later write failed with OverflowError."""
 
 from __future__ import annotations
 
-
 import pytest
 from unit_helpers import SCHEMA, make_rows, scan_ids
 
 import mor
 from mor.format.properties import AGE_MAX_MS, CHECKS, INT32_MAX, INT64_MAX
 
-WHOLE_NUMBER_PROPERTIES = sorted(name for name, check in CHECKS.items() if check("1") is None and check("0.5") is not None and check("true") is not None)
+WHOLE_NUMBER_PROPERTIES = sorted(
+    name for name, check in CHECKS.items() if check("1") is None and check("0.5") is not None and check("true") is not None
+)
 INT64_PROPERTIES = {
     "commit.manifest.target-size-bytes",
     "write.target-file-size-bytes",

@@ -21,7 +21,10 @@ from mor.io import avro_columns
 from mor.io.avro_columns import python_values, read_avro_columns
 from mor.planning.planner import manifests_of
 
-ROOTS = [Path(__file__).resolve().parents[3].parent / "shared" / "fixtures" / "iceberg-java", Path(__file__).resolve().parents[2] / "fixtures"]
+ROOTS = [
+    Path(__file__).resolve().parents[3].parent / "shared" / "fixtures" / "iceberg-java",
+    Path(__file__).resolve().parents[2] / "fixtures",
+]
 AVRO_FILES = sorted(p for root in ROOTS for p in root.rglob("*.avro"))
 
 
@@ -54,14 +57,20 @@ def values(read: tuple[dict[str, Any], int]) -> tuple[dict[str, list[Any]], int]
 
 def test_map_items_are_cut_to_the_keys_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
     paths = ("data_file.lower_bounds", "data_file.value_counts")
-    data = next(d for d in (p.read_bytes() for p in AVRO_FILES) if any(b for b in read_avro_columns(d, paths)[0]["data_file.lower_bounds"].to_pylist() if b and len(b) > 1))
+    data = next(
+        d
+        for d in (p.read_bytes() for p in AVRO_FILES)
+        if any(b for b in read_avro_columns(d, paths)[0]["data_file.lower_bounds"].to_pylist() if b and len(b) > 1)
+    )
     for compiled_from in (0, 1 << 40):
         monkeypatch.setattr(avro_columns, "COMPILED_FROM", compiled_from)
         every, _ = values(read_avro_columns(data, paths))
         key = next(m for m in every["data_file.lower_bounds"] if m)[0]["key"]
         cut, _ = values(read_avro_columns(data, paths, {"data_file.lower_bounds": {key}}))
         assert cut["data_file.value_counts"] == every["data_file.value_counts"]
-        assert cut["data_file.lower_bounds"] == [None if m is None else [kv for kv in m if kv["key"] == key] for m in every["data_file.lower_bounds"]]
+        assert cut["data_file.lower_bounds"] == [
+            None if m is None else [kv for kv in m if kv["key"] == key] for m in every["data_file.lower_bounds"]
+        ]
         assert cut["data_file.lower_bounds"] != every["data_file.lower_bounds"] and any(cut["data_file.lower_bounds"])
 
 
@@ -94,6 +103,7 @@ def test_a_scan_without_a_filter_plans_the_same_tasks_without_metrics(catalog: m
     table.delete("id % 3 = 0")
     full = table.scan().plan_files()
     lean = table.scan().plan_files(keep_metrics=False)
+
     def files(tasks: list) -> list:  # type: ignore[type-arg]
         return [(t.data_file.file_path, [d.file_path for d in t.delete_files]) for t in tasks]
 
@@ -105,10 +115,14 @@ def test_a_scan_without_a_filter_plans_the_same_tasks_without_metrics(catalog: m
     assert sorted(table.scan().to_arrow().column("id").to_pylist()) == [i for i in range(30) if i % 3]
 
 
-MAP_PATHS = tuple(f"data_file.{m}" for m in ("column_sizes", "value_counts", "null_value_counts", "nan_value_counts", "lower_bounds", "upper_bounds"))
+MAP_PATHS = tuple(
+    f"data_file.{m}" for m in ("column_sizes", "value_counts", "null_value_counts", "nan_value_counts", "lower_bounds", "upper_bounds")
+)
 
 
-@pytest.mark.parametrize("path", [p for p in AVRO_FILES if b"value_counts" in p.read_bytes()][:40], ids=lambda p: f"{p.parent.parent.name}/{p.name[:24]}")
+@pytest.mark.parametrize(
+    "path", [p for p in AVRO_FILES if b"value_counts" in p.read_bytes()][:40], ids=lambda p: f"{p.parent.parent.name}/{p.name[:24]}"
+)
 def test_maps_made_from_flat_keys_and_values_equal_those_made_per_record(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     data = path.read_bytes()
     for compiled_from in (0, 1 << 40):

@@ -98,7 +98,9 @@ def test_gcs_emulator_environment_means_anonymous() -> None:
     # The property wins over the environment, and a token is not anonymous.
     options = gcs_options({"gcs.service.host": "https://gcs.example", "gcs.oauth2.token": "t"}, {"STORAGE_EMULATOR_HOST": "x:1"})
     assert options["endpoint_override"] == "gcs.example" and "anonymous" not in options
-    assert gcs_options({}, {}) == {"retry_time_limit": dt.timedelta(seconds=60)}  # the Google SDK's own chain (GOOGLE_APPLICATION_CREDENTIALS, ...)
+    assert gcs_options({}, {}) == {
+        "retry_time_limit": dt.timedelta(seconds=60)
+    }  # the Google SDK's own chain (GOOGLE_APPLICATION_CREDENTIALS, ...)
 
 
 @pytest.mark.parametrize(

@@ -238,9 +238,7 @@ def test_small_files_are_packed_once_there_are_enough(catalog: mor.Catalog) -> N
 
 
 def test_output_files_roll_at_the_target_size(catalog: mor.Catalog) -> None:
-    table = catalog.create_table(
-        "db.t", schema=make_rows([]).schema, properties={"write.parquet.row-group-limit": "500"}
-    )
+    table = catalog.create_table("db.t", schema=make_rows([]).schema, properties={"write.parquet.row-group-limit": "500"})
     table.append(make_rows(range(20_000)))
     table.delete(In("id", list(range(0, 20_000, 7))))
     expected = scan_ids(table)

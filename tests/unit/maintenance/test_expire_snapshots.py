@@ -9,12 +9,12 @@ import datetime as dt
 import os
 
 import pytest
+from foreign_writes import commit_as_another_engine
 from pyiceberg.expressions import EqualTo, In
 from pyiceberg.table import StaticTable
 from unit_helpers import assert_no_orphans, files_under, local, make_rows, raw_entries, read_avro, scan_ids
 
 import mor
-from foreign_writes import commit_as_another_engine
 from mor.maintenance import expire as expire_module
 from mor.maintenance.expire import ExpireResult
 
@@ -29,9 +29,9 @@ def read_by(table: mor.Table, snapshot_id: int) -> set[str]:
     """Files a snapshot reads: its manifest list, manifests and live content files."""
     s = table.metadata.snapshot_by_id(snapshot_id)
     entries = raw_entries(s.manifest_list)
-    return {local(s.manifest_list)} | {local(e.manifest["manifest_path"]) for e in entries} | {
-        local(e.path) for e in entries if e.status != 2
-    }
+    return (
+        {local(s.manifest_list)} | {local(e.manifest["manifest_path"]) for e in entries} | {local(e.path) for e in entries if e.status != 2}
+    )
 
 
 def busy_table(catalog: mor.Catalog, partition_by: list[str] | None = None) -> mor.Table:
@@ -81,7 +81,7 @@ def test_retained_snapshots_read_as_before_and_only_dead_files_go(
     only_expired = set().union(*(needed_by[s] for s in result.expired_snapshot_ids)) - still_needed
     assert only_expired <= deleted  # nothing an expired snapshot alone read is left
     assert_no_orphans(table)
-    assert table.remove_orphan_files(older_than=dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=5)) == []
+    assert table.remove_orphan_files(older_than=dt.datetime.now(dt.UTC) + dt.timedelta(seconds=5)) == []
 
 
 def test_a_short_retention_is_refused_without_the_override(catalog: mor.Catalog) -> None:
@@ -90,7 +90,7 @@ def test_a_short_retention_is_refused_without_the_override(catalog: mor.Catalog)
     with pytest.raises(mor.RetentionTooShortError, match="history.expire.max-snapshot-age-ms"):
         table.expire_snapshots(older_than=dt.timedelta(hours=1))
     with pytest.raises(mor.InvalidArgumentError):  # it is also an InvalidArgumentError
-        table.expire_snapshots(older_than=dt.datetime.now(dt.timezone.utc))
+        table.expire_snapshots(older_than=dt.datetime.now(dt.UTC))
     assert table.refresh().metadata_location == before and files_under(table.location) == files
 
 
@@ -344,7 +344,7 @@ def test_snapshots_on_no_branch_go_by_age_only(catalog: mor.Catalog) -> None:
     s = table.snapshots()
     rolled_back = dict(table.metadata.refs, main={"snapshot-id": s[1].snapshot_id, "type": "branch"})
     table = commit_metadata(table, current_snapshot_id=s[1].snapshot_id, refs=rolled_back)
-    cutoff = dt.datetime.fromtimestamp(s[3].timestamp_ms / 1000, dt.timezone.utc)
+    cutoff = dt.datetime.fromtimestamp(s[3].timestamp_ms / 1000, dt.UTC)
     result = table.expire_snapshots(older_than=cutoff, retain_last=1, allow_short_retention=True)
     assert set(result.expired_snapshot_ids) == {s[0].snapshot_id, s[2].snapshot_id}  # s[3] is young, s[1] is main
     assert scan_ids(table, snapshot_id=s[3].snapshot_id) == list(range(40)) and scan_ids(table) == list(range(20))
@@ -368,7 +368,7 @@ def test_partition_statistics_of_expired_snapshots_leave(catalog: mor.Catalog) -
     assert result.deleted_statistics_files == 2 and set(result.deleted_paths) >= {local(e["statistics-path"]) for e in entries[:2]}
     assert [e["snapshot-id"] for e in table.refresh().metadata.extra["partition-statistics"]] == [s.snapshot_id for s in table.snapshots()]
     assert all(os.path.exists(local(e["statistics-path"])) for e in entries[2:])
-    soon = dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=5)
+    soon = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=5)
     assert table.remove_orphan_files(older_than=soon, dry_run=True) == []  # it counts statistics files
 
 
@@ -395,7 +395,7 @@ def test_nothing_is_deleted_after_an_unknown_outcome(catalog: mor.Catalog) -> No
     assert files <= files_under(table.location)
     table = catalog.load_table("db.t")
     assert len(table.snapshots()) == 1  # it did land: what it would have deleted is now orphaned
-    assert table.remove_orphan_files(older_than=dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=5))
+    assert table.remove_orphan_files(older_than=dt.datetime.now(dt.UTC) + dt.timedelta(seconds=5))
     assert_no_orphans(table)
 
 
@@ -461,7 +461,11 @@ def test_a_table_that_spells_paths_two_ways_keeps_its_files(catalog: mor.Catalog
     manifests = read_avro(current.manifest_list)[1]
     newest = max(manifests, key=lambda m: m["sequence_number"])
     respelled = f"{folder}/respelled-manifest.avro"
-    rewrite(newest["manifest_path"], respelled, lambda e: {**e, "data_file": {**e["data_file"], "file_path": hadoop(e["data_file"]["file_path"])}})
+    rewrite(
+        newest["manifest_path"],
+        respelled,
+        lambda e: {**e, "data_file": {**e["data_file"], "file_path": hadoop(e["data_file"]["file_path"])}},
+    )
 
     def respell_list_row(m: dict) -> dict:  # type: ignore[type-arg]
         if m["manifest_path"] == newest["manifest_path"]:
@@ -506,4 +510,6 @@ def test_an_unreadable_manifest_list_of_a_retained_snapshot_stops_it(catalog: mo
     os.remove(local(table.snapshots()[-2].manifest_list))
     with pytest.raises(mor.CorruptMetadataError):
         table.expire_snapshots(older_than=NOW, retain_last=2, allow_short_retention=True)
-    assert table.refresh().metadata_location == before and files_under(table.location) == files - {local(table.snapshots()[-2].manifest_list)}
+    assert table.refresh().metadata_location == before and files_under(table.location) == files - {
+        local(table.snapshots()[-2].manifest_list)
+    }

@@ -10,8 +10,8 @@ import datetime as dt
 import json
 import os
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 from unit_helpers import SCHEMA, files_under, local, make_rows, reachable_files, scan_ids
@@ -25,7 +25,7 @@ EXPIRE_NOW = {"older_than": NOW, "retain_last": 1, "allow_short_retention": True
 
 def future() -> dt.datetime:
     """A threshold that makes every file old enough to be an orphan."""
-    return dt.datetime.now(dt.timezone.utc) + dt.timedelta(minutes=1)
+    return dt.datetime.now(dt.UTC) + dt.timedelta(minutes=1)
 
 
 def rewrite_metadata(path: str, change: Callable[[dict], None]) -> None:

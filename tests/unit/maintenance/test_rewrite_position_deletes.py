@@ -10,8 +10,8 @@ from pyiceberg.table import StaticTable
 from unit_helpers import assert_no_orphans, local, make_rows, scan_ids
 
 import mor
-from mor.maintenance import rewrite_deletes as rewrite_module
 from mor.format.spec import FileContent
+from mor.maintenance import rewrite_deletes as rewrite_module
 from mor.read.decoded_cache import SHARED
 
 

@@ -13,7 +13,17 @@ import shutil
 import pytest
 from pyiceberg.expressions import In
 from test_compact import race  # compaction raced by a concurrent commit
-from unit_helpers import SCHEMA, RawEntry, assert_no_orphans, files_under, live_data_paths, live_delete_entries, local, make_rows, raw_entries
+from unit_helpers import (
+    SCHEMA,
+    RawEntry,
+    assert_no_orphans,
+    files_under,
+    live_data_paths,
+    live_delete_entries,
+    local,
+    make_rows,
+    raw_entries,
+)
 
 import mor
 
@@ -61,9 +71,9 @@ def read_by(table: mor.Table, snapshot_id: int) -> set[str]:
     """Files a snapshot reads: its manifest list, manifests and live content files."""
     s = table.metadata.snapshot_by_id(snapshot_id)
     entries = raw_entries(s.manifest_list)
-    return {local(s.manifest_list)} | {local(e.manifest["manifest_path"]) for e in entries} | {
-        local(e.path) for e in entries if e.status != 2
-    }
+    return (
+        {local(s.manifest_list)} | {local(e.manifest["manifest_path"]) for e in entries} | {local(e.path) for e in entries if e.status != 2}
+    )
 
 
 # -- compaction --------------------------------------------------------------------------------

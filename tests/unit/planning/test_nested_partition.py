@@ -27,7 +27,7 @@ from unit_helpers import avro_file, live_raw_entries, local
 import mor
 from mor.errors import InvalidArgumentError, PartitionEvolutionError, SchemaEvolutionError
 
-START = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+START = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 STRUCT = pa.struct([pa.field("d", pa.int32()), pa.field("ts", pa.timestamp("us", tz="UTC")), pa.field("name", pa.string())])
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("d", pa.int32()), pa.field("s", STRUCT)])
 
@@ -140,9 +140,7 @@ def assert_files_hold_their_partition(table: mor.Table) -> None:
 
 
 def test_terms_on_nested_fields_bind_by_id_with_the_full_path_as_name(catalog: mor.Catalog) -> None:
-    table = catalog.create_table(
-        "db.t", schema=SCHEMA, partition_by=["s.d", "day(s.ts)", "bucket(4, s.d)", "truncate(1, s.name)", "d"]
-    )
+    table = catalog.create_table("db.t", schema=SCHEMA, partition_by=["s.d", "day(s.ts)", "bucket(4, s.d)", "truncate(1, s.name)", "d"])
     schema = table.schema()
     ids = {name: schema.find_field(name).field_id for name in ("s.d", "s.ts", "s.name", "d")}
     assert [(f.source_id, str(f.transform), f.name) for f in table.spec().fields] == [
@@ -205,7 +203,7 @@ def test_a_null_struct_and_a_null_field_give_a_null_partition_value(catalog: mor
     for path, partition in live_data_files(table):
         for row in pq.read_table(local(path)).to_pylist():
             by_id[row["id"]] = (partition[1000], as_iceberg_value(partition[1001]))
-    day = (START + dt.timedelta(hours=13 * 5) - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)).days
+    day = (START + dt.timedelta(hours=13 * 5) - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)).days
     assert by_id == {4: (None, None), 5: (None, day), 6: (2, day + 1)}
 
 
@@ -277,7 +275,10 @@ def test_delete_and_update_by_nested_fields(catalog: mor.Catalog, partition_by: 
         if nested(r, "d") == 2:
             r["d"] = 9
     moved = pc.make_struct(
-        pc.field("s", "d") + pc.scalar(pa.scalar(10, pa.int32())), pc.field("s", "ts"), pc.field("s", "name"), field_names=["d", "ts", "name"]
+        pc.field("s", "d") + pc.scalar(pa.scalar(10, pa.int32())),
+        pc.field("s", "ts"),
+        pc.field("s", "name"),
+        field_names=["d", "ts", "name"],
     )
     table.update({"s": moved}, where="s.d = 3", mode=mode)  # moves to another partition
     for r in model.values():
@@ -383,7 +384,9 @@ def test_schema_rules_protect_a_nested_source(catalog: mor.Catalog) -> None:
     table.drop_column("s.name")  # not a source
     table.rename_column("s", "t")  # the partition field keeps its name; the source is found by id
     table.append(pa.Table.from_pylist([{"id": 100, "d": 0, "t": {"d": 3, "ts": START}}], schema=table.scan().to_arrow().schema))
-    expected = [{"id": r["id"], "d": r["d"], "t": None if r["s"] is None else {"d": r["s"]["d"], "ts": r["s"]["ts"]}} for r in model_rows(model)]
+    expected = [
+        {"id": r["id"], "d": r["d"], "t": None if r["s"] is None else {"d": r["s"]["d"], "ts": r["s"]["ts"]}} for r in model_rows(model)
+    ]
     expected.append({"id": 100, "d": 0, "t": {"d": 3, "ts": START}})
     assert rows_of(table) == expected
     assert [f.name for f in table.spec().fields] == ["s.d"]
@@ -403,7 +406,9 @@ def test_manifests_give_partition_fields_avro_names_as_iceberg_java_does(catalog
     data_file = next(f for f in avro_schema["fields"] if f["name"] == "data_file")["type"]
     partition = next(f for f in data_file["fields"] if f["name"] == "partition")["type"]
     assert [(f["name"], f.get("iceberg-field-name")) for f in partition["fields"]] == [
-        ("s_x2Ed", "s.d"), ("s_x2Ets_day", "s.ts_day"), ("d", None)
+        ("s_x2Ed", "s.d"),
+        ("s_x2Ets_day", "s.ts_day"),
+        ("d", None),
     ]
     assert rows_of(table, filter="s.d = 2") == [r for r in model_rows(model) if nested(r, "d") == 2]
 

@@ -110,9 +110,7 @@ def _spec_says(delete: DeleteFile, data: DataFile) -> bool:
     assert delete.data_sequence_number is not None and data.data_sequence_number is not None
     same_partition = delete.spec_id == data.spec_id and delete.partition == data.partition
     if delete.content == FileContent.EQUALITY_DELETES:
-        return data.data_sequence_number < delete.data_sequence_number and (
-            same_partition or delete.spec_id in UNPARTITIONED_IDS
-        )
+        return data.data_sequence_number < delete.data_sequence_number and (same_partition or delete.spec_id in UNPARTITIONED_IDS)
     if not (data.data_sequence_number <= delete.data_sequence_number and same_partition):
         return False
     if delete.referenced_data_file is not None:
@@ -180,9 +178,7 @@ def _all_data() -> list[DataFile]:
 def test_delete_index_agrees_with_the_spec(data: DataFile) -> None:
     deletes = _all_deletes()
     index = DeleteFileIndex(deletes, UNPARTITIONED_IDS)
-    want = sorted(
-        (d for d in deletes if _spec_says(d, data)), key=lambda d: (d.data_sequence_number or 0, d.file_path)
-    )
+    want = sorted((d for d in deletes if _spec_says(d, data)), key=lambda d: (d.data_sequence_number or 0, d.file_path))
     assert list(index.for_data_file(data)) == want
     assert [d for d in deletes if applies_to(d, data, UNPARTITIONED_IDS)] == [d for d in deletes if _spec_says(d, data)]
 

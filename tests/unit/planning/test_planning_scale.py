@@ -16,6 +16,7 @@ from unit_helpers import make_rows
 
 import mor
 from mor.errors import CorruptMetadataError
+from mor.expr.filters import FileFilter, parse_filter
 from mor.format.content_file import CONTENT_FILE_FIELDS, DataFile, DeleteFile
 from mor.format.manifest import ManifestFile, manifest_columns, read_manifest
 from mor.format.spec import ManifestContent
@@ -23,7 +24,6 @@ from mor.io.fileio import FileIO, to_local_path
 from mor.planning import manifest_cache
 from mor.planning.data_manifests import DataManifestReader, ManifestFiles
 from mor.planning.delete_index import DeleteFileIndex
-from mor.expr.filters import FileFilter, parse_filter
 from mor.planning.planner import manifests_of, plan_files, unpartitioned_spec_ids
 
 MakeTable = Callable[..., mor.Table]

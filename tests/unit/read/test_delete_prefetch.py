@@ -70,9 +70,7 @@ def test_local_delete_files_are_left_to_the_reader(fetched: list[str]) -> None:
     assert fetched == []
 
 
-def test_prefetch_holds_at_most_its_budget_ahead_and_resumes_as_tasks_finish(
-    fetched: list[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_prefetch_holds_at_most_its_budget_ahead_and_resumes_as_tasks_finish(fetched: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(position_deletes, "PREFETCH_BYTES", 8 * 100 * 2)  # two files of 100 positions
     files = [delete_file(f"s3://bucket/t/{i}.parquet", rows=100) for i in range(5)]
     tasks = [Task(f) for f in files]

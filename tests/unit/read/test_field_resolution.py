@@ -24,8 +24,8 @@ from pyiceberg.types import (
 )
 
 from mor.errors import CorruptMetadataError
-from mor.read.field_resolution import FileProjection, file_matches_schema, parse_name_mapping
 from mor.format.arrow_types import FIELD_ID_KEY
+from mor.read.field_resolution import FileProjection, file_matches_schema, parse_name_mapping
 
 
 def field(name: str, type_: pa.DataType, field_id: int | None, nullable: bool = True) -> pa.Field:

@@ -43,9 +43,7 @@ print(json.dumps(result))
 
 def read_in_child(warehouse: Path, what: str) -> dict[str, str | None]:
     try:
-        done = subprocess.run(
-            [sys.executable, "-c", READ, str(warehouse), what], capture_output=True, text=True, timeout=TIMEOUT_S
-        )
+        done = subprocess.run([sys.executable, "-c", READ, str(warehouse), what], capture_output=True, text=True, timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
         pytest.fail(f"{what} blocked for {TIMEOUT_S} s on a FIFO")
     assert done.returncode == 0, done.stderr

@@ -5,7 +5,6 @@ reader takes them, escaped. No SparkSession is started."""
 from __future__ import annotations
 
 import dataclasses
-
 from typing import Any
 
 import pytest
@@ -16,7 +15,7 @@ from mor.format.spec import FileContent
 from mor.planning.task import FileScanTask
 
 pytest.importorskip("pyspark")
-from mor.spark.delete_functions import HEADER, descriptor  # noqa: E402
+from mor.spark.delete_functions import HEADER, descriptor
 
 
 def content(kind: FileContent, path: str, **fields: Any) -> Any:
@@ -52,4 +51,3 @@ def test_each_delete_file_is_listed_once_and_each_data_file_names_its_own() -> N
         "F\t/w/c.parquet\t/w/c.parquet\t3\t\t",
         "F\t/w/d.parquet\t/w/d.parquet\t\t\t",
     ]
-

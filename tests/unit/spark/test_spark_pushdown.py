@@ -61,7 +61,7 @@ def test_timestamp_and_date_literals_convert() -> None:
     from pyiceberg.types import DateType, NestedField, TimestamptzType
 
     schema = Schema(NestedField(1, "ts", TimestamptzType()), NestedField(2, "d", DateType()))
-    ts = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+    ts = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
     assert not isinstance(to_row_filter([sf.GreaterThan(("ts",), ts), sf.EqualTo(("d",), dt.date(2024, 1, 1))], schema), AlwaysTrue)
 
 

@@ -13,8 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import mor
-from mor.io.fileio import FileIO, to_local_path
 from mor.format.arrow_types import from_arrow_schema
+from mor.io.fileio import FileIO, to_local_path
 from mor.write.options import WriteOptions
 from mor.write.partitioning import parse_partition_by
 from mor.write.rolling import RollingDataWriter, write_rows

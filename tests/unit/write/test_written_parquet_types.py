@@ -87,7 +87,7 @@ def make_rows(ids: range) -> pa.Table:
             "day": dt.date(2024, 1, 1) + dt.timedelta(days=i % 3),
             "at": dt.time(12, i % 60),
             "ts": dt.datetime(2024, 1, 1) + dt.timedelta(minutes=i),
-            "tstz": dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(minutes=i),
+            "tstz": dt.datetime(2024, 1, 1, tzinfo=dt.UTC) + dt.timedelta(minutes=i),
             "name": f"n{i}",
             "uid": uuid.UUID(int=i).bytes,
             "fx": b"abcde",
@@ -116,7 +116,9 @@ class Node:
     physical: str
     field_id: int | None
     name: str
-    logical: str | None  # the annotation's name and the parameters the spec fixes, e.g. "Timestamp(isAdjustedToUTC=true, timeUnit=microseconds)"
+    logical: (
+        str | None
+    )  # the annotation's name and the parameters the spec fixes, e.g. "Timestamp(isAdjustedToUTC=true, timeUnit=microseconds)"
 
 
 def _decimal_bytes(precision: int) -> int:
@@ -321,10 +323,12 @@ def test_position_delete_files_have_the_spec_parquet_schema(table: mor.Table) ->
         pytest.param(lambda: pa.table({"id": pa.array([1, 2], pa.int64())}), id="long"),
         pytest.param(lambda: pa.table({"name": ["n3"], "day": [dt.date(2024, 1, 1)]}), id="string-date"),
         pytest.param(
-            lambda: pa.table({"dec9": pa.array([decimal.Decimal("0.04")], pa.decimal128(9, 2)), "uid": pa.array([uuid.UUID(int=4).bytes], pa.binary(16)), "small": pa.array([4], pa.int32())}),
+            lambda: pa.table({"dec9": pa.array([decimal.Decimal("0.04")], pa.decimal128(9, 2)),
+                              "uid": pa.array([uuid.UUID(int=4).bytes], pa.binary(16)), "small": pa.array([4], pa.int32())}),
             id="decimal-fixed-int",
         ),
-        pytest.param(lambda: pa.table({"ts": [dt.datetime(2024, 1, 1, 0, 5)], "tstz": [dt.datetime(2024, 1, 1, 0, 5, tzinfo=dt.timezone.utc)], "flag": [False]}), id="timestamps-bool"),
+        pytest.param(lambda: pa.table({"ts": [dt.datetime(2024, 1, 1, 0, 5)], "tstz": [dt.datetime(2024, 1, 1, 0, 5, tzinfo=dt.UTC)],
+                                       "flag": [False]}), id="timestamps-bool"),
     ],
 )  # fmt: skip
 def test_equality_delete_files_have_the_spec_parquet_schema(table: mor.Table, keys: Callable[[], pa.Table]) -> None:

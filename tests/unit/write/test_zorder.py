@@ -5,8 +5,6 @@ writing anything. The Z-order key itself: the classic curve on small values, and
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -142,7 +140,9 @@ def test_partitioned_table_is_clustered_per_partition(catalog: mor.Catalog) -> N
     for task in table.scan().plan_files():
         parts = set(pa.parquet.read_table(task.data_file.file_path.removeprefix("file://"))["part"].to_pylist())
         assert parts == {task.data_file.partition[0]}
-    assert planned(table, "part = 'p' and x < 100 and y < 0.1") < len([t for t in table.scan().plan_files() if t.data_file.partition[0] == "p"])
+    assert planned(table, "part = 'p' and x < 100 and y < 0.1") < len(
+        [t for t in table.scan().plan_files() if t.data_file.partition[0] == "p"]
+    )
 
 
 def test_where_limits_the_rewrite(catalog: mor.Catalog) -> None:
