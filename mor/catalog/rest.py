@@ -24,13 +24,14 @@ from typing import Any
 
 import requests
 from pyiceberg import exceptions as rest_errors
-from pyiceberg.catalog.rest import Endpoints, IdentifierKind
+from pyiceberg.catalog.rest import Endpoints
 from pyiceberg.catalog.rest import RestCatalog as PyIcebergRestCatalog
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table.sorting import SortOrder
 
 from mor.catalog.listeners import committed
+from mor.catalog.pyiceberg_rest import http_session, identifier_path, namespace_path
 from mor.errors import (
     CatalogUnavailableError,
     CommitStateUnknownError,
@@ -263,13 +264,13 @@ class RestCatalogClient:
         kind: str = "table",
     ) -> dict[str, Any]:
         rest = self.rest
-        path = {} if namespace is None else {"namespace": rest._encode_namespace_path(_levels(namespace))}
+        path = {} if namespace is None else namespace_path(rest, _levels(namespace))
         if namespace is not None and name is not None:
-            path = rest._split_identifier_for_path((*_levels(namespace), name), IdentifierKind(kind))
+            path = identifier_path(rest, (*_levels(namespace), name), kind)
         url = rest.url(endpoint, prefixed=True, **path)
         data = None if body is None else json.dumps(body).encode()
         try:
-            response = rest._session.request(method, url, data=data, timeout=(CONNECT_TIMEOUT_S, READ_TIMEOUT_S))
+            response = http_session(rest).request(method, url, data=data, timeout=(CONNECT_TIMEOUT_S, READ_TIMEOUT_S))
         except (requests.exceptions.ConnectTimeout, requests.exceptions.SSLError) as e:
             raise CatalogUnavailableError(f"{what}: the REST catalog at {self.uri} could not be reached: {_reason(e)}") from None
         except requests.exceptions.ConnectionError as e:

@@ -8,7 +8,7 @@ holds such a row.
 
 A filter is bound once per object (remembered while it lives), and an `in` list of 100,000
 values costs a pass over its literals, not pyiceberg's conversion of each: see `_bind_set`,
-and `_MetricsEvaluator` for pruning by such a list.
+and `MetricsEvaluator` for pruning by such a list.
 """
 
 from __future__ import annotations
@@ -17,20 +17,17 @@ import inspect
 import math
 import threading
 import weakref
-from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
 from functools import cached_property
 from typing import Any, TypeAlias, cast
 
-from pyiceberg.conversions import from_bytes
 from pyiceberg.expressions import (
     AlwaysTrue,
     And,
     BooleanExpression,
     BoundPredicate,
     BoundSetPredicate,
-    BoundTerm,
     EqualTo,
     GreaterThan,
     GreaterThanOrEqual,
@@ -54,12 +51,7 @@ from pyiceberg.expressions.literals import (
     UUIDLiteral,
 )
 from pyiceberg.expressions.visitors import (
-    IN_PREDICATE_LIMIT,
     InclusiveProjection,
-    _ExpressionEvaluator,
-    _InclusiveMetricsEvaluationVisitor,
-    _ManifestEvalVisitor,
-    _StrictMetricsEvaluator,
     bind,
     rewrite_not,
     visit,
@@ -77,7 +69,6 @@ from pyiceberg.types import (
     IntegerType,
     LongType,
     NestedField,
-    PrimitiveType,
     StringType,
     TimestampNanoType,
     TimestampType,
@@ -91,6 +82,7 @@ from mor.errors import InvalidFilterError
 from mor.expr.bounds_prefilter import BoundsPrefilter, Mask
 from mor.expr.literals import TimestampNanoLiteral, exact_predicate, is_nan_value, nan_compared
 from mor.expr.parse import parse, set_predicate
+from mor.expr.pyiceberg_evaluators import MetricsEvaluator, StrictEvaluator, manifest_evaluator, partition_evaluator, strict_evaluator
 from mor.expr.residual import Residual, bound_field_ids, pushed_not, without_residuals
 from mor.expr.shape import DERIVED_MAX_TERMS, shaped
 from mor.expr.text import unfit_message
@@ -278,69 +270,14 @@ def _not_rewritten(schema: Schema, expr: BooleanExpression, case_sensitive: bool
     return _remembered("not", schema, expr, case_sensitive, lambda: pushed_not(expr))
 
 
-def _inclusive_evaluator(schema: Schema, expr: BooleanExpression, case_sensitive: bool) -> _MetricsEvaluator:
+def _inclusive_evaluator(schema: Schema, expr: BooleanExpression, case_sensitive: bool) -> MetricsEvaluator:
     """The inclusive metrics evaluator of `expr`'s pruning form, made once per filter."""
 
-    def compute() -> _MetricsEvaluator:
+    def compute() -> MetricsEvaluator:
         pruning = _remembered("pruning", schema, expr, case_sensitive, lambda: pruning_filter(schema, expr, case_sensitive))
-        return _MetricsEvaluator(bind_filter(schema, pruning, case_sensitive))
+        return MetricsEvaluator(bind_filter(schema, pruning, case_sensitive))
 
     return _remembered("metrics", schema, expr, case_sensitive, compute)
-
-
-class _MetricsEvaluator:
-    """pyiceberg's inclusive metrics evaluator (`_InclusiveMetricsEvaluator.eval`) over a bound
-    expression, which also prunes by an `in` list longer than pyiceberg's limit (200 values,
-    beyond which it keeps every file): a file may match only if a value lies within its bounds,
-    found by bisection in the sorted values."""
-
-    def __init__(self, bound: BooleanExpression):
-        self.expr = bound
-        self._sorted: dict[int, tuple[set[Any], list[Any] | None]] = {}  # id(value set) -> sorted values
-
-    def eval(self, file: Any) -> bool:
-        if file.record_count == 0:
-            return False
-        if file.record_count < 0:
-            return True  # unknown (old imports)
-        return visit(self.expr, _InclusiveVisitor(file, self._sorted_values))
-
-    def _sorted_values(self, values: set[Any]) -> list[Any] | None:
-        hit = self._sorted.get(id(values))
-        if hit is None or hit[0] is not values:
-            try:
-                ordered: list[Any] | None = sorted(values)
-            except TypeError:
-                ordered = None
-            hit = self._sorted[id(values)] = (values, ordered)
-        return hit[1]
-
-
-class _InclusiveVisitor(_InclusiveMetricsEvaluationVisitor):
-    def __init__(self, file: Any, sorted_values: Callable[[set[Any]], list[Any] | None]):
-        super().__init__(file)
-        self.sorted_values = sorted_values
-
-    def visit_in(self, term: BoundTerm, literals: set[Any]) -> bool:
-        if len(literals) <= IN_PREDICATE_LIMIT:
-            return super().visit_in(term, literals)
-        field = term.ref().field
-        field_id = field.field_id
-        if self._contains_nulls_only(field_id) or self._contains_nans_only(field_id):
-            return False
-        ordered = self.sorted_values(literals)
-        if ordered is None or not isinstance(field.field_type, PrimitiveType) or isinstance(field.field_type, UUIDType):
-            return True
-        lower_bytes, upper_bytes = self.lower_bounds.get(field_id), self.upper_bounds.get(field_id)
-        lower = None if lower_bytes is None else from_bytes(field.field_type, lower_bytes)
-        upper = None if upper_bytes is None else from_bytes(field.field_type, upper_bytes)
-        if self._is_nan(lower) or self._is_nan(upper):
-            return True  # unreliable bounds, as pyiceberg says
-        try:
-            i = 0 if lower is None else bisect_left(ordered, lower)
-            return i < len(ordered) and (upper is None or ordered[i] <= upper)
-        except TypeError:
-            return True
 
 
 def filter_field_ids(schema: Schema, expr: BooleanExpression, case_sensitive: bool = True) -> set[int]:
@@ -392,15 +329,11 @@ class FileFilter:
         reading: trust it only for columns without nulls and NaNs (see RowMatcher)."""
         schema, expr, case_sensitive = self.schema, self.expr, self.case_sensitive
 
-        def compute() -> _StrictMetricsEvaluator:
+        def compute() -> StrictEvaluator:
             # pyiceberg's constructor would bind again: give it the binding made once.
-            strict = _StrictMetricsEvaluator.__new__(_StrictMetricsEvaluator)
-            strict.struct = _FieldsById(schema)
-            strict.include_empty_files = False
             # A residual is not known to hold for every row: FALSE here.
             strict_form = without_residuals(_not_rewritten(schema, expr, case_sensitive), may_match=False)
-            strict.expr = bind_filter(schema, strict_form, case_sensitive)
-            return strict
+            return strict_evaluator(_FieldsById(schema), bind_filter(schema, strict_form, case_sensitive))
 
         strict = _remembered("strict", schema, expr, case_sensitive, compute)
         return bool(strict.eval(file))
@@ -434,15 +367,11 @@ class FileFilter:
 
     def _manifest_evaluator(self, spec: PartitionSpec) -> Callable[[Any], bool]:
         partition_schema, projected = self._project(spec)
-        evaluator = _ManifestEvalVisitor.__new__(_ManifestEvalVisitor)
-        evaluator.partition_filter = _bind(partition_schema, rewrite_not(projected), self.case_sensitive, check=False)
-        return evaluator.eval
+        return manifest_evaluator(_bind(partition_schema, rewrite_not(projected), self.case_sensitive, check=False))
 
     def _partition_evaluator(self, spec: PartitionSpec) -> Callable[[Any], bool]:
         partition_schema, projected = self._project(spec)
-        evaluator = _ExpressionEvaluator.__new__(_ExpressionEvaluator)
-        evaluator.bound = _bind(partition_schema, projected, self.case_sensitive, check=False)
-        return evaluator.eval
+        return partition_evaluator(_bind(partition_schema, projected, self.case_sensitive, check=False))
 
 
 class _FieldsById:
