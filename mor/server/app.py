@@ -31,12 +31,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from mor.api.sql_catalog import SqlCatalog
 from mor.catalog.sql import SqlCatalogStore
 from mor.catalog.sqlite_reads import SqliteCatalogReader
-from mor.errors import InvalidArgumentError
+from mor.errors import InvalidArgumentError, NotAuthorizedError
 from mor.server.auth import EVERYTHING, Grant, OAuthError, Tokens, token_response
 from mor.server.errors import (
     BadRequestError,
     MethodNotAllowedError,
-    NotAuthorizedError,
     NotFoundError,
     PayloadTooLargeError,
     error_response,

@@ -37,8 +37,7 @@ from typing import Any, NoReturn
 from urllib.parse import parse_qs, unquote
 
 from mor.api.catalog_names import check_new_name
-from mor.errors import InvalidArgumentError
-from mor.server.errors import ForbiddenError
+from mor.errors import ForbiddenError, InvalidArgumentError
 from mor.server.names import escaped
 
 ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"

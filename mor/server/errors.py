@@ -19,6 +19,7 @@ from mor.errors import (
     CommitStateUnknownError,
     ConstraintViolationError,
     CorruptMetadataError,
+    ForbiddenError,
     InvalidArgumentError,
     InvalidFilterError,
     InvalidMetadataError,
@@ -29,6 +30,7 @@ from mor.errors import (
     NoSuchNamespaceError,
     NoSuchTableError,
     NoSuchViewError,
+    NotAuthorizedError,
     SchemaMismatchError,
     StorageError,
     TableAlreadyExistsError,
@@ -49,14 +51,6 @@ class RestError(Exception):
 
 class BadRequestError(RestError):
     status, type = 400, "BadRequestException"
-
-
-class NotAuthorizedError(RestError):
-    status, type = 401, "NotAuthorizedException"
-
-
-class ForbiddenError(RestError):
-    status, type = 403, "ForbiddenException"
 
 
 class NotFoundError(RestError):
@@ -87,6 +81,8 @@ _MOR_ERRORS: list[tuple[type[BaseException], int, str]] = [
     (CommitFailedError, 409, "CommitFailedException"),
     (CommitConflictError, 409, "CommitFailedException"),
     (MaintenanceRefusedError, 409, "MaintenanceRefusedException"),
+    (NotAuthorizedError, 401, "NotAuthorizedException"),  # the library's own errors: one tree
+    (ForbiddenError, 403, "ForbiddenException"),
     # The spec's answer for a commit whose outcome is unknown: the client must not clean up.
     (CommitStateUnknownError, 500, "CommitStateUnknownException"),
     (CatalogUnavailableError, 503, "ServiceUnavailableException"),

@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import os
 
+from mor.errors import ForbiddenError
 from mor.io.fileio import is_object_store, to_uri
 from mor.maintenance.ownership import DATABASE_NAME, database_files, location_forms, place, system_path, touches, walked_place
-from mor.server.errors import BadRequestError, ForbiddenError
+from mor.server.errors import BadRequestError
 
 
 def normal_location(location: object, what: str) -> str:

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from mor.errors import ForbiddenError
 from mor.io.fileio import to_uri
 from mor.maintenance.ownership import DATABASE_SUFFIXES
-from mor.server.errors import BadRequestError, ForbiddenError
+from mor.server.errors import BadRequestError
 from mor.server.locations import check_inside, server_files
 
 

@@ -15,11 +15,10 @@ import pyarrow as pa
 import pytest
 
 import mor
-from mor.errors import InvalidArgumentError
+from mor.errors import ForbiddenError, InvalidArgumentError
 from mor.server.app import create_app
 from mor.server.auth import EVERYTHING, Grant, Tokens, client_token, token_response
 from mor.server.credentials import CredentialVendor, session_policy
-from mor.server.errors import ForbiddenError
 from mor.server.routes import Service, path_namespace
 
 ADMIN, READER, SALES = "admin-token", "reader-token", "sales-token"
