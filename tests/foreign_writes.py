@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mor.commit.table_ops import new_metadata_location, write_metadata
+from mor.catalog.metadata_files import new_metadata_location, write_metadata
 from mor.format.metadata import TableMetadata, with_previous_file
 
 

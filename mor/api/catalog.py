@@ -17,7 +17,7 @@ from pyiceberg.schema import Schema
 from mor.api.catalog_names import existing_identifier, new_identifier, split_identifier, table_location_of
 from mor.api.inputs import ACCEPTED, Rows, as_tables, is_rows, new_table_schema
 from mor.api.table import Table
-from mor.commit.table_ops import read_metadata
+from mor.catalog.metadata_files import read_metadata
 from mor.errors import (
     CommitStateUnknownError,
     InvalidArgumentError,
@@ -74,7 +74,7 @@ class Catalog(ABC):
 
     @abstractmethod
     def table_operations(self, identifier: str) -> TableOperations:
-        """How commits to the table are made (mor/commit/table_ops.py, mor/catalog/rest.py)."""
+        """How commits to the table are made (mor/catalog/sql_operations.py, mor/catalog/rest.py)."""
 
     # -- namespaces ------------------------------------------------------------------------
     @abstractmethod

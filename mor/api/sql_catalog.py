@@ -1,7 +1,7 @@
 """The SQL catalog: namespaces and tables in a warehouse folder, each table's current metadata
 file a row of a SQL database (SQLite at `warehouse/catalog.db` by default, PostgreSQL when
 several machines write; mor/catalog/sql.py). mor commits by writing a metadata file and moving
-the row's pointer by compare-and-swap (mor/commit/table_ops.py)."""
+the row's pointer by compare-and-swap (mor/catalog/sql_operations.py)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,8 @@ from mor.api.views import (
     view_schema,
 )
 from mor.catalog.located import LocatedMetadata
-from mor.commit.table_ops import CatalogTableOperations, NewTableOperations, create_in_catalog, read_metadata
+from mor.catalog.metadata_files import read_metadata
+from mor.catalog.sql_operations import CatalogTableOperations, NewTableOperations, create_in_catalog
 from mor.errors import InvalidArgumentError, MorError, NoSuchNamespaceError, NoSuchTableError, NoSuchViewError, TableAlreadyExistsError
 from mor.format.view_metadata import apply_view_updates, create_view_metadata
 from mor.io.fileio import FileIO
@@ -64,7 +65,7 @@ class SqlCatalog(Catalog):
         return self.store.catalog_name
 
     def table_operations(self, identifier: str) -> TableOperations:
-        """How commits to the table are made (mor/commit/table_ops.py)."""
+        """How commits to the table are made (mor/catalog/sql_operations.py)."""
         return CatalogTableOperations(self.store, *existing_identifier(identifier), self.io)
 
     # -- namespaces ------------------------------------------------------------------------

@@ -21,9 +21,9 @@ from mor.api.scan import Scan
 from mor.api.snapshot_management import TableSnapshots, ref_snapshot_id
 from mor.api.table_definition import TableDefinition
 from mor.api.table_maintenance import TableMaintenance
+from mor.catalog.metadata_files import metadata_version, read_metadata
 from mor.catalog.table_operations import refresh_same_table
 from mor.commit.idempotency import Idempotency
-from mor.commit.table_ops import metadata_version, read_metadata
 from mor.dml.constraints import ConstraintCheck, table_constraints
 from mor.dml.expressions import Assignments
 from mor.dml.runner import commit, committed_before, run_dml, write_mode

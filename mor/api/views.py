@@ -21,7 +21,7 @@ import pyarrow as pa
 from pyiceberg.schema import Schema, assign_fresh_schema_ids
 from pyiceberg.view.metadata import SQLViewRepresentation, ViewMetadata, ViewRepresentation, ViewVersion
 
-from mor.commit.table_ops import new_metadata_location, point_at_new_file
+from mor.catalog.metadata_files import new_metadata_location, point_at_new_file
 from mor.errors import CommitConflictError, CorruptMetadataError, InvalidArgumentError
 from mor.format.arrow_types import from_arrow_schema
 from mor.format.view_metadata import (

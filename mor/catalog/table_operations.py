@@ -1,6 +1,6 @@
 """What a catalog offers the writers of one table: read its current metadata, and commit a
 change (requirements + updates, mor/format/updates.py) to it. The SQL catalog's operations
-(mor/commit/table_ops.py) and the REST client's (mor/catalog/rest.py) implement it; snapshot
+(mor/catalog/sql_operations.py) and the REST client's (mor/catalog/rest.py) implement it; snapshot
 producers and metadata commits (mor/commit) use nothing else.
 
 A lost race or a failed requirement is `CommitFailedError` (retryable: nothing became visible,

@@ -5,7 +5,7 @@ manifests stay valid across retries). On each attempt the base snapshot's manife
 carried over, those holding removed files are rewritten with the files marked DELETED, and
 small carried manifests are merged once there are many (mor/commit/manifest_merge.py).
 Only a lost race is retried (mor/commit/retry.py); after an unknown outcome nothing is cleaned
-up. Each step is announced (mor/commit/steps.py), for crash tests.
+up. Each step is announced (mor/catalog/steps.py), for crash tests.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 
+from mor.catalog import steps
 from mor.catalog.table_operations import CommitFailedError, TableOperations, refresh_same_table
-from mor.commit import steps
 from mor.commit.idempotency import Idempotency, check_not_committed
 from mor.commit.manifest_merge import merge_carried
 from mor.commit.retry import RetryPolicy, commit_with_retry

@@ -1,6 +1,6 @@
 """What a commit may make of a table: the checks Iceberg Java's metadata builder
 (`TableMetadata.Builder`) makes as it applies a change, run on the result of every commit before
-its metadata file is written (`commit_many` and `create_in_catalog` in mor/commit/table_ops.py:
+its metadata file is written (`commit_many` and `create_in_catalog` in mor/catalog/sql_operations.py:
 the SQL catalog, `mor serve` and multi-table transactions all write there).
 
 `check_metadata` (metadata_checks.py) holds any metadata file to the spec's invariants. This

@@ -2,7 +2,7 @@
 JSON form), and `TableCommit`, one commit as data (requirements + updates).
 
 Every writer of mor states its commit as a `TableCommit`; the SQL catalog applies it locally
-(mor/commit/table_ops.py) with `apply_updates` (mor/format/apply.py), a REST catalog sends it,
+(mor/catalog/sql_operations.py) with `apply_updates` (mor/format/apply.py), a REST catalog sends it,
 and mor's REST server applies what any client sends with that same function.
 """
 

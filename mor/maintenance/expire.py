@@ -35,11 +35,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from mor.catalog import steps
+from mor.catalog.metadata_files import is_versioned_metadata_file, metadata_version
 from mor.catalog.table_operations import TableOperations, refresh_same_table
-from mor.commit import steps
 from mor.commit.retry import RetryPolicy, commit_with_retry
 from mor.commit.table_commits import expire_commit
-from mor.commit.table_ops import is_versioned_metadata_file, metadata_version
 from mor.errors import CorruptMetadataError, InvalidArgumentError, RetentionTooShortError, UnsupportedFeatureError
 from mor.format.apply import apply_updates
 from mor.format.content_file import DataFile

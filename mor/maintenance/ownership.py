@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from mor.commit.table_ops import read_metadata
+from mor.catalog.metadata_files import read_metadata
 from mor.errors import MaintenanceRefusedError, MorError
 from mor.format.metadata import TableMetadata
 from mor.io.fileio import FileIO

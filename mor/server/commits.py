@@ -10,7 +10,7 @@ another commit lands between our read and our swap, the swap fails and the whole
 is redone on the newer state; nothing the client sent is trusted to still hold.
 
 Several tables (`POST /v1/transactions/commit`) commit all or nothing: every requirement of
-every table is checked and every update applied first, then `commit_many` (mor/commit/table_ops.py,
+every table is checked and every update applied first, then `commit_many` (mor/catalog/sql_operations.py,
 the path every mor writer commits through) writes every metadata file and swaps all pointers in
 one database transaction. A table that changes nothing still takes part in the swap, so its
 requirements hold at the moment of the swap too.
@@ -38,10 +38,11 @@ from dataclasses import dataclass, replace
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 
+from mor.catalog import steps
+from mor.catalog.metadata_files import read_metadata
 from mor.catalog.sql import SqlCatalogStore
+from mor.catalog.sql_operations import PlannedCommit, commit_many
 from mor.catalog.sqlite_reads import SqliteCatalogReader
-from mor.commit import steps
-from mor.commit.table_ops import PlannedCommit, commit_many, read_metadata
 from mor.errors import (
     InvalidArgumentError,
     NoSuchNamespaceError,

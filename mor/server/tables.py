@@ -36,7 +36,8 @@ from pyiceberg.schema import Schema, assign_fresh_schema_ids
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER, SortOrder, assign_fresh_sort_order_ids
 
 from mor.api.sql_catalog import SqlCatalog
-from mor.commit.table_ops import create_in_catalog, read_metadata
+from mor.catalog.metadata_files import read_metadata
+from mor.catalog.sql_operations import create_in_catalog
 from mor.errors import (
     CorruptMetadataError,
     InvalidArgumentError,

@@ -69,11 +69,11 @@ from pyspark.sql.pandas.types import to_arrow_schema as spark_to_arrow_schema
 from pyspark.sql.types import StructType
 
 from mor.api.catalog import DEFAULT_PROPERTIES, Catalog
+from mor.catalog.metadata_files import read_metadata
 from mor.catalog.table_operations import TableOperations
 from mor.commit.branch_ops import BranchOperations, branch_head
 from mor.commit.idempotency import AlreadyCommitted, Idempotency
 from mor.commit.snapshot_producer import Changes, Validator, commit_changes
-from mor.commit.table_ops import read_metadata
 from mor.dml.constraints import ConstraintCheck, added_rows_rules, table_constraints
 from mor.errors import (
     CommitConflictError,

@@ -21,7 +21,7 @@ from test_concurrent_writers import Op, check_history, rows_at
 from writer import SCHEMA, initial_rows
 
 import mor
-from mor.commit.steps import POINTS
+from mor.catalog.steps import POINTS
 from mor.io.fileio import to_local_path
 
 HERE = Path(__file__).parent

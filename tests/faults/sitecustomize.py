@@ -1,7 +1,7 @@
 """Crash tests' fault injection, loaded at the start of every Python process that has this
 folder on its PYTHONPATH (Python imports `sitecustomize` when it starts): with
 `MOR_FAULT_POINT=<step>` in the environment, the process sends itself SIGKILL when a commit
-reaches that step (mor/commit/steps.py), exactly as if the machine died there. With
+reaches that step (mor/catalog/steps.py), exactly as if the machine died there. With
 `MOR_FAULT_KILL=group` it kills the process group `MOR_FAULT_PGID` (default its own) instead: a
 Spark driver that puts its group id there before it starts its JVM dies whole, JVM and Python
 workers with it, when a worker commits (Spark's workers run in groups of their own, and inherit
@@ -26,6 +26,6 @@ def _kill_at(point: str) -> None:
 
 
 if os.environ.get(ENV):
-    from mor.commit import steps
+    from mor.catalog import steps
 
     steps.listen(_kill_at)

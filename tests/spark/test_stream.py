@@ -19,7 +19,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 from spark_helpers import SCHEMA, canonical, rows
 
 import mor
-from mor.commit.table_ops import write_metadata
+from mor.catalog.metadata_files import write_metadata
 from mor.format.metadata import TableMetadata
 from mor.io.fileio import FileIO
 from mor.spark.options import TableRef

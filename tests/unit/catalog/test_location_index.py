@@ -23,7 +23,7 @@ from unit_helpers import SCHEMA, make_rows, scan_ids
 import mor
 from mor.api.catalog_types import sqlite_url
 from mor.catalog.sql import SqlCatalogStore
-from mor.commit.table_ops import PlannedCommit, commit_many
+from mor.catalog.sql_operations import PlannedCommit, commit_many
 from mor.format.apply import apply_updates
 from mor.format.metadata import with_previous_file
 from mor.format.updates import SetLocation, SetProperties, TableCommit

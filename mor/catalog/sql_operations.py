@@ -1,5 +1,5 @@
-"""TableOperations: read the current metadata, and commit a change (requirements + updates,
-mor/format/updates.py) to it.
+"""The SQL catalog's table operations: read the current metadata, and commit a change
+(requirements + updates, mor/format/updates.py) to it; `commit_many` for several tables at once.
 
 The SQL catalog's operations apply the change to the metadata the writer started from, write
 the result as a new metadata file (never overwriting one) and ask the catalog to move the
@@ -10,74 +10,25 @@ table's pointer from the version we started from to it. A lost race or a failed 
 
 from __future__ import annotations
 
-import re
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
+from mor.catalog import steps
 from mor.catalog.listeners import committed
 from mor.catalog.located import LocatedMetadata
+from mor.catalog.metadata_files import new_metadata_location, point_at_new_file, read_metadata, write_metadata
 from mor.catalog.table_operations import CommitFailedError
-from mor.commit import steps
-from mor.errors import (
-    CommitConflictError,
-    CommitStateUnknownError,
-    CorruptMetadataError,
-    MetadataFileNotFoundError,
-    TableAlreadyExistsError,
-    UnsupportedFeatureError,
-)
+from mor.errors import CommitConflictError, CommitStateUnknownError, MetadataFileNotFoundError, TableAlreadyExistsError
 from mor.format.apply import apply_updates
 from mor.format.commit_validation import validate_change
 from mor.format.metadata import TableMetadata, with_previous_file
 from mor.format.requirements import check_requirements
 from mor.format.updates import TableCommit
-from mor.io.fileio import FileIO, unreadable
+from mor.io.fileio import FileIO
 
 if TYPE_CHECKING:
     from mor.catalog.store import CatalogStore
-
-_VERSION = re.compile(r"(?:^|/)(?:v)?(\d+)(?:-[^/]*)?\.metadata\.json$")
-
-
-_T = TypeVar("_T")
-
-
-def read_metadata(io: FileIO, location: str) -> TableMetadata:
-    """The metadata file at `location`; MetadataFileNotFoundError when there is none,
-    CorruptMetadataError naming it when it is not table metadata."""
-    try:
-        text = io.read_bytes(location)
-    except FileNotFoundError as e:
-        raise MetadataFileNotFoundError(f"no table metadata file at {location}") from e
-    except OSError as e:
-        raise unreadable("table metadata file", location, e) from e
-    try:
-        return TableMetadata.from_json(text)
-    except (CorruptMetadataError, UnsupportedFeatureError) as e:
-        raise type(e)(f"table metadata file {location}: {e}") from e
-
-
-def is_versioned_metadata_file(location: str) -> bool:
-    """Named like the metadata files writers number (`00003-<uuid>.metadata.json`, `v3.metadata.json`)."""
-    return _VERSION.search(location) is not None
-
-
-def metadata_version(location: str | None) -> int:
-    if location is None:
-        return -1
-    match = _VERSION.search(location)
-    return int(match.group(1)) if match else 0
-
-
-def new_metadata_location(table_location: str, previous_location: str | None) -> str:
-    version = metadata_version(previous_location) + 1
-    return f"{table_location.rstrip('/')}/metadata/{version:05d}-{uuid.uuid4()}.metadata.json"
-
-
-def write_metadata(io: FileIO, location: str, metadata: TableMetadata) -> None:
-    io.write_bytes_exclusive(location, metadata.to_json().encode("utf-8"))
 
 
 @dataclass(frozen=True)
@@ -174,20 +125,6 @@ def create_in_catalog(
 
     point_at_new_file(io, location, metadata.to_json().encode("utf-8"), add_row)
     return location
-
-
-def point_at_new_file(io: FileIO, location: str, data: bytes, point: Callable[[], _T]) -> _T:
-    """Write the new metadata file `location`, then `point` the catalog at it (a row added, a
-    pointer swapped). The file is removed when the catalog certainly does not point at it (any
-    error but CommitStateUnknownError); after CommitStateUnknownError it is kept."""
-    io.write_bytes_exclusive(location, data)
-    try:
-        return point()
-    except CommitStateUnknownError:
-        raise
-    except BaseException:
-        io.delete_quietly(location)
-        raise
 
 
 @dataclass
