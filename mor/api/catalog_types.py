@@ -70,8 +70,7 @@ def load_catalog(
         if properties is not None and not isinstance(properties, Mapping):
             raise InvalidArgumentError(f"properties is a dict of strings, got {properties!r}")
         properties = {**(properties or {}), **{k: v for k, v in given.items() if v is not None}}
-    kind = "rest" if is_rest_catalog(uri, properties) else "sql"
-    return CATALOG_TYPES[kind](warehouse, uri, name, create, properties)
+    return CATALOG_TYPES[catalog_type(uri, properties)](warehouse, uri, name, create, properties)
 
 
 def _rest_catalog(
@@ -131,12 +130,19 @@ CATALOG_TYPES: dict[str, Callable[[str | os.PathLike[str] | None, str | None, st
 }
 
 
-def is_rest_catalog(uri: object, properties: Mapping[str, str] | None) -> bool:
-    """An Iceberg REST catalog is named by an http(s) URI or the `type=rest` property."""
+def catalog_type(uri: object, properties: Mapping[str, str] | None) -> str:
+    """The key of `CATALOG_TYPES` a catalog is: its `type` property when given, else `rest` for an
+    http(s) URI, else `sql`."""
     kind = (properties or {}).get("type") if isinstance(properties, Mapping) else None
-    if kind is not None and kind not in ("rest", "sql"):
-        raise InvalidArgumentError(f"catalog type {kind!r} is not supported: 'rest' or 'sql'")
-    return kind == "rest" or (isinstance(uri, str) and uri.lower().startswith(("http://", "https://")))
+    if kind is None:
+        return "rest" if isinstance(uri, str) and uri.lower().startswith(("http://", "https://")) else "sql"
+    if kind not in CATALOG_TYPES:
+        raise InvalidArgumentError(f"catalog type {kind!r} is not supported: one of {sorted(CATALOG_TYPES)}")
+    return str(kind)
+
+
+def is_rest_catalog(uri: object, properties: Mapping[str, str] | None) -> bool:
+    return catalog_type(uri, properties) == "rest"
 
 
 def sqlite_url(path: Path) -> str:
