@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Set up (first run only) and run the tests. Extra arguments go to pytest.
 #   scripts/test.sh            the whole suite (CI: .ci/run): the fast tier on every core, then
-#                              the slow tier (Spark, Java, servers, processes) in one process,
-#                              so Spark, Iceberg Java and PostgreSQL start once
+#                              the slow tier (Spark, Java, servers, processes) in two processes
+#                              side by side: tests/spark (one SparkSession) and the rest (one
+#                              Iceberg Java, one PostgreSQL), their lines prefixed [spark] / [other]
 #   scripts/test.sh fast       the fast tier before each commit: unit, property and stateful
 #                              tests that start no JVM, server or process (tests/conftest.py)
 #   scripts/test.sh tests/x    anything else: one pytest run of what the arguments name
@@ -32,16 +33,39 @@ for arg in "$@"; do
     *) exec .venv/bin/python -m pytest "$@" ;;  # a path or an option's value: run just that, as given
   esac
 done
-# The whole suite, in two runs; both always run, and the result fails if either does (exit 5,
-# "no tests", only when neither tier had any).
+# The whole suite. The fast tier first, on every core, with every example; its temporary files
+# on tmpfs as `fast` has them (no Spark in this tier, see above).
+fast_tmp="${TMPDIR:-}"
+if [ -z "$fast_tmp" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then fast_tmp=/dev/shm; fi
 echo "scripts/test.sh: the fast tier ($workers workers)" >&2
 fast=0
-.venv/bin/python -m pytest -m fast -n "$workers" --dist loadfile "$@" || fast=$?
-echo "scripts/test.sh: the slow tier (one process)" >&2
-slow=0
-.venv/bin/python -m pytest -m "not fast" "$@" || slow=$?
-if [ "$fast" = 5 ] && [ "$slow" = 5 ]; then exit 5; fi
-[ "$fast" = 5 ] && fast=0
-[ "$slow" = 5 ] && slow=0
-if [ "$fast" != 0 ]; then exit "$fast"; fi
-exit "$slow"
+TMPDIR="${fast_tmp:-${TMPDIR:-/tmp}}" .venv/bin/python -m pytest -m fast -n "$workers" --dist worksteal "$@" || fast=$?
+# Then the slow tier in two processes side by side: most of its time one waits on a JVM, a server
+# or a subprocess, so two keep both cores busy. What both would fetch on first use is fetched
+# here first (hadoop-aws for Spark's s3a: tests/servers/hadoop_aws.py), so they never race for it.
+echo "scripts/test.sh: the slow tier (two processes: [spark] tests/spark, [other] the rest)" >&2
+.venv/bin/python -c "from tests.servers.hadoop_aws import hadoop_aws_jars; hadoop_aws_jars()" || echo "scripts/test.sh: could not fetch hadoop-aws now; the Spark tests will say why" >&2
+prefixed() {  # run "$@" with each line of its output prefixed by $1; its exit status
+  local tag=$1
+  shift
+  set +e
+  "$@" 2>&1 | sed -u "s/^/[$tag] /"
+  local rc=${PIPESTATUS[0]}
+  set -e
+  return "$rc"
+}
+prefixed spark .venv/bin/python -m pytest -m "not fast" tests/spark "$@" &
+spark_pid=$!
+prefixed other .venv/bin/python -m pytest -m "not fast" --ignore=tests/spark "$@" &
+other_pid=$!
+spark=0
+wait "$spark_pid" || spark=$?
+other=0
+wait "$other_pid" || other=$?
+echo "scripts/test.sh: fast tier exit $fast, [spark] exit $spark, [other] exit $other (5: no tests)" >&2
+# "no tests" (exit 5) fails only when no run had any.
+if [ "$fast" = 5 ] && [ "$spark" = 5 ] && [ "$other" = 5 ]; then exit 5; fi
+for rc in "$fast" "$spark" "$other"; do
+  if [ "$rc" != 0 ] && [ "$rc" != 5 ]; then exit "$rc"; fi
+done
+exit 0
