@@ -34,6 +34,7 @@ from mor.format.spec import FORMAT_VERSION
 from mor.io.fileio import FileIO, is_object_store
 from mor.maintenance.ownership import CatalogView, OtherTable, database_files, overlaps, same_file, touches
 from mor.maintenance.purge import PurgeResult
+from mor.progress import Progress
 from mor.write.partitioning import parse_partition_by
 
 if TYPE_CHECKING:
@@ -338,19 +339,13 @@ class Catalog(ABC):
     def _created_by_first_commit(self, identifier: str, metadata: TableMetadata, rows: Iterator[pa.Table]) -> Table:
         """The data files written against the new table's metadata, then one commit that creates
         the table with them (nothing left behind when the rows do not fit or the commit fails)."""
-        from mor.api.schema_update import prepare_append
         from mor.commit.snapshot_producer import Changes, commit_changes
-        from mor.dml.constraints import ConstraintCheck, table_constraints
+        from mor.dml.append_schema import prepare_append
+        from mor.dml.insert import write_table_rows
         from mor.format.spec import Operation
-        from mor.write.parquet_files import WriteOptions
-        from mor.write.rolling import RollingDataWriter, write_rows
 
         table_schema, conformed, _ = prepare_append(metadata, rows, None)
-        checked = ConstraintCheck(table_constraints(metadata.properties), table_schema).checked(conformed)
-        writer = RollingDataWriter(
-            self.io, metadata.location, table_schema, metadata.spec(), WriteOptions(metadata.properties), sort_order=metadata.sort_order
-        )
-        files = write_rows(writer, checked)  # removes what it wrote when a batch does not fit
+        files = write_table_rows(self.io, metadata, table_schema, conformed, Progress("create_table", False), None)
         try:  # no rows: an append snapshot of no files, as append() commits for them
             changes = Changes(Operation.APPEND, added_data=files)
             commit_changes(self.io, self.new_table_operations(identifier), metadata, "", changes)

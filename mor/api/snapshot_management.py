@@ -14,19 +14,23 @@ concurrent move of that ref fails it, a retry re-checks it on the fresh table); 
 of the table changes. The snapshots main left stay in the table until expiry, so undo can be
 undone (`set_current_snapshot` back to them). Expiry keeps what every ref still needs: each
 ref's head, and each branch's ancestors within its retention (mor/maintenance/expire.py).
+
+Each function taking the Table first is a method of it (mor/api/table.py). `on_branch` is the
+one place where every write verb's `branch=` is handled.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Callable
 from dataclasses import replace
 from types import TracebackType
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
 from pyiceberg.expressions import AlwaysTrue
 
-from mor.api.table_parts import TableParts
+from mor.api.table_definition import commit_metadata
 from mor.api.time_travel import as_of_ms
 from mor.commit.branch_ops import WAP_ID, BranchOperations
 from mor.commit.ref_commits import BRANCH, MAX_REF_AGE_MS, MAX_SNAPSHOT_AGE_MS, MIN_SNAPSHOTS_TO_KEEP, TAG, RefEdits, is_ancestor
@@ -42,7 +46,8 @@ from mor.write.partitioning import partition_key
 if TYPE_CHECKING:
     from mor.api.table import Table
 
-_T = TypeVar("_T")
+_R = TypeVar("_R")
+_P = ParamSpec("_P")
 
 SOURCE_SNAPSHOT_ID = "source-snapshot-id"  # a cherry-picked snapshot's origin, in the new one's summary
 PUBLISHED_WAP_ID = "published-wap-id"
@@ -116,7 +121,7 @@ class ManageSnapshots:
     def commit(self) -> None:
         if self.committed:
             raise InvalidArgumentError("these snapshot changes were committed already")
-        self._table._commit_metadata(lambda base: self._replay(base).commit(), "change the table's branches and tags")
+        commit_metadata(self._table, lambda base: self._replay(base).commit(), "change the table's branches and tags")
         self.committed = True
 
     def __enter__(self) -> ManageSnapshots:
@@ -140,164 +145,185 @@ class ManageSnapshots:
         return edits
 
 
-class TableSnapshots(TableParts):
-    """Mixed into Table: every method here runs on a Table. Each verb is one commit."""
+def manage_snapshots(table: Table) -> ManageSnapshots:
+    """A builder of branch, tag and rollback changes committed together."""
+    table.operations()
+    return ManageSnapshots(table)
 
-    def manage_snapshots(self) -> ManageSnapshots:
-        """A builder of branch, tag and rollback changes committed together."""
-        self.operations()
-        return ManageSnapshots(self._table())
 
-    def rollback_to(self, snapshot_id: int) -> Snapshot:
-        """Make `snapshot_id`, an ancestor of the current snapshot, current again."""
-        self.manage_snapshots().rollback_to(snapshot_id).commit()
-        return self._current()
+def rollback_to(table: Table, snapshot_id: int) -> Snapshot:
+    """Make `snapshot_id`, an ancestor of the current snapshot, current again."""
+    table.manage_snapshots().rollback_to(snapshot_id).commit()
+    return _current(table)
 
-    def rollback_to_time(self, timestamp: dt.datetime | int) -> Snapshot:
-        """Make the newest ancestor committed before `timestamp` current again; returns it."""
-        self.manage_snapshots().rollback_to_time(timestamp).commit()
-        return self._current()
 
-    def set_current_snapshot(self, snapshot_id: int) -> Snapshot:
-        """Make any snapshot of the table current (also one a rollback left, or a branch's)."""
-        self.manage_snapshots().set_current_snapshot(snapshot_id).commit()
-        return self._current()
+def rollback_to_time(table: Table, timestamp: dt.datetime | int) -> Snapshot:
+    """Make the newest ancestor committed before `timestamp` current again; returns it."""
+    table.manage_snapshots().rollback_to_time(timestamp).commit()
+    return _current(table)
 
-    def restore(self, version: int | dt.datetime) -> Snapshot:
-        """Delta's RESTORE: the table as it was at `version`, a snapshot id, or at a time (a
-        datetime: the snapshot current then). The main branch points at that snapshot again."""
-        if isinstance(version, dt.datetime):
-            try:
-                found = self.metadata.snapshot_as_of(as_of_ms(version))
-            except KeyError:
-                raise NoSuchSnapshotError(f"the snapshot of {self.identifier} current at {version} has expired") from None
-            if found is None:
-                raise NoSuchSnapshotError(f"{self.identifier} had no snapshot at {version}")
-            version = found.snapshot_id
-        return self.set_current_snapshot(version)
 
-    def create_branch(
-        self, name: str, snapshot_id: int | None = None, *,
-        min_snapshots_to_keep: int | None = None, max_snapshot_age_ms: int | None = None, max_ref_age_ms: int | None = None,
-    ) -> None:  # fmt: skip
-        self.manage_snapshots().create_branch(
-            name, snapshot_id, min_snapshots_to_keep=min_snapshots_to_keep, max_snapshot_age_ms=max_snapshot_age_ms,
-            max_ref_age_ms=max_ref_age_ms,
-        ).commit()  # fmt: skip
+def set_current_snapshot(table: Table, snapshot_id: int) -> Snapshot:
+    """Make any snapshot of the table current (also one a rollback left, or a branch's)."""
+    table.manage_snapshots().set_current_snapshot(snapshot_id).commit()
+    return _current(table)
 
-    def create_tag(self, name: str, snapshot_id: int | None = None, *, max_ref_age_ms: int | None = None) -> None:
-        self.manage_snapshots().create_tag(name, snapshot_id, max_ref_age_ms=max_ref_age_ms).commit()
 
-    def replace_branch(self, name: str, snapshot_id: int) -> None:
-        self.manage_snapshots().replace_branch(name, snapshot_id).commit()
+def restore(table: Table, version: int | dt.datetime) -> Snapshot:
+    """Delta's RESTORE: the table as it was at `version`, a snapshot id, or at a time (a
+    datetime: the snapshot current then). The main branch points at that snapshot again."""
+    if isinstance(version, dt.datetime):
+        try:
+            found = table.metadata.snapshot_as_of(as_of_ms(version))
+        except KeyError:
+            raise NoSuchSnapshotError(f"the snapshot of {table.identifier} current at {version} has expired") from None
+        if found is None:
+            raise NoSuchSnapshotError(f"{table.identifier} had no snapshot at {version}")
+        version = found.snapshot_id
+    return table.set_current_snapshot(version)
 
-    def replace_tag(self, name: str, snapshot_id: int) -> None:
-        self.manage_snapshots().replace_tag(name, snapshot_id).commit()
 
-    def fast_forward(self, branch: str, to: str | int) -> None:
-        self.manage_snapshots().fast_forward(branch, to).commit()
+def create_branch(
+    table: Table, name: str, snapshot_id: int | None = None, *,
+    min_snapshots_to_keep: int | None = None, max_snapshot_age_ms: int | None = None, max_ref_age_ms: int | None = None,
+) -> None:  # fmt: skip
+    table.manage_snapshots().create_branch(
+        name, snapshot_id, min_snapshots_to_keep=min_snapshots_to_keep, max_snapshot_age_ms=max_snapshot_age_ms,
+        max_ref_age_ms=max_ref_age_ms,
+    ).commit()  # fmt: skip
 
-    def rename_branch(self, name: str, new_name: str) -> None:
-        self.manage_snapshots().rename_branch(name, new_name).commit()
 
-    def remove_branch(self, name: str) -> None:
-        self.manage_snapshots().remove_branch(name).commit()
+def create_tag(table: Table, name: str, snapshot_id: int | None = None, *, max_ref_age_ms: int | None = None) -> None:
+    table.manage_snapshots().create_tag(name, snapshot_id, max_ref_age_ms=max_ref_age_ms).commit()
 
-    def remove_tag(self, name: str) -> None:
-        self.manage_snapshots().remove_tag(name).commit()
 
-    def branch(self, name: str) -> Table:
-        """A handle on branch `name`: it reads the branch's head, and every write verb on it
-        (append, delete, update, upsert, merge, overwrite, compact...) commits to the branch,
-        with the conflict checks main's writes have. Schema and properties are the table's."""
-        return self._handle(BranchOperations(self.operations(), branch=name))
+def replace_branch(table: Table, name: str, snapshot_id: int) -> None:
+    table.manage_snapshots().replace_branch(name, snapshot_id).commit()
 
-    def staged(self, wap_id: str) -> Table:
-        """Write-audit-publish: a handle whose writes are staged, not published: each adds a
-        snapshot with `wap.id` = `wap_id` on top of main's head but moves no branch (read it by
-        its snapshot id; `publish(wap_id)` puts it on main). The table must have
-        `write.wap.enabled=true`, as Iceberg requires."""
-        if self.metadata.properties.get(WAP_ENABLED, "false").lower() != "true":
-            raise InvalidArgumentError(f"staged writes need the table property {WAP_ENABLED}=true (set_properties)")
-        if not isinstance(wap_id, str) or not wap_id:
-            raise InvalidArgumentError(f"a wap.id is a non-empty string, not {wap_id!r}")
-        return self._handle(BranchOperations(self.operations(), wap_id=wap_id))
 
-    def _handle(self, ops: BranchOperations) -> Table:
-        from mor.api.table import Table
+def replace_tag(table: Table, name: str, snapshot_id: int) -> None:
+    table.manage_snapshots().replace_tag(name, snapshot_id).commit()
 
-        metadata = ops.view(self.metadata, self.metadata_location)
-        handle = Table(self.identifier, metadata, self.metadata_location, self.io, ops)
-        handle.catalog_view = self.catalog_view
-        return handle
 
-    def _on(self, branch: str, write: Callable[[Table], _T]) -> _T:
-        """`write` on a handle of `branch`; this handle then sees the table as it is after it."""
-        result = write(self.branch(branch))
-        self.refresh()
+def fast_forward(table: Table, branch: str, to: str | int) -> None:
+    table.manage_snapshots().fast_forward(branch, to).commit()
+
+
+def rename_branch(table: Table, name: str, new_name: str) -> None:
+    table.manage_snapshots().rename_branch(name, new_name).commit()
+
+
+def remove_branch(table: Table, name: str) -> None:
+    table.manage_snapshots().remove_branch(name).commit()
+
+
+def remove_tag(table: Table, name: str) -> None:
+    table.manage_snapshots().remove_tag(name).commit()
+
+
+def branch(table: Table, name: str) -> Table:
+    """A handle on branch `name`: it reads the branch's head, and every write verb on it
+    (append, delete, update, upsert, merge, overwrite, compact...) commits to the branch,
+    with the conflict checks main's writes have. Schema and properties are the table's."""
+    return _handle(table, BranchOperations(table.operations(), branch=name))
+
+
+def staged(table: Table, wap_id: str) -> Table:
+    """Write-audit-publish: a handle whose writes are staged, not published: each adds a
+    snapshot with `wap.id` = `wap_id` on top of main's head but moves no branch (read it by
+    its snapshot id; `publish(wap_id)` puts it on main). The table must have
+    `write.wap.enabled=true`, as Iceberg requires."""
+    if table.metadata.properties.get(WAP_ENABLED, "false").lower() != "true":
+        raise InvalidArgumentError(f"staged writes need the table property {WAP_ENABLED}=true (set_properties)")
+    if not isinstance(wap_id, str) or not wap_id:
+        raise InvalidArgumentError(f"a wap.id is a non-empty string, not {wap_id!r}")
+    return _handle(table, BranchOperations(table.operations(), wap_id=wap_id))
+
+
+def _handle(table: Table, ops: BranchOperations) -> Table:
+    from mor.api.table import Table
+
+    metadata = ops.view(table.metadata, table.metadata_location)
+    handle = Table(table.identifier, metadata, table.metadata_location, table.io, ops)
+    handle.catalog_view = table.catalog_view
+    return handle
+
+
+def on_branch(verb: Callable[Concatenate[Table, _P], _R]) -> Callable[Concatenate[Table, _P], _R]:
+    """A write verb that takes `branch=` (pyiceberg's convention): given a branch, the verb runs
+    on a handle of that branch (its commit moves the branch), and the table it was called on
+    then sees the table as it is after it. The verb itself never sees `branch`."""
+
+    @functools.wraps(verb)
+    def dispatch(table: Table, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        name = kwargs.pop("branch", None)
+        if name is None:
+            return verb(table, *args, **kwargs)
+        result = verb(branch(table, str(name)), *args, **kwargs)
+        table.refresh()
         return result
 
-    def refs(self) -> dict[str, dict[str, object]]:
-        """The table's branches and tags: name -> the ref as the metadata holds it."""
-        return {name: dict(ref) for name, ref in sorted(self.metadata.refs.items())}
+    return dispatch
 
-    def cherrypick(self, snapshot_id: int) -> Snapshot:
-        """Apply `snapshot_id`'s change on the current snapshot, as Iceberg's cherry-pick does:
-        a snapshot whose parent is the current one is made current (fast-forward); otherwise
-        an append (staged, or another branch's) is committed again on main as a new append,
-        and a dynamic partition overwrite (`replace-partitions`) as a new overwrite when main
-        has not changed its partitions since the overwrite's parent; the new summary names the
-        source (`source-snapshot-id`, and `published-wap-id` for a staged write). Anything
-        else, or a snapshot main already has, is refused."""
-        from mor.commit.snapshot_producer import Changes, commit_changes  # imported on first use: a read commits nothing
 
-        self.operations()
-        self.refresh()
-        picked = _snapshot(self.metadata, snapshot_id)
-        if picked.parent_snapshot_id == self.metadata.current_snapshot_id:
-            return self.set_current_snapshot(snapshot_id)
-        _check_pickable(self.metadata, picked)
-        summary = {SOURCE_SNAPSHOT_ID: str(snapshot_id)}
-        wap_id = picked.summary.get(WAP_ID)
-        if wap_id is not None:
-            summary[PUBLISHED_WAP_ID] = wap_id
-        added = [replace(f, first_row_id=None) for f in added_data_files(self.io, self.metadata, picked)]
-        removed = removed_data_files(self.io, self.metadata, picked) if _replaces_partitions(picked) else []
-        replaced = {(f.spec_id, partition_key(f.partition)) for f in added}
+def refs(table: Table) -> dict[str, dict[str, object]]:
+    """The table's branches and tags: name -> the ref as the metadata holds it."""
+    return {name: dict(ref) for name, ref in sorted(table.metadata.refs.items())}
 
-        def still_pickable(_: TableMetadata, base: TableMetadata) -> None:
-            _check_pickable(base, picked)
-            if _replaces_partitions(picked):
-                _check_partitions_unchanged(self.io, base, picked, replaced, removed)
 
-        still_pickable(self.metadata, self.metadata)  # a typed refusal before anything is written
-        operation = "overwrite" if _replaces_partitions(picked) else "append"
-        self.metadata, self.metadata_location = commit_changes(
-            self.io, self.operations(), self.metadata, self.metadata_location,
-            Changes(operation, added_data=added, removed_data=removed, summary=summary), validate=still_pickable,
-        )  # fmt: skip
-        return self._current()
+def cherrypick(table: Table, snapshot_id: int) -> Snapshot:
+    """Apply `snapshot_id`'s change on the current snapshot, as Iceberg's cherry-pick does:
+    a snapshot whose parent is the current one is made current (fast-forward); otherwise
+    an append (staged, or another branch's) is committed again on main as a new append,
+    and a dynamic partition overwrite (`replace-partitions`) as a new overwrite when main
+    has not changed its partitions since the overwrite's parent; the new summary names the
+    source (`source-snapshot-id`, and `published-wap-id` for a staged write). Anything
+    else, or a snapshot main already has, is refused."""
+    from mor.commit.snapshot_producer import Changes, commit_changes  # imported on first use: a read commits nothing
 
-    def publish(self, wap_id: str) -> Snapshot:
-        """Publish the write staged with `wap.id` = `wap_id` (write-audit-publish): cherry-pick
-        its snapshot onto main."""
-        self.operations()
-        self.refresh()  # the write was staged through another handle
-        staged = [s for s in self.metadata.snapshots if s.summary.get(WAP_ID) == wap_id]
-        if not staged:
-            raise NoSuchSnapshotError(f"{self.identifier} has no snapshot staged with wap.id {wap_id!r}")
-        return self.cherrypick(max(staged, key=lambda s: s.sequence_number).snapshot_id)
+    table.operations()
+    table.refresh()
+    picked = _snapshot(table.metadata, snapshot_id)
+    if picked.parent_snapshot_id == table.metadata.current_snapshot_id:
+        return table.set_current_snapshot(snapshot_id)
+    _check_pickable(table.metadata, picked)
+    summary = {SOURCE_SNAPSHOT_ID: str(snapshot_id)}
+    wap_id = picked.summary.get(WAP_ID)
+    if wap_id is not None:
+        summary[PUBLISHED_WAP_ID] = wap_id
+    added = [replace(f, first_row_id=None) for f in added_data_files(table.io, table.metadata, picked)]
+    removed = removed_data_files(table.io, table.metadata, picked) if _replaces_partitions(picked) else []
+    replaced = {(f.spec_id, partition_key(f.partition)) for f in added}
 
-    def _current(self) -> Snapshot:
-        snapshot = self.metadata.current_snapshot()
-        assert snapshot is not None  # a verb above just made one current
-        return snapshot
+    def still_pickable(_: TableMetadata, base: TableMetadata) -> None:
+        _check_pickable(base, picked)
+        if _replaces_partitions(picked):
+            _check_partitions_unchanged(table.io, base, picked, replaced, removed)
 
-    def _table(self) -> Table:
-        from mor.api.table import Table
+    still_pickable(table.metadata, table.metadata)  # a typed refusal before anything is written
+    operation = "overwrite" if _replaces_partitions(picked) else "append"
+    table.metadata, table.metadata_location = commit_changes(
+        table.io, table.operations(), table.metadata, table.metadata_location,
+        Changes(operation, added_data=added, removed_data=removed, summary=summary), validate=still_pickable,
+    )  # fmt: skip
+    return _current(table)
 
-        assert isinstance(self, Table)
-        return self
+
+def publish(table: Table, wap_id: str) -> Snapshot:
+    """Publish the write staged with `wap.id` = `wap_id` (write-audit-publish): cherry-pick
+    its snapshot onto main."""
+    table.operations()
+    table.refresh()  # the write was staged through another handle
+    staged = [s for s in table.metadata.snapshots if s.summary.get(WAP_ID) == wap_id]
+    if not staged:
+        raise NoSuchSnapshotError(f"{table.identifier} has no snapshot staged with wap.id {wap_id!r}")
+    return table.cherrypick(max(staged, key=lambda s: s.sequence_number).snapshot_id)
+
+
+def _current(table: Table) -> Snapshot:
+    snapshot = table.metadata.current_snapshot()
+    assert snapshot is not None  # a verb above just made one current
+    return snapshot
 
 
 def ref_snapshot_id(metadata: TableMetadata, name: str) -> int:
@@ -378,4 +404,4 @@ def _check_partitions_unchanged(
         )
 
 
-__all__ = ["MAIN_BRANCH", "ManageSnapshots", "TableSnapshots", "ref_snapshot_id"]
+__all__ = ["MAIN_BRANCH", "ManageSnapshots", "ref_snapshot_id"]

@@ -1,6 +1,7 @@
-"""Table: the user's handle on one Iceberg table (reads, appends, row-level DML); its definition
-verbs (schema, spec, sort order, properties, constraints) are in table_definition.py, its
-maintenance verbs in table_maintenance.py."""
+"""Table: the user's handle on one Iceberg table. Its rows are this module's: reads, appends,
+overwrites and row-level DML (thin verbs over mor/dml). What changes its definition
+(table_definition.py), its refs (snapshot_management.py) and its upkeep (table_maintenance.py)
+are functions of those modules, made methods at the end of the class: one surface, no mixins."""
 
 from __future__ import annotations
 
@@ -16,18 +17,18 @@ from pyiceberg.expressions import AlwaysTrue
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 
+from mor.api import snapshot_management as refs_
+from mor.api import table_definition as definition
+from mor.api import table_maintenance as maintenance
 from mor.api.inputs import Rows, as_table, as_tables, known_row_count
 from mor.api.scan import Scan
-from mor.api.snapshot_management import TableSnapshots, ref_snapshot_id
-from mor.api.table_definition import TableDefinition
-from mor.api.table_maintenance import TableMaintenance
+from mor.api.snapshot_management import on_branch, ref_snapshot_id
 from mor.catalog.metadata_files import metadata_version, read_metadata
 from mor.catalog.table_operations import refresh_same_table
 from mor.commit.idempotency import Idempotency
-from mor.dml.constraints import ConstraintCheck, table_constraints
 from mor.dml.expressions import Assignments
-from mor.dml.runner import commit, committed_before, run_dml, write_mode
-from mor.errors import CommitStateUnknownError, InvalidArgumentError, MetadataFileNotFoundError, MorError
+from mor.dml.runner import commit, run_dml, write_mode
+from mor.errors import InvalidArgumentError, MetadataFileNotFoundError, MorError
 from mor.expr.filters import FilterLike, bind_filter, parse_filter
 from mor.format.arrow_types import to_arrow_schema
 from mor.format.metadata import Snapshot, TableMetadata
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     from mor.api.inspect import InspectTable
     from mor.catalog.table_operations import TableOperations
     from mor.dml.merge_clauses import MergeClauses
+    from mor.maintenance.ownership import CatalogView
 
 
 @dataclass(frozen=True)
@@ -58,9 +60,14 @@ class HistoryEntry:
     is_current_ancestor: bool
 
 
-class Table(TableMaintenance, TableDefinition, TableSnapshots):
+class Table:
+    """One Iceberg table: its rows (read, append, overwrite, delete, update, upsert, merge,
+    changes, inspect) here; what changes its definition, its refs and its upkeep are verbs of
+    their own modules, listed at the end of this class."""
+
     # The rest of the catalog, for maintenance that deletes files (set by the catalog that
-    # opens the table): the files other tables own must stay. (Declared in TableParts.)
+    # opens the table): the files other tables own must stay.
+    catalog_view: CatalogView | None = None
 
     def __init__(self, identifier: str, metadata: TableMetadata, metadata_location: str, io: FileIO, ops: TableOperations | None):
         self.identifier = identifier
@@ -167,6 +174,7 @@ class Table(TableMaintenance, TableDefinition, TableSnapshots):
         return self
 
     # -- writing ---------------------------------------------------------------------------
+    @on_branch
     def append(
         self, data: Rows, schema_mode: str | None = None, *, progress: ProgressArg = None, idempotency: tuple[str, int] | None = None,
         branch: str | None = None,
@@ -183,30 +191,15 @@ class Table(TableMaintenance, TableDefinition, TableSnapshots):
         struct fields to the schema (optional), widens a column the data holds a promotion of
         (int64 data for an int column makes it long) and writes missing optional columns as
         nulls, in the same commit; by default ("strict") data that does not fit the schema is a
-        SchemaMismatchError. See prepare_append in mor/api/schema_update.py.
+        SchemaMismatchError. See prepare_append in mor/dml/append_schema.py.
         `progress`: rows and bytes written, stage "write rows" (mor/progress.py).
         `branch`: commit to that branch instead of main (as every write verb takes it)."""
-        from mor.api.schema_update import APPEND_WIDEN_HINT, prepare_append  # imported on first use: a read needs no writer
-        from mor.commit.snapshot_producer import Changes
-        from mor.write.parquet_files import WriteOptions
-        from mor.write.rolling import RollingDataWriter, write_rows
+        from mor.dml.insert import append_rows  # imported on first use: a read needs no writer
 
-        if branch is not None:
-            return self._on(branch, lambda t: t.append(data, schema_mode, progress=progress, idempotency=idempotency))
         self.operations()
         reporter = Progress.delayed("append", progress)
-        idem = Idempotency.of(idempotency)
-        if (earlier := committed_before(self, idem)) is not None:
-            return earlier
         tables = as_tables(data, "the data to append")
-        schema, rows, new_schema = prepare_append(self.metadata, tables, schema_mode, APPEND_WIDEN_HINT)
-        rows = ConstraintCheck(table_constraints(self.metadata.properties), schema).checked(rows)
-        writer = RollingDataWriter(
-            self.io, self.location, schema, self.spec(), WriteOptions(self.metadata.properties), sort_order=self.metadata.sort_order
-        )
-        with reporter.stage("write rows", known_row_count(data), "rows", with_bytes=True) as step:
-            files = write_rows(writer, rows, step)
-        return commit(self, Changes(Operation.APPEND, added_data=files, schema=new_schema, idempotency=idem))
+        return append_rows(self, tables, schema_mode, reporter, Idempotency.of(idempotency), known_row_count(data))
 
     def add_files(self, paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], *, check_partitions: bool = True) -> Snapshot:
         """Adopt existing Parquet files without rewriting them, in one `append` snapshot: a
@@ -224,14 +217,13 @@ class Table(TableMaintenance, TableDefinition, TableSnapshots):
         from mor.api.add_files import adoption_paths, plan_adoption, read_footer  # only when used
         from mor.commit.snapshot_producer import Changes
         from mor.dml.constraints import check_files
-        from mor.format.spec import Operation
 
         self.operations()
         planned = self.metadata
         adoption = plan_adoption(self.io, planned, [read_footer(self.io, p) for p in adoption_paths(self.io, paths)], check_partitions)
         check_files(self.io, planned, adoption.files, "adopted file", adoption.name_mapping)  # CHECK constraints and NOT NULL
         if adoption.name_mapping is not None:
-            self._commit_metadata(adoption.mapping_commit, "write the name mapping")
+            definition.commit_metadata(self, adoption.mapping_commit, "write the name mapping")
             if self.metadata.current_snapshot_id != planned.current_snapshot_id:  # it refreshed past other commits
                 adoption.validate(self.io)(planned, self.metadata)
         changes = Changes(Operation.APPEND, added_data=adoption.files)
@@ -239,6 +231,7 @@ class Table(TableMaintenance, TableDefinition, TableSnapshots):
         assert snapshot is not None  # not idempotent: a commit that returns made a snapshot
         return snapshot
 
+    @on_branch
     def delete(
         self, where: FilterLike, mode: str | None = None, *, progress: ProgressArg = None, idempotency: tuple[str, int] | None = None,
         branch: str | None = None,
@@ -248,8 +241,6 @@ class Table(TableMaintenance, TableDefinition, TableSnapshots):
         files" (mor/progress.py), as for update, upsert, merge and delete_rows."""
         from mor.dml.delete import delete_where  # imported on first use: a read needs no DML
 
-        if branch is not None:
-            return self._on(branch, lambda t: t.delete(where, mode, progress=progress, idempotency=idempotency))
         self.operations()
         reporter = Progress.delayed("delete", progress)
         if where is None:
@@ -259,6 +250,7 @@ class Table(TableMaintenance, TableDefinition, TableSnapshots):
         bind_filter(self.schema(), row_filter)
         return run_dml(self, "delete", lambda: delete_where(self, row_filter, mode, reporter), idempotency=idempotency)
 
+    @on_branch
     def overwrite(
         self,
         data: Rows,
@@ -280,20 +272,10 @@ class Table(TableMaintenance, TableDefinition, TableSnapshots):
         rewrites (`mode`, default `write.delete.mode`). None when nothing matched and `data` is
         empty. `progress`: "write rows" as `append`'s, then "scan files" and "write files" as
         `delete`'s."""
-        from mor.api.schema_update import prepare_append
-        from mor.dml.delete import overwrite_where, rows_within  # imported on first use: a read needs no DML
-        from mor.write.parquet_files import WriteOptions
-        from mor.write.rolling import RollingDataWriter, write_rows
+        from mor.dml.insert import overwrite_rows  # imported on first use: a read needs no DML
 
-        if branch is not None:
-            return self._on(branch, lambda t: t.overwrite(
-                data, where, mode, progress=progress, idempotency=idempotency, allow_rows_outside_where=allow_rows_outside_where
-            ))  # fmt: skip
         self.operations()
         reporter = Progress.delayed("overwrite", progress)
-        idem = Idempotency.of(idempotency)
-        if (earlier := committed_before(self, idem)) is not None:
-            return earlier
         if where is None:
             raise InvalidArgumentError("overwrite's where is a predicate; to replace every row, leave it out or pass True")
         mode = write_mode(self, mode, DELETE_MODE_PROPERTY)
@@ -301,31 +283,16 @@ class Table(TableMaintenance, TableDefinition, TableSnapshots):
         bind_filter(self.schema(), row_filter)
         if not isinstance(allow_rows_outside_where, bool):
             raise InvalidArgumentError(f"allow_rows_outside_where is True or False, got {allow_rows_outside_where!r}")
-        checked_on = self.metadata
-        schema, rows, _ = prepare_append(checked_on, as_tables(data, "the data to overwrite with"), None)
-        if not allow_rows_outside_where:
-            rows = rows_within(rows, row_filter, schema, where)
-        rows = ConstraintCheck(table_constraints(checked_on.properties), schema).checked(rows)
-        writer = RollingDataWriter(
-            self.io, self.location, schema, self.spec(), WriteOptions(self.metadata.properties), sort_order=self.metadata.sort_order
-        )
-        with reporter.stage("write rows", known_row_count(data), "rows", with_bytes=True) as step:
-            files = write_rows(writer, rows, step)
-        try:
-            plan = lambda: overwrite_where(self, row_filter, mode, files, reporter)  # noqa: E731
-            return run_dml(self, "delete", plan, kept=files, idempotency=idem, rows_checked_on=checked_on)
-        except CommitStateUnknownError:
-            raise  # the files may be referenced by a commit that landed: leave them
-        except BaseException:
-            for f in files:
-                self.io.delete_quietly(f.file_path)
-            raise
+        tables = as_tables(data, "the data to overwrite with")
+        idem = Idempotency.of(idempotency)
+        return overwrite_rows(self, tables, row_filter, where, mode, reporter, idem, allow_rows_outside_where, known_row_count(data))
 
     def truncate(self, *, idempotency: tuple[str, int] | None = None, branch: str | None = None) -> Snapshot | None:
         """Delete every row: the live data files leave the table, nothing is read or written
         but metadata. None when the table holds no rows."""
         return self.delete(AlwaysTrue(), idempotency=idempotency, branch=branch)
 
+    @on_branch
     def delete_rows(
         self, keys: Rows, *, progress: ProgressArg = None, idempotency: tuple[str, int] | None = None, branch: str | None = None
     ) -> Snapshot | None:
@@ -335,13 +302,12 @@ class Table(TableMaintenance, TableDefinition, TableSnapshots):
         and removed as `delete` removes them (position deletes). None if nothing went."""
         from mor.dml.delete_rows import delete_rows_changes  # imported on first use: a read needs no DML
 
-        if branch is not None:
-            return self._on(branch, lambda t: t.delete_rows(keys, progress=progress, idempotency=idempotency))
         self.operations()
         reporter = Progress.delayed("delete_rows", progress)
         key_rows = as_table(keys, "the keys to delete")
         return run_dml(self, "delete", lambda: delete_rows_changes(self, key_rows, reporter), idempotency=idempotency)
 
+    @on_branch
     def update(
         self,
         set: Assignments,
@@ -359,8 +325,6 @@ class Table(TableMaintenance, TableDefinition, TableSnapshots):
         snapshot, or None if no row matched."""
         from mor.dml.update import update_where  # imported on first use: a read needs no DML
 
-        if branch is not None:
-            return self._on(branch, lambda t: t.update(set, where, mode, progress=progress, idempotency=idempotency))
         self.operations()
         reporter = Progress.delayed("update", progress)
         if where is None:
@@ -370,6 +334,7 @@ class Table(TableMaintenance, TableDefinition, TableSnapshots):
         bind_filter(self.schema(), row_filter)
         return run_dml(self, "update", lambda: update_where(self, set, row_filter, mode, reporter), idempotency=idempotency)
 
+    @on_branch
     def upsert(
         self,
         rows: Rows,
@@ -387,14 +352,13 @@ class Table(TableMaintenance, TableDefinition, TableSnapshots):
         (equality deletes on the keys, no scan)."""
         from mor.dml.merge import upsert_rows  # imported on first use: a read needs no DML
 
-        if branch is not None:
-            return self._on(branch, lambda t: t.upsert(rows, on, mode, strategy, progress=progress, idempotency=idempotency))
         self.operations()
         reporter = Progress.delayed("upsert", progress)
         mode = write_mode(self, mode, MERGE_MODE_PROPERTY)  # fixed for every re-plan
         table = as_table(rows, "UPSERT rows")
         return run_dml(self, "merge", lambda: upsert_rows(self, table, on, mode, strategy, reporter), idempotency=idempotency)
 
+    @on_branch
     def merge(
         self,
         source: Rows,
@@ -421,11 +385,6 @@ class Table(TableMaintenance, TableDefinition, TableSnapshots):
         from mor.dml.merge import check_keyword_clauses, merge_rows  # imported on first use: a read needs no DML
         from mor.dml.merge_clauses import MergeClauses
 
-        if branch is not None:
-            return self._on(branch, lambda t: t.merge(
-                source, on, when_matched_update, when_matched_delete, when_not_matched_insert, when_matched_update_if,
-                when_not_matched_insert_if, mode, clauses=clauses, progress=progress, idempotency=idempotency,
-            ))  # fmt: skip
         self.operations()
         reporter = Progress.delayed("merge", progress)
         keywords = (when_matched_delete, when_matched_update, when_matched_update_if, when_not_matched_insert, when_not_matched_insert_if)
@@ -447,6 +406,50 @@ class Table(TableMaintenance, TableDefinition, TableSnapshots):
         if self._ops is None:
             raise MorError(f"{self.identifier} is read-only (opened from a metadata file)")
         return self._ops
+
+    # -- its definition: schema, partition spec, sort order, properties, constraints, format
+    # (mor/api/table_definition.py; each a metadata-only commit) ---------------------------
+    update_schema = definition.update_schema
+    add_column = definition.add_column
+    rename_column = definition.rename_column
+    drop_column = definition.drop_column
+    update_spec = definition.update_spec
+    replace_sort_order = definition.replace_sort_order
+    sort_order = definition.sort_order
+    set_properties = definition.set_properties
+    add_constraint = definition.add_constraint
+    drop_constraint = definition.drop_constraint
+    set_not_null = definition.set_not_null
+    constraints = definition.constraints
+    upgrade = definition.upgrade
+
+    # -- its refs: branches, tags, undo, write-audit-publish (mor/api/snapshot_management.py;
+    # each flat verb is one commit of the manage_snapshots() builder) ---------------------
+    manage_snapshots = refs_.manage_snapshots
+    refs = refs_.refs
+    branch = refs_.branch
+    staged = refs_.staged
+    create_branch = refs_.create_branch
+    create_tag = refs_.create_tag
+    replace_branch = refs_.replace_branch
+    replace_tag = refs_.replace_tag
+    fast_forward = refs_.fast_forward
+    rename_branch = refs_.rename_branch
+    remove_branch = refs_.remove_branch
+    remove_tag = refs_.remove_tag
+    rollback_to = refs_.rollback_to
+    rollback_to_time = refs_.rollback_to_time
+    set_current_snapshot = refs_.set_current_snapshot
+    restore = refs_.restore
+    cherrypick = refs_.cherrypick
+    publish = refs_.publish
+
+    # -- its upkeep (mor/api/table_maintenance.py; the work is mor/maintenance's) -----------
+    compact = maintenance.compact
+    rewrite_position_deletes = maintenance.rewrite_position_deletes
+    expire_snapshots = maintenance.expire_snapshots
+    remove_orphan_files = maintenance.remove_orphan_files
+    maintain = maintenance.maintain
 
 
 class StaticTable(Table):

@@ -1,10 +1,10 @@
 """The definition verbs of a Table: schema and partition spec evolution, the sort order,
 properties, CHECK and NOT NULL constraints, and format upgrades. Each is a metadata-only commit
-(`_commit_metadata`), made again on the fresh table after a lost race.
+(`commit_metadata`), made again on the fresh table after a lost race.
 
-`TableDefinition` is mixed into `Table` (mor/api/table.py), which supplies the state these
-methods work on (`metadata`, `metadata_location`) and `operations` / `refresh`. The builders and
-commits are imported on first use: a read changes no definition.
+Each function takes the Table first and is a method of it (`Table.add_column = add_column`,
+mor/api/table.py). The builders and commits are imported on first use: a read changes no
+definition.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from pyiceberg.expressions import IsNull
 from pyiceberg.schema import Schema
 from pyiceberg.types import IcebergType
 
-from mor.api.table_parts import TableParts
 from mor.commit.retry import RetryPolicy, commit_with_retry
 from mor.dml.constraints import check_live_rows, new_constraint, table_constraints
 from mor.errors import ConstraintViolationError, InvalidArgumentError
@@ -29,148 +28,157 @@ if TYPE_CHECKING:
 
     from mor.api.schema_update import UpdateSchema
     from mor.api.spec_update import UpdateSpec
+    from mor.api.table import Table
     from mor.format.updates import TableCommit
 
 
-class TableDefinition(TableParts):
-    """Mixed into Table: every method here runs on a Table."""
+# -- schema evolution (mor/api/schema_update.py) ----------------------------------------
+def update_schema(table: Table) -> UpdateSchema:
+    """A builder of schema changes, committed together by `.commit()` or on leaving a
+    `with` block without an error: add_column, rename_column, drop_column, make_optional,
+    widen, set_doc, move_first, move_before, move_after (dotted paths, "info.c")."""
+    from mor.api.schema_update import UpdateSchema  # imported on first use: a read changes no schema
 
-    # -- schema evolution (mor/api/schema_update.py) ----------------------------------------
-    def update_schema(self) -> UpdateSchema:
-        """A builder of schema changes, committed together by `.commit()` or on leaving a
-        `with` block without an error: add_column, rename_column, drop_column, make_optional,
-        widen, set_doc, move_first, move_before, move_after (dotted paths, "info.c")."""
-        from mor.api.schema_update import UpdateSchema  # imported on first use: a read changes no schema
+    return UpdateSchema(table, table.operations())
 
-        return UpdateSchema(self, self.operations())
 
-    def add_column(self, path: str, type: pa.DataType | IcebergType, doc: str | None = None, required: bool = False) -> Schema:
-        """Add one optional column (a commit of its own); returns the new schema."""
-        return self.update_schema().add_column(path, type, doc, required).commit()
+def add_column(table: Table, path: str, type: pa.DataType | IcebergType, doc: str | None = None, required: bool = False) -> Schema:
+    """Add one optional column (a commit of its own); returns the new schema."""
+    return table.update_schema().add_column(path, type, doc, required).commit()
 
-    def rename_column(self, path: str, new_name: str) -> Schema:
-        return self.update_schema().rename_column(path, new_name).commit()
 
-    def drop_column(self, path: str) -> Schema:
-        return self.update_schema().drop_column(path).commit()
+def rename_column(table: Table, path: str, new_name: str) -> Schema:
+    return table.update_schema().rename_column(path, new_name).commit()
 
-    # -- partition spec evolution (mor/api/spec_update.py) ----------------------------------
-    def update_spec(self) -> UpdateSpec:
-        """A builder of partition spec changes, committed together by `.commit()` or on
-        leaving a `with` block without an error: add_field("ts", "day") (or "day(ts)"),
-        remove_field(name), rename_field(name, new_name). Metadata only: files keep their
-        spec, new writes use the new default spec."""
-        from mor.api.spec_update import UpdateSpec  # imported on first use: a read changes no partition spec
 
-        return UpdateSpec(self, self.operations())
+def drop_column(table: Table, path: str) -> Schema:
+    return table.update_schema().drop_column(path).commit()
 
-    def replace_sort_order(self, *terms: str) -> SortOrder:
-        """Make the table sorted by `terms` ("ts", "id desc", "name asc nulls last", "day(ts)",
-        "bucket(16, id)"); no terms: unsorted. Appends and compaction then sort each file they
-        write by it. Metadata only: an identical order already known keeps its id, another is
-        added with the next one. See mor/write/sort_order.py."""
-        from mor.commit.table_commits import sort_order_commit  # imported on first use: a read commits nothing
-        from mor.write.sort_order import parse_sort_order
 
-        self.operations()
-        parse_sort_order(self.schema(), terms)  # bad terms raise before any commit
-        self._commit_metadata(lambda base: sort_order_commit(base, parse_sort_order(base.schema(), terms)), "replace the sort order")
-        return self.metadata.sort_order
+# -- partition spec evolution (mor/api/spec_update.py) ----------------------------------
+def update_spec(table: Table) -> UpdateSpec:
+    """A builder of partition spec changes, committed together by `.commit()` or on
+    leaving a `with` block without an error: add_field("ts", "day") (or "day(ts)"),
+    remove_field(name), rename_field(name, new_name). Metadata only: files keep their
+    spec, new writes use the new default spec."""
+    from mor.api.spec_update import UpdateSpec  # imported on first use: a read changes no partition spec
 
-    def sort_order(self) -> SortOrder:
-        """The table's default sort order (order id 0 and no fields: unsorted)."""
-        return self.metadata.sort_order
+    return UpdateSpec(table, table.operations())
 
-    def set_properties(self, **updates: str) -> None:
-        """Set table properties, e.g. `set_properties(**{"write.delete.mode": "copy-on-write"})`.
-        `format-version` is no property but the table's format: "3" upgrades it, as Iceberg's
-        `ALTER TABLE ... SET TBLPROPERTIES` does."""
-        from mor.commit.table_commits import properties_commit  # imported on first use: a read commits nothing
 
-        self.operations()
-        bad = {k: v for k, v in updates.items() if not isinstance(v, str)}
-        if bad:
-            raise InvalidArgumentError(f"property values must be strings: {bad}")
-        version = updates.pop(FORMAT_VERSION_PROPERTY, None)
-        target = None if version is None else parse_format_version(version)
-        check_properties(updates)
-        self._commit_metadata(lambda base: properties_commit(base, updates, format_version=_upgrade_to(base, target)), "set properties")
+def replace_sort_order(table: Table, *terms: str) -> SortOrder:
+    """Make the table sorted by `terms` ("ts", "id desc", "name asc nulls last", "day(ts)",
+    "bucket(16, id)"); no terms: unsorted. Appends and compaction then sort each file they
+    write by it. Metadata only: an identical order already known keeps its id, another is
+    added with the next one. See mor/write/sort_order.py."""
+    from mor.commit.table_commits import sort_order_commit  # imported on first use: a read commits nothing
+    from mor.write.sort_order import parse_sort_order
 
-    def add_constraint(self, name: str, expression: str) -> None:
-        """A CHECK constraint every row mor writes must satisfy (`expression` TRUE for it),
-        stored as the property `mor.constraint.<name>` (mor/dml/constraints.py). Refused with
-        ConstraintViolationError, naming a row, when a live row breaks it."""
-        from mor.commit.table_commits import constraint_commit  # imported on first use: a read commits nothing
+    table.operations()
+    parse_sort_order(table.schema(), terms)  # bad terms raise before any commit
+    commit_metadata(table, lambda base: sort_order_commit(base, parse_sort_order(base.schema(), terms)), "replace the sort order")
+    return table.metadata.sort_order
 
-        self.operations()
-        constraint = new_constraint(name, expression, self.schema(), self.metadata.properties)
 
-        def change(base: TableMetadata) -> TableCommit:
-            check_live_rows(self, constraint)  # on `base`: the handle was refreshed to it
-            return constraint_commit(base, constraint.properties())
+def sort_order(table: Table) -> SortOrder:
+    """The table's default sort order (order id 0 and no fields: unsorted)."""
+    return table.metadata.sort_order
 
-        self._commit_metadata(change, f"add constraint {name!r}")
 
-    def drop_constraint(self, name: str) -> None:
-        """Remove a CHECK constraint; InvalidArgumentError if the table has none of that name."""
-        from mor.commit.table_commits import properties_commit  # imported on first use: a read commits nothing
+def set_properties(table: Table, **updates: str) -> None:
+    """Set table properties, e.g. `set_properties(**{"write.delete.mode": "copy-on-write"})`.
+    `format-version` is no property but the table's format: "3" upgrades it, as Iceberg's
+    `ALTER TABLE ... SET TBLPROPERTIES` does."""
+    from mor.commit.table_commits import properties_commit  # imported on first use: a read commits nothing
 
-        self.operations()
-        names = {c.name: c for c in table_constraints(self.metadata.properties)}
-        if name not in names:
-            raise InvalidArgumentError(f"the table has no constraint {name!r}; it has {sorted(names)}")
-        removed = tuple(k for k in names[name].properties() if k in self.metadata.properties)
-        self._commit_metadata(lambda base: properties_commit(base, {}, removed), f"drop constraint {name!r}")
+    table.operations()
+    bad = {k: v for k, v in updates.items() if not isinstance(v, str)}
+    if bad:
+        raise InvalidArgumentError(f"property values must be strings: {bad}")
+    version = updates.pop(FORMAT_VERSION_PROPERTY, None)
+    target = None if version is None else parse_format_version(version)
+    check_properties(updates)
+    commit_metadata(table, lambda base: properties_commit(base, updates, format_version=_upgrade_to(base, target)), "set properties")
 
-    def set_not_null(self, column: str) -> Schema:
-        """NOT NULL: make `column` (a dotted path for a struct field) required in the schema,
-        which every write then enforces. Refused with ConstraintViolationError while a live row
-        holds a null there; the commit asserts the snapshot it checked, so rows committed
-        meanwhile are checked again. Returns the new schema."""
-        from mor.api.schema_rules import SchemaEditor  # imported on first use: a read changes no schema
-        from mor.commit.table_commits import schema_commit
-        from mor.format.updates import TableCommit
 
-        self.operations()
+def add_constraint(table: Table, name: str, expression: str) -> None:
+    """A CHECK constraint every row mor writes must satisfy (`expression` TRUE for it),
+    stored as the property `mor.constraint.<name>` (mor/dml/constraints.py). Refused with
+    ConstraintViolationError, naming a row, when a live row breaks it."""
+    from mor.commit.table_commits import constraint_commit  # imported on first use: a read commits nothing
 
-        def change(base: TableMetadata) -> TableCommit:
-            editor = SchemaEditor(base.schema(), base.last_column_id)
-            editor.make_required(column)  # SchemaEvolutionError for an unknown column
-            if editor.schema().find_field(column).required == base.schema().find_field(column).required:
-                return TableCommit([], [])  # required already
-            nulls = self.scan(filter=IsNull(column)).count()
-            if nulls:
-                raise ConstraintViolationError(f"cannot make {column!r} NOT NULL: {nulls} live rows hold a null there")
-            return schema_commit(base, editor.schema(), snapshot_id=base.current_snapshot_id)
+    table.operations()
+    constraint = new_constraint(name, expression, table.schema(), table.metadata.properties)
 
-        self._commit_metadata(change, f"make {column!r} NOT NULL")
-        return self.schema()
+    def change(base: TableMetadata) -> TableCommit:
+        check_live_rows(table, constraint)  # on `base`: the handle was refreshed to it
+        return constraint_commit(base, constraint.properties())
 
-    def constraints(self) -> dict[str, str]:
-        """The CHECK constraints, name -> predicate."""
-        return {c.name: c.expression for c in table_constraints(self.metadata.properties)}
+    commit_metadata(table, change, f"add constraint {name!r}")
 
-    def upgrade(self, format_version: int = 3) -> None:
-        """Raise the table's format version (2 -> 3): later writes use deletion vectors and
-        track row lineage. Metadata only: files already written stay as they are, and their
-        position delete files still apply until a deletion vector replaces them."""
-        from mor.commit.table_commits import properties_commit  # imported on first use: a read commits nothing
 
-        self.operations()
-        self._commit_metadata(
-            lambda base: properties_commit(base, {}, format_version=_upgrade_to(base, format_version)), "upgrade the table"
-        )
+def drop_constraint(table: Table, name: str) -> None:
+    """Remove a CHECK constraint; InvalidArgumentError if the table has none of that name."""
+    from mor.commit.table_commits import properties_commit  # imported on first use: a read commits nothing
 
-    def _commit_metadata(self, change: Callable[[TableMetadata], TableCommit], what: str) -> None:
-        """A commit without a snapshot, made again on the fresh table after a lost race."""
-        ops = self.operations()
+    table.operations()
+    names = {c.name: c for c in table_constraints(table.metadata.properties)}
+    if name not in names:
+        raise InvalidArgumentError(f"the table has no constraint {name!r}; it has {sorted(names)}")
+    removed = tuple(k for k in names[name].properties() if k in table.metadata.properties)
+    commit_metadata(table, lambda base: properties_commit(base, {}, removed), f"drop constraint {name!r}")
 
-        def attempt(_: int) -> None:
-            commit = change(self.metadata)
-            if commit.updates:
-                self.metadata, self.metadata_location = ops.commit(self.metadata, self.metadata_location, commit)
 
-        commit_with_retry(RetryPolicy.of(self.metadata.properties), attempt, what, before_retry=self.refresh)
+def set_not_null(table: Table, column: str) -> Schema:
+    """NOT NULL: make `column` (a dotted path for a struct field) required in the schema,
+    which every write then enforces. Refused with ConstraintViolationError while a live row
+    holds a null there; the commit asserts the snapshot it checked, so rows committed
+    meanwhile are checked again. Returns the new schema."""
+    from mor.commit.table_commits import schema_commit
+    from mor.dml.schema_rules import SchemaEditor  # imported on first use: a read changes no schema
+    from mor.format.updates import TableCommit
+
+    table.operations()
+
+    def change(base: TableMetadata) -> TableCommit:
+        editor = SchemaEditor(base.schema(), base.last_column_id)
+        editor.make_required(column)  # SchemaEvolutionError for an unknown column
+        if editor.schema().find_field(column).required == base.schema().find_field(column).required:
+            return TableCommit([], [])  # required already
+        nulls = table.scan(filter=IsNull(column)).count()
+        if nulls:
+            raise ConstraintViolationError(f"cannot make {column!r} NOT NULL: {nulls} live rows hold a null there")
+        return schema_commit(base, editor.schema(), snapshot_id=base.current_snapshot_id)
+
+    commit_metadata(table, change, f"make {column!r} NOT NULL")
+    return table.schema()
+
+
+def constraints(table: Table) -> dict[str, str]:
+    """The CHECK constraints, name -> predicate."""
+    return {c.name: c.expression for c in table_constraints(table.metadata.properties)}
+
+
+def upgrade(table: Table, format_version: int = 3) -> None:
+    """Raise the table's format version (2 -> 3): later writes use deletion vectors and
+    track row lineage. Metadata only: files already written stay as they are, and their
+    position delete files still apply until a deletion vector replaces them."""
+    from mor.commit.table_commits import properties_commit  # imported on first use: a read commits nothing
+
+    table.operations()
+    commit_metadata(table, lambda base: properties_commit(base, {}, format_version=_upgrade_to(base, format_version)), "upgrade the table")
+
+
+def commit_metadata(table: Table, change: Callable[[TableMetadata], TableCommit], what: str) -> None:
+    """A commit without a snapshot, made again on the fresh table after a lost race."""
+    ops = table.operations()
+
+    def attempt(_: int) -> None:
+        commit = change(table.metadata)
+        if commit.updates:
+            table.metadata, table.metadata_location = ops.commit(table.metadata, table.metadata_location, commit)
+
+    commit_with_retry(RetryPolicy.of(table.metadata.properties), attempt, what, before_retry=table.refresh)
 
 
 def _upgrade_to(base: TableMetadata, format_version: int | None) -> int | None:
