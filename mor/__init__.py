@@ -14,8 +14,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mor.errors import (
+    AccessDeniedError,
+    AlreadyExistsError,
     CatalogUnavailableError,
     CommitConflictError,
+    CommitError,
     CommitStateUnknownError,
     ConstraintViolationError,
     CorruptMetadataError,
@@ -35,6 +38,7 @@ from mor.errors import (
     NoSuchTableError,
     NoSuchViewError,
     NotAuthorizedError,
+    NotFoundError,
     PartitionEvolutionError,
     RefAlreadyExistsError,
     RetentionTooShortError,
@@ -47,6 +51,7 @@ from mor.errors import (
     TableAlreadyExistsError,
     TableReplacedError,
     UnsupportedFeatureError,
+    ValidationError,
     ViewAlreadyExistsError,
 )
 from mor.lazy_names import load_lazily
@@ -105,7 +110,10 @@ __all__ = [
     "lit",
     "MergeClauses",
     "Catalog",
+    "AccessDeniedError",
+    "AlreadyExistsError",
     "CatalogUnavailableError",
+    "CommitError",
     "RestCatalog",
     "SqlCatalog",
     "CommitConflictError",
@@ -131,6 +139,7 @@ __all__ = [
     "NoSuchTableError",
     "NoSuchViewError",
     "NotAuthorizedError",
+    "NotFoundError",
     "ForbiddenError",
     "PartitionEvolutionError",
     "RefAlreadyExistsError",
@@ -148,5 +157,6 @@ __all__ = [
     "ViewAlreadyExistsError",
     "TableReplacedError",
     "UnsupportedFeatureError",
+    "ValidationError",
     "load_catalog",
 ]

@@ -1,39 +1,55 @@
-"""The one exception tree of mor.
+"""The one exception tree of mor: under MorError, eight families that say what a caller can do
+(catch a family, or the error itself); each error names what happened.
 
     MorError
-    ├── NoSuchTableError          the table (or namespace) is not in the catalog
-    │   ├── TableReplacedError    the name now holds another table (another table-uuid) than
-    │   │                         the one a handle or commit started from: dropped and created
-    │   │                         again. Not a CommitConflictError, so nothing re-plans into it
-    │   └── MetadataFileNotFoundError  no table metadata file at the location given (a mistyped
-    │                             path) or that the catalog points at; also a StorageError
-    ├── NoSuchNamespaceError
-    ├── NoSuchSnapshotError       time travel to a snapshot id or time the table does not have
-    │   ├── NoSuchRefError        a branch or tag the table does not have
-    │   └── ExpiredHistoryError   a change feed asked to start where the table's history was
+    ├── NotFoundError             what the call names is not there
+    │   ├── NoSuchTableError      the table is not in the catalog
+    │   │   ├── TableReplacedError  the name now holds another table (another table-uuid) than
+    │   │   │                     the one a handle or commit started from: dropped and created
+    │   │   │                     again. Not a CommitConflictError, so nothing re-plans into it
+    │   │   └── MetadataFileNotFoundError  no table metadata file at the location given (a
+    │   │                         mistyped path) or that the catalog points at; also a StorageError
+    │   ├── NoSuchNamespaceError
+    │   ├── NoSuchViewError
+    │   └── NoSuchSnapshotError   time travel to a snapshot id or time the table does not have
+    │       ├── NoSuchRefError    a branch or tag the table does not have
+    │       └── ExpiredHistoryError  a change feed asked to start where the table's history was
     │                             expired; names the oldest snapshot it can start from
-    ├── TableAlreadyExistsError
-    │   └── SharedTableError      register_table of a metadata file or location another table of
-    │                             the catalog already has (allow_shared=True registers it anyway)
-    ├── NamespaceAlreadyExistsError
-    ├── NamespaceNotEmptyError
-    ├── InvalidFilterError        bad predicate text, or a column the schema does not have
-    ├── InvalidArgumentError      an argument that makes no sense (also a ValueError)
-    │   ├── DuplicateKeyError     UPSERT/MERGE source rows that repeat a key
-    │   ├── RowsOutsideWhereError  overwrite(data, where=...) data holding rows `where` does not
-    │   │                         select (a rerun would keep them twice)
-    │   ├── RefAlreadyExistsError  creating (or renaming to) a branch or tag name the table has
-    │   ├── RetentionTooShortError  expiring or vacuuming closer to now than the table allows
-    │   ├── InvalidMetadataError  a commit would write table metadata Iceberg's metadata builder
-    │   │                         refuses (a field id used twice, a ref to no snapshot, ...)
-    │   ├── PartitionEvolutionError  a partition spec change the table cannot take (a field added
-    │   │                         twice, removing one it lacks, a duplicate name, a bad transform)
-    │   └── SchemaEvolutionError  a schema change the table cannot take (unknown column, duplicate
-    │                             name, narrowing type change, dropping a partition source, ...)
-    ├── SchemaMismatchError       appended or updated data does not fit the table schema
-    ├── ConstraintViolationError  a row breaks a CHECK constraint of the table (names it and the row)
-    ├── CommitConflictError       a concurrent commit made ours invalid (after retrying what is retryable)
-    ├── CommitStateUnknownError   the catalog may or may not hold our commit: never clean up after it
+    ├── AlreadyExistsError        the name is taken
+    │   ├── TableAlreadyExistsError
+    │   │   └── SharedTableError  register_table of a metadata file or location another table of
+    │   │                         the catalog already has (allow_shared=True registers it anyway)
+    │   ├── NamespaceAlreadyExistsError
+    │   ├── ViewAlreadyExistsError  a view, or a table, already has that name
+    │   └── RefAlreadyExistsError  a branch or tag name the table has (also an InvalidArgumentError)
+    ├── ValidationError           the call was checked and refused as given; nothing changed
+    │   ├── InvalidFilterError    bad predicate text, or a column the schema does not have
+    │   ├── InvalidArgumentError  an argument that makes no sense (also a ValueError)
+    │   │   ├── DuplicateKeyError  UPSERT/MERGE source rows that repeat a key
+    │   │   ├── RowsOutsideWhereError  overwrite(data, where=...) data holding rows `where` does
+    │   │   │                     not select (a rerun would keep them twice)
+    │   │   ├── RefAlreadyExistsError  (above)
+    │   │   ├── RetentionTooShortError  expiring or vacuuming closer to now than the table allows
+    │   │   ├── InvalidMetadataError  a commit would write table metadata Iceberg's metadata
+    │   │   │                     builder refuses (a field id used twice, a ref to no snapshot, ...)
+    │   │   ├── PartitionEvolutionError  a partition spec change the table cannot take (a field
+    │   │   │                     added twice, removing one it lacks, a duplicate name, a bad transform)
+    │   │   └── SchemaEvolutionError  a schema change the table cannot take (unknown column,
+    │   │                         duplicate name, narrowing type change, dropping a partition source)
+    │   ├── SchemaMismatchError   appended or updated data does not fit the table schema
+    │   ├── ConstraintViolationError  a row breaks a CHECK constraint of the table (names it and the row)
+    │   ├── NamespaceNotEmptyError  dropping a namespace that still holds tables or views
+    │   ├── MaintenanceRefusedError  maintenance that deletes files cannot tell the table's own
+    │   │                         files apart: its location is shared with, holds or lies in another
+    │   │                         table's, or its metadata spells files another way than the listing
+    │   ├── StreamingChangeError  a stream of appends met a snapshot it cannot emit (delete,
+    │   │                         overwrite) or lost its place in the history (rollback, expiry)
+    │   └── SparkSetupError       (mor/spark/errors.py) the Spark session cannot run mor
+    ├── CommitError               a commit did not land, or may have
+    │   ├── CommitConflictError   a concurrent commit made ours invalid (after retrying what is retryable)
+    │   ├── CommitStateUnknownError  the catalog may or may not hold our commit: never clean up after it
+    │   └── (internal, never reaching a caller: CommitFailedError, retried; AlreadyCommitted,
+    │                             an idempotent write's earlier commit found)
     ├── CorruptMetadataError      metadata, manifest or delete file that breaks the spec
     │                             (also: a file the table references that is missing or unreadable)
     ├── StorageError              the file system or catalog database refused a read or write
@@ -41,15 +57,15 @@
     │   └── CatalogUnavailableError  the catalog database server is unreachable, refused the
     │                             connection or did not answer in time; names host:port/db.
     │                             Raised by a commit only when it certainly did not happen
-    ├── MaintenanceRefusedError   maintenance that deletes files cannot tell the table's own files
-    │                             apart: its location is shared with, holds or lies in another
-    │                             table's, or its metadata spells files another way than the listing
-    ├── NotAuthorizedError        a REST catalog refused the credentials (401: missing, wrong, expired)
-    ├── ForbiddenError            a REST catalog accepted the credentials but refused the operation
-    │                             (403): its permissions or policy (a location outside its warehouse)
-    ├── StreamingChangeError      a stream of appends met a snapshot it cannot emit (delete, overwrite)
-    │                             or lost its place in the history (rollback, expired snapshots)
+    ├── AccessDeniedError         a REST catalog refused
+    │   ├── NotAuthorizedError    the credentials (401: missing, wrong, expired)
+    │   └── ForbiddenError        the operation (403): its permissions or policy (a location
+    │                             outside its warehouse)
     └── UnsupportedFeatureError   a valid Iceberg feature we do not implement yet
+
+The families are DESIGN.md's errors grouped by what to do: NotFound and AlreadyExists (look at
+the catalog), Validation (fix the call), Commit (retry the whole operation, or not after
+CommitStateUnknownError), CorruptMetadata, Storage, AccessDenied, UnsupportedFeature.
 
 Every error leaves the table as it was: files written before a failed commit are never made
 visible, and nothing is ever deleted after a commit whose outcome is unknown.
@@ -60,7 +76,34 @@ class MorError(Exception):
     """Root of every error mor raises on purpose."""
 
 
-class NoSuchTableError(MorError):
+# -- the eight families: what a caller can do about an error ---------------------------------
+
+
+class NotFoundError(MorError):
+    """What the call names is not there: a table, namespace, view, snapshot or ref."""
+
+
+class AlreadyExistsError(MorError):
+    """The name is taken: a table, namespace, view, branch or tag of that name exists."""
+
+
+class ValidationError(MorError):
+    """The call was checked and refused as given, before anything changed: a bad argument,
+    filter or value, data that does not fit, a broken constraint, a request the table's state
+    does not allow (a namespace not empty, maintenance that cannot prove what it may delete).
+    Fix the call; retrying it as it is fails the same way."""
+
+
+class CommitError(MorError):
+    """A commit did not land (a conflict that retrying could not get past), or may have
+    (CommitStateUnknownError: never clean up after it)."""
+
+
+class AccessDeniedError(MorError):
+    """A REST catalog refused the credentials (401) or the operation (403)."""
+
+
+class NoSuchTableError(NotFoundError):
     pass
 
 
@@ -70,15 +113,15 @@ class TableReplacedError(NoSuchTableError):
     another created or registered under its name. Nothing was committed; load the table again."""
 
 
-class NoSuchNamespaceError(MorError):
+class NoSuchNamespaceError(NotFoundError):
     pass
 
 
-class NoSuchViewError(MorError):
+class NoSuchViewError(NotFoundError):
     pass
 
 
-class NoSuchSnapshotError(MorError):
+class NoSuchSnapshotError(NotFoundError):
     pass
 
 
@@ -97,7 +140,7 @@ class ExpiredHistoryError(NoSuchSnapshotError):
         self.oldest_timestamp_ms = oldest_timestamp_ms
 
 
-class TableAlreadyExistsError(MorError):
+class TableAlreadyExistsError(AlreadyExistsError):
     pass
 
 
@@ -106,23 +149,23 @@ class SharedTableError(TableAlreadyExistsError):
     names for one set of files, where maintenance of either would delete the other's files."""
 
 
-class NamespaceAlreadyExistsError(MorError):
+class NamespaceAlreadyExistsError(AlreadyExistsError):
     pass
 
 
-class ViewAlreadyExistsError(MorError):
+class ViewAlreadyExistsError(AlreadyExistsError):
     """A view, or a table, already has that name (they share one name space)."""
 
 
-class NamespaceNotEmptyError(MorError):
+class NamespaceNotEmptyError(ValidationError):
     pass
 
 
-class InvalidFilterError(MorError):
+class InvalidFilterError(ValidationError):
     pass
 
 
-class InvalidArgumentError(MorError, ValueError):
+class InvalidArgumentError(ValidationError, ValueError):
     pass
 
 
@@ -135,7 +178,7 @@ class RowsOutsideWhereError(InvalidArgumentError):
     the next overwrite of the same `where`. Nothing was written."""
 
 
-class RefAlreadyExistsError(InvalidArgumentError):
+class RefAlreadyExistsError(AlreadyExistsError, InvalidArgumentError):
     """The table already has a branch or tag of that name."""
 
 
@@ -163,16 +206,16 @@ class SchemaEvolutionError(InvalidArgumentError):
     """A schema change that is invalid on this table; nothing was changed."""
 
 
-class SchemaMismatchError(MorError):
+class SchemaMismatchError(ValidationError):
     pass
 
 
-class ConstraintViolationError(MorError):
+class ConstraintViolationError(ValidationError):
     """A row to write breaks a CHECK constraint (mor/dml/constraints.py), or existing rows break
     one being added; the message names the constraint and a row. Nothing was committed."""
 
 
-class CommitConflictError(MorError):
+class CommitConflictError(CommitError):
     """`snapshot_id` and `operation` name the concurrent commit that conflicted (when one did);
     `files` the files of it that did."""
 
@@ -186,7 +229,7 @@ class CommitConflictError(MorError):
         return (type(self), (self.args[0], self.snapshot_id, self.operation, self.files))
 
 
-class CommitStateUnknownError(MorError):
+class CommitStateUnknownError(CommitError):
     pass
 
 
@@ -212,22 +255,22 @@ class MetadataFileNotFoundError(NoSuchTableError, StorageError):
     damaged: CorruptMetadataError is for a file that exists but breaks the spec."""
 
 
-class StreamingChangeError(MorError):
+class StreamingChangeError(ValidationError):
     pass
 
 
-class NotAuthorizedError(MorError):
+class NotAuthorizedError(AccessDeniedError):
     """A REST catalog refused the credentials (HTTP 401: missing, wrong or expired token).
     Nothing was changed."""
 
 
-class ForbiddenError(MorError):
+class ForbiddenError(AccessDeniedError):
     """A REST catalog accepted the credentials but refused the operation (HTTP 403): the
     client may not do it, by the server's permissions or policy (a table location outside the
     warehouse, say). Nothing was changed; other credentials would not help with a policy."""
 
 
-class MaintenanceRefusedError(MorError):
+class MaintenanceRefusedError(ValidationError):
     """Expiry, orphan removal or a purge refused before deleting anything: it could not prove
     the files it would delete are the table's alone. The message says what to fix."""
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numbers
 from dataclasses import dataclass
 
-from mor.errors import InvalidArgumentError, MorError
+from mor.errors import CommitError, InvalidArgumentError
 from mor.format.metadata import Snapshot, TableMetadata
 from mor.format.properties import TXN_VERSION_PREFIX
 
@@ -54,7 +54,7 @@ class Idempotency:
         return {TXN_VERSION_PREFIX + self.app_id: str(self.version)}
 
 
-class AlreadyCommitted(MorError):
+class AlreadyCommitted(CommitError):
     """Raised inside a commit whose (app id, version) the table already holds (version
     `committed`); the table verbs catch it, remove the files they wrote and return `snapshot`:
     the one that committed it, or the current one when that has expired."""

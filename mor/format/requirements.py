@@ -14,11 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from mor.errors import InvalidArgumentError, MorError
+from mor.errors import CommitError, InvalidArgumentError
 from mor.format.metadata import TableMetadata
 
 
-class CommitFailedError(MorError):
+class CommitFailedError(CommitError):
     """Internal: the table is not as the commit was planned on (another writer moved it first,
     or a requirement fails). Nothing was applied; retry on the new state."""
 

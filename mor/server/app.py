@@ -36,8 +36,8 @@ from mor.server.auth import EVERYTHING, Grant, OAuthError, Tokens, token_respons
 from mor.server.errors import (
     BadRequestError,
     MethodNotAllowedError,
-    NotFoundError,
     PayloadTooLargeError,
+    RouteNotFoundError,
     error_response,
 )
 from mor.server.routes import Answer, Call, Op, Service
@@ -146,7 +146,7 @@ def _json_object(body: bytes) -> dict[str, Any]:
 
 async def _routing_error(request: Request, exc: Exception) -> Response:
     status = getattr(exc, "status_code", 500)
-    error = MethodNotAllowedError if status == 405 else NotFoundError
+    error = MethodNotAllowedError if status == 405 else RouteNotFoundError
     status, body = error_response(error(f"no route {request.method} {request.url.path}"))
     return JSONResponse(body, status_code=status)
 

@@ -53,7 +53,7 @@ class BadRequestError(RestError):
     status, type = 400, "BadRequestException"
 
 
-class NotFoundError(RestError):
+class RouteNotFoundError(RestError):
     status, type = 404, "NotFoundException"
 
 

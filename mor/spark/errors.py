@@ -41,7 +41,7 @@ from types import TracebackType
 from typing import Literal, TypeVar
 
 from mor import errors as mor_errors
-from mor.errors import MorError
+from mor.errors import MorError, ValidationError
 
 # The qualified name Python prints for an exception raised from mor.errors, and its message line.
 _ERROR_LINE = re.compile(r"mor\.errors\.([A-Za-z_][A-Za-z0-9_]*): ([^\n]*)")
@@ -58,7 +58,7 @@ _SQLSTATE = re.compile(r"\s*SQLSTATE: \w+\s*$")
 T = TypeVar("T")
 
 
-class SparkSetupError(MorError):
+class SparkSetupError(ValidationError):
     """The Spark session cannot run mor: format "mor" is not registered with it, or its Python
     workers cannot import mor. The message says what to do; the Spark error is the cause."""
 
