@@ -26,13 +26,11 @@ import pyarrow.parquet as pq
 from common import diff_files, list_files, timed_dml
 
 from suite.context import Context, expected
+from suite.dml_names import MOR_COW, MOR_EQ, MOR_MOR, PYICEBERG, TITLE
 
-TITLE = "DELETE, UPDATE and UPSERT: merge-on-read vs copy-on-write"
 WAREHOUSE = "dml"
 DATA_COLUMNS = {"id", "category", "value", "ts", "payload"}
 NEW_ROWS_SHARE = 0.1  # an UPSERT source: existing keys plus this share of new ones
-MOR_MOR, MOR_COW, MOR_EQ = "mor merge-on-read", "mor copy-on-write", "mor merge-on-read, equality deletes"
-PYICEBERG = "pyiceberg (copy-on-write)"
 
 
 @dataclass(frozen=True)

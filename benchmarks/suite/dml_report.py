@@ -7,7 +7,7 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 
-from suite.dml import MOR_COW, MOR_MOR, TITLE
+from suite.dml_names import MOR_COW, MOR_MOR, TITLE
 
 VERBS = (("delete", "scattered"), ("delete", "clustered"), ("update", "scattered"), ("upsert", "scattered"))
 

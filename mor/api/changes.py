@@ -53,7 +53,7 @@ from mor.planning.task import FileScanTask
 from mor.read.snapshot_diff import SnapshotDiff, SnapshotDiffer
 
 if TYPE_CHECKING:
-    from mor.api.table import Table
+    from mor.dml.handle import TableHandle
 
 CHANGE_TYPE = "_change_type"
 CHANGE_ORDINAL = "_change_ordinal"
@@ -70,7 +70,7 @@ _REMOVED = (DELETE, UPDATE_BEFORE)
 class ChangeScan(FrameConversions):
     def __init__(
         self,
-        table: Table,
+        table: TableHandle,
         from_snapshot_id: int | None = None,
         to_snapshot_id: int | None = None,
         columns: Sequence[str] | None = None,
@@ -224,7 +224,7 @@ def _arrow_fields(projection: Schema) -> list[pa.Field]:
 
 
 def _from_snapshot(
-    table: Table, snapshot_id: int | None, timestamp: dt.datetime | int | None, last: Snapshot | None, start_as_inserts: bool = False
+    table: TableHandle, snapshot_id: int | None, timestamp: dt.datetime | int | None, last: Snapshot | None, start_as_inserts: bool = False
 ) -> Snapshot | None:
     """The snapshot the changes start after; None: the empty table before the first one.
     ExpiredHistoryError, naming the oldest start there is, when that start was expired: the
@@ -257,7 +257,7 @@ def _from_snapshot(
     return None
 
 
-def _expired(table: Table, what: str, oldest: Snapshot) -> ExpiredHistoryError:
+def _expired(table: TableHandle, what: str, oldest: Snapshot) -> ExpiredHistoryError:
     when = utc_text(oldest.timestamp_ms)
     return ExpiredHistoryError(
         f"{what}: its history before snapshot {oldest.snapshot_id} (committed {when}) was expired. The change feed can start "
@@ -267,7 +267,7 @@ def _expired(table: Table, what: str, oldest: Snapshot) -> ExpiredHistoryError:
     )
 
 
-def _range(table: Table, first: Snapshot | None, last: Snapshot | None) -> list[Snapshot]:
+def _range(table: TableHandle, first: Snapshot | None, last: Snapshot | None) -> list[Snapshot]:
     """The snapshots after `first` up to `last`, oldest first; `first` must be an ancestor."""
     if last is None:
         if first is not None:

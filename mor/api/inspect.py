@@ -53,7 +53,7 @@ from mor.format.spec import FileContent, ManifestContent, ManifestEntryStatus
 from mor.io.fileio import FileIO
 
 if TYPE_CHECKING:
-    from mor.api.table import Table
+    from mor.dml.handle import TableHandle
 
 UTC_TIME = pa.timestamp("us", tz="UTC")
 _INT_MAP = pa.map_(pa.int32(), pa.int64())
@@ -68,7 +68,7 @@ class InspectTable:
     """The metadata tables of one table (as its handle sees it: refresh the table first to see
     commits made since)."""
 
-    def __init__(self, table: Table):
+    def __init__(self, table: TableHandle):
         self._table = table
 
     @property

@@ -28,14 +28,14 @@ from mor.progress import Progress, ProgressArg, Step
 from mor.read.scan_reader import TaskDone, read_batches, read_table
 
 if TYPE_CHECKING:
-    from mor.api.table import Table
+    from mor.dml.handle import TableHandle
 
 
 class FrameConversions:
     """pandas, polars and DuckDB views of whatever `to_arrow()` returns, for every scan-like
     object (a scan, a change feed)."""
 
-    table: Table
+    table: TableHandle
 
     def to_arrow(self) -> pa.Table:
         raise NotImplementedError
@@ -62,7 +62,7 @@ class FrameConversions:
 class Scan(FrameConversions):
     def __init__(
         self,
-        table: Table,
+        table: TableHandle,
         filter: FilterLike = None,
         columns: Sequence[str] | None = None,
         snapshot_id: int | None = None,

@@ -31,13 +31,13 @@ from mor.errors import CommitConflictError, InvalidArgumentError, SchemaEvolutio
 from mor.format.metadata import TableMetadata, same_schema
 
 if TYPE_CHECKING:
-    from mor.api.table import Table
+    from mor.dml.handle import TableHandle
 
 
 class UpdateSchema:
     """Schema changes to commit together; every method returns the builder (chainable)."""
 
-    def __init__(self, table: Table, ops: TableOperations):
+    def __init__(self, table: TableHandle, ops: TableOperations):
         self._table = table
         self._ops = ops
         self._base = table.metadata

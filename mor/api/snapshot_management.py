@@ -6,7 +6,7 @@ cherry-pick, restore), as Iceberg's ManageSnapshots and Spark procedures do it.
     table.set_current_snapshot(snapshot_id)            # main at any snapshot
     table.cherrypick(snapshot_id)                      # a staged or other branch's append, onto main
     table.create_branch("audit", max_ref_age_ms=...)   # at the current snapshot, or snapshot_id=
-    with table.manage_snapshots() as refs:             # several ref changes, one commit
+    with manage_snapshots(table) as refs:             # several ref changes, one commit
         refs.create_tag("eoy-2026").rollback_to(snapshot_id)
 
 Each verb is one commit that asserts every ref it touches is still where it was planned (a
@@ -15,39 +15,35 @@ of the table changes. The snapshots main left stay in the table until expiry, so
 undone (`set_current_snapshot` back to them). Expiry keeps what every ref still needs: each
 ref's head, and each branch's ancestors within its retention (mor/maintenance/expire.py).
 
-Each function taking the Table first is a method of it (mor/api/table.py). `on_branch` is the
-one place where every write verb's `branch=` is handled.
+Each function taking the table first is a method of Table (mor/api/table.py), which also makes
+branch and staged handles.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import functools
 from collections.abc import Callable
 from dataclasses import replace
 from types import TracebackType
-from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING
 
 from pyiceberg.expressions import AlwaysTrue
 
 from mor.api.table_definition import commit_metadata
 from mor.api.time_travel import as_of_ms
-from mor.commit.branch_ops import WAP_ID, BranchOperations
+from mor.commit.branch_ops import WAP_ID
 from mor.commit.ref_commits import BRANCH, MAX_REF_AGE_MS, MAX_SNAPSHOT_AGE_MS, MIN_SNAPSHOTS_TO_KEEP, TAG, RefEdits, is_ancestor
 from mor.errors import CommitConflictError, InvalidArgumentError, NoSuchRefError, NoSuchSnapshotError
 from mor.format.content_file import DataFile
 from mor.format.metadata import Snapshot, TableMetadata
-from mor.format.properties import WAP_ENABLED
 from mor.format.spec import MAIN_BRANCH
 from mor.io.fileio import FileIO
 from mor.planning.planner import added_data_files, plan_files, removed_data_files
 from mor.write.partitioning import partition_key
 
 if TYPE_CHECKING:
-    from mor.api.table import Table
+    from mor.dml.handle import TableHandle
 
-_R = TypeVar("_R")
-_P = ParamSpec("_P")
 
 SOURCE_SNAPSHOT_ID = "source-snapshot-id"  # a cherry-picked snapshot's origin, in the new one's summary
 PUBLISHED_WAP_ID = "published-wap-id"
@@ -59,7 +55,7 @@ class ManageSnapshots:
     here, not at commit) and returns the builder; `commit()`, or leaving a `with` block without
     an error, commits them all as one."""
 
-    def __init__(self, table: Table):
+    def __init__(self, table: TableHandle):
         self._table = table
         self._edits: list[Callable[[RefEdits], object]] = []
         self.committed = False
@@ -145,31 +141,31 @@ class ManageSnapshots:
         return edits
 
 
-def manage_snapshots(table: Table) -> ManageSnapshots:
+def manage_snapshots(table: TableHandle) -> ManageSnapshots:
     """A builder of branch, tag and rollback changes committed together."""
     table.operations()
     return ManageSnapshots(table)
 
 
-def rollback_to(table: Table, snapshot_id: int) -> Snapshot:
+def rollback_to(table: TableHandle, snapshot_id: int) -> Snapshot:
     """Make `snapshot_id`, an ancestor of the current snapshot, current again."""
-    table.manage_snapshots().rollback_to(snapshot_id).commit()
+    manage_snapshots(table).rollback_to(snapshot_id).commit()
     return _current(table)
 
 
-def rollback_to_time(table: Table, timestamp: dt.datetime | int) -> Snapshot:
+def rollback_to_time(table: TableHandle, timestamp: dt.datetime | int) -> Snapshot:
     """Make the newest ancestor committed before `timestamp` current again; returns it."""
-    table.manage_snapshots().rollback_to_time(timestamp).commit()
+    manage_snapshots(table).rollback_to_time(timestamp).commit()
     return _current(table)
 
 
-def set_current_snapshot(table: Table, snapshot_id: int) -> Snapshot:
+def set_current_snapshot(table: TableHandle, snapshot_id: int) -> Snapshot:
     """Make any snapshot of the table current (also one a rollback left, or a branch's)."""
-    table.manage_snapshots().set_current_snapshot(snapshot_id).commit()
+    manage_snapshots(table).set_current_snapshot(snapshot_id).commit()
     return _current(table)
 
 
-def restore(table: Table, version: int | dt.datetime) -> Snapshot:
+def restore(table: TableHandle, version: int | dt.datetime) -> Snapshot:
     """Delta's RESTORE: the table as it was at `version`, a snapshot id, or at a time (a
     datetime: the snapshot current then). The main branch points at that snapshot again."""
     if isinstance(version, dt.datetime):
@@ -180,98 +176,53 @@ def restore(table: Table, version: int | dt.datetime) -> Snapshot:
         if found is None:
             raise NoSuchSnapshotError(f"{table.identifier} had no snapshot at {version}")
         version = found.snapshot_id
-    return table.set_current_snapshot(version)
+    return set_current_snapshot(table, version)
 
 
 def create_branch(
-    table: Table, name: str, snapshot_id: int | None = None, *,
+    table: TableHandle, name: str, snapshot_id: int | None = None, *,
     min_snapshots_to_keep: int | None = None, max_snapshot_age_ms: int | None = None, max_ref_age_ms: int | None = None,
 ) -> None:  # fmt: skip
-    table.manage_snapshots().create_branch(
+    manage_snapshots(table).create_branch(
         name, snapshot_id, min_snapshots_to_keep=min_snapshots_to_keep, max_snapshot_age_ms=max_snapshot_age_ms,
         max_ref_age_ms=max_ref_age_ms,
     ).commit()  # fmt: skip
 
 
-def create_tag(table: Table, name: str, snapshot_id: int | None = None, *, max_ref_age_ms: int | None = None) -> None:
-    table.manage_snapshots().create_tag(name, snapshot_id, max_ref_age_ms=max_ref_age_ms).commit()
+def create_tag(table: TableHandle, name: str, snapshot_id: int | None = None, *, max_ref_age_ms: int | None = None) -> None:
+    manage_snapshots(table).create_tag(name, snapshot_id, max_ref_age_ms=max_ref_age_ms).commit()
 
 
-def replace_branch(table: Table, name: str, snapshot_id: int) -> None:
-    table.manage_snapshots().replace_branch(name, snapshot_id).commit()
+def replace_branch(table: TableHandle, name: str, snapshot_id: int) -> None:
+    manage_snapshots(table).replace_branch(name, snapshot_id).commit()
 
 
-def replace_tag(table: Table, name: str, snapshot_id: int) -> None:
-    table.manage_snapshots().replace_tag(name, snapshot_id).commit()
+def replace_tag(table: TableHandle, name: str, snapshot_id: int) -> None:
+    manage_snapshots(table).replace_tag(name, snapshot_id).commit()
 
 
-def fast_forward(table: Table, branch: str, to: str | int) -> None:
-    table.manage_snapshots().fast_forward(branch, to).commit()
+def fast_forward(table: TableHandle, branch: str, to: str | int) -> None:
+    manage_snapshots(table).fast_forward(branch, to).commit()
 
 
-def rename_branch(table: Table, name: str, new_name: str) -> None:
-    table.manage_snapshots().rename_branch(name, new_name).commit()
+def rename_branch(table: TableHandle, name: str, new_name: str) -> None:
+    manage_snapshots(table).rename_branch(name, new_name).commit()
 
 
-def remove_branch(table: Table, name: str) -> None:
-    table.manage_snapshots().remove_branch(name).commit()
+def remove_branch(table: TableHandle, name: str) -> None:
+    manage_snapshots(table).remove_branch(name).commit()
 
 
-def remove_tag(table: Table, name: str) -> None:
-    table.manage_snapshots().remove_tag(name).commit()
+def remove_tag(table: TableHandle, name: str) -> None:
+    manage_snapshots(table).remove_tag(name).commit()
 
 
-def branch(table: Table, name: str) -> Table:
-    """A handle on branch `name`: it reads the branch's head, and every write verb on it
-    (append, delete, update, upsert, merge, overwrite, compact...) commits to the branch,
-    with the conflict checks main's writes have. Schema and properties are the table's."""
-    return _handle(table, BranchOperations(table.operations(), branch=name))
-
-
-def staged(table: Table, wap_id: str) -> Table:
-    """Write-audit-publish: a handle whose writes are staged, not published: each adds a
-    snapshot with `wap.id` = `wap_id` on top of main's head but moves no branch (read it by
-    its snapshot id; `publish(wap_id)` puts it on main). The table must have
-    `write.wap.enabled=true`, as Iceberg requires."""
-    if table.metadata.properties.get(WAP_ENABLED, "false").lower() != "true":
-        raise InvalidArgumentError(f"staged writes need the table property {WAP_ENABLED}=true (set_properties)")
-    if not isinstance(wap_id, str) or not wap_id:
-        raise InvalidArgumentError(f"a wap.id is a non-empty string, not {wap_id!r}")
-    return _handle(table, BranchOperations(table.operations(), wap_id=wap_id))
-
-
-def _handle(table: Table, ops: BranchOperations) -> Table:
-    from mor.api.table import Table
-
-    metadata = ops.view(table.metadata, table.metadata_location)
-    handle = Table(table.identifier, metadata, table.metadata_location, table.io, ops)
-    handle.catalog_view = table.catalog_view
-    return handle
-
-
-def on_branch(verb: Callable[Concatenate[Table, _P], _R]) -> Callable[Concatenate[Table, _P], _R]:
-    """A write verb that takes `branch=` (pyiceberg's convention): given a branch, the verb runs
-    on a handle of that branch (its commit moves the branch), and the table it was called on
-    then sees the table as it is after it. The verb itself never sees `branch`."""
-
-    @functools.wraps(verb)
-    def dispatch(table: Table, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-        name = kwargs.pop("branch", None)
-        if name is None:
-            return verb(table, *args, **kwargs)
-        result = verb(branch(table, str(name)), *args, **kwargs)
-        table.refresh()
-        return result
-
-    return dispatch
-
-
-def refs(table: Table) -> dict[str, dict[str, object]]:
+def refs(table: TableHandle) -> dict[str, dict[str, object]]:
     """The table's branches and tags: name -> the ref as the metadata holds it."""
     return {name: dict(ref) for name, ref in sorted(table.metadata.refs.items())}
 
 
-def cherrypick(table: Table, snapshot_id: int) -> Snapshot:
+def cherrypick(table: TableHandle, snapshot_id: int) -> Snapshot:
     """Apply `snapshot_id`'s change on the current snapshot, as Iceberg's cherry-pick does:
     a snapshot whose parent is the current one is made current (fast-forward); otherwise
     an append (staged, or another branch's) is committed again on main as a new append,
@@ -285,7 +236,7 @@ def cherrypick(table: Table, snapshot_id: int) -> Snapshot:
     table.refresh()
     picked = _snapshot(table.metadata, snapshot_id)
     if picked.parent_snapshot_id == table.metadata.current_snapshot_id:
-        return table.set_current_snapshot(snapshot_id)
+        return set_current_snapshot(table, snapshot_id)
     _check_pickable(table.metadata, picked)
     summary = {SOURCE_SNAPSHOT_ID: str(snapshot_id)}
     wap_id = picked.summary.get(WAP_ID)
@@ -309,7 +260,7 @@ def cherrypick(table: Table, snapshot_id: int) -> Snapshot:
     return _current(table)
 
 
-def publish(table: Table, wap_id: str) -> Snapshot:
+def publish(table: TableHandle, wap_id: str) -> Snapshot:
     """Publish the write staged with `wap.id` = `wap_id` (write-audit-publish): cherry-pick
     its snapshot onto main."""
     table.operations()
@@ -317,10 +268,10 @@ def publish(table: Table, wap_id: str) -> Snapshot:
     staged = [s for s in table.metadata.snapshots if s.summary.get(WAP_ID) == wap_id]
     if not staged:
         raise NoSuchSnapshotError(f"{table.identifier} has no snapshot staged with wap.id {wap_id!r}")
-    return table.cherrypick(max(staged, key=lambda s: s.sequence_number).snapshot_id)
+    return cherrypick(table, max(staged, key=lambda s: s.sequence_number).snapshot_id)
 
 
-def _current(table: Table) -> Snapshot:
+def _current(table: TableHandle) -> Snapshot:
     snapshot = table.metadata.current_snapshot()
     assert snapshot is not None  # a verb above just made one current
     return snapshot

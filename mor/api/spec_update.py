@@ -47,7 +47,7 @@ from mor.format.metadata import TableMetadata
 from mor.write.partitioning import partition_term, resolve_partition_term, split_transform
 
 if TYPE_CHECKING:
-    from mor.api.table import Table
+    from mor.dml.handle import TableHandle
 
 _TIME_TRANSFORMS = (YearTransform, MonthTransform, DayTransform, HourTransform)
 
@@ -78,7 +78,7 @@ _Change = _Add | _Remove | _Rename
 class UpdateSpec:
     """Builder of one partition spec change; see the module docstring for the rules."""
 
-    def __init__(self, table: Table, ops: TableOperations):
+    def __init__(self, table: TableHandle, ops: TableOperations):
         self._table = table
         self._ops = ops
         self._base = table.metadata

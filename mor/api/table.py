@@ -6,10 +6,11 @@ are functions of those modules, made methods at the end of the class: one surfac
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -22,9 +23,10 @@ from mor.api import table_definition as definition
 from mor.api import table_maintenance as maintenance
 from mor.api.inputs import Rows, as_table, as_tables, known_row_count
 from mor.api.scan import Scan
-from mor.api.snapshot_management import on_branch, ref_snapshot_id
+from mor.api.snapshot_management import ref_snapshot_id
 from mor.catalog.metadata_files import metadata_version, read_metadata
 from mor.catalog.table_operations import refresh_same_table
+from mor.commit.branch_ops import BranchOperations
 from mor.commit.idempotency import Idempotency
 from mor.dml.expressions import Assignments
 from mor.dml.runner import commit, run_dml, write_mode
@@ -36,6 +38,7 @@ from mor.format.properties import (
     DELETE_MODE_PROPERTY,
     MERGE_MODE_PROPERTY,
     UPDATE_MODE_PROPERTY,
+    WAP_ENABLED,
 )
 from mor.format.spec import Operation
 from mor.io.fileio import FileIO
@@ -50,6 +53,28 @@ if TYPE_CHECKING:
     from mor.catalog.table_operations import TableOperations
     from mor.dml.merge_clauses import MergeClauses
     from mor.maintenance.ownership import CatalogView
+
+
+_R = TypeVar("_R")
+_P = ParamSpec("_P")
+
+
+def on_branch(verb: Callable[Concatenate[Table, _P], _R]) -> Callable[Concatenate[Table, _P], _R]:
+    """A write verb that takes `branch=` (pyiceberg's convention): given a branch, the verb runs
+    on a handle of that branch (its commit moves the branch), and the table it was called on
+    then sees the table as it is after it. The verb itself never sees `branch`. The one place
+    `branch=` is handled."""
+
+    @functools.wraps(verb)
+    def dispatch(table: Table, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        name = kwargs.pop("branch", None)
+        if name is None:
+            return verb(table, *args, **kwargs)
+        result = verb(table.branch(str(name)), *args, **kwargs)
+        table.refresh()
+        return result
+
+    return dispatch
 
 
 @dataclass(frozen=True)
@@ -395,6 +420,29 @@ class Table:
         mode = write_mode(self, mode, MERGE_MODE_PROPERTY)  # fixed for every re-plan
         return run_dml(self, "merge", lambda: merge_rows(self, source_rows, on, chosen, mode, reporter), idempotency=idempotency)
 
+    # -- handles on a branch, or for staged writes ------------------------------------------
+    def branch(self, name: str) -> Table:
+        """A handle on branch `name`: it reads the branch's head, and every write verb on it
+        (append, delete, update, upsert, merge, overwrite, compact...) commits to the branch,
+        with the conflict checks main's writes have. Schema and properties are the table's."""
+        return self._handle(BranchOperations(self.operations(), branch=name))
+
+    def staged(self, wap_id: str) -> Table:
+        """Write-audit-publish: a handle whose writes are staged, not published: each adds a
+        snapshot with `wap.id` = `wap_id` on top of main's head but moves no branch (read it by
+        its snapshot id; `publish(wap_id)` puts it on main). The table must have
+        `write.wap.enabled=true`, as Iceberg requires."""
+        if self.metadata.properties.get(WAP_ENABLED, "false").lower() != "true":
+            raise InvalidArgumentError(f"staged writes need the table property {WAP_ENABLED}=true (set_properties)")
+        if not isinstance(wap_id, str) or not wap_id:
+            raise InvalidArgumentError(f"a wap.id is a non-empty string, not {wap_id!r}")
+        return self._handle(BranchOperations(self.operations(), wap_id=wap_id))
+
+    def _handle(self, ops: BranchOperations) -> Table:
+        handle = Table(self.identifier, ops.view(self.metadata, self.metadata_location), self.metadata_location, self.io, ops)
+        handle.catalog_view = self.catalog_view
+        return handle
+
     @property
     def read_only(self) -> bool:
         """Opened from a metadata file, without a catalog to commit to."""
@@ -424,11 +472,9 @@ class Table:
     upgrade = definition.upgrade
 
     # -- its refs: branches, tags, undo, write-audit-publish (mor/api/snapshot_management.py;
-    # each flat verb is one commit of the manage_snapshots() builder) ---------------------
+    # each flat verb is one commit of the manage_snapshots() builder; handles above) -------
     manage_snapshots = refs_.manage_snapshots
     refs = refs_.refs
-    branch = refs_.branch
-    staged = refs_.staged
     create_branch = refs_.create_branch
     create_tag = refs_.create_tag
     replace_branch = refs_.replace_branch
@@ -445,7 +491,7 @@ class Table:
     publish = refs_.publish
 
     # -- its upkeep (mor/api/table_maintenance.py; the work is mor/maintenance's) -----------
-    compact = maintenance.compact
+    compact = on_branch(maintenance.compact)
     rewrite_position_deletes = maintenance.rewrite_position_deletes
     expire_snapshots = maintenance.expire_snapshots
     remove_orphan_files = maintenance.remove_orphan_files

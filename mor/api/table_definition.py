@@ -17,6 +17,7 @@ from pyiceberg.expressions import IsNull
 from pyiceberg.schema import Schema
 from pyiceberg.types import IcebergType
 
+from mor.api.scan import Scan
 from mor.commit.retry import RetryPolicy, commit_with_retry
 from mor.dml.constraints import check_live_rows, new_constraint, table_constraints
 from mor.errors import ConstraintViolationError, InvalidArgumentError
@@ -28,12 +29,12 @@ if TYPE_CHECKING:
 
     from mor.api.schema_update import UpdateSchema
     from mor.api.spec_update import UpdateSpec
-    from mor.api.table import Table
+    from mor.dml.handle import TableHandle
     from mor.format.updates import TableCommit
 
 
 # -- schema evolution (mor/api/schema_update.py) ----------------------------------------
-def update_schema(table: Table) -> UpdateSchema:
+def update_schema(table: TableHandle) -> UpdateSchema:
     """A builder of schema changes, committed together by `.commit()` or on leaving a
     `with` block without an error: add_column, rename_column, drop_column, make_optional,
     widen, set_doc, move_first, move_before, move_after (dotted paths, "info.c")."""
@@ -42,21 +43,21 @@ def update_schema(table: Table) -> UpdateSchema:
     return UpdateSchema(table, table.operations())
 
 
-def add_column(table: Table, path: str, type: pa.DataType | IcebergType, doc: str | None = None, required: bool = False) -> Schema:
+def add_column(table: TableHandle, path: str, type: pa.DataType | IcebergType, doc: str | None = None, required: bool = False) -> Schema:
     """Add one optional column (a commit of its own); returns the new schema."""
-    return table.update_schema().add_column(path, type, doc, required).commit()
+    return update_schema(table).add_column(path, type, doc, required).commit()
 
 
-def rename_column(table: Table, path: str, new_name: str) -> Schema:
-    return table.update_schema().rename_column(path, new_name).commit()
+def rename_column(table: TableHandle, path: str, new_name: str) -> Schema:
+    return update_schema(table).rename_column(path, new_name).commit()
 
 
-def drop_column(table: Table, path: str) -> Schema:
-    return table.update_schema().drop_column(path).commit()
+def drop_column(table: TableHandle, path: str) -> Schema:
+    return update_schema(table).drop_column(path).commit()
 
 
 # -- partition spec evolution (mor/api/spec_update.py) ----------------------------------
-def update_spec(table: Table) -> UpdateSpec:
+def update_spec(table: TableHandle) -> UpdateSpec:
     """A builder of partition spec changes, committed together by `.commit()` or on
     leaving a `with` block without an error: add_field("ts", "day") (or "day(ts)"),
     remove_field(name), rename_field(name, new_name). Metadata only: files keep their
@@ -66,7 +67,7 @@ def update_spec(table: Table) -> UpdateSpec:
     return UpdateSpec(table, table.operations())
 
 
-def replace_sort_order(table: Table, *terms: str) -> SortOrder:
+def replace_sort_order(table: TableHandle, *terms: str) -> SortOrder:
     """Make the table sorted by `terms` ("ts", "id desc", "name asc nulls last", "day(ts)",
     "bucket(16, id)"); no terms: unsorted. Appends and compaction then sort each file they
     write by it. Metadata only: an identical order already known keeps its id, another is
@@ -80,12 +81,12 @@ def replace_sort_order(table: Table, *terms: str) -> SortOrder:
     return table.metadata.sort_order
 
 
-def sort_order(table: Table) -> SortOrder:
+def sort_order(table: TableHandle) -> SortOrder:
     """The table's default sort order (order id 0 and no fields: unsorted)."""
     return table.metadata.sort_order
 
 
-def set_properties(table: Table, **updates: str) -> None:
+def set_properties(table: TableHandle, **updates: str) -> None:
     """Set table properties, e.g. `set_properties(**{"write.delete.mode": "copy-on-write"})`.
     `format-version` is no property but the table's format: "3" upgrades it, as Iceberg's
     `ALTER TABLE ... SET TBLPROPERTIES` does."""
@@ -101,7 +102,7 @@ def set_properties(table: Table, **updates: str) -> None:
     commit_metadata(table, lambda base: properties_commit(base, updates, format_version=_upgrade_to(base, target)), "set properties")
 
 
-def add_constraint(table: Table, name: str, expression: str) -> None:
+def add_constraint(table: TableHandle, name: str, expression: str) -> None:
     """A CHECK constraint every row mor writes must satisfy (`expression` TRUE for it),
     stored as the property `mor.constraint.<name>` (mor/dml/constraints.py). Refused with
     ConstraintViolationError, naming a row, when a live row breaks it."""
@@ -117,7 +118,7 @@ def add_constraint(table: Table, name: str, expression: str) -> None:
     commit_metadata(table, change, f"add constraint {name!r}")
 
 
-def drop_constraint(table: Table, name: str) -> None:
+def drop_constraint(table: TableHandle, name: str) -> None:
     """Remove a CHECK constraint; InvalidArgumentError if the table has none of that name."""
     from mor.commit.table_commits import properties_commit  # imported on first use: a read commits nothing
 
@@ -129,7 +130,7 @@ def drop_constraint(table: Table, name: str) -> None:
     commit_metadata(table, lambda base: properties_commit(base, {}, removed), f"drop constraint {name!r}")
 
 
-def set_not_null(table: Table, column: str) -> Schema:
+def set_not_null(table: TableHandle, column: str) -> Schema:
     """NOT NULL: make `column` (a dotted path for a struct field) required in the schema,
     which every write then enforces. Refused with ConstraintViolationError while a live row
     holds a null there; the commit asserts the snapshot it checked, so rows committed
@@ -145,7 +146,7 @@ def set_not_null(table: Table, column: str) -> Schema:
         editor.make_required(column)  # SchemaEvolutionError for an unknown column
         if editor.schema().find_field(column).required == base.schema().find_field(column).required:
             return TableCommit([], [])  # required already
-        nulls = table.scan(filter=IsNull(column)).count()
+        nulls = Scan(table, IsNull(column)).count()
         if nulls:
             raise ConstraintViolationError(f"cannot make {column!r} NOT NULL: {nulls} live rows hold a null there")
         return schema_commit(base, editor.schema(), snapshot_id=base.current_snapshot_id)
@@ -154,12 +155,12 @@ def set_not_null(table: Table, column: str) -> Schema:
     return table.schema()
 
 
-def constraints(table: Table) -> dict[str, str]:
+def constraints(table: TableHandle) -> dict[str, str]:
     """The CHECK constraints, name -> predicate."""
     return {c.name: c.expression for c in table_constraints(table.metadata.properties)}
 
 
-def upgrade(table: Table, format_version: int = 3) -> None:
+def upgrade(table: TableHandle, format_version: int = 3) -> None:
     """Raise the table's format version (2 -> 3): later writes use deletion vectors and
     track row lineage. Metadata only: files already written stay as they are, and their
     position delete files still apply until a deletion vector replaces them."""
@@ -169,7 +170,7 @@ def upgrade(table: Table, format_version: int = 3) -> None:
     commit_metadata(table, lambda base: properties_commit(base, {}, format_version=_upgrade_to(base, format_version)), "upgrade the table")
 
 
-def commit_metadata(table: Table, change: Callable[[TableMetadata], TableCommit], what: str) -> None:
+def commit_metadata(table: TableHandle, change: Callable[[TableMetadata], TableCommit], what: str) -> None:
     """A commit without a snapshot, made again on the fresh table after a lost race."""
     ops = table.operations()
 

@@ -10,23 +10,29 @@ of them.
 from __future__ import annotations
 
 import datetime as dt
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from mor.api.snapshot_management import on_branch
+from mor.dml.handle import TableHandle
 from mor.dml.runner import run_dml
 from mor.errors import InvalidArgumentError
 from mor.expr.filters import FilterLike
 from mor.maintenance.orphans import DEFAULT_MIN_AGE, OrphanResult, remove_orphans
-from mor.maintenance.ownership import REFUSE_SAME, REFUSE_SAME_OR_INNER, Ownership
+from mor.maintenance.ownership import REFUSE_SAME, REFUSE_SAME_OR_INNER, CatalogView, Ownership
 from mor.progress import Progress, ProgressArg
 
 if TYPE_CHECKING:
-    from mor.api.table import Table
     from mor.commit.snapshot_producer import Changes, Validator
     from mor.maintenance.compact import CompactionResult
     from mor.maintenance.expire import ExpireResult
     from mor.maintenance.policy import MaintainResult
     from mor.maintenance.rewrite_deletes import RewritePlan, RewriteResult
+
+
+class MaintainedTable(TableHandle, Protocol):
+    """A table as its upkeep sees it: the engine's handle and the rest of the catalog, whose
+    tables' files maintenance that deletes files must leave (set by the catalog that opened it)."""
+
+    catalog_view: CatalogView | None
 
 
 def whole_table(ops: object, verb: str) -> None:
@@ -39,7 +45,7 @@ def whole_table(ops: object, verb: str) -> None:
 
 
 def remove_orphan_files(
-    table: Table, older_than: dt.timedelta | dt.datetime = DEFAULT_MIN_AGE, dry_run: bool = False, progress: ProgressArg = None
+    table: MaintainedTable, older_than: dt.timedelta | dt.datetime = DEFAULT_MIN_AGE, dry_run: bool = False, progress: ProgressArg = None
 ) -> OrphanResult:
     """Delete files under the table location that no metadata references and that were
     last modified before `older_than` (an age, default 3 days, or a time); `dry_run` only
@@ -58,7 +64,7 @@ def remove_orphan_files(
 
 
 def expire_snapshots(
-    table: Table,
+    table: MaintainedTable,
     older_than: dt.timedelta | dt.datetime | None = None,
     retain_last: int | None = None,
     *,
@@ -94,9 +100,8 @@ def expire_snapshots(
     return result
 
 
-@on_branch
 def compact(
-    table: Table,
+    table: MaintainedTable,
     where: FilterLike = None,
     target_file_size: int | None = None,
     min_delete_ratio: float = 0.0,
@@ -124,7 +129,7 @@ def compact(
     return compact_table(table, options, progress=progress)
 
 
-def maintain(table: Table, *, dry_run: bool = False, progress: ProgressArg = None) -> MaintainResult:
+def maintain(table: MaintainedTable, *, dry_run: bool = False, progress: ProgressArg = None) -> MaintainResult:
     """The scheduled upkeep the table's properties ask for: compact files with many
     deletes, expire old snapshots, remove old orphan files (mor/maintenance/policy.py)."""
     from mor.maintenance.policy import MaintainResult, MaintenancePolicy  # imported on first use: a read needs no maintenance
@@ -133,7 +138,8 @@ def maintain(table: Table, *, dry_run: bool = False, progress: ProgressArg = Non
     policy = MaintenancePolicy.of(table.metadata.properties)
     compaction = expiry = orphans = None
     if policy.compact:
-        compaction = table.compact(
+        compaction = compact(
+            table,
             min_delete_ratio=policy.min_delete_ratio,
             min_delete_files=policy.min_delete_files,
             min_input_files=policy.min_input_files,
@@ -141,13 +147,13 @@ def maintain(table: Table, *, dry_run: bool = False, progress: ProgressArg = Non
             progress=progress,
         )
     if policy.expire:
-        expiry = table.expire_snapshots(dry_run=dry_run, progress=progress)
+        expiry = expire_snapshots(table, dry_run=dry_run, progress=progress)
     if policy.remove_orphans:
-        orphans = table.remove_orphan_files(older_than=policy.orphan_min_age, dry_run=dry_run, progress=progress)
+        orphans = remove_orphan_files(table, older_than=policy.orphan_min_age, dry_run=dry_run, progress=progress)
     return MaintainResult(compaction, expiry, orphans)
 
 
-def rewrite_position_deletes(table: Table) -> RewriteResult:
+def rewrite_position_deletes(table: MaintainedTable) -> RewriteResult:
     """Merge the position delete files of each data file into one sorted file, and drop
     position delete files that apply to no live data file (operation `replace`; rows do
     not change). A commit that removed one of those data files meanwhile makes it plan

@@ -12,10 +12,10 @@ from mor.expr.parse_terms import point_in_time
 from mor.format.metadata import Snapshot
 
 if TYPE_CHECKING:
-    from mor.api.table import Table
+    from mor.dml.handle import TableHandle
 
 
-def choose_snapshot(table: Table, snapshot_id: int | None, as_of: dt.datetime | dt.date | str | int | None) -> Snapshot | None:
+def choose_snapshot(table: TableHandle, snapshot_id: int | None, as_of: dt.datetime | dt.date | str | int | None) -> Snapshot | None:
     metadata = table.metadata
     if snapshot_id is not None and as_of is not None:
         raise InvalidArgumentError("give snapshot_id or as_of, not both")

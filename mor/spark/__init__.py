@@ -33,7 +33,7 @@ _LAZY = {
     "remove_orphan_files": "mor.spark.orphans",
     "session": "mor.spark.sessions",
     "FORMAT": "mor.spark.source",
-    "PARALLELISM_ENV": "mor.spark.source",
+    "PARALLELISM_ENV": "mor.spark.scan",
     "PUSHDOWN_ENV": "mor.spark.source",
     "MorDataSource": "mor.spark.source",
     "SESSION_ZONE_ENV": "mor.spark.store_assignment",
@@ -50,9 +50,9 @@ if TYPE_CHECKING:
     from mor.spark.functions import delete, merge, update, upsert
     from mor.spark.maintenance import compact, rewrite_position_deletes
     from mor.spark.orphans import remove_orphan_files
+    from mor.spark.scan import PARALLELISM_ENV as PARALLELISM_ENV
     from mor.spark.sessions import session
     from mor.spark.source import FORMAT, MorDataSource
-    from mor.spark.source import PARALLELISM_ENV as PARALLELISM_ENV
     from mor.spark.source import PUSHDOWN_ENV as PUSHDOWN_ENV
     from mor.spark.store_assignment import SESSION_ZONE_ENV as SESSION_ZONE_ENV
     from mor.spark.table import MorTable
@@ -98,7 +98,8 @@ def register(spark: SparkSession) -> None:
         logging.getLogger("mor.spark").info("mor.spark: deletes are applied by the Python source: %s", reason)
     if not HAS_PYTHON_SOURCE:
         return
-    from mor.spark.source import PARALLELISM_ENV, PUSHDOWN_ENV, MorDataSource
+    from mor.spark.scan import PARALLELISM_ENV
+    from mor.spark.source import PUSHDOWN_ENV, MorDataSource
     from mor.spark.store_assignment import SESSION_ZONE_ENV
 
     sc = spark.sparkContext

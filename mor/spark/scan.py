@@ -3,13 +3,14 @@ on an executor with the local reader."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
 from pyiceberg.expressions import AlwaysTrue, And, BooleanExpression
 from pyiceberg.schema import Schema
-from pyspark.sql.datasource import Filter
+from pyspark.sql.datasource import Filter, InputPartition
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from mor.api.table import Table
@@ -31,6 +32,26 @@ from mor.spark.types import (
 
 CASE_SENSITIVE = False  # Spark resolves column names case-insensitively by default
 METADATA_FIELDS = [StructField(FILE_COLUMN, StringType(), False), StructField(POS_COLUMN, LongType(), False)]
+
+
+PARALLELISM_ENV = "MOR_SPARK_PARALLELISM"  # the session's defaultParallelism, set by register()
+
+
+def partition_target(requested: int | None) -> int:
+    """How many input partitions a read packs its tasks into: the read's `partitions` option,
+    else the session's default parallelism (as register() recorded it), else the cores here."""
+    return requested or int(os.environ.get(PARALLELISM_ENV) or os.cpu_count() or 1)
+
+
+class TaskGroup(InputPartition):
+    """One Spark input partition: scan tasks packed together (see planning/packing.py)."""
+
+    def __init__(self, tasks: list) -> None:  # list[FileScanTask]
+        super().__init__(None)
+        self.tasks = tasks
+
+    def __repr__(self) -> str:
+        return f"TaskGroup({len(self.tasks)} tasks)"
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from pyspark.sql.types import StructType
 from mor.spark.changes import ChangesReader, plan_changes, wants_changes
 from mor.spark.errors import reported_alone, reported_alone_each
 from mor.spark.options import bool_option, read_options, table_ref
-from mor.spark.scan import ScanPlan, plan_scan, read_group
+from mor.spark.scan import ScanPlan, TaskGroup, partition_target, plan_scan, read_group
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -27,7 +27,6 @@ if TYPE_CHECKING:
 
 FORMAT = "mor"
 PUSHDOWN_ENV = "MOR_SPARK_FILTER_PUSHDOWN"  # "true" when the session enabled Python filter pushdown
-PARALLELISM_ENV = "MOR_SPARK_PARALLELISM"  # the session's defaultParallelism, set by register()
 # Up to pyspark 4.3, Spark keeps the reader planned by a filter pushdown on the DataFrame's
 # relation and reuses it for the next query on that DataFrame that pushes no filter: a pruned
 # read would then return too few rows (`df.filter("id > 3").count(); df.count()`). Spark scoped
@@ -88,17 +87,6 @@ class MorDataSource(DataSource):
         return MorStreamReader(table_ref(self.options), self.options, schema)
 
 
-class TaskGroup(InputPartition):
-    """One Spark input partition: scan tasks packed together (see planning/packing.py)."""
-
-    def __init__(self, tasks: list) -> None:  # list[FileScanTask]
-        super().__init__(None)
-        self.tasks = tasks
-
-    def __repr__(self) -> str:
-        return f"TaskGroup({len(self.tasks)} tasks)"
-
-
 class MorReader(DataSourceReader):
     """Plans on the driver; each executor task reads its group with the local reader."""
 
@@ -110,8 +98,7 @@ class MorReader(DataSourceReader):
             return self._partitions()
 
     def _partitions(self) -> list[InputPartition]:
-        target = self.plan.options.partitions or int(os.environ.get(PARALLELISM_ENV) or os.cpu_count() or 1)
-        groups = self.plan.packed_tasks(target)
+        groups = self.plan.packed_tasks(partition_target(self.plan.options.partitions))
         return [TaskGroup(group) for group in groups] if groups else [TaskGroup([])]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

@@ -43,7 +43,6 @@ first process and never pickled.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -72,8 +71,7 @@ from mor.planning.packing import pack_tasks
 from mor.planning.planner import manifests_of, plan_files
 from mor.planning.task import FileScanTask
 from mor.spark.options import TableRef, bool_option, int_option, positive_option, read_options
-from mor.spark.scan import plan_scan, read_group
-from mor.spark.source import PARALLELISM_ENV, TaskGroup
+from mor.spark.scan import TaskGroup, partition_target, plan_scan, read_group
 
 FROM_TIMESTAMP = "stream-from-timestamp"
 SKIP_DELETE = "streaming-skip-delete-snapshots"
@@ -353,8 +351,7 @@ class MorStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             stop = finish.position if last and finish.position != SNAPSHOT_DONE else None
             if stop is None or stop > step.position:
                 tasks.extend(self._files(table, step)[step.position : stop])
-        groups = self.plan.options.partitions or int(os.environ.get(PARALLELISM_ENV) or os.cpu_count() or 1)
-        return [TaskGroup(group) for group in pack_tasks(tasks, groups)]
+        return [TaskGroup(group) for group in pack_tasks(tasks, partition_target(self.plan.options.partitions))]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, TaskGroup)
