@@ -17,9 +17,9 @@ from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 from mor.api.catalog import Catalog, new_table_parts
 from mor.api.catalog_names import existing_identifier, new_identifier, new_namespace_properties, table_location_of
 from mor.api.table import Table
-from mor.api.views import DEFAULT_DIALECT, View, replace_updates, sql_version, view_of, view_schema
 from mor.catalog.rest import LoadedTable, RestCatalogClient, RestTableOperations
 from mor.catalog.table_operations import TableOperations
+from mor.catalog.views import DEFAULT_DIALECT, View, replace_updates, sql_version, view_of, view_schema
 from mor.errors import InvalidArgumentError, NamespaceAlreadyExistsError, NoSuchTableError, NoSuchViewError
 from mor.format.properties import FORMAT_VERSION_PROPERTY
 from mor.io.fileio import FileIO
@@ -117,7 +117,7 @@ class RestCatalog(Catalog):
         loaded = self.client.create(namespace, name, iceberg_schema, spec, UNSORTED_SORT_ORDER, table_properties, where)
         return self._opened(identifier, namespace, name, loaded)
 
-    # -- views (mor/api/views.py): the server keeps them ----------------------------------
+    # -- views (mor/catalog/views.py): the server keeps them ----------------------------------
     def create_view(
         self,
         identifier: str,

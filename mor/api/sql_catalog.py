@@ -22,7 +22,10 @@ from mor.api.catalog_names import (
     table_location_of,
 )
 from mor.api.table import Table
-from mor.api.views import (
+from mor.catalog.located import LocatedMetadata
+from mor.catalog.metadata_files import read_metadata
+from mor.catalog.sql_operations import CatalogTableOperations, NewTableOperations, create_in_catalog
+from mor.catalog.views import (
     DEFAULT_DIALECT,
     View,
     commit_view,
@@ -32,9 +35,6 @@ from mor.api.views import (
     sql_version,
     view_schema,
 )
-from mor.catalog.located import LocatedMetadata
-from mor.catalog.metadata_files import read_metadata
-from mor.catalog.sql_operations import CatalogTableOperations, NewTableOperations, create_in_catalog
 from mor.errors import InvalidArgumentError, MorError, NoSuchNamespaceError, NoSuchTableError, NoSuchViewError, TableAlreadyExistsError
 from mor.format.view_metadata import apply_view_updates, create_view_metadata
 from mor.io.fileio import FileIO

@@ -1,4 +1,4 @@
-"""View operations of the REST protocol over mor's SQL catalog (mor/api/views.py): list, create,
+"""View operations of the REST protocol over mor's SQL catalog (mor/catalog/views.py): list, create,
 load, commit (replace), rename, drop. A view's metadata is returned as stored, and its
 location, like a table's, must lie inside the warehouse, clear of the catalog's own files, and
 be able to become a folder (locations.py)."""
@@ -11,7 +11,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.view.metadata import ViewVersion
 
 from mor.api.sql_catalog import SqlCatalog
-from mor.api.views import View, commit_view_changes, create_view_in_catalog, read_view_metadata
+from mor.catalog.views import View, commit_view_changes, create_view_in_catalog, read_view_metadata
 from mor.errors import InvalidArgumentError, NoSuchNamespaceError, NoSuchViewError, ViewAlreadyExistsError
 from mor.format.view_metadata import create_view_metadata, view_metadata_dict
 from mor.server.errors import BadRequestError

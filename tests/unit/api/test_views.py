@@ -1,4 +1,4 @@
-"""Views in the SQL catalog (mor/api/views.py) and the view spec's rules for their metadata
+"""Views in the SQL catalog (mor/catalog/views.py) and the view spec's rules for their metadata
 (mor/format/view_metadata.py): versions and schemas reused when equal, ids -1 for the one added
 last, the version log, the history limit, requirements in Iceberg Java's words, and names shared
 with tables refused; pyiceberg's view model reads every metadata file written."""
