@@ -10,6 +10,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
+# Bytecode caches on: an environment with PYTHONDONTWRITEBYTECODE set (this machine's is) makes
+# every pytest process rewrite the asserts of every test module again (about 11 s a process for
+# the fast tier's collection) and every Python subprocess a test starts compile mor again.
+unset PYTHONDONTWRITEBYTECODE
 workers=$(.venv/bin/python -c "import os; print(min(4, max(1, len(os.sched_getaffinity(0)))))")
 if [ "${1:-}" = "fast" ]; then
   shift
@@ -17,6 +21,7 @@ if [ "${1:-}" = "fast" ]; then
   # examples (the whole suite runs them all: tests/examples.py), and idle workers take tests
   # queued for busy ones (worksteal): the tier stays within its 3 minutes on two cores.
   export MOR_STATEFUL_EXAMPLES="${MOR_STATEFUL_EXAMPLES:-30}"
+  export MOR_STATEFUL_EXAMPLES_CHANGES="${MOR_STATEFUL_EXAMPLES_CHANGES:-20}"  # the change feed model (40 in the whole suite)
   export MOR_EXAMPLES_SHARE="${MOR_EXAMPLES_SHARE:-0.5}"
   # Temporary files on tmpfs where there is one: the tests write thousands of small tables, and
   # the fsyncs of their catalogs cost the disk-backed /tmp about a third of this tier's time.
@@ -43,7 +48,7 @@ TMPDIR="${fast_tmp:-${TMPDIR:-/tmp}}" .venv/bin/python -m pytest -m fast -n "$wo
 # Then the slow tier in two processes side by side: most of its time one waits on a JVM, a server
 # or a subprocess, so two keep both cores busy. What both would fetch on first use is fetched
 # here first (hadoop-aws for Spark's s3a: tests/servers/hadoop_aws.py), so they never race for it.
-echo "scripts/test.sh: the slow tier (two processes: [spark] tests/spark, [other] the rest)" >&2
+echo "scripts/test.sh: the slow tier (two processes: [spark] tests/spark and the concurrent writers, [other] the rest)" >&2
 .venv/bin/python -c "from tests.servers.hadoop_aws import hadoop_aws_jars; hadoop_aws_jars()" || echo "scripts/test.sh: could not fetch hadoop-aws now; the Spark tests will say why" >&2
 prefixed() {  # run "$@" with each line of its output prefixed by $1; its exit status
   local tag=$1
@@ -54,9 +59,12 @@ prefixed() {  # run "$@" with each line of its output prefixed by $1; its exit s
   set -e
   return "$rc"
 }
-prefixed spark .venv/bin/python -m pytest -m "not fast" tests/spark "$@" &
+# Balanced by measured time (fresh-clone .ci/run, docs/testing.md): tests/spark took 22 minutes,
+# the rest 28, so the eight-writer concurrency tests (about 4) run beside Spark.
+beside_spark=tests/concurrency/test_concurrent_writers.py
+prefixed spark .venv/bin/python -m pytest -m "not fast" tests/spark "$beside_spark" "$@" &
 spark_pid=$!
-prefixed other .venv/bin/python -m pytest -m "not fast" --ignore=tests/spark "$@" &
+prefixed other .venv/bin/python -m pytest -m "not fast" --ignore=tests/spark --ignore="$beside_spark" "$@" &
 other_pid=$!
 spark=0
 wait "$spark_pid" || spark=$?
