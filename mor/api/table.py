@@ -10,7 +10,7 @@ import functools
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -70,7 +70,7 @@ def on_branch(verb: Callable[Concatenate[Table, _P], _R]) -> Callable[Concatenat
         name = kwargs.pop("branch", None)
         if name is None:
             return verb(table, *args, **kwargs)
-        result = verb(table.branch(str(name)), *args, **kwargs)
+        result = verb(table.branch(cast(str, name)), *args, **kwargs)  # as given: no coercion to text
         table.refresh()
         return result
 
