@@ -14,21 +14,71 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar
 
+from pyiceberg.partitioning import PartitionSpec
+from pyiceberg.schema import Schema
 from pyiceberg.transforms import BucketTransform, TruncateTransform
 
 from mor.errors import CorruptMetadataError
 from mor.format.spec import MAIN_BRANCH
 
-if TYPE_CHECKING:
-    from mor.format.metadata import TableMetadata
-
 REF_TYPES = ("branch", "tag")
 INT32_MAX = 2**31 - 1
 
 
-def check_metadata(m: TableMetadata) -> TableMetadata:
+class CheckedSnapshot(Protocol):
+    """What the checks read of a snapshot (mor/format/metadata.py's `Snapshot`)."""
+
+    @property
+    def snapshot_id(self) -> int: ...
+    @property
+    def parent_snapshot_id(self) -> int | None: ...
+    @property
+    def sequence_number(self) -> int: ...
+    @property
+    def first_row_id(self) -> int | None: ...
+    @property
+    def added_rows(self) -> int | None: ...
+
+
+class CheckedMetadata(Protocol):
+    """What the checks read of table metadata (mor/format/metadata.py's `TableMetadata`, which
+    calls them while it parses: typed by this, the checks need not import it)."""
+
+    @property
+    def last_sequence_number(self) -> int: ...
+    @property
+    def last_column_id(self) -> int: ...
+    @property
+    def schemas(self) -> tuple[Schema, ...]: ...
+    @property
+    def current_schema_id(self) -> int: ...
+    @property
+    def partition_specs(self) -> tuple[PartitionSpec, ...]: ...
+    @property
+    def default_spec_id(self) -> int: ...
+    @property
+    def last_partition_id(self) -> int: ...
+    @property
+    def sort_orders_json(self) -> tuple[dict[str, Any], ...]: ...
+    @property
+    def default_sort_order_id(self) -> int: ...
+    @property
+    def current_snapshot_id(self) -> int | None: ...
+    @property
+    def snapshots(self) -> tuple[CheckedSnapshot, ...]: ...
+    @property
+    def refs(self) -> dict[str, dict[str, Any]]: ...
+    @property
+    def next_row_id(self) -> int | None: ...
+    def sort_order_ids(self) -> list[int]: ...
+
+
+Checked = TypeVar("Checked", bound=CheckedMetadata)
+
+
+def check_metadata(m: Checked) -> Checked:
     """`m`, or CorruptMetadataError naming the first invariant it breaks."""
     _check_sort_orders(m)
     _check_pointers(m)
@@ -43,7 +93,7 @@ def check_metadata(m: TableMetadata) -> TableMetadata:
     return m
 
 
-def _check_pointers(m: TableMetadata) -> None:
+def _check_pointers(m: CheckedMetadata) -> None:
     """The ids the metadata points at must exist in it, or every later lookup fails."""
     if m.current_schema_id not in {s.schema_id for s in m.schemas}:
         raise CorruptMetadataError(f"current-schema-id {m.current_schema_id} names no schema")
@@ -59,7 +109,7 @@ _SORT_DIRECTIONS = ("asc", "desc")
 _NULL_ORDERS = ("nulls-first", "nulls-last")
 
 
-def _check_sort_orders(m: TableMetadata) -> None:
+def _check_sort_orders(m: CheckedMetadata) -> None:
     """Sort orders are kept as JSON until a writer parses them (mor/format/metadata.py):
     their shape is checked here so that bad ones are refused when the file is read."""
     for order in m.sort_orders_json:
@@ -89,7 +139,7 @@ def _check_unique(what: str, ids: Iterable[int]) -> None:
         raise CorruptMetadataError(f"{what} {repeated[0]} is used twice")
 
 
-def _check_refs(m: TableMetadata) -> None:
+def _check_refs(m: CheckedMetadata) -> None:
     """Every ref names a snapshot of the table, and main is where current-snapshot-id says (the
     spec: current-snapshot-id "must be the same as the current ID of the main branch")."""
     snapshot_ids = {s.snapshot_id for s in m.snapshots}
@@ -107,7 +157,7 @@ def _check_refs(m: TableMetadata) -> None:
         raise CorruptMetadataError(f"current-snapshot-id ({current}) is not refs.main's snapshot-id ({main})")
 
 
-def _check_sequence_numbers(m: TableMetadata) -> None:
+def _check_sequence_numbers(m: CheckedMetadata) -> None:
     """Sequence numbers only grow: last-sequence-number is the highest handed out, and a
     snapshot's is above its parent's. Snapshots made before an upgrade from v1 all have 0."""
     by_id = {s.snapshot_id: s for s in m.snapshots}
@@ -129,7 +179,7 @@ def _check_sequence_numbers(m: TableMetadata) -> None:
             raise CorruptMetadataError(f"snapshot {s.snapshot_id} has a negative sequence-number {s.sequence_number}")
 
 
-def _check_id_counters(m: TableMetadata) -> None:
+def _check_id_counters(m: CheckedMetadata) -> None:
     """last-column-id, last-partition-id and (v3) next-row-id are at or above every id they
     counted: the next column, partition field or row would otherwise reuse one."""
     highest_column = max((s.highest_field_id for s in m.schemas), default=0)
@@ -147,7 +197,7 @@ def _check_id_counters(m: TableMetadata) -> None:
                 )
 
 
-def _check_transform_arguments(m: TableMetadata) -> None:
+def _check_transform_arguments(m: CheckedMetadata) -> None:
     """A bucket count or truncate width is a 32-bit int in the spec (Java reads it as one);
     a larger one fails every write here with OverflowError."""
     for spec in m.partition_specs:
