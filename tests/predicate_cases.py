@@ -157,6 +157,9 @@ CASES = [
     Case("nullif(i, 0) is null", (2, 5)),
     Case("pmod(i, 3) = 1", (0, 3, 4, 6), duckdb_agrees=False),
     Case("i % 3 = -2", (3,)),
+    Case("pmod(i, -3) = -2", (3,), duckdb_agrees=False),  # Spark: (r + n) % n of a negative remainder r
+    Case("f >= i", (0, 3)),  # NaN >= NULL is NULL (row 2), not true
+    Case("not (i <= f)", (1, 5, 6)),
     Case("round(f, 0) = 3", (6,), duckdb_agrees=False),  # DuckDB rounds 2.5 to even
     Case("floor(cast(i as double) / 4) = 2", (4,)),  # of f: NaN and infinities overflow a bigint (an error)
     Case("ceil(cast(i as double) / 4) = 2", (6,)),
@@ -174,5 +177,9 @@ CASES = [
     Case("size(l) >= 2", (0, 5), "len(l) >= 2"),
     Case("size(l) = 1", (3, 4, 6), "len(l) = 1"),
     Case("array_contains(l, 2)", (0, 5), "list_contains(l, 2)"),
+    # a condition's NULL-ness
+    Case("(i > 1 and f < 2) is null", (4,)),
+    Case("(s = 'a') is not null", (0, 1, 3, 4, 5, 6)),
+    Case("not ((i in (1, null)) is null)", (0,)),
     Case("not array_contains(l, 3)", (0, 1, 6), duckdb_agrees=False),  # [null]: NULL in Spark, false in DuckDB
 ]

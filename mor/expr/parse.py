@@ -100,6 +100,13 @@ def _chain(kind: type[And] | type[Or], terms: list[BooleanExpression]) -> Boolea
     return terms[0] if len(terms) == 1 else kind(*terms)
 
 
+def _is_condition(node: exp.Expression) -> bool:
+    """A comparison, test or connective (true, false or NULL), not a value."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return isinstance(node, (exp.Predicate, exp.Connector, exp.Not))
+
+
 def _unknown_of(decided: list[BooleanExpression], unknown: list[BooleanExpression]) -> BooleanExpression:
     """Where an `and` (`decided`: where each operand is TRUE) or an `or` (where each is FALSE)
     is NULL: no operand decides it, and one is NULL (`unknown`: where each is)."""
@@ -220,6 +227,10 @@ class PredicateReader(TermReader):
 
     def _is(self, node: exp.Is, negated: bool) -> BooleanExpression:
         left, what = node.this, node.expression
+        if isinstance(what, exp.Null) and _is_condition(left):  # `(a = b) is null`: where it is neither TRUE nor FALSE
+            if not negated:
+                return self._unknown(left)
+            return Or(self.predicate(left), self.predicate(left, negated=True))
         if isinstance(what, exp.Null):
             return self._is_null(self.term(left), not negated)
         if isinstance(what, exp.Column) and what.name.lower() == "nan" and not what.args.get("table"):

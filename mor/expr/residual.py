@@ -90,7 +90,7 @@ FUNCTIONS: dict[str, tuple[tuple[str, ...], str]] = {
 SIGNATURES: dict[str, tuple[tuple[tuple[str, ...], ...], str]] = {
     "substring": ((("string",), ("int",), ("int",)), "string"),
     "round": ((NUMERIC, ("int",)), "same"),
-    "pmod": ((NUMERIC, NUMERIC), "same"),
+    "pmod": ((("int",), ("int",)), "int"),  # of whole numbers, as `%`
     "nullif": ((_ANY, _ANY), "same"),
     "date_add": ((_DATES, ("int",)), "date"),
     "datediff": ((_DATES, _DATES), "int"),

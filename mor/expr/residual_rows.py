@@ -100,7 +100,8 @@ def _compare(op: str, left: _Value, right: _Value) -> pc.Expression:
     # NaN = NaN, and NaN sorts above every number (Iceberg's order, DuckDB's and Spark's).
     a_nan, b_nan = pc.is_nan(a), pc.is_nan(b)
     with_nan = {"<": ~a_nan & b_nan, "<=": b_nan, ">": a_nan & ~b_nan, ">=": a_nan, "=": a_nan & b_nan, "!=": ~(a_nan & b_nan)}[op]
-    return pc.if_else(a_nan | b_nan, with_nan, plain)
+    # A NULL operand makes the comparison NULL, also beside a NaN (`NaN >= NULL` is not true).
+    return pc.if_else(a.is_null() | b.is_null(), _NULL_BOOL, pc.if_else(a_nan | b_nan, with_nan, plain))
 
 
 # -- terms ------------------------------------------------------------------------------------
@@ -184,9 +185,7 @@ def _call(call: Call, args: list[_Value]) -> _Value:
         return _Value(pc.divide_checked(a, b), "float", pa.float64())
     if f == "%":
         left, right = _common(args)
-        a, b = left.expr, right.expr
-        remainder = pc.subtract_checked(a, pc.multiply_checked(b, pc.divide_checked(a, b)))  # sign of a, as SQL's
-        return _Value(remainder, "int", pa.int64())
+        return _Value(_remainder(left.expr, right.expr), "int", pa.int64())
     if f == "neg":
         return _Value(pc.negate_checked(args[0].expr), args[0].kind, args[0].type)
     if f == "abs":
@@ -286,12 +285,17 @@ def _nullif(call: Call, args: list[_Value]) -> _Value:
     return _Value(pc.if_else(same, pa.scalar(None, args[0].type), args[0].expr), args[0].kind, args[0].type)
 
 
+def _remainder(a: pc.Expression, b: pc.Expression) -> pc.Expression:
+    """Whole numbers' remainder with the sign of `a`, as SQL's `%` (a zero `b` is an error)."""
+    return pc.subtract_checked(a, pc.multiply_checked(b, pc.divide_checked(a, b)))
+
+
 def _pmod(call: Call, args: list[_Value]) -> _Value:
-    """Spark's pmod: the remainder made non-negative (for a positive divisor)."""
-    remainder = _call(Call("%", call.args), args)
-    divisor = _common(args)[1].expr
-    positive = pc.if_else(pc.less(remainder.expr, 0), pc.add_checked(remainder.expr, divisor), remainder.expr)
-    return _Value(positive, remainder.kind, remainder.type)
+    """Spark's pmod(a, n) of whole numbers: r = a % n, and (r + n) % n where r is negative
+    (so never negative for a positive n; for a negative n, pmod(-7, -3) is -1)."""
+    a, n = (v.expr for v in _common(args))
+    r = _remainder(a, n)
+    return _Value(pc.if_else(pc.less(r, 0), _remainder(pc.add_checked(r, n), n), r), "int", pa.int64())
 
 
 def _as_date(value: _Value) -> pc.Expression:

@@ -174,6 +174,7 @@ def test_a_zero_divisor_is_an_error_as_in_ansi_sql(table: mor.Table, where: str)
         ("lower(a) = 'x'", "lower.. takes string"),
         ("name + 1 > 2", "needs numbers"),
         ("x % 2 = 0", "whole numbers"),
+        ("pmod(x, 2) = 0", "pmod.. takes int there, not float"),
         ("name > a", "cannot compare"),
         ("nope % 2 = 0", "unknown column 'nope'"),
         ("a = lower(name, name)", "provided arguments \\(2\\) is greater than the maximum"),
