@@ -80,6 +80,8 @@ CASES = [
     Case("long", "if(i > 5, 1, 0)", [0, 0, 0, 1, 1]),  # a NULL condition takes the else
     Case("string", "if(s = 'a', 'yes', s)", ["yes", "B", None, "12", " x "]),
     Case("long", "pmod(i, 3)", [1, 1, None, 1, 1]),
+    Case("long", "pmod(i, -3)", [1, -2, None, 1, 1]),  # Spark's (r + n) % n of a negative remainder
+    Case("dec", "round(cast(dec as decimal(4,2)), 0)", _decimals("1.00", "-1.00", None, "100.00", "0.00")),  # 100 needs a whole digit more
     Case("long", "nullif(i, 1)", [None, -2, None, 100, 7]),
     Case("long", "i % 3", [1, -2, None, 1, 1]),
     Case("double", "round(f, 0)", [2.0, -3.0, None, 3.0, 9.0]),

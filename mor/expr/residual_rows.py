@@ -267,9 +267,27 @@ def _rounded(call: Call, args: list[_Value]) -> _Value:
     digits = _constant_int(call, call.args[1], "its digits")
     if value.kind == "int" and digits >= 0:
         return value
+    if value.kind == "decimal":
+        return _rounded_decimal(value, digits)
     return _Value(
         pc.round(value.expr, ndigits=digits, round_mode="half_towards_infinity"), value.kind, value.type
     )  # Spark's HALF_UP: away from zero
+
+
+def _rounded_decimal(value: _Value, digits: int) -> _Value:
+    """round(x, d) of a decimal(p, s) as Spark types it: one more whole digit (9.99 rounds to
+    10.0) and min(s, d) places, decimal(p - s + 1 + min(s, d), min(s, d)), or for a negative d
+    decimal(p - s + 1 - d, 0); at most 38 digits."""
+    precision, scale = value.type.precision, value.type.scale
+    whole = precision - scale + 1
+    result = (
+        pa.decimal128(min(_MAX_PRECISION, whole - digits), 0)
+        if digits < 0
+        else pa.decimal128(min(_MAX_PRECISION, whole + min(scale, digits)), min(scale, digits))
+    )
+    widened = value.expr.cast(pa.decimal128(min(_MAX_PRECISION, precision + 1), scale))  # room for the carry
+    rounded = pc.round(widened, ndigits=digits, round_mode="half_towards_infinity")  # Spark's HALF_UP: away from zero
+    return _Value(rounded.cast(result), "decimal", result)
 
 
 def _extreme(call: Call, args: list[_Value]) -> _Value:
