@@ -28,7 +28,7 @@ def cast_expression(expr: pc.Expression, kind: str, dtype: pa.DataType, target: 
             expr = pc.trunc(expr)  # toward zero; NaN and out of range raise in the cast
         return expr.cast(_INTS[target.bits]).cast(pa.int64()), pa.int64()
     if target.kind == "float":
-        expr = expr.cast(pa.float64())
+        expr = as_double(expr, kind)
         return (expr.cast(pa.float32()).cast(pa.float64()) if target.bits == 32 else expr), pa.float64()
     if target.kind == "decimal":
         return _decimal(expr, kind, dtype, target)
@@ -49,6 +49,15 @@ def cast_expression(expr: pc.Expression, kind: str, dtype: pa.DataType, target: 
             )
         return expr.cast(pa.bool_()), pa.bool_()
     return _temporal(expr, kind, target.kind)
+
+
+def as_double(expr: pc.Expression, kind: str) -> pc.Expression:
+    """A number as a double. Decimals go through their text: Arrow's decimal cast scales by a
+    power of ten in floating point and can miss the nearest double (0.1 became
+    0.09999999999999999), where Spark's (Java's BigDecimal.doubleValue) is the nearest."""
+    if kind == "decimal":
+        return expr.cast(pa.string()).cast(pa.float64())
+    return expr.cast(pa.float64())
 
 
 def _decimal(expr: pc.Expression, kind: str, dtype: pa.DataType, target: CastType) -> tuple[pc.Expression, pa.DataType]:

@@ -20,7 +20,7 @@ from pyiceberg.types import IntegerType
 
 from mor.errors import InvalidFilterError
 from mor.expr import list_contains
-from mor.expr.cast_rows import cast_expression
+from mor.expr.cast_rows import as_double, cast_expression
 from mor.expr.casts import CastType
 from mor.expr.literals import MICROS_PER_DAY, decimal_of, unscaled
 from mor.expr.residual import BoundResidual, Call, Column, Constant, Test
@@ -181,7 +181,7 @@ def _call(call: Call, args: list[_Value]) -> _Value:
     if f == "/":  # ANSI: a zero divisor is an error (DIVIDE_BY_ZERO), never infinity or NULL
         if call.kind == "decimal":
             return _decimal_divide(call, args)
-        a, b = (v.expr.cast(pa.float64()) for v in args)
+        a, b = (as_double(v.expr, v.kind) for v in args)
         return _Value(pc.divide_checked(a, b), "float", pa.float64())
     if f == "%":
         left, right = _common(args)
@@ -501,4 +501,6 @@ def _cast(value: _Value, kind: str, dtype: pa.DataType) -> _Value:
     expr = value.expr
     if value.kind == "date" and pa.types.is_timestamp(dtype):
         expr = expr.cast(pa.timestamp("us"))  # its midnight (then UTC, for timestamptz)
+    if kind == "float":
+        expr = as_double(expr, value.kind)
     return _Value(expr.cast(dtype), kind, dtype)
