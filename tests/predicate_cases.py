@@ -154,6 +154,10 @@ CASES = [
     # numbers
     Case("greatest(i, 3) = 3", (0, 1, 2, 3, 5), duckdb_agrees=False),  # DuckDB's greatest of a NULL is NULL
     Case("least(i, 0) < 0", (3,)),
+    Case("least(f, 3) = 3", (2, 3, 4), duckdb_agrees=False),  # NaN sorts above every number; nulls skipped
+    Case("isnan(greatest(f, 0))", (2,)),
+    Case("isnan(f)", (2,)),
+    Case("not isnan(f * 0)", (0, 1, 4, 6), duckdb_agrees=False),  # Spark's isnan of a null is false, DuckDB's NULL
     Case("nullif(i, 0) is null", (2, 5)),
     Case("pmod(i, 3) = 1", (0, 3, 4, 6), duckdb_agrees=False),
     Case("i % 3 = -2", (3,)),

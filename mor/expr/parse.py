@@ -171,6 +171,8 @@ class PredicateReader(TermReader):
             return Or(low, high) if negated else And(low, high)
         if isinstance(node, (exp.Like, exp.ILike, exp.Escape)):
             return self._like(node, negated)
+        if isinstance(node, exp.IsNan):
+            return self._is_nan(node.this, negated)
         if isinstance(node, exp.Boolean):
             return AlwaysTrue() if bool(node.this) != negated else AlwaysFalse()
         if isinstance(node, exp.Null):
@@ -234,10 +236,7 @@ class PredicateReader(TermReader):
         if isinstance(what, exp.Null):
             return self._is_null(self.term(left), not negated)
         if isinstance(what, exp.Column) and what.name.lower() == "nan" and not what.args.get("table"):
-            term = self.term(left)
-            if not isinstance(term, Column):
-                self.fail(node, "'is nan' tests a column (write isnan(x) of a term as x != x)")
-            return _negation(IsNaN(Reference(term.name))) if negated else IsNaN(Reference(term.name))
+            return self._is_nan(left, negated)
         if isinstance(what, exp.Boolean):  # `x is [not] true`: never NULL
             truth = bool(what.this)
             matches = self.predicate(left, negated=not truth)
@@ -245,6 +244,13 @@ class PredicateReader(TermReader):
                 return matches
             return Or(self.predicate(left, negated=truth), self._unknown(left))
         self.fail(what, "expected null, nan, true or false after 'is'")
+
+    def _is_nan(self, node: exp.Expression, negated: bool) -> BooleanExpression:
+        """`x is nan`, Spark's `isnan(x)`: never NULL (a null is not NaN)."""
+        term = self.term(node)
+        if isinstance(term, Column):
+            return _negation(IsNaN(Reference(term.name))) if negated else IsNaN(Reference(term.name))
+        return Residual(Test("is nan", term), negated)
 
     def _unknown(self, node: exp.Expression) -> BooleanExpression:
         """Where the condition `node` is NULL (neither TRUE nor FALSE), by Kleene's rules: a
@@ -275,7 +281,7 @@ class PredicateReader(TermReader):
             decided = [self.comparison(node, "=", left, t, negated=True, null_bound=True) for t in terms]  # a FALSE of each
             unknown = [self._any_null([left, t]) for t in terms]
             return _unknown_of(decided, unknown)
-        if isinstance(node, (exp.Is, exp.NullSafeEQ, exp.NullSafeNEQ, exp.Boolean)):
+        if isinstance(node, (exp.Is, exp.NullSafeEQ, exp.NullSafeNEQ, exp.Boolean, exp.IsNan)):
             return AlwaysFalse()  # never NULL
         if isinstance(node, exp.Null):
             return AlwaysTrue()

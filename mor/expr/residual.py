@@ -180,15 +180,16 @@ class Call:
 @dataclass(frozen=True)
 class Test:
     """`left op right...`: a comparison (one right term), `in` (constants), `is null` (none),
-    `starts with` and `like` (one string constant: for `like`, its pattern in pyarrow's escapes)."""
+    `is nan` (none; false for a null, as Spark's isnan), `starts with` and `like` (one string
+    constant: for `like`, its pattern in pyarrow's escapes)."""
 
     op: str
     left: Any
     right: tuple[Any, ...] = ()
 
     def __str__(self) -> str:
-        if self.op == "is null":
-            return f"{self.left} is null"
+        if self.op in ("is null", "is nan"):
+            return f"{self.left} {self.op}"
         if self.op == "in":
             return f"{self.left} in ({', '.join(map(str, self.right))})"
         return f"{self.left} {self.op} {self.right[0]}"
@@ -321,6 +322,10 @@ def _bound_test(test: Test, schema: Schema, case_sensitive: bool) -> Test:
     left = _bound_term(test.left, schema, case_sensitive)
     right = [_bound_term(t, schema, case_sensitive) for t in test.right]
     if test.op == "is null":
+        return Test(test.op, left)
+    if test.op == "is nan":
+        if left.kind not in NUMERIC:
+            raise InvalidFilterError(f"isnan() takes a number, and {test.left} is {left.kind}")
         return Test(test.op, left)
     if test.op in ("starts with", "like"):
         if left.kind not in ("string", "text"):

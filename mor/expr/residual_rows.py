@@ -10,6 +10,9 @@ meets a timestamp as its midnight, UTC for timestamptz.
 
 from __future__ import annotations
 
+import functools
+import math
+import operator
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any, NamedTuple
@@ -66,6 +69,8 @@ def _test(test: Test, paths: dict[int, tuple[str, ...]]) -> pc.Expression:
     left = _value(test.left, paths)
     if test.op == "is null":
         return left.expr.is_null(nan_is_null=False)
+    if test.op == "is nan":  # Spark's isnan: never NULL (false for a null), true only of a float NaN
+        return pc.coalesce(pc.is_nan(left.expr), pa.scalar(False)) if left.kind == "float" else pc.scalar(False)
     if test.op == "starts with":
         return pc.starts_with(left.expr, pattern=test.right[0].value)
     if test.op == "like":
@@ -294,7 +299,17 @@ def _extreme(call: Call, args: list[_Value]) -> _Value:
     """Spark's greatest and least: nulls skipped, NULL only when every operand is."""
     common = _common(args)
     pick = pc.max_element_wise if call.function == "greatest" else pc.min_element_wise
-    return _Value(pick(*(v.expr for v in common), skip_nulls=True), common[0].kind, common[0].type)
+    if common[0].kind != "float":
+        return _Value(pick(*(v.expr for v in common), skip_nulls=True), common[0].kind, common[0].type)
+    # NaN sorts above every number (Spark's order): greatest is NaN where an operand is, least
+    # only where every operand that is not null is. Arrow's pick passes over NaN.
+    nan = pa.scalar(math.nan, common[0].type)
+    numbers = [pc.if_else(pc.is_nan(v.expr), pa.scalar(None, common[0].type), v.expr) for v in common]
+    picked = pick(*numbers, skip_nulls=True)
+    any_nan = functools.reduce(operator.or_, (pc.coalesce(pc.is_nan(v.expr), pa.scalar(False)) for v in common))
+    if call.function == "greatest":
+        return _Value(pc.if_else(any_nan, nan, picked), "float", common[0].type)
+    return _Value(pc.if_else(picked.is_null() & any_nan, nan, picked), "float", common[0].type)
 
 
 def _nullif(call: Call, args: list[_Value]) -> _Value:

@@ -201,7 +201,7 @@ NULL_VALUE = Constant(None, "null")  # `null` as a CASE's branch (a whole value 
 _MAX_CASE_DEPTH = 16
 _CONDITIONS = (
     exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.NullSafeEQ, exp.NullSafeNEQ, exp.And, exp.Or, exp.Not,
-    exp.In, exp.Between, exp.Like, exp.ILike, exp.Escape, exp.Is,
+    exp.In, exp.Between, exp.Like, exp.ILike, exp.Escape, exp.Is, exp.IsNan,
 )  # fmt: skip
 
 
