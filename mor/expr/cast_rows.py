@@ -67,6 +67,8 @@ def _decimal(expr: pc.Expression, kind: str, dtype: pa.DataType, target: CastTyp
     elif kind == "int" or kind == "bool":
         expr = expr.cast(pa.int64()).cast(pa.decimal128(19 + target.scale, target.scale))  # every int64, then the precision checked
         return expr.cast(result), result
+    if kind == "float":  # NaN and the infinities have no decimal: NULL in Spark, ANSI mode too (not an error)
+        expr = pc.if_else(pc.is_finite(expr), expr, pa.scalar(None, dtype))
     # fewer places than the text's (read at 18 at least), the decimal's or a float's: half away from zero
     if kind in ("float", "string", "text") or dtype.scale > target.scale:
         expr = pc.round(expr, ndigits=target.scale, round_mode="half_towards_infinity")

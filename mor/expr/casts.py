@@ -5,7 +5,8 @@ A cast of a constant folds to a typed constant, so that `ts >= cast('2025-01-01'
 plain comparison and prunes; a cast of a column is evaluated on the rows
 (mor.expr.cast_rows). Both follow Spark SQL in its default (ANSI) mode, which DuckDB shares
 where they overlap: a value that does not convert (`cast('abc' as int)`, 300 as tinyint, NaN as
-int) is an error, never a silent NULL; fractions go to whole numbers toward zero (Spark;
+int) is an error, never a silent NULL (Spark's one exception: a float's NaN or infinity as a
+decimal is NULL); fractions go to whole numbers toward zero (Spark;
 DuckDB rounds) and to fewer decimal places half away from zero; text is trimmed before it is
 read as a number, a boolean (`true`/`t`/`yes`/`y`/`1` and their false counterparts, any case)
 or a date (whose time, if written, is cut). Type names: `timestamp` is mor's timestamp without

@@ -39,3 +39,15 @@ def test_equal_values_compare_equal(table: mor.Table, where: str) -> None:
 def test_a_decimal_stored_in_a_double_column_is_the_nearest_double(table: mor.Table) -> None:
     table.update({"v": "p"}, where="true")
     assert table.scan().to_arrow().sort_by("id")["v"].to_pylist() == [0.1, 0.4, 0.8, 1234.5678901, None]
+
+
+def test_a_double_without_a_decimal_is_null_as_a_decimal(catalog: mor.Catalog) -> None:
+    """NaN and the infinities have no decimal: Spark's cast gives NULL (ANSI mode too), so an
+    UPDATE stores NULL and a filter sees NULL, where mor raised before."""
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("q", pa.float64()), pa.field("d", pa.decimal128(10, 2))])
+    table = catalog.create_table("db.nans", schema=schema)
+    q = [1.5, float("nan"), float("inf"), float("-inf"), None]
+    table.append(pa.table({"id": range(5), "q": q, "d": [None] * 5}, schema=schema))
+    assert sorted(table.scan(filter="cast(q as decimal(10,2)) is null").to_arrow()["id"].to_pylist()) == [1, 2, 3, 4]
+    table.update({"d": "q"}, where="true")
+    assert table.scan().to_arrow().sort_by("id")["d"].to_pylist() == [Decimal("1.50"), None, None, None, None]
