@@ -78,6 +78,8 @@ CASES = [
     Case("long", "case when i > 5 then 1 when i < 0 then -1 else 0 end", [0, -1, 0, 1, 1]),
     Case("long", "greatest(i, 0)", [1, 0, 0, 100, 7]),
     Case("long", "if(i > 5, 1, 0)", [0, 0, 0, 1, 1]),  # a NULL condition takes the else
+    # a nested CASE is computed only for the rows its branch takes: cast('a' as int) is never tried
+    Case("int", "case when s in ('a', 'B', ' x ') then 0 else case when i > 1000 then 1 else cast(s as int) end end", [0, 0, None, 12, 0]),
     Case("string", "if(s = 'a', 'yes', s)", ["yes", "B", None, "12", " x "]),
     Case("long", "pmod(i, 3)", [1, 1, None, 1, 1]),
     Case("long", "pmod(i, -3)", [1, -2, None, 1, 1]),  # Spark's (r + n) % n of a negative remainder

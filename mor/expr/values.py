@@ -287,7 +287,7 @@ class _ValueOf:
             return pc.scalar(pa.scalar(None, type=self.target))
         if isinstance(value, Case):
             truths = [pc.coalesce(self._truth(condition), pa.scalar(False)) for condition, _ in value.whens]
-            branches, untaken = [], None  # untaken: no earlier branch was taken
+            branches, untaken = [], guard  # untaken: the rows that reach the branch (a nested CASE: its own branch's)
             for truth, (_, branch) in zip(truths, value.whens):
                 taken = truth if untaken is None else untaken & truth
                 branches.append(self.expression(branch, taken))
