@@ -161,6 +161,10 @@ CASES = [
     Case("nullif(i, 0) is null", (2, 5)),
     Case("pmod(i, 3) = 1", (0, 3, 4, 6), duckdb_agrees=False),
     Case("i % 3 = -2", (3,)),
+    # the right side of `and` / `or` is computed where the left leaves it open (Spark's order): no zero divisor
+    Case("i != 0 and 10 / i > 1", (0, 1, 6)),
+    Case("i = 0 or 10 / i < 2", (3, 4, 5, 6)),
+    Case("not (i = 0 or 10 % i = 0)", (6,)),
     Case("pmod(i, -3) = -2", (3,), duckdb_agrees=False),  # Spark: (r + n) % n of a negative remainder r
     Case("f >= i", (0, 3)),  # NaN >= NULL is NULL (row 2), not true
     Case("not (i <= f)", (1, 5, 6)),

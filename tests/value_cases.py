@@ -78,6 +78,10 @@ CASES = [
     Case("long", "case when i > 5 then 1 when i < 0 then -1 else 0 end", [0, -1, 0, 1, 1]),
     Case("long", "greatest(i, 0)", [1, 0, 0, 100, 7]),
     Case("long", "if(i > 5, 1, 0)", [0, 0, 0, 1, 1]),  # a NULL condition takes the else
+    # a branch's condition, and the right side of `and`, are computed only where they decide: no zero divisor
+    Case("bool", "case when i > 50 then false else 100 / (i - 100) < 0 end", [True, True, None, False, True]),
+    Case("bool", "i != 100 and 100 / (i - 100) < 0", [True, True, None, False, True]),
+    Case("long", "case when i = 100 then 0 when 100 / (i - 100) < -1 then 1 else 2 end", [1, 2, 2, 0, 1]),
     # a nested CASE is computed only for the rows its branch takes: cast('a' as int) is never tried
     Case("int", "case when s in ('a', 'B', ' x ') then 0 else case when i > 1000 then 1 else cast(s as int) end end", [0, 0, None, 12, 0]),
     Case("string", "if(s = 'a', 'yes', s)", ["yes", "B", None, "12", " x "]),

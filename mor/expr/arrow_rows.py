@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyiceberg.expressions import BooleanExpression
+from pyiceberg.expressions import And, BooleanExpression, Not, Or
 from pyiceberg.expressions.literals import Literal
 from pyiceberg.expressions.visitors import BoundBooleanExpressionVisitor, visit
 from pyiceberg.schema import Schema
@@ -30,10 +30,45 @@ from mor.format.arrow_types import to_arrow_type
 _NULL = pa.nulls(1, pa.bool_())[0]  # not pa.scalar: that imports pandas, a second at start-up
 
 
-def to_arrow_filter(expr: BooleanExpression, schema: Schema, paths: dict[int, tuple[str, ...]] | None = None) -> pc.Expression:
+def to_arrow_filter(
+    expr: BooleanExpression, schema: Schema, paths: dict[int, tuple[str, ...]] | None = None, guard: pc.Expression | None = None
+) -> pc.Expression:
     """`expr` must be bound to `schema` (mor.expr.filters.bind_filter). `paths`: each field's
-    column path in the rows, where it is not its path of names in `schema`."""
-    return visit(expr, _SqlFilter(schema, paths=paths))
+    column path in the rows, where it is not its path of names in `schema`. `guard`: the rows
+    whose answer matters (a CASE's branch); nothing fails on the others."""
+    return _in_order(expr, _SqlFilter(schema, paths=paths), guard)
+
+
+def _in_order(expr: BooleanExpression, visitor: _SqlFilter, guard: pc.Expression | None) -> pc.Expression:
+    """`expr` as the visitor writes it, except that the right side of `and` is computed only
+    where the left is not FALSE, and of `or` where it is not TRUE (`guard`: elsewhere its
+    columns read as null), as Spark evaluates them: `j != 0 and i / j > 1` divides by no zero."""
+    if isinstance(expr, And | Or):
+        left = _in_order(expr.left, visitor, guard)
+        right_guard = guard
+        if _has_residual(expr.right):  # only a residual can fail on a row
+            reaches = pc.coalesce(left if isinstance(expr, And) else ~left, pc.scalar(True))
+            right_guard = reaches if guard is None else guard & reaches
+        right = _in_order(expr.right, visitor, right_guard)
+        return left & right if isinstance(expr, And) else left | right  # Kleene's
+    if isinstance(expr, Not):
+        return ~_in_order(expr.child, visitor, guard)
+    if isinstance(expr, BoundResidual) and guard is not None:
+        return residual_expression(expr, visitor.paths, guard)
+    return visit(expr, visitor)
+
+
+def _has_residual(expr: BooleanExpression) -> bool:
+    todo = [expr]
+    while todo:
+        e = todo.pop()
+        if isinstance(e, BoundResidual):
+            return True
+        if isinstance(e, And | Or):
+            todo += [e.left, e.right]
+        elif isinstance(e, Not):
+            todo.append(e.child)
+    return False
 
 
 class RowFilter:
@@ -45,7 +80,7 @@ class RowFilter:
     def __init__(self, expr: BooleanExpression, schema: Schema):
         visitor = _SqlFilter(schema, lookups=True)
         self.filter = expr
-        self.expression = visit(expr, visitor)
+        self.expression = _in_order(expr, visitor, None)
         self.lookups = visitor.lookups  # (added column, the column it looks up, the set)
 
     def apply(self, batch: pa.RecordBatch) -> pa.RecordBatch:

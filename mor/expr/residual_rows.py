@@ -59,14 +59,15 @@ class _Value(NamedTuple):
     type: pa.DataType
 
 
-def residual_expression(residual: BoundResidual, paths: dict[int, tuple[str, ...]]) -> pc.Expression:
-    """`paths`: field id -> column path (names through structs) in the batches filtered."""
-    result = _test(residual.test, paths)
+def residual_expression(residual: BoundResidual, paths: dict[int, tuple[str, ...]], guard: pc.Expression | None = None) -> pc.Expression:
+    """`paths`: field id -> column path (names through structs) in the batches filtered.
+    `guard`: the rows whose answer matters (see `term_expression`)."""
+    result = _test(residual.test, paths, guard)
     return ~result if residual.negated else result
 
 
-def _test(test: Test, paths: dict[int, tuple[str, ...]]) -> pc.Expression:
-    left = _value(test.left, paths)
+def _test(test: Test, paths: dict[int, tuple[str, ...]], guard: pc.Expression | None = None) -> pc.Expression:
+    left = _value(test.left, paths, guard)
     if test.op == "is null":
         return left.expr.is_null(nan_is_null=False)
     if test.op == "is nan":  # Spark's isnan: never NULL (false for a null), true only of a float NaN
@@ -77,7 +78,7 @@ def _test(test: Test, paths: dict[int, tuple[str, ...]]) -> pc.Expression:
         return pc.match_like(left.expr, pattern=test.right[0].value)
     if test.op == "in":
         return _is_in(left, test.right)
-    left, right = _common([left, _value(test.right[0], paths)])
+    left, right = _common([left, _value(test.right[0], paths, guard)])
     return _compare(test.op, left, right)
 
 

@@ -147,11 +147,12 @@ def text_condition(text: str, scope: Scope, what: str) -> pc.Expression:
         raise InvalidFilterError(f"the condition of {what}: {e}{note}") from None
 
 
-def condition_expression(condition: BooleanExpression, scope: Scope) -> pc.Expression:
+def condition_expression(condition: BooleanExpression, scope: Scope, guard: pc.Expression | None = None) -> pc.Expression:
     """A parsed condition as a boolean expression over the rows `scope` describes (SQL's:
-    NULL where SQL says so); InvalidFilterError for a column it does not see."""
+    NULL where SQL says so); InvalidFilterError for a column it does not see. `guard`: the
+    rows whose answer matters (a CASE's branch); nothing fails on the others."""
     schema, paths = _with_target_struct(scope) if scope.aliases.get(f"{TARGET}.") == "" else (scope.schema, scope.paths)
-    return to_arrow_filter(bind_filter(schema, condition), schema, paths)
+    return to_arrow_filter(bind_filter(schema, condition), schema, paths, guard)
 
 
 def _with_target_struct(scope: Scope) -> tuple[Schema, dict[int, tuple[str, ...]]]:
@@ -286,10 +287,11 @@ class _ValueOf:
         if value is NULL_VALUE:
             return pc.scalar(pa.scalar(None, type=self.target))
         if isinstance(value, Case):
-            truths = [pc.coalesce(self._truth(condition), pa.scalar(False)) for condition, _ in value.whens]
-            branches, untaken = [], guard  # untaken: the rows that reach the branch (a nested CASE: its own branch's)
-            for truth, (_, branch) in zip(truths, value.whens):
+            truths, branches, untaken = [], [], guard  # untaken: the rows that reach the branch (a nested CASE: its own branch's)
+            for condition, branch in value.whens:
+                truth = pc.coalesce(self._truth(condition, untaken), pa.scalar(False))
                 taken = truth if untaken is None else untaken & truth
+                truths.append(truth)
                 branches.append(self.expression(branch, taken))
                 untaken = ~truth if untaken is None else untaken & ~truth
             chosen = pc.make_struct(*truths, field_names=[f"when{i}" for i in range(len(truths))])
@@ -306,7 +308,7 @@ class _ValueOf:
                 f"give a Python value (bytes, uuid.UUID, datetime.time, ...) or a pyarrow expression instead of {self.text!r}"
             )
         if isinstance(term, Truth):
-            true, false = (pc.coalesce(self._truth(c), pa.scalar(False)) for c in (term.condition, term.falsity))
+            true, false = (pc.coalesce(self._truth(c, guard), pa.scalar(False)) for c in (term.condition, term.falsity))
             expr, dtype, kind = pc.if_else(true, True, pc.if_else(false, False, pa.scalar(None, pa.bool_()))), pa.bool_(), "bool"
         else:
             expr, dtype, kind = self._term(term, into, guard)
@@ -334,9 +336,9 @@ class _ValueOf:
         expr, dtype = term_expression(bound, self.scope.paths, guard)
         return expr, dtype, bound.kind
 
-    def _truth(self, condition: BooleanExpression) -> pc.Expression:
+    def _truth(self, condition: BooleanExpression, guard: pc.Expression | None = None) -> pc.Expression:
         try:
-            return condition_expression(condition, self.scope)
+            return condition_expression(condition, self.scope, guard)
         except InvalidFilterError as e:
             raise SchemaMismatchError(f"the value of {self.column!r} ({self.text}): {e}{self.scope.note}") from None
 
