@@ -172,7 +172,7 @@ class PredicateReader(TermReader):
         if isinstance(node, (exp.Like, exp.ILike, exp.Escape)):
             return self._like(node, negated)
         if isinstance(node, exp.IsNan):
-            return self._is_nan(node.this, negated)
+            return self._nan_test(node.this, negated)
         if isinstance(node, exp.Boolean):
             return AlwaysTrue() if bool(node.this) != negated else AlwaysFalse()
         if isinstance(node, exp.Null):
@@ -236,7 +236,7 @@ class PredicateReader(TermReader):
         if isinstance(what, exp.Null):
             return self._is_null(self.term(left), not negated)
         if isinstance(what, exp.Column) and what.name.lower() == "nan" and not what.args.get("table"):
-            return self._is_nan(left, negated)
+            return self._nan_test(left, negated)
         if isinstance(what, exp.Boolean):  # `x is [not] true`: never NULL
             truth = bool(what.this)
             matches = self.predicate(left, negated=not truth)
@@ -245,7 +245,7 @@ class PredicateReader(TermReader):
             return Or(self.predicate(left, negated=truth), self._unknown(left))
         self.fail(what, "expected null, nan, true or false after 'is'")
 
-    def _is_nan(self, node: exp.Expression, negated: bool) -> BooleanExpression:
+    def _nan_test(self, node: exp.Expression, negated: bool) -> BooleanExpression:
         """`x is nan`, Spark's `isnan(x)`: never NULL (a null is not NaN)."""
         term = self.term(node)
         if isinstance(term, Column):
