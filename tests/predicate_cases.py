@@ -161,6 +161,11 @@ CASES = [
     Case("nullif(i, 0) is null", (2, 5)),
     Case("pmod(i, 3) = 1", (0, 3, 4, 6), duckdb_agrees=False),
     Case("i % 3 = -2", (3,)),
+    # a number with an exponent is a double (Spark's literal rule), a number with a point a decimal
+    Case("i * 1e-1 = 0.7", ()),  # 0.7000000000000001
+    Case("i * 1e-1 = 0.1", (0,)),
+    Case("i * 0.1 = 0.7", (6,)),
+    Case("i = 1e1", (4,)),
     # the right side of `and` / `or` is computed where the left leaves it open (Spark's order): no zero divisor
     Case("i != 0 and 10 / i > 1", (0, 1, 6)),
     Case("i = 0 or 10 / i < 2", (3, 4, 5, 6)),

@@ -290,6 +290,11 @@ def _needs_rounding(lit: Literal[Any], bounds: tuple[int, int]) -> bool:
 
 
 def _number(lit: Literal[Any]) -> Fraction:
+    """A double as its shortest text (`1e-2` is 0.01, not the binary value just above it):
+    Spark compares a decimal or whole column with a double as doubles, and a column value
+    equals the double exactly where its nearest double is that one."""
+    if isinstance(lit, DoubleLiteral):
+        return Fraction(Decimal(repr(lit.value)))
     return Fraction(lit.value)
 
 

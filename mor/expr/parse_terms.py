@@ -84,10 +84,15 @@ def literal_of(constant: Constant) -> Literal:
 
 
 def literal(text: str) -> Literal:
-    """A 'string' or number item's value, typed as pyiceberg's parser types it."""
+    """A 'string' or number item's value, typed as Spark SQL types it: a whole number a long,
+    a number with a point a decimal, one with an exponent (`1e3`, `2.5E-1`) a double."""
     if text[0] == "'":
         return StringLiteral(string_value(text))
-    return LongLiteral(int(text)) if _INTEGER.fullmatch(text) else DecimalLiteral(Decimal(text))
+    if _INTEGER.fullmatch(text):
+        return LongLiteral(int(text))
+    if "e" in text or "E" in text:
+        return DoubleLiteral(float(text))
+    return DecimalLiteral(Decimal(text))
 
 
 def is_interval(term: Any) -> bool:

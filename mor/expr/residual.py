@@ -479,4 +479,6 @@ def constant_of(value: Any) -> Constant:
         return Constant(value, "int")
     if isinstance(value, Decimal):
         return Constant(value, "decimal")
+    if isinstance(value, float):
+        return Constant(value, "float")
     return Constant(value, "text")

@@ -36,6 +36,12 @@ def test_equal_values_compare_equal(table: mor.Table, where: str) -> None:
     assert sorted(table.scan(filter=where).to_arrow()["id"].to_pylist()) == [0, 1, 2, 3]
 
 
+@pytest.mark.parametrize(("where", "ids"), [("p = 1e-1", [0]), ("p in (4e-1, 8e-1)", [1, 2]), ("p > 8e-1", [3]), ("p <= 4E-1", [0, 1])])
+def test_a_double_literal_compares_with_a_decimal_as_spark_compares_them(table: mor.Table, where: str, ids: list[int]) -> None:
+    """`1e-1` is a double (Spark's literal rule); the decimal 0.1 meets it as the double 0.1."""
+    assert sorted(table.scan(filter=where).to_arrow()["id"].to_pylist()) == ids
+
+
 def test_a_decimal_stored_in_a_double_column_is_the_nearest_double(table: mor.Table) -> None:
     table.update({"v": "p"}, where="true")
     assert table.scan().to_arrow().sort_by("id")["v"].to_pylist() == [0.1, 0.4, 0.8, 1234.5678901, None]
