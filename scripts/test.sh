@@ -17,12 +17,12 @@ unset PYTHONDONTWRITEBYTECODE
 workers=$(.venv/bin/python -c "import os; print(min(4, max(1, len(os.sched_getaffinity(0)))))")
 if [ "${1:-}" = "fast" ]; then
   shift
-  # The stateful models run 30 random programs each here and the property tests half their
+  # The stateful models run 24 random programs each here and the property tests 40% of their
   # examples (the whole suite runs them all: tests/examples.py), and idle workers take tests
   # queued for busy ones (worksteal): the tier stays within its 3 minutes on two cores.
-  export MOR_STATEFUL_EXAMPLES="${MOR_STATEFUL_EXAMPLES:-30}"
+  export MOR_STATEFUL_EXAMPLES="${MOR_STATEFUL_EXAMPLES:-24}"
   export MOR_STATEFUL_EXAMPLES_CHANGES="${MOR_STATEFUL_EXAMPLES_CHANGES:-20}"  # the change feed model (40 in the whole suite)
-  export MOR_EXAMPLES_SHARE="${MOR_EXAMPLES_SHARE:-0.5}"
+  export MOR_EXAMPLES_SHARE="${MOR_EXAMPLES_SHARE:-0.4}"
   # Temporary files on tmpfs where there is one: the tests write thousands of small tables, and
   # the fsyncs of their catalogs cost the disk-backed /tmp about a third of this tier's time.
   # (Not for the whole suite yet: on tmpfs a failed Spark write can leave a data file its abort
