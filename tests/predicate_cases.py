@@ -161,6 +161,8 @@ CASES = [
     Case("nullif(i, 0) is null", (2, 5)),
     Case("pmod(i, 3) = 1", (0, 3, 4, 6), duckdb_agrees=False),
     Case("i % 3 = -2", (3,)),
+    Case("f % 2 = 1", (0,)),  # Java's %: exact, the dividend's sign
+    Case("pmod(f - 3, -2) < 0", (1, 6), duckdb_agrees=False),
     # a number with an exponent is a double (Spark's literal rule), a number with a point a decimal
     Case("i * 1e-1 = 0.7", ()),  # 0.7000000000000001
     Case("i * 1e-1 = 0.1", (0,)),

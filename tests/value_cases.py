@@ -87,6 +87,9 @@ CASES = [
     Case("string", "if(s = 'a', 'yes', s)", ["yes", "B", None, "12", " x "]),
     Case("long", "pmod(i, 3)", [1, 1, None, 1, 1]),
     Case("long", "pmod(i, -3)", [1, -2, None, 1, 1]),  # Spark's (r + n) % n of a negative remainder
+    Case("dec", "dec % 0.3", _decimals("0.05", "-0.20", None, "0.09", "0.01")),  # exact, the dividend's sign
+    Case("double", "f % 1", [0.5, -0.5, None, 0.7000000000000002, 0.9000000000000004]),  # Java's %: exact fmod
+    Case("dec", "pmod(dec, 0.3)", _decimals("0.05", "0.10", None, "0.09", "0.01")),
     Case("dec", "round(cast(dec as decimal(4,2)), 0)", _decimals("1.00", "-1.00", None, "100.00", "0.00")),  # 100 needs a whole digit more
     Case("long", "nullif(i, 1)", [None, -2, None, 100, 7]),
     Case("long", "i % 3", [1, -2, None, 1, 1]),

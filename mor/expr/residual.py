@@ -90,7 +90,7 @@ FUNCTIONS: dict[str, tuple[tuple[str, ...], str]] = {
 SIGNATURES: dict[str, tuple[tuple[tuple[str, ...], ...], str]] = {
     "substring": ((("string",), ("int",), ("int",)), "string"),
     "round": ((NUMERIC, ("int",)), "same"),
-    "pmod": ((("int",), ("int",)), "int"),  # of whole numbers, as `%`
+    "pmod": ((NUMERIC, NUMERIC), "same"),
     "nullif": ((_ANY, _ANY), "same"),
     "date_add": ((_DATES, ("int",)), "date"),
     "datediff": ((_DATES, _DATES), "int"),
@@ -415,8 +415,6 @@ def _result_kind(call: Call, args: tuple[Any, ...]) -> str:
     if call.function in ARITHMETIC or call.function == "neg":
         if any(k not in NUMERIC for k in kinds):
             raise InvalidFilterError(f"{call.function!r} needs numbers, in {call}")
-        if call.function == "%" and any(k != "int" for k in kinds):
-            raise InvalidFilterError(f"'%' needs whole numbers, in {call}")
         if call.function == "/":  # Spark's: of whole numbers or a double a double; else a decimal
             return "decimal" if "decimal" in kinds and "float" not in kinds else "float"
         return _wider(kinds)

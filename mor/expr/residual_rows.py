@@ -26,6 +26,7 @@ from mor.expr import list_contains
 from mor.expr.cast_rows import as_double, cast_expression
 from mor.expr.casts import CastType
 from mor.expr.literals import MICROS_PER_DAY, decimal_of, unscaled
+from mor.expr.remainders import remainder
 from mor.expr.residual import BoundResidual, Call, Column, Constant, Test
 from mor.format.arrow_types import to_arrow_type
 
@@ -191,7 +192,9 @@ def _call(call: Call, args: list[_Value]) -> _Value:
         return _Value(pc.divide_checked(a, b), "float", pa.float64())
     if f == "%":
         left, right = _common(args)
-        return _Value(_remainder(left.expr, right.expr), "int", pa.int64())
+        if left.kind == "int":
+            return _Value(_remainder(left.expr, right.expr), "int", pa.int64())
+        return _fractional_remainder(left, right, [a.type for a in args])
     if f == "neg":
         return _Value(pc.negate_checked(args[0].expr), args[0].kind, args[0].type)
     if f == "abs":
@@ -324,12 +327,29 @@ def _remainder(a: pc.Expression, b: pc.Expression) -> pc.Expression:
     return pc.subtract_checked(a, pc.multiply_checked(b, pc.divide_checked(a, b)))
 
 
+def _fractional_remainder(left: _Value, right: _Value, operands: list[pa.DataType]) -> _Value:
+    """`%` of doubles (Java's: exact), or of decimals, typed as Spark types it: the scale of
+    the finer operand and the whole digits of the shorter, decimal(min(p1 - s1, p2 - s2) + s, s)."""
+    if left.kind == "float":
+        return _Value(remainder(left.expr, right.expr, pa.float64()), "float", pa.float64())
+    shapes = [(t.precision, t.scale) if pa.types.is_decimal(t) else (19, 0) for t in operands]
+    scale = max(s for _, s in shapes)
+    result = pa.decimal128(min(_MAX_PRECISION, min(p - s for p, s in shapes) + scale), scale)
+    return _Value(remainder(left.expr, right.expr, left.type).cast(result), "decimal", result)
+
+
 def _pmod(call: Call, args: list[_Value]) -> _Value:
-    """Spark's pmod(a, n) of whole numbers: r = a % n, and (r + n) % n where r is negative
-    (so never negative for a positive n; for a negative n, pmod(-7, -3) is -1)."""
-    a, n = (v.expr for v in _common(args))
-    r = _remainder(a, n)
-    return _Value(pc.if_else(pc.less(r, 0), _remainder(pc.add_checked(r, n), n), r), "int", pa.int64())
+    """Spark's pmod(a, n): r = a % n, and (r + n) % n where r is negative (so never negative
+    for a positive n; for a negative n, pmod(-7, -3) is -1)."""
+    left, right = _common(args)
+    if left.kind == "int":
+        a, n = left.expr, right.expr
+        r = _remainder(a, n)
+        return _Value(pc.if_else(pc.less(r, 0), _remainder(pc.add_checked(r, n), n), r), "int", pa.int64())
+    r = _fractional_remainder(left, right, [a.type for a in args])
+    again = _fractional_remainder(_Value(pc.add_checked(r.expr, right.expr), r.kind, r.type), right, [r.type, right.type])
+    zero = pa.scalar(0.0) if r.kind == "float" else pa.scalar(Decimal(0), r.type)  # a decimal meets an int only within 38 digits
+    return _Value(pc.if_else(pc.less(r.expr, zero), again.expr.cast(r.type), r.expr), r.kind, r.type)
 
 
 def _as_date(value: _Value) -> pc.Expression:
