@@ -24,7 +24,9 @@ def _decimal_function(scale: int) -> str:
 
 
 def remainder(a: pc.Expression, b: pc.Expression, dtype: pa.DataType) -> pc.Expression:
-    """`a % b`, both of `dtype` (float64, or a decimal: the result has its scale)."""
+    """`a % b`, both of `dtype` (float64, or a decimal: the result has its scale). pyarrow makes
+    an expression of a registered function only through `Expression._call` (its generated
+    wrappers cover the built-in functions): this module is the one place that calls it."""
     if pa.types.is_decimal(dtype):
         wide = pa.decimal128(MAX_PRECISION, dtype.scale)
         return pc.Expression._call(_decimal_function(dtype.scale), [a.cast(wide), b.cast(wide)])
