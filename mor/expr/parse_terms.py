@@ -219,7 +219,7 @@ class TermReader:
                 text, kind = current_timestamp()
                 return Constant(text, kind)
             return self.call(node, function, args)
-        if isinstance(node, exp.Func):
+        if isinstance(node, exp.Func) and not isinstance(node, exp.Connector):  # sqlglot's and/or are Funcs too
             self.fail(node, f"function {_spark_name(node)}() is not supported: write one of {_functions()}", syntax=False)
         if isinstance(node, exp.Alias):
             self.fail(node.args["alias"], f"expected an operator, 'and', 'or' or the end of the text, found {node.alias!r}")

@@ -191,6 +191,7 @@ def test_a_zero_divisor_is_an_error_as_in_ansi_sql(table: mor.Table, where: str)
         ("a " + "+ 1 " * 70 + "> 0", "at most 64"),
         ("(" * 68 + "a" + ")" * 68 + " = 1", "levels deep"),
         ("isnan(lower(name))", "isnan.. takes a number"),
+        ("a = (b > 1 or x > 1)", "a condition as an operand"),  # not "function or()": sqlglot's or is a function node
     ],
 )
 def test_bad_terms_are_refused_with_a_useful_message(table: mor.Table, where: str, message: str) -> None:
