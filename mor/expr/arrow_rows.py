@@ -22,7 +22,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import DoubleType, FloatType, IntegerType, LongType, NestedField, StructType, UUIDType
 
 from mor.errors import InvalidFilterError
-from mor.expr.residual import BoundResidual
+from mor.expr.residual import BoundResidual, has_residual
 from mor.expr.residual_rows import residual_expression
 from mor.expr.text import filter_text
 from mor.format.arrow_types import to_arrow_type
@@ -46,7 +46,7 @@ def _in_order(expr: BooleanExpression, visitor: _SqlFilter, guard: pc.Expression
     if isinstance(expr, And | Or):
         left = _in_order(expr.left, visitor, guard)
         right_guard = guard
-        if _has_residual(expr.right):  # only a residual can fail on a row
+        if has_residual(expr.right):  # only a residual can fail on a row
             reaches = pc.coalesce(left if isinstance(expr, And) else ~left, pc.scalar(True))
             right_guard = reaches if guard is None else guard & reaches
         right = _in_order(expr.right, visitor, right_guard)
@@ -56,19 +56,6 @@ def _in_order(expr: BooleanExpression, visitor: _SqlFilter, guard: pc.Expression
     if isinstance(expr, BoundResidual) and guard is not None:
         return residual_expression(expr, visitor.paths, guard)
     return visit(expr, visitor)
-
-
-def _has_residual(expr: BooleanExpression) -> bool:
-    todo = [expr]
-    while todo:
-        e = todo.pop()
-        if isinstance(e, BoundResidual):
-            return True
-        if isinstance(e, And | Or):
-            todo += [e.left, e.right]
-        elif isinstance(e, Not):
-            todo.append(e.child)
-    return False
 
 
 class RowFilter:
