@@ -14,6 +14,12 @@ bash scripts/bootstrap.sh
 # every pytest process rewrite the asserts of every test module again (about 11 s a process for
 # the fast tier's collection) and every Python subprocess a test starts compile mor again.
 unset PYTHONDONTWRITEBYTECODE
+# The JVMs tests start (Spark sessions, Iceberg Java, the standalone cluster, Spark 3.5) live for
+# seconds to minutes on test-sized data, and the slow tier keeps both cores busy: C2's compiles
+# and the parallel collector's threads cost more CPU than they return. C1 only and the serial
+# collector took a third to a half of the CPU off Iceberg Java's reads and a quarter off the
+# Spark DML tests (docs/testing.md). Tests only: mor sets no JVM option of its own.
+export JDK_JAVA_OPTIONS="${JDK_JAVA_OPTIONS:+$JDK_JAVA_OPTIONS }-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 workers=$(.venv/bin/python -c "import os; print(min(4, max(1, len(os.sched_getaffinity(0)))))")
 if [ "${1:-}" = "fast" ]; then
   shift
@@ -48,7 +54,7 @@ TMPDIR="${fast_tmp:-${TMPDIR:-/tmp}}" .venv/bin/python -m pytest -m fast -n "$wo
 # Then the slow tier in two processes side by side: most of its time one waits on a JVM, a server
 # or a subprocess, so two keep both cores busy. What both would fetch on first use is fetched
 # here first (hadoop-aws for Spark's s3a: tests/servers/hadoop_aws.py), so they never race for it.
-echo "scripts/test.sh: the slow tier (two processes: [spark] tests/spark and the concurrent writers, [other] the rest)" >&2
+echo "scripts/test.sh: the slow tier (two processes: [spark] tests/spark, the concurrent writers and the crash tests; [other] the rest)" >&2
 .venv/bin/python -c "from tests.servers.hadoop_aws import hadoop_aws_jars; hadoop_aws_jars()" || echo "scripts/test.sh: could not fetch hadoop-aws now; the Spark tests will say why" >&2
 prefixed() {  # run "$@" with each line of its output prefixed by $1; its exit status
   local tag=$1
@@ -59,12 +65,13 @@ prefixed() {  # run "$@" with each line of its output prefixed by $1; its exit s
   set -e
   return "$rc"
 }
-# Balanced by measured time (fresh-clone .ci/run, docs/testing.md): tests/spark took 22 minutes,
-# the rest 28, so the eight-writer concurrency tests (about 4) run beside Spark.
-beside_spark=tests/concurrency/test_concurrent_writers.py
-prefixed spark .venv/bin/python -m pytest -m "not fast" tests/spark "$beside_spark" "$@" &
+# Balanced by measured time (fresh-clone .ci/run, docs/testing.md): tests/spark took 20 minutes,
+# the rest 31, so the eight-writer concurrency tests (about 4) and the crash tests (1.5) run
+# beside Spark.
+beside_spark=(tests/concurrency/test_concurrent_writers.py tests/concurrency/test_crash.py)
+prefixed spark .venv/bin/python -m pytest -m "not fast" tests/spark "${beside_spark[@]}" "$@" &
 spark_pid=$!
-prefixed other .venv/bin/python -m pytest -m "not fast" --ignore=tests/spark --ignore="$beside_spark" "$@" &
+prefixed other .venv/bin/python -m pytest -m "not fast" --ignore=tests/spark "${beside_spark[@]/#/--ignore=}" "$@" &
 other_pid=$!
 spark=0
 wait "$spark_pid" || spark=$?
