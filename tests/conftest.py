@@ -112,3 +112,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
     report = outcome.get_result()
     if REQUIRE_ENGINES and _missing_engine(report):
         report.outcome = "failed"
+
+
+@pytest.fixture(autouse=True)
+def _no_backoff_in_one_process(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fast test loses a commit race only to a commit it made itself, in its own process:
+    Iceberg's 100 ms first backoff (mor/commit/retry.py) waits for nobody there (it was 13 s
+    of the fast tier). Tests with other processes keep the real default."""
+    if request.node.get_closest_marker("fast") is not None:
+        monkeypatch.setattr("mor.commit.retry.DEFAULT_MIN_WAIT_MS", 1)

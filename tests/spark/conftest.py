@@ -50,8 +50,12 @@ CLUSTER_TESTS: tuple[str, ...] = (
     "test_dataframe_plan.py::test_deletion_vectors",
     "test_dataframe_plan.py::test_one_key_column_with_nulls[i]",
     "test_dataframe_plan.py::test_metadata_columns_name_each_row_as_the_table_does[3]",
-    "test_dataframe_plan.py::test_java_fixture_snapshots[v3_dv_multi-*",
-    "test_dataframe_plan.py::test_java_fixture_snapshots[eq_v2_part-*",
+    # The last two snapshots of two Java fixtures (where their deletes have piled up): executors
+    # read every snapshot the same way, and the local session reads all of them.
+    "test_dataframe_plan.py::test_java_fixture_snapshots[v3_dv_multi-seq10]",
+    "test_dataframe_plan.py::test_java_fixture_snapshots[v3_dv_multi-seq11]",
+    "test_dataframe_plan.py::test_java_fixture_snapshots[eq_v2_part-seq3]",
+    "test_dataframe_plan.py::test_java_fixture_snapshots[eq_v2_part-seq4]",
     "test_table_api.py::test_delete_and_update_change_the_rows_the_local_verbs_change[v2]",
     "test_table_api.py::test_merge_changes_the_rows_the_local_merge_changes[3]",
     "test_table_api.py::test_bad_input_is_a_typed_error_and_leaves_the_table_unchanged[unknown-column]",
