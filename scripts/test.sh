@@ -69,6 +69,8 @@ prefixed() {  # run "$@" with each line of its output prefixed by $1; its exit s
 # the rest 31, so the eight-writer concurrency tests (about 4) and the crash tests (1.5) run
 # beside Spark.
 beside_spark=(tests/concurrency/test_concurrent_writers.py tests/concurrency/test_crash.py)
+# One run for the fixtures both copy to /tmp (tests/conftest.py: copied once, not once each).
+export MOR_TEST_RUN_ID="slow-$$-$(date +%s)"
 prefixed spark .venv/bin/python -m pytest -m "not fast" tests/spark "${beside_spark[@]}" "$@" &
 spark_pid=$!
 prefixed other .venv/bin/python -m pytest -m "not fast" --ignore=tests/spark "${beside_spark[@]/#/--ignore=}" "$@" &

@@ -47,9 +47,11 @@ def java_fixtures() -> Path:
             pytrace=False,
         )
     JAVA_FIXTURES_ROOT.parent.mkdir(parents=True, exist_ok=True)
-    # Workers of one parallel run (pytest-xdist: `scripts/test.sh fast`) copy once, under a lock;
-    # every other run copies afresh.
-    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    # The processes of one run copy once, under a lock: pytest-xdist's workers
+    # (`scripts/test.sh fast`), and the slow tier's two processes, which scripts/test.sh gives
+    # one MOR_TEST_RUN_ID (a copy made afresh by the second had removed the files the first was
+    # reading). Every other run copies afresh.
+    run = os.environ.get("MOR_TEST_RUN_ID") or os.environ.get("PYTEST_XDIST_TESTRUNUID")
     marker = JAVA_FIXTURES_ROOT.parent / "copied-for-run"
     with open(JAVA_FIXTURES_ROOT.parent / "copy.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
