@@ -1,7 +1,8 @@
 """A writer process of tests/catalog/test_postgres_concurrency.py: tests/concurrency/writer.py's
 `run`, with every `mor.load_catalog(warehouse)` in it pointed at the PostgreSQL catalog (and,
 for a warehouse in object storage, given the S3 settings).
-Started with multiprocessing (spawn); returns writer.py's JSON log lines instead of printing."""
+Run in processes of a multiprocessing pool (spawn), one call after another; returns writer.py's
+JSON log lines instead of printing."""
 
 from __future__ import annotations
 
@@ -18,8 +19,12 @@ def run_writer(
     """`properties`: file access (the S3 server's), for an s3:// warehouse."""
     import writer  # tests/concurrency, on the path the parent passes to spawned children
 
-    mor.load_catalog = functools.partial(mor.load_catalog, uri=uri, properties=properties)  # this process only
+    load_catalog = mor.load_catalog
+    mor.load_catalog = functools.partial(load_catalog, uri=uri, properties=properties)  # this process, this call
     out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        writer.run(warehouse, worker, operations, seed, mode)
+    try:
+        with contextlib.redirect_stdout(out):
+            writer.run(warehouse, worker, operations, seed, mode)
+    finally:
+        mor.load_catalog = load_catalog
     return out.getvalue().splitlines()

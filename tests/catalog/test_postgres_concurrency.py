@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 import multiprocessing
 from collections import Counter
+from collections.abc import Iterator
+from multiprocessing.pool import Pool
 from pathlib import Path
 
 import pytest
@@ -29,16 +31,22 @@ pytestmark = pytest.mark.postgres
 OPERATIONS = {"local": 12, "s3": 6}  # per process; on S3 each commit costs the in-process moto server more
 
 
-def run_eight(pg_uri: str, warehouse: str, mode: str, properties: dict[str, str] | None) -> tuple[mor.Table, list[Op]]:
+@pytest.fixture(scope="module")
+def writers() -> Iterator[Pool]:
+    """Eight writer processes for the module's tests: each test's eight writers run at once in
+    them, and the processes start (import mor, pyarrow, SQLAlchemy: about 2 s of CPU each) once."""
+    with multiprocessing.get_context("spawn").Pool(WORKERS) as pool:
+        yield pool
+
+
+def run_eight(pool: Pool, pg_uri: str, warehouse: str, mode: str, properties: dict[str, str] | None) -> tuple[mor.Table, list[Op]]:
     operations = OPERATIONS["s3" if properties else "local"]
     catalog = mor.load_catalog(warehouse, uri=pg_uri, properties=properties)
     table = catalog.create_table("db.t", schema=SCHEMA)
     table.set_properties(**{"mor.dml.replan.num-retries": "0"})
     table.append(initial_rows())
-    context = multiprocessing.get_context("spawn")
-    with context.Pool(WORKERS) as pool:
-        results = [pool.apply_async(run_writer, (pg_uri, warehouse, w, operations, 7, mode, properties)) for w in range(WORKERS)]
-        logs = [r.get(timeout=600) for r in results]
+    results = [pool.apply_async(run_writer, (pg_uri, warehouse, w, operations, 7, mode, properties)) for w in range(WORKERS)]
+    logs = [r.get(timeout=600) for r in results]
     ops = []
     for lines in logs:
         for line in lines:
@@ -60,8 +68,8 @@ def storage(request, tmp_path: Path) -> tuple[str, dict[str, str] | None]:
     return s3.fresh_prefix(), s3.properties
 
 
-def test_eight_processes_on_disjoint_rows_lose_no_acknowledged_commit(pg_uri: str, storage) -> None:
-    table, ops = run_eight(pg_uri, storage[0], "disjoint", storage[1])
+def test_eight_processes_on_disjoint_rows_lose_no_acknowledged_commit(writers: Pool, pg_uri: str, storage) -> None:
+    table, ops = run_eight(writers, pg_uri, storage[0], "disjoint", storage[1])
     assert [op for op in ops if op.result == "conflict"] == []
     kinds = {op.kind for op in ops if op.result == "ok"}
     assert {"append", "delete"} <= kinds, kinds
@@ -70,8 +78,8 @@ def test_eight_processes_on_disjoint_rows_lose_no_acknowledged_commit(pg_uri: st
         assert all(t.data_file.file_path.startswith("s3://") for t in table.scan().plan_files())
 
 
-def test_eight_processes_on_shared_rows_conflict_as_serializable_isolation_says(pg_uri: str, storage) -> None:
-    table, ops = run_eight(pg_uri, storage[0], "contended", storage[1])
+def test_eight_processes_on_shared_rows_conflict_as_serializable_isolation_says(writers: Pool, pg_uri: str, storage) -> None:
+    table, ops = run_eight(writers, pg_uri, storage[0], "contended", storage[1])
     results = Counter(op.result for op in ops)
     assert results["conflict"] > 0 and results["ok"] > 0, results  # the workload does contend
     check_history(table, ops, serializable=True)

@@ -48,22 +48,21 @@ CLUSTER_TESTS: tuple[str, ...] = (
     "test_fast_path.py::test_delete_free_files_go_native_and_the_rest_through_mor",
     "test_fast_path.py::test_lists_maps_and_structs_read_natively_and_through_mor",
     "test_dataframe_plan.py::test_deletion_vectors",
-    "test_dataframe_plan.py::test_one_key_column_with_nulls[i]",
     "test_dataframe_plan.py::test_metadata_columns_name_each_row_as_the_table_does[3]",
-    # The last two snapshots of two Java fixtures (where their deletes have piled up): executors
-    # read every snapshot the same way, and the local session reads all of them.
-    "test_dataframe_plan.py::test_java_fixture_snapshots[v3_dv_multi-seq10]",
+    # The last snapshot of two Java fixtures (where their deletes have piled up): executors read
+    # every snapshot the same way, and the local session reads all of them.
     "test_dataframe_plan.py::test_java_fixture_snapshots[v3_dv_multi-seq11]",
-    "test_dataframe_plan.py::test_java_fixture_snapshots[eq_v2_part-seq3]",
     "test_dataframe_plan.py::test_java_fixture_snapshots[eq_v2_part-seq4]",
     "test_table_api.py::test_delete_and_update_change_the_rows_the_local_verbs_change[v2]",
     "test_table_api.py::test_merge_changes_the_rows_the_local_merge_changes[3]",
-    "test_table_api.py::test_bad_input_is_a_typed_error_and_leaves_the_table_unchanged[unknown-column]",
     "test_maintenance_spark.py::test_compact_matches_the_local_verb[v2-partitioned]",
     "test_maintenance_spark.py::test_rewrite_position_deletes_matches_the_local_verb[3]",
-    "test_maintenance_spark.py::test_orphans_are_found_and_removed_as_locally",
     "test_changes_spark.py::test_batch_changes_equal_the_local_feed[2]",
     "test_views_and_errors.py::test_errors_inside_spark_jobs_reach_the_caller_as_mor_errors",
+    # Of the tests above marked for a whole parametrization, the parameters worth a cluster run:
+    "test_dml.py::test_copy_on_write_rewrites_files_like_the_local_api[merge]",
+    "test_v3_spark.py::test_spark_verbs_write_deletion_vectors_and_keep_row_ids[delete]",
+    "test_v3_spark.py::test_spark_verbs_write_deletion_vectors_and_keep_row_ids[merge]",
 )
 
 

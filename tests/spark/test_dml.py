@@ -196,7 +196,6 @@ def test_nothing_to_change_commits_nothing(spark: Any, catalog: mor.Catalog, ver
     assert files_under(table) == files
 
 
-@pytest.mark.cluster
 @pytest.mark.parametrize("verb", ["delete", "merge"])
 def test_copy_on_write_rewrites_files_like_the_local_api(spark: Any, catalog: mor.Catalog, verb: str) -> None:
     local, distributed = twins(catalog, ["category"])
@@ -372,7 +371,6 @@ def test_a_merge_that_cannot_read_the_target_writes_nothing(spark: Any, catalog:
     assert files_under(table) == files
 
 
-@pytest.mark.cluster
 def test_merge_takes_source_columns_by_name_and_widens_keys_like_the_local_api(spark: Any, catalog: mor.Catalog) -> None:
     local, distributed = twins(catalog, ["category"])
     source = source_rows([1, 2, 3, 600], n=50)

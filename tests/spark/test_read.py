@@ -46,7 +46,6 @@ def test_java_fixture_snapshots(spark: Any, java_fixtures: Path, snap: JavaSnaps
     assert sorted(actual, key=row_sort_key) == sorted(expected, key=row_sort_key), describe_row_differences(expected, actual)
 
 
-@pytest.mark.cluster
 def test_metadata_location_and_table_folder(spark: Any, catalog: mor.Catalog) -> None:
     table = catalog.create_table("db.t", schema=SCHEMA)
     table.append(rows(range(50)))
@@ -56,7 +55,6 @@ def test_metadata_location_and_table_folder(spark: Any, catalog: mor.Catalog) ->
     assert spark_rows(spark.read.format("mor").load(to_local_path(table.location))) == expected
 
 
-@pytest.mark.cluster
 def test_catalog_uri_option(spark: Any, catalog: mor.Catalog, warehouse: Path) -> None:
     table = catalog.create_table("db.t", schema=SCHEMA)
     table.append(rows(range(20)))
@@ -151,7 +149,6 @@ def test_pushed_filters_keep_spark_semantics(catalog: mor.Catalog, read_mor: Any
     assert sorted(r.id for r in df.filter("s is null or id = 5").collect()) == [2, 5]
 
 
-@pytest.mark.cluster
 def test_tasks_are_packed_into_about_default_parallelism_partitions(catalog: mor.Catalog, read_mor: Any, spark: Any) -> None:
     table = catalog.create_table("db.t", schema=SCHEMA)
     for start in range(0, 70, 10):

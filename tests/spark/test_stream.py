@@ -229,7 +229,6 @@ def test_stream_from_timestamp_and_columns(spark: Any, catalog: mor.Catalog, war
     assert emitted(batches) == sorted((i, i) for i in range(10, 30))
 
 
-@pytest.mark.cluster
 def test_read_limits_make_several_micro_batches(spark: Any, catalog: mor.Catalog, warehouse: Path, tmp_path: Path) -> None:
     table = catalog.create_table(NAME, schema=SCHEMA)
     for ids in (range(0, 10), range(10, 20), range(20, 60), range(60, 70)):

@@ -127,7 +127,6 @@ def live_vectors(table: mor.Table) -> list:
     return [e.file for e in deletes if e.file.is_deletion_vector]
 
 
-@pytest.mark.cluster
 @pytest.mark.parametrize("verb", list(VERBS))
 def test_spark_verbs_write_deletion_vectors_and_keep_row_ids(spark: Any, catalog: mor.Catalog, verb: str) -> None:
     local, distributed = v3_table(catalog, "db.local"), v3_table(catalog, "db.spark")
