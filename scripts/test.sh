@@ -21,22 +21,27 @@ unset PYTHONDONTWRITEBYTECODE
 # Spark DML tests (docs/testing.md). Tests only: mor sets no JVM option of its own.
 export JDK_JAVA_OPTIONS="${JDK_JAVA_OPTIONS:+$JDK_JAVA_OPTIONS }-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 workers=$(.venv/bin/python -c "import os; print(min(4, max(1, len(os.sched_getaffinity(0)))))")
+# The fast tier's settings, for `fast` and the whole suite alike: the stateful models run 24
+# random programs each and the property tests 40% of their examples (tests/examples.py; more
+# with MOR_STATEFUL_EXAMPLES=2000 and MOR_EXAMPLES_SHARE=1 for a deeper run: each run draws new
+# examples), idle workers take tests queued for busy ones (worksteal), and temporary files go to
+# tmpfs where there is one (the tests write thousands of small tables, and the fsyncs of their
+# catalogs cost the disk-backed /tmp about a third of this tier's time). Not for the slow tier
+# yet: on tmpfs a failed Spark write can leave a data file its abort did not see
+# (tests/spark/test_write.py; see the session notes).
+fast_tier() {
+  local tmp="${TMPDIR:-}"
+  if [ -z "$tmp" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then tmp=/dev/shm; fi
+  MOR_STATEFUL_EXAMPLES="${MOR_STATEFUL_EXAMPLES:-24}" \
+  MOR_STATEFUL_EXAMPLES_CHANGES="${MOR_STATEFUL_EXAMPLES_CHANGES:-20}" \
+  MOR_EXAMPLES_SHARE="${MOR_EXAMPLES_SHARE:-0.4}" \
+  TMPDIR="${tmp:-/tmp}" \
+    .venv/bin/python -m pytest -m fast -n "$workers" --dist worksteal "$@"
+}
 if [ "${1:-}" = "fast" ]; then
   shift
-  # The stateful models run 24 random programs each here and the property tests 40% of their
-  # examples (the whole suite runs them all: tests/examples.py), and idle workers take tests
-  # queued for busy ones (worksteal): the tier stays within its 3 minutes on two cores.
-  export MOR_STATEFUL_EXAMPLES="${MOR_STATEFUL_EXAMPLES:-24}"
-  export MOR_STATEFUL_EXAMPLES_CHANGES="${MOR_STATEFUL_EXAMPLES_CHANGES:-20}"  # the change feed model (40 in the whole suite)
-  export MOR_EXAMPLES_SHARE="${MOR_EXAMPLES_SHARE:-0.4}"
-  # Temporary files on tmpfs where there is one: the tests write thousands of small tables, and
-  # the fsyncs of their catalogs cost the disk-backed /tmp about a third of this tier's time.
-  # (Not for the whole suite yet: on tmpfs a failed Spark write can leave a data file its abort
-  # did not see, tests/spark/test_write.py; see the session notes.)
-  if [ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then
-    export TMPDIR=/dev/shm
-  fi
-  exec .venv/bin/python -m pytest -m fast -p no:cacheprovider -n "$workers" --dist worksteal tests/unit tests/property tests/stateful "$@"
+  fast_tier -p no:cacheprovider tests/unit tests/property tests/stateful "$@"
+  exit
 fi
 for arg in "$@"; do
   case "$arg" in
@@ -44,13 +49,12 @@ for arg in "$@"; do
     *) exec .venv/bin/python -m pytest "$@" ;;  # a path or an option's value: run just that, as given
   esac
 done
-# The whole suite. The fast tier first, on every core, with every example; its temporary files
-# on tmpfs as `fast` has them (no Spark in this tier, see above).
-fast_tmp="${TMPDIR:-}"
-if [ -z "$fast_tmp" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then fast_tmp=/dev/shm; fi
+# The whole suite: the fast tier first, on every core, exactly as `fast` runs it, timed.
 echo "scripts/test.sh: the fast tier ($workers workers)" >&2
 fast=0
-TMPDIR="${fast_tmp:-${TMPDIR:-/tmp}}" .venv/bin/python -m pytest -m fast -n "$workers" --dist worksteal "$@" || fast=$?
+fast_start=$(date +%s)
+fast_tier "$@" || fast=$?
+echo "scripts/test.sh: the fast tier took $(( $(date +%s) - fast_start )) s" >&2
 # Then the slow tier in two processes side by side: most of its time one waits on a JVM, a server
 # or a subprocess, so two keep both cores busy. What both would fetch on first use is fetched
 # here first (hadoop-aws for Spark's s3a: tests/servers/hadoop_aws.py), so they never race for it.

@@ -1,6 +1,7 @@
-"""How many random examples a property test runs: its full count in the whole suite (CI), a share
-of it in the fast tier that runs before every commit (`scripts/test.sh fast` sets
-MOR_EXAMPLES_SHARE), so that tier stays within its 3 minutes."""
+"""How many random examples a property test runs: a share of its full count in the fast tier
+(`scripts/test.sh` sets MOR_EXAMPLES_SHARE=0.4, for `fast` and for the whole suite alike, so that
+tier stays within its 3 minutes; each run draws new examples), the full count in a plain pytest
+run or with MOR_EXAMPLES_SHARE=1 (more for a deeper run)."""
 
 from __future__ import annotations
 
