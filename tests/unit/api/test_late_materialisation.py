@@ -6,6 +6,7 @@ local file system that counts the bytes each file hands out (a fake, not a mock)
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import Counter
 
@@ -119,6 +120,7 @@ class CountingFileSystem(pafs.FileSystemHandler):
         return self.local.open_append_stream(path, metadata=metadata)
 
 
+@functools.cache  # Arrow tables are immutable: the 4,000 rows of strings are built once
 def _wide_rows(ids: range) -> pa.Table:
     # Even ids only, so `id = <odd>` lies inside every row group's bounds: metrics prune nothing.
     columns = {"id": pa.array([2 * i for i in ids], pa.int64())}
