@@ -69,9 +69,9 @@ prefixed() {  # run "$@" with each line of its output prefixed by $1; its exit s
   set -e
   return "$rc"
 }
-# Balanced by measured time (fresh-clone .ci/run, docs/testing.md): tests/spark took 20 minutes,
-# the rest 31, so the eight-writer concurrency tests (about 4) and the crash tests (1.5) run
-# beside Spark.
+# Balanced by measured time (fresh-clone .ci/run, docs/testing.md): tests/spark alone took 20
+# minutes and the rest 31, so the eight-writer concurrency tests (about 4) and the crash tests
+# (1.5) run beside Spark; at 821df5e the two processes took 21:53 and 21:31.
 beside_spark=(tests/concurrency/test_concurrent_writers.py tests/concurrency/test_crash.py)
 # One run for the fixtures both copy to /tmp (tests/conftest.py: copied once, not once each).
 export MOR_TEST_RUN_ID="slow-$$-$(date +%s)"
