@@ -43,10 +43,6 @@ def frame(spark: Any) -> Any:
     return spark.createDataFrame(rows, SPARK_SCHEMA)
 
 
-def _ids(df: Any) -> tuple[int, ...]:
-    return tuple(sorted(r["id"] for r in df.select("id").collect()))
-
-
 def _ids_where_true(rows: list[Any], column: str) -> tuple[int, ...]:
     return tuple(sorted(r["id"] for r in rows if r[column]))
 
@@ -114,10 +110,11 @@ def read_answers(spark: Any, warehouse_with_rows: Path) -> dict[str, list[tuple[
     from pyspark.sql import functions as F
 
     table = mor.load_catalog(warehouse_with_rows).load_table(NAME)
-    source = spark.read.format("mor").option("warehouse", str(warehouse_with_rows))
     reads = {
         "read_table": [mor.spark.read_table(spark, table, filter=c.text) for c in CASES],
-        "source": [source.option("filter", c.text).load(NAME) for c in CASES],
+        "source": [
+            spark.read.format("mor").option("warehouse", str(warehouse_with_rows)).option("filter", c.text).load(NAME) for c in CASES
+        ],
     }
     answers = {}
     for how, frames in reads.items():
