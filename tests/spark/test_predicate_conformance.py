@@ -48,11 +48,10 @@ def _ids_where_true(rows: list[Any], column: str) -> tuple[int, ...]:
 
 
 @contextmanager
-def settings(spark: Any, **values: str) -> Iterator[None]:
-    """Spark SQL settings (`spark.sql.` + name with dots for underscores) for the block."""
-    keys = {f"spark.sql.{name.replace('_', '.')}": value for name, value in values.items()}
-    before = {key: spark.conf.get(key) for key in keys}
-    for key, value in keys.items():
+def settings(spark: Any, values: dict[str, str]) -> Iterator[None]:
+    """The session's settings `values` for the block, the earlier ones back after it."""
+    before = {key: spark.conf.get(key) for key in values}
+    for key, value in values.items():
         spark.conf.set(key, value)
     try:
         yield
@@ -65,14 +64,14 @@ def settings(spark: Any, **values: str) -> Iterator[None]:
 # predicate` keeps: one Spark job for all of them instead of one each. Without sharing common
 # subexpressions between the columns: shared, `10 / i` of `i != 0 and 10 / i > 1` would be
 # computed for every row, ahead of the `and` that guards it, as no WHERE computes it.
-ONE_QUERY = {"subexpressionElimination_enabled": "false"}
+ONE_QUERY = {"spark.sql.subexpressionElimination.enabled": "false"}
 
 
 @pytest.fixture(scope="module")
 def spark_sql_answers(spark: Any, frame: Any) -> list[tuple[int, ...]]:
     """Spark SQL's rows for each case, in CASES' order (ANSI mode, as mor's text is read)."""
     frame.createOrReplaceTempView("conformance_rows")
-    with settings(spark, ansi_enabled="true", **ONE_QUERY):
+    with settings(spark, {"spark.sql.ansi.enabled": "true", **ONE_QUERY}):
         judged = ", ".join(f"({case.spark}) IS TRUE AS c{i}" for i, case in enumerate(CASES))
         rows = spark.sql(f"select id, {judged} from conformance_rows").collect()
     return [_ids_where_true(rows, f"c{i}") for i in range(len(CASES))]
@@ -85,14 +84,14 @@ def test_spark_sql_judges_the_table(case: Case, spark_sql_answers: list[tuple[in
 
 
 @pytest.fixture(scope="module")
-def column_answers(frame: Any, warehouse_with_rows: Path) -> list[tuple[int, ...]]:
+def column_answers(spark: Any, frame: Any, warehouse_with_rows: Path) -> list[tuple[int, ...]]:
     """The rows each PLAIN case's Column keeps, in PLAIN's order (a filter keeps the rows where
     its Column is TRUE)."""
     from pyspark.sql import functions as F
 
     schema = mor.load_catalog(warehouse_with_rows).load_table(NAME).schema()
     columns = [F.coalesce(to_column(bind_filter(schema, parse_filter(c.text))), F.lit(False)).alias(f"c{i}") for i, c in enumerate(PLAIN)]
-    with settings(frame.sparkSession, **ONE_QUERY):
+    with settings(spark, ONE_QUERY):
         rows = frame.select("id", *columns).collect()
     return [_ids_where_true(rows, f"c{i}") for i in range(len(PLAIN))]
 
