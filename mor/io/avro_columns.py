@@ -145,6 +145,9 @@ def _pick(frame: Any, paths: tuple[str, ...], keep_keys: Mapping[str, Collection
 
 def take_rows(columns: Columns, rows: list[int]) -> Columns:
     """The values of `columns` at `rows` (in that order)."""
+    count = len(next(iter(columns.values()))) if columns else 0
+    if len(rows) == count and rows == list(range(count)):
+        return dict(columns)  # every row in order (most manifests keep every entry): no copy
     indices = pa.Array.from_buffers(pa.int64(), len(rows), [None, pa.py_buffer(np.array(rows, np.int64))])  # pa.array imports pandas
     return {path: column.take(indices) for path, column in columns.items()}
 
