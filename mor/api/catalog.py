@@ -32,7 +32,7 @@ from mor.format.metadata import new_table_metadata, parse_format_version
 from mor.format.properties import DELETE_MODE_PROPERTY, FORMAT_VERSION_PROPERTY, MERGE_ON_READ, check_properties
 from mor.format.spec import FORMAT_VERSION
 from mor.io.fileio import FileIO, is_object_store
-from mor.maintenance.ownership import CatalogView, OtherTable, database_files, overlaps, same_file, touches
+from mor.maintenance.ownership import CatalogView, OtherTable, database_files, overlaps, same_file, touched
 from mor.maintenance.purge import PurgeResult
 from mor.progress import Progress
 from mor.write.partitioning import parse_partition_by
@@ -277,9 +277,9 @@ class Catalog(ABC):
         lets a user's own new table hold it (at the warehouse root), as maintenance never
         deletes the database."""
         database = self._view(None).database
-        for file in database_files(database) if database else []:
-            if touches(location, file, holding):
-                raise InvalidArgumentError(f"location {location} is, holds or lies in the catalog's database file {file}: choose another")
+        file = touched(location, database_files(database), holding) if database else None
+        if file is not None:
+            raise InvalidArgumentError(f"location {location} is, holds or lies in the catalog's database file {file}: choose another")
 
     @abstractmethod
     def _table(self, identifier: str, namespace: str, name: str) -> Table:

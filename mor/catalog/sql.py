@@ -44,6 +44,7 @@ from mor.catalog import listings
 from mor.catalog.located import LocatedMetadata
 from mor.catalog.locations import Key, LocationForms, LocationIndex, indexable
 from mor.catalog.sql_connections import describe, is_unavailable, postgres_engine_options, reason
+from mor.catalog.store import no_such_table
 from mor.errors import (
     CatalogUnavailableError,
     CommitConflictError,
@@ -52,7 +53,6 @@ from mor.errors import (
     NamespaceAlreadyExistsError,
     NamespaceNotEmptyError,
     NoSuchNamespaceError,
-    NoSuchTableError,
     NoSuchViewError,
     StorageError,
     TableAlreadyExistsError,
@@ -206,9 +206,26 @@ class SqlCatalogStore:
     # -- namespaces ----------------------------------------------------------------------
     @_guarded("create a namespace")
     def create_namespace(self, namespace: str, properties: dict[str, str] | None = None) -> None:
-        props = {"exists": "true", **(properties or {})}
         if self.namespace_exists(namespace):
             raise NamespaceAlreadyExistsError(f"namespace {namespace!r} already exists")
+        self._add_namespace(namespace, properties)
+
+    @_guarded("create a namespace")
+    def create_namespace_if_absent(self, namespace: str) -> None:
+        """Make sure the namespace exists. Another process creating it at the same moment is
+        fine: its insert wins, ours fails on the unique key, and the namespace is there."""
+        if self.namespace_exists(namespace):
+            return
+        try:
+            self._add_namespace(namespace)
+        except NamespaceAlreadyExistsError:
+            if not self.namespace_exists(namespace):  # not a concurrent creation: say so
+                raise
+
+    def _add_namespace(self, namespace: str, properties: dict[str, str] | None = None) -> None:
+        """The namespace's property rows; NamespaceAlreadyExistsError when its `exists` row is
+        there already (the unique key: created concurrently)."""
+        props = {"exists": "true", **(properties or {})}
         try:
             with self.engine.begin() as conn:
                 for key, value in props.items():
@@ -219,18 +236,6 @@ class SqlCatalogStore:
                     )
         except IntegrityError as e:  # created concurrently
             raise NamespaceAlreadyExistsError(f"namespace {namespace!r} already exists") from e
-
-    @_guarded("create a namespace")
-    def create_namespace_if_absent(self, namespace: str) -> None:
-        """Make sure the namespace exists. Another process creating it at the same moment is
-        fine: its insert wins, ours fails on the unique key, and the namespace is there."""
-        if self.namespace_exists(namespace):
-            return
-        try:
-            self.create_namespace(namespace)
-        except NamespaceAlreadyExistsError:
-            if not self.namespace_exists(namespace):  # not a concurrent creation: say so
-                raise
 
     @_guarded("look up a namespace")
     def namespace_exists(self, namespace: str) -> bool:
@@ -337,7 +342,7 @@ class SqlCatalogStore:
                 select(TABLES.c.metadata_location).where(self._row(namespace, name), self._is_table())
             ).scalar_one_or_none()
         if location is None:
-            raise NoSuchTableError(f"table {namespace}.{name} does not exist")
+            raise no_such_table(namespace, name)
         return str(location)
 
     def create_table_row(self, namespace: str, name: str, metadata_location: str) -> None:
@@ -435,7 +440,7 @@ class SqlCatalogStore:
         except IntegrityError as e:
             raise TableAlreadyExistsError(f"table {new_namespace}.{new_name} already exists") from e
         if renamed == 0:
-            raise NoSuchTableError(f"table {namespace}.{name} does not exist")
+            raise no_such_table(namespace, name)
 
     def _write_once(self, what: str, write: Callable[[Any], _T]) -> _T:
         """`write(connection)` in one transaction, telling apart the failures after which it
@@ -486,7 +491,7 @@ class SqlCatalogStore:
             return count
 
         if self._write_once(f"drop of {namespace}.{name}", write) == 0:
-            raise NoSuchTableError(f"table {namespace}.{name} does not exist")
+            raise no_such_table(namespace, name)
 
     # -- table locations (mor/catalog/locations.py) ----------------------------------------------
     def _key(self, namespace: str, name: str) -> Key:

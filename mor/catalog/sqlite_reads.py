@@ -4,8 +4,8 @@ Importing SQLAlchemy costs about 0.2 s, a fifth of what `mor scan db.t --limit 1
 all (issue 26). Loading a table needs one row, its metadata location, which Python's own
 sqlite3 reads from the file opened read-only. Everything else (commits, namespaces, listings)
 goes to the full `SqlCatalogStore` (mor/catalog/sql.py), built on first use: the same database
-through SQLAlchemy. So does a lookup that finds no row or cannot read the file, so that every
-error is the store's own.
+through SQLAlchemy. So does a lookup that cannot read the file (locked, damaged), so that its
+error is the store's own; one that finds no row says so as the store would.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
+
+from mor.catalog.store import no_such_table
 
 if TYPE_CHECKING:
     from mor.catalog.locations import LocationForms
@@ -92,9 +94,9 @@ class SqliteCatalogReader:
             with self._connect() as conn:
                 row = conn.execute(_POINTER, (self.catalog_name, namespace, name)).fetchone()
         except sqlite3.Error:
-            row = None
+            return self.full.metadata_location(namespace, name)  # its answer after a lock, or its error
         if row is None or row[0] is None:
-            return self.full.metadata_location(namespace, name)  # its error, or its answer after a lock
+            raise no_such_table(namespace, name)  # the store's own answer to the same query
         return str(row[0])
 
     def _connect(self) -> closing[sqlite3.Connection]:

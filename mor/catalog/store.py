@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
+from mor.errors import NoSuchTableError
+
 if TYPE_CHECKING:
     from mor.catalog.sql import TableSwap
 
@@ -18,3 +20,8 @@ class CatalogStore(Protocol):
     def swap_many(self, changes: list[TableSwap]) -> bool: ...
     def view_metadata_location(self, namespace: str, name: str) -> str: ...
     def create_view_row(self, namespace: str, name: str, metadata_location: str) -> None: ...
+
+
+def no_such_table(namespace: str, name: str) -> NoSuchTableError:
+    """The error of a lookup that finds no table row, whichever store made it."""
+    return NoSuchTableError(f"table {namespace}.{name} does not exist")

@@ -152,12 +152,16 @@ def database_files(database: str) -> list[str]:
     return [database + suffix for suffix in DATABASE_SUFFIXES]
 
 
-def touches(location: str, file: str, holding: bool = True) -> bool:
-    """Is the folder `location` the file `file` or a path through it, or (with `holding`) a
-    folder holding it, in any spelling (decoded ones too): a folder made there would replace
-    the file, fail, or take the file in."""
-    ours, theirs = location_forms(location) + storage_forms(location), location_forms(file) + storage_forms(file)
-    return any(q.holds(p) or (holding and p.holds(q)) for p in ours for q in theirs)
+def touched(location: str, files: Iterable[str], holding: bool = True) -> str | None:
+    """The first of `files` that the folder `location` is, or a path through, or (with
+    `holding`) a folder holding, in any spelling (decoded ones too): a folder made there would
+    replace the file, fail, or take the file in. None when it touches none."""
+    ours = location_forms(location) + storage_forms(location)  # once for every file
+    for file in files:
+        theirs = location_forms(file) + storage_forms(file)
+        if any(q.holds(p) or (holding and p.holds(q)) for p in ours for q in theirs):
+            return file
+    return None
 
 
 def _relation(ours: str, theirs: str) -> tuple[bool, bool, bool]:

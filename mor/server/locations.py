@@ -26,7 +26,7 @@ import os
 
 from mor.errors import ForbiddenError
 from mor.io.fileio import is_object_store, to_uri
-from mor.maintenance.ownership import DATABASE_NAME, database_files, location_forms, place, system_path, touches, walked_place
+from mor.maintenance.ownership import DATABASE_NAME, database_files, location_forms, place, system_path, touched, walked_place
 from mor.server.errors import BadRequestError
 
 
@@ -58,9 +58,9 @@ def check_inside(warehouse: str, location: str, what: str, folder: bool = True) 
         outer, inner = [*outer, walked_warehouse], [*inner, walked]
     if len(outer) != len(inner) or not all(o.holds(i) and o != i for o, i in zip(outer, inner)):
         raise ForbiddenError(f"{what} {location} is not inside the warehouse {warehouse}: the server writes only there")
-    for file in server_files(warehouse):
-        if touches(location, file):
-            raise ForbiddenError(f"{what} {location} is, holds or lies in the catalog's own file {file}: the server keeps its state there")
+    file = touched(location, server_files(warehouse))
+    if file is not None:
+        raise ForbiddenError(f"{what} {location} is, holds or lies in the catalog's own file {file}: the server keeps its state there")
     if folder:
         check_can_be_folder(location, what)
 

@@ -21,7 +21,7 @@ from unit_helpers import SCHEMA, local, make_rows, scan_ids
 import mor
 from mor.errors import InvalidArgumentError
 from mor.io.fileio import to_uri
-from mor.maintenance.ownership import DATABASE_SUFFIXES, keys, location_forms, overlaps, place, same_file, touches
+from mor.maintenance.ownership import DATABASE_SUFFIXES, keys, location_forms, overlaps, place, same_file, touched
 
 
 def test_percent_spellings_are_other_folders() -> None:
@@ -58,13 +58,16 @@ def test_spellings_storage_reads_as_one_folder_still_overlap(tmp_path: Path) -> 
     assert same_file(f"{t}/m.json", f"file://{tmp_path}/link/t/m.json")
 
 
-def test_touches_the_database() -> None:
+def test_touched_names_the_database_file_a_location_touches() -> None:
     database = "/wh/catalog.db"
-    assert touches("file:///wh/catalog.db", database)
-    assert touches("/wh/catalog.db/t", database)  # through it
-    assert touches("/wh", database) and not touches("/wh", database, holding=False)  # holds it
-    assert touches("/wh/catalog%2Edb", database)  # a decoding reader: refused too
-    assert not touches("/wh/catalog.db-journal", database) and not touches("/wh/catalog.dbx", database)
+    files = [database, "/wh/catalog.db-journal"]
+    assert touched("file:///wh/catalog.db", files) == database
+    assert touched("/wh/catalog.db/t", files) == database  # through it
+    assert touched("/wh", files) == database and touched("/wh", files, holding=False) is None  # holds it
+    assert touched("/wh/catalog%2Edb", files) == database  # a decoding reader: refused too
+    assert touched("/wh/catalog.db-journal", files) == "/wh/catalog.db-journal"
+    assert touched("/wh/catalog.db-wal", files) is None and touched("/wh/catalog.dbx", files) is None
+    assert touched("/wh/catalog.db", []) is None
 
 
 @pytest.mark.parametrize("suffix", DATABASE_SUFFIXES)
