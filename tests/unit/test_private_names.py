@@ -5,7 +5,10 @@ public one (the helper moved, or named without the underscore)."""
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
+
+from source_tree import module_sources, nodes
 
 MOR = Path(__file__).resolve().parents[2] / "mor"
 
@@ -19,6 +22,7 @@ def _module_name(path: Path, root: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+@functools.cache
 def _is_module(name: str, root: Path) -> bool:
     place = root.parent.joinpath(*name.split("."))
     return place.with_suffix(".py").is_file() or (place / "__init__.py").is_file()
@@ -29,10 +33,10 @@ def private_uses(path: Path, root: Path = MOR) -> list[str]:
     it imported: `from mor.a import _x`, `import mor.a as m; m._x`, `from mor import a; a._x`."""
     package = root.name
     own = _module_name(path, root)
-    tree = ast.parse(path.read_text(), str(path))
+    walked = nodes(path.read_text())
     found: list[str] = []
     modules: dict[str, str] = {}  # local name -> one of root's modules
-    for node in ast.walk(tree):
+    for node in walked:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.split(".")[0] == package and alias.asname:
@@ -45,7 +49,7 @@ def private_uses(path: Path, root: Path = MOR) -> list[str]:
                     found.append(f"{node.lineno}: from {node.module} import {alias.name}")
                 elif _is_module(f"{node.module}.{alias.name}", root):
                     modules[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-    for node in ast.walk(tree):
+    for node in walked:
         if isinstance(node, ast.Attribute) and _private(node.attr) and isinstance(node.value, ast.Name):
             module = modules.get(node.value.id)
             if module is not None and module != own:
@@ -54,7 +58,7 @@ def private_uses(path: Path, root: Path = MOR) -> list[str]:
 
 
 def test_no_module_uses_another_modules_private_names() -> None:
-    found = {str(p.relative_to(MOR)): uses for p in sorted(MOR.rglob("*.py")) if (uses := private_uses(p))}
+    found = {str(p.relative_to(MOR)): uses for p in module_sources(MOR) if (uses := private_uses(p))}
     assert found == {}
 
 

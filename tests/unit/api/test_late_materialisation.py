@@ -18,7 +18,7 @@ import pytest
 
 import mor
 
-COLUMNS = 300
+COLUMNS = 100  # wide enough that one column is a hundredth of a row group
 ROWS = 4000
 ROW_GROUP_ROWS = 500  # 8 row groups
 

@@ -11,6 +11,7 @@ import inspect
 from pathlib import Path
 
 from pyiceberg.catalog.rest import RestCatalog
+from source_tree import module_sources, nodes
 
 MOR = Path(__file__).resolve().parents[3] / "mor"
 ADAPTERS = {MOR / "catalog" / "pyiceberg_rest.py", MOR / "expr" / "pyiceberg_evaluators.py"}  # one per layer that needs them
@@ -23,7 +24,7 @@ def private_uses(source: str) -> list[str]:
     """`line: name` of each read of one of pyiceberg's private names, or a private name imported
     from pyiceberg."""
     found = []
-    for node in ast.walk(ast.parse(source)):
+    for node in nodes(source):
         if isinstance(node, ast.Attribute) and node.attr in PYICEBERG_PRIVATE:
             found.append(f"{node.lineno}: {node.attr}")
         elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "pyiceberg":
@@ -33,7 +34,7 @@ def private_uses(source: str) -> list[str]:
 
 def test_only_the_adapter_reads_pyiceberg_private_names() -> None:
     found = {
-        str(p.relative_to(MOR)): uses for p in sorted(MOR.rglob("*.py")) if p not in ADAPTERS and (uses := private_uses(p.read_text()))
+        str(p.relative_to(MOR)): uses for p, source in module_sources(MOR).items() if p not in ADAPTERS and (uses := private_uses(source))
     }
     assert found == {}
     assert all(private_uses(a.read_text()) for a in ADAPTERS)  # the adapters are where they are: the check sees them

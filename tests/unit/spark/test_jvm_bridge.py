@@ -9,6 +9,8 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+from source_tree import module_sources, nodes
+
 MOR = Path(__file__).resolve().parents[3] / "mor"
 BRIDGE = MOR / "spark" / "jvm_bridge.py"
 
@@ -28,7 +30,7 @@ def defined_names(sources: Iterable[str]) -> set[str]:
     they assign (`self._x = ...`), import aliases."""
     names: set[str] = set()
     for source in sources:
-        for node in ast.walk(ast.parse(source)):
+        for node in nodes(source):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
                 names.add(node.name)
             elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
@@ -51,7 +53,7 @@ def private_uses(source: str, mor_names: set[str]) -> list[str]:
         return name in PYSPARK_PRIVATE or (JAVA_HANDLE.match(name) is not None and name not in mor_names)
 
     found = []
-    for node in ast.walk(ast.parse(source)):
+    for node in nodes(source):
         name = None
         if isinstance(node, ast.Attribute) and private(node.attr):
             name = node.attr
@@ -67,7 +69,7 @@ def private_uses(source: str, mor_names: set[str]) -> list[str]:
 
 
 def test_no_module_but_the_bridge_uses_pyspark_or_py4j_private_names() -> None:
-    modules = {str(path.relative_to(MOR)): path.read_text() for path in sorted(MOR.rglob("*.py")) if path != BRIDGE}
+    modules = {str(path.relative_to(MOR)): source for path, source in module_sources(MOR).items() if path != BRIDGE}
     mor_names = defined_names(modules.values())
     uses = {module: private_uses(source, mor_names) for module, source in modules.items()}
     assert {module: names for module, names in uses.items() if names} == {}
