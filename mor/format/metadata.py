@@ -194,7 +194,10 @@ class TableMetadata:
 
     # -- JSON ----------------------------------------------------------------------------
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2)
+        # Compact, as Iceberg Java writes it: with `indent`, json falls back from its C encoder
+        # to the Python one, which took 60% of a small append's time once the table had
+        # 150 snapshots (every commit writes the whole history).
+        return json.dumps(self.to_dict(), separators=(",", ":"))
 
     def to_dict(self) -> dict[str, Any]:
         """The metadata as its JSON object (what `to_json` writes)."""
