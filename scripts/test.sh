@@ -29,6 +29,8 @@ workers=$(.venv/bin/python -c "import os; print(min(4, max(1, len(os.sched_getaf
 # catalogs cost the disk-backed /tmp about a third of this tier's time). Not for the slow tier
 # yet: on tmpfs a failed Spark write can leave a data file its abort did not see
 # (tests/spark/test_write.py; see the session notes).
+# Its tests live in tests/conftest.py's FAST_FOLDERS alone: collecting only those spares each
+# worker importing every other test module (pyspark, servers) to deselect it, 8 s a worker.
 fast_tier() {
   local tmp="${TMPDIR:-}"
   if [ -z "$tmp" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then tmp=/dev/shm; fi
@@ -36,11 +38,11 @@ fast_tier() {
   MOR_STATEFUL_EXAMPLES_CHANGES="${MOR_STATEFUL_EXAMPLES_CHANGES:-20}" \
   MOR_EXAMPLES_SHARE="${MOR_EXAMPLES_SHARE:-0.4}" \
   TMPDIR="${tmp:-/tmp}" \
-    .venv/bin/python -m pytest -m fast -n "$workers" --dist worksteal "$@"
+    .venv/bin/python -m pytest -m fast -n "$workers" --dist worksteal -p no:cacheprovider tests/unit tests/property tests/stateful "$@"
 }
 if [ "${1:-}" = "fast" ]; then
   shift
-  fast_tier -p no:cacheprovider tests/unit tests/property tests/stateful "$@"
+  fast_tier "$@"
   exit
 fi
 for arg in "$@"; do
