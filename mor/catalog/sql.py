@@ -226,14 +226,10 @@ class SqlCatalogStore:
         """The namespace's property rows; NamespaceAlreadyExistsError when its `exists` row is
         there already (the unique key: created concurrently)."""
         props = {"exists": "true", **(properties or {})}
+        rows = [dict(catalog_name=self.catalog_name, namespace=namespace, property_key=k, property_value=v) for k, v in props.items()]
         try:
             with self.engine.begin() as conn:
-                for key, value in props.items():
-                    conn.execute(
-                        insert(NAMESPACE_PROPERTIES).values(
-                            catalog_name=self.catalog_name, namespace=namespace, property_key=key, property_value=value
-                        )
-                    )
+                conn.execute(insert(NAMESPACE_PROPERTIES), rows)
         except IntegrityError as e:  # created concurrently
             raise NamespaceAlreadyExistsError(f"namespace {namespace!r} already exists") from e
 
