@@ -34,13 +34,16 @@ def one_row(i: int) -> pa.Table:
     return pa.table({"id": pa.array([i], pa.int64()), "name": [f"row {i}"]}, schema=SCHEMA)
 
 
-def median_seconds(fn: Callable[[], Any], repeat: int) -> float:
-    times = []
+def interleaved_medians(fns: dict[str, Callable[[], Any]], repeat: int) -> dict[str, float]:
+    """The median seconds of each of `fns`, called in turn each round, so that a drift of the
+    machine's speed weighs on all of them alike."""
+    samples: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            samples[name].append(time.perf_counter() - start)
+    return {name: statistics.median(times) for name, times in samples.items()}
 
 
 def at_history(root: Path, snapshots: int, repeat: int) -> dict[str, Any]:
@@ -58,8 +61,8 @@ def at_history(root: Path, snapshots: int, repeat: int) -> dict[str, Any]:
         raise BenchmarkError(f"{table.scan().count()} rows after {rows} one-row appends")
     metadata = table.metadata
     document = metadata.to_dict()
-    compact = median_seconds(metadata.to_json, repeat)
-    indented = median_seconds(lambda: json.dumps(document, indent=2), repeat)
+    encoded = interleaved_medians({"compact": metadata.to_json, "indented": lambda: json.dumps(document, indent=2)}, repeat)
+    compact, indented = encoded["compact"], encoded["indented"]
     return {
         "snapshots": len(metadata.snapshots),
         "metadata_bytes": len(metadata.to_json()),

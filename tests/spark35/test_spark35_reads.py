@@ -6,8 +6,8 @@ have piled up) and at the last snapshot of each Iceberg Java fixture. Spark 4 re
 snapshot of them through the same jar functions (tests/spark); this checks Spark 3.5's side.
 
 The tables are built and the local reader runs here (pyspark 4 env); one subprocess in the
-Spark 3.5 env (.spark35-venv, built once by spark35_env.py) reads every snapshot and writes the
-rows with Spark's Parquet writer.
+Spark 3.5 env (.spark35-venv, built once by spark35_env.py) reads each of those snapshots and
+writes the rows with Spark's Parquet writer.
 """
 
 from __future__ import annotations
