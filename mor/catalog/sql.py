@@ -22,7 +22,6 @@ from __future__ import annotations
 import functools
 import weakref
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 from sqlalchemy import (
@@ -44,7 +43,7 @@ from mor.catalog import listings
 from mor.catalog.located import LocatedMetadata
 from mor.catalog.locations import Key, LocationForms, LocationIndex, indexable
 from mor.catalog.sql_connections import describe, is_unavailable, postgres_engine_options, reason
-from mor.catalog.store import no_such_table
+from mor.catalog.store import TableSwap, no_such_table
 from mor.errors import (
     CatalogUnavailableError,
     CommitConflictError,
@@ -80,17 +79,6 @@ NAMESPACE_PROPERTIES = Table(
 )
 _TABLE_TYPE = "TABLE"
 _VIEW_TYPE = "VIEW"
-
-
-@dataclass(frozen=True)
-class TableSwap:
-    """One table's part of `swap_many`: move it from `expected` to `new` (`expected` None:
-    create it; `new` == `expected`: it must still point there)."""
-
-    namespace: str
-    name: str
-    expected: str | None
-    new: str
 
 
 class _LostRace(Exception):

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from mor.catalog import steps
 from mor.catalog.listeners import committed
 from mor.catalog.located import LocatedMetadata
 from mor.catalog.metadata_files import new_metadata_location, point_at_new_file, read_metadata, write_metadata
+from mor.catalog.store import CatalogStore, TableSwap
 from mor.catalog.table_operations import CommitFailedError
 from mor.errors import CommitConflictError, CommitStateUnknownError, MetadataFileNotFoundError, TableAlreadyExistsError
 from mor.format.apply import apply_updates
@@ -26,9 +26,6 @@ from mor.format.metadata import TableMetadata, with_previous_file
 from mor.format.requirements import check_requirements
 from mor.format.updates import TableCommit
 from mor.io.fileio import FileIO
-
-if TYPE_CHECKING:
-    from mor.catalog.store import CatalogStore
 
 
 @dataclass(frozen=True)
@@ -53,8 +50,6 @@ def commit_many(io: FileIO, store: CatalogStore, planned: list[PlannedCommit]) -
     unreachable database, any error but CommitStateUnknownError, after which they stay: the
     catalog may point at them). Every new metadata is validated first (InvalidMetadataError:
     nothing is written)."""
-    from mor.catalog.sql import TableSwap  # a caller with a store has the SQL catalog loaded already
-
     for p in planned:
         if p.metadata is not None:
             validate_change(p.base, p.metadata)

@@ -5,12 +5,21 @@ are read. Table operations, `commit_many` and view commits take either as this."
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from dataclasses import dataclass
+from typing import Protocol
 
 from mor.errors import NoSuchTableError
 
-if TYPE_CHECKING:
-    from mor.catalog.sql import TableSwap
+
+@dataclass(frozen=True)
+class TableSwap:
+    """One table's part of `swap_many`: move it from `expected` to `new` (`expected` None:
+    create it; `new` == `expected`: it must still point there)."""
+
+    namespace: str
+    name: str
+    expected: str | None
+    new: str
 
 
 class CatalogStore(Protocol):

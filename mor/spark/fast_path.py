@@ -41,13 +41,13 @@ from mor.format.lineage import LINEAGE_FIELD_IDS, LINEAGE_FIELDS
 from mor.format.metadata import Snapshot
 from mor.planning.task import FileScanTask
 from mor.read.field_resolution import file_matches_schema
-from mor.spark import HAS_PYTHON_SOURCE
 from mor.spark.columns import to_column
 from mor.spark.dataframe_plan import read_dataframe_plan, unsupported_reason
 from mor.spark.errors import spark_errors
 from mor.spark.file_paths import FILE_COLUMN, POS_COLUMN, check_metadata_columns_free, hadoop_reads, has_s3a, native_parquet
 from mor.spark.options import TableRef
 from mor.spark.planning import planned_tasks
+from mor.spark.registration import HAS_PYTHON_SOURCE
 from mor.spark.types import spark_schema
 
 logger = logging.getLogger("mor.spark")
@@ -197,7 +197,7 @@ def _python_source(
     spark: SparkSession, table: Table, snapshot_id: int | None, read_schema: Schema, rest: list[FileScanTask], filter: FilterLike,
     metadata_columns: bool = False,
 ) -> DataFrame:  # fmt: skip
-    from mor.spark import register  # mor.spark imports the modules that import this one
+    from mor.spark.registration import register
     from mor.spark.source import FORMAT  # only where pyspark has Python data sources
 
     register(spark)  # a session of its own (spark.newSession()) has no format "mor" yet

@@ -49,8 +49,8 @@ def session(
     set, else this one)."""
     from pyspark.sql import SparkSession
 
-    from mor.spark import register
     from mor.spark.delete_functions import CATALOG, CATALOG_CLASS, jar_path
+    from mor.spark.registration import register
 
     settings = session_settings(conf or {}, time_zone, python, [jar_path()], f"spark.sql.catalog.{CATALOG}", CATALOG_CLASS)
     os.environ["PYSPARK_PYTHON"] = settings[PYTHON_CONF]  # local mode starts the workers from this environment

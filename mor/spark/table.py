@@ -89,7 +89,7 @@ class MorTable:
         """`refresh`: each verb first sees the commits made since (as Delta's table does);
         False works on `table` as it is, as the local verbs do (mor/spark/functions.py). Registers
         mor with `spark` (`mor.spark.register`: cheap once done), which the verbs read through."""
-        from mor.spark import register  # mor.spark imports this module lazily
+        from mor.spark.registration import register
 
         register(spark)
         self.spark = spark

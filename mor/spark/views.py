@@ -80,7 +80,7 @@ def register_tables(
 ) -> dict[str, str]:  # fmt: skip
     """A temporary view for every table of the catalog (of `namespace` only, when given); returns
     {table identifier: view name}. `refresh=False` leaves views that already exist as they are."""
-    from mor.spark import register  # mor.spark may export this module
+    from mor.spark.registration import register
 
     register(spark)
     listen(_remake_views)

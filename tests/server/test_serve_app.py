@@ -18,7 +18,8 @@ from servers.rest import unique
 
 import mor
 from mor.api.catalog_types import sqlite_url
-from mor.catalog.sql import SqlCatalogStore, TableSwap
+from mor.catalog.sql import SqlCatalogStore
+from mor.catalog.store import TableSwap
 from mor.errors import CatalogUnavailableError, CommitStateUnknownError
 from mor.format.requirements import AssertTableUuid
 from mor.format.updates import SetProperties, TableCommit
