@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from mor.lazy_names import load_lazily
 from mor.spark.errors import SparkSetupError, spark_errors
 from mor.spark.registration import HAS_PYTHON_SOURCE, register, register_with_active_session
+from mor.spark.registration import PUSHDOWN_CONF as PUSHDOWN_CONF
 
 # name -> module that defines it, imported on first use: a Spark worker imports mor.spark.source
 # (and with it this package) for every read task, and needs none of the verbs.
