@@ -113,6 +113,7 @@ CASES = [
     Case("i % 2 = 0", (1, 4, 5)),
     Case("abs(i) > 4", (3, 4, 6)),
     Case("coalesce(i, 0) = 0", (2, 5)),
+    Case("coalesce(i, 100 / i) = 0", (5,)),  # Spark computes 100 / i only where i is null: no division by zero
     Case("i + 1 > 2", (1, 4, 6)),
     Case("i = 1 or f is nan", (0, 2), "i = 1 or isnan(f)", "i = 1 or isnan(f)"),
     Case("not (i < 2 or s = 'B')", (4, 6)),

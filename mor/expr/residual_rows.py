@@ -123,8 +123,24 @@ def _value(term: Any, paths: dict[int, tuple[str, ...]], guard: pc.Expression | 
         value, target = _value(term.args[0], paths, guard), term.args[1]
         expr, dtype = cast_expression(value.expr, value.kind, value.type, target)
         return _Value(expr, target.kind, dtype)
+    if term.function == "coalesce":
+        return _call(term, _coalesce_operands(term, paths, guard))
     args = [_value(a, paths, guard) if not _is_interval(a) else _Value(pc.scalar(None), "interval", pa.null()) for a in term.args]
     return _call(term, args)
+
+
+def _coalesce_operands(call: Call, paths: dict[int, tuple[str, ...]], guard: pc.Expression | None) -> list[_Value]:
+    """coalesce's operands as Spark computes them: each only for the rows every operand before it
+    left null (`coalesce(x, 1 / y)` divides nowhere `x` is set). A column or a constant cannot
+    fail, so only a computed operand is guarded (each guard repeats the operands before it)."""
+    operands: list[_Value] = []
+    for arg in call.args:
+        reach = guard
+        if operands and isinstance(arg, Call):
+            still_null = functools.reduce(operator.and_, (v.expr.is_null() for v in operands))
+            reach = still_null if guard is None else guard & still_null
+        operands.append(_value(arg, paths, reach))
+    return operands
 
 
 def _is_interval(term: Any) -> bool:

@@ -300,6 +300,20 @@ def test_decimal_arithmetic_past_38_digits_keeps_the_whole_digits_as_spark_does(
     assert table.scan(filter="amount * 1.1 > 100").count() == 1  # filters compute as values do
 
 
+def test_a_coalesce_operand_is_computed_only_where_those_before_it_are_null(catalog: mor.Catalog) -> None:
+    rows = pa.table({"id": [1, 2, 3, 4], "x": pa.array([5, None, 7, None], pa.int64()), "y": pa.array([0, 4, 0, 0], pa.int64())})
+    table = catalog.create_table("db.coalesced", schema=rows.schema)
+    table.append(rows)
+    # 100 / y and 1 / (y - y) divide by zero, but only on rows an operand before them has answered.
+    table.update({"x": "coalesce(x, 100 / y, 1 / (y - y))"}, where="id < 4")
+    assert column(table, "x") == [5, 25, 7, None]
+    assert sorted(table.scan(filter="id < 4 and coalesce(x, 10 / y) > 6").to_arrow()["id"].to_pylist()) == [2, 3]
+    before = table.metadata_location
+    with pytest.raises(mor.InvalidFilterError, match="divide by zero"):  # row 4: no operand before it answers
+        table.delete("coalesce(x, 10 / y) > 6")
+    assert table.refresh().metadata_location == before
+
+
 def test_a_case_branch_is_computed_only_for_the_rows_that_take_it(catalog: mor.Catalog) -> None:
     rows = pa.table({"id": [1, 2, 3, 4], "raw": ["12", "x", "7", None], "n": pa.array([None] * 4, pa.int64()), "big": [1, 2**62, 3, 4]})
     table = catalog.create_table("db.guarded", schema=rows.schema)
