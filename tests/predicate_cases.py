@@ -114,6 +114,10 @@ CASES = [
     Case("abs(i) > 4", (3, 4, 6)),
     Case("coalesce(i, 0) = 0", (2, 5)),
     Case("coalesce(i, 100 / i) = 0", (5,)),  # Spark computes 100 / i only where i is null: no division by zero
+    # An operator's second operand only where its first is set (a divisor first): no division by zero either
+    Case("nullif(i, 0) + 1 / i > 0", (0, 1, 4, 6)),
+    Case("nullif(i, 0) > 10 / i", (4, 6)),
+    Case("10 / i / nullif(i, 0) > 0", (0, 1, 3, 4, 6)),
     Case("i + 1 > 2", (1, 4, 6)),
     Case("i = 1 or f is nan", (0, 2), "i = 1 or isnan(f)", "i = 1 or isnan(f)"),
     Case("not (i < 2 or s = 'B')", (4, 6)),

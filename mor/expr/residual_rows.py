@@ -26,6 +26,7 @@ from mor.expr import list_contains
 from mor.expr.cast_rows import as_double, cast_expression
 from mor.expr.casts import CastType
 from mor.expr.literals import MICROS_PER_DAY, decimal_of, unscaled
+from mor.expr.operand_order import DIVISOR_FIRST, NULL_WITH_OPERANDS, OPERATORS, can_fail
 from mor.expr.remainders import remainder
 from mor.expr.residual import BoundResidual, Call, Column, Constant, Test
 from mor.format.arrow_types import to_arrow_type
@@ -79,7 +80,8 @@ def _test(test: Test, paths: dict[int, tuple[str, ...]], guard: pc.Expression | 
         return pc.match_like(left.expr, pattern=test.right[0].value)
     if test.op == "in":
         return _is_in(left, test.right)
-    left, right = _common([left, _value(test.right[0], paths, guard)])
+    reach = _where_set(test.left, test.right[0], paths, guard)  # a comparison with NULL is NULL: Spark stops
+    left, right = _common([left, _value(test.right[0], paths, reach)])
     return _compare(test.op, left, right)
 
 
@@ -125,22 +127,67 @@ def _value(term: Any, paths: dict[int, tuple[str, ...]], guard: pc.Expression | 
         return _Value(expr, target.kind, dtype)
     if term.function == "coalesce":
         return _call(term, _coalesce_operands(term, paths, guard))
+    if term.function in OPERATORS and len(term.args) == 2:
+        return _call(term, _operator_operands(term, paths, guard))
     args = [_value(a, paths, guard) if not _is_interval(a) else _Value(pc.scalar(None), "interval", pa.null()) for a in term.args]
     return _call(term, args)
 
 
 def _coalesce_operands(call: Call, paths: dict[int, tuple[str, ...]], guard: pc.Expression | None) -> list[_Value]:
     """coalesce's operands as Spark computes them: each only for the rows every operand before it
-    left null (`coalesce(x, 1 / y)` divides nowhere `x` is set). A column or a constant cannot
-    fail, so only a computed operand is guarded (each guard repeats the operands before it)."""
+    left null (`coalesce(x, 1 / y)` divides nowhere `x` is set); one that cannot fail, anywhere."""
     operands: list[_Value] = []
+    unset: list[pc.Expression] = []  # where each operand so far is null
     for arg in call.args:
         reach = guard
-        if operands and isinstance(arg, Call):
-            still_null = functools.reduce(operator.and_, (v.expr.is_null() for v in operands))
+        if unset and can_fail(arg):
+            still_null = functools.reduce(operator.and_, unset)
             reach = still_null if guard is None else guard & still_null
-        operands.append(_value(arg, paths, reach))
+        value = _value(arg, paths, reach)
+        operands.append(value)
+        valid = _set_where(arg, paths)
+        unset.append(value.expr.is_null() if valid is None else ~valid)
     return operands
+
+
+def _operator_operands(call: Call, paths: dict[int, tuple[str, ...]], guard: pc.Expression | None) -> list[_Value]:
+    """An operator's two operands as Spark computes them: the second only for the rows where the
+    first is not null (`nullif(i, 0) + 1 / j` divides nowhere `i` is 0). `+ - *` read their left
+    operand first, `/ % pmod` their divisor."""
+    first, second = (1, 0) if call.function in DIVISOR_FIRST else (0, 1)
+    values: dict[int, _Value] = {first: _value(call.args[first], paths, guard)}
+    reach = _where_set(call.args[first], call.args[second], paths, guard)
+    values[second] = _value(call.args[second], paths, reach)
+    return [values[0], values[1]]
+
+
+def _where_set(term: Any, then: Any, paths: dict[int, tuple[str, ...]], guard: pc.Expression | None) -> pc.Expression | None:
+    """The guard to compute `then` under when it is wanted only where `term` is not null: `guard`
+    itself when `then` cannot fail on a row, or when where `term` is set cannot be said safely."""
+    if not can_fail(then):
+        return guard
+    valid = _set_where(term, paths)
+    if valid is None:
+        return guard
+    return valid if guard is None else guard & valid
+
+
+def _set_where(term: Any, paths: dict[int, tuple[str, ...]]) -> pc.Expression | None:
+    """Where `term` is not null, from its columns, computing only what cannot fail on any row
+    (unguarded: guards built from guards would grow with every operator they nest in); None
+    where that cannot be said (a cast, or a coalesce of something that can fail)."""
+    if isinstance(term, Column):
+        return pc.field(*paths[term.field_id]).is_valid()
+    if isinstance(term, Constant):
+        return pc.scalar(term.value is not None)
+    if not can_fail(term):
+        return _value(term, paths).expr.is_valid()
+    if term.function not in NULL_WITH_OPERANDS:
+        return None
+    parts = [_set_where(a, paths) for a in term.args]
+    if any(p is None for p in parts):
+        return None
+    return functools.reduce(operator.and_, parts)
 
 
 def _is_interval(term: Any) -> bool:

@@ -314,6 +314,25 @@ def test_a_coalesce_operand_is_computed_only_where_those_before_it_are_null(cata
     assert table.refresh().metadata_location == before
 
 
+def test_an_operators_second_operand_is_computed_only_where_its_first_is_set(catalog: mor.Catalog) -> None:
+    rows = pa.table(
+        {"id": [1, 2, 3], "x": pa.array([0, 4, None], pa.int64()), "y": pa.array([0, 5, 0], pa.int64()), "raw": ["7", "x", "x"]}
+    ).append_column("n", pa.array([None] * 3, pa.float64()))
+    table = catalog.create_table("db.operands", schema=rows.schema)
+    table.append(rows)
+    # 100 / y divides by zero on rows 1 and 3, where the left operand is NULL: Spark never computes it.
+    table.update({"n": "nullif(x, 0) + 100 / y"}, where="true")
+    assert column(table, "n") == [None, 24.0, None]
+    # A divisor first: 10 / y is not computed where the divisor nullif(x, 0) is NULL.
+    assert table.scan(filter="(10 / y) / nullif(x, 0) > 0").to_arrow()["id"].to_pylist() == [2]
+    # A comparison: cast('x' as int) is not computed where the left side is NULL ...
+    assert table.scan(filter="nullif(x, 4) > cast(raw as int)").count() == 0
+    before = table.metadata_location
+    with pytest.raises(mor.InvalidFilterError):  # ... but is where it is set (row 2)
+        table.delete("x > cast(raw as int)")
+    assert table.refresh().metadata_location == before
+
+
 def test_a_case_branch_is_computed_only_for_the_rows_that_take_it(catalog: mor.Catalog) -> None:
     rows = pa.table({"id": [1, 2, 3, 4], "raw": ["12", "x", "7", None], "n": pa.array([None] * 4, pa.int64()), "big": [1, 2**62, 3, 4]})
     table = catalog.create_table("db.guarded", schema=rows.schema)
