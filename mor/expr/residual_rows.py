@@ -151,9 +151,8 @@ def _coalesce_operands(call: Call, paths: dict[int, tuple[str, ...]], guard: pc.
 
 
 def _operator_operands(call: Call, paths: dict[int, tuple[str, ...]], guard: pc.Expression | None) -> list[_Value]:
-    """An operator's two operands as Spark computes them: the second only for the rows where the
-    first is not null (`nullif(i, 0) + 1 / j` divides nowhere `i` is 0). `+ - *` read their left
-    operand first, `/ % pmod` their divisor."""
+    """An operator's two operands as Spark computes them: the second only where the first is set
+    (`nullif(i, 0) + 1 / j` divides nowhere `i` is 0); `/ % pmod` take their divisor first."""
     first, second = (1, 0) if call.function in DIVISOR_FIRST else (0, 1)
     values: dict[int, _Value] = {first: _value(call.args[first], paths, guard)}
     reach = _where_set(call.args[first], call.args[second], paths, guard)
@@ -164,9 +163,7 @@ def _operator_operands(call: Call, paths: dict[int, tuple[str, ...]], guard: pc.
 def _where_set(term: Any, then: Any, paths: dict[int, tuple[str, ...]], guard: pc.Expression | None) -> pc.Expression | None:
     """The guard to compute `then` under when it is wanted only where `term` is not null: `guard`
     itself when `then` cannot fail on a row, or when where `term` is set cannot be said safely."""
-    if not can_fail(then):
-        return guard
-    valid = _set_where(term, paths)
+    valid = _set_where(term, paths) if can_fail(then) else None
     if valid is None:
         return guard
     return valid if guard is None else guard & valid
@@ -182,12 +179,8 @@ def _set_where(term: Any, paths: dict[int, tuple[str, ...]]) -> pc.Expression | 
         return pc.scalar(term.value is not None)
     if not can_fail(term):
         return _value(term, paths).expr.is_valid()
-    if term.function not in NULL_WITH_OPERANDS:
-        return None
-    parts = [_set_where(a, paths) for a in term.args]
-    if any(p is None for p in parts):
-        return None
-    return functools.reduce(operator.and_, parts)
+    parts = [_set_where(a, paths) for a in term.args] if term.function in NULL_WITH_OPERANDS else [None]
+    return None if any(p is None for p in parts) else functools.reduce(operator.and_, parts)
 
 
 def _is_interval(term: Any) -> bool:
