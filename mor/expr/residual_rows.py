@@ -170,17 +170,17 @@ def _where_set(term: Any, then: Any, paths: dict[int, tuple[str, ...]], guard: p
 
 
 def _set_where(term: Any, paths: dict[int, tuple[str, ...]]) -> pc.Expression | None:
-    """Where `term` is not null, from its columns, computing only what cannot fail on any row
-    (unguarded: guards built from guards would grow with every operator they nest in); None
-    where that cannot be said (a cast, or a coalesce of something that can fail)."""
+    """Where `term` is not null: from its columns where it is null exactly where an operand is,
+    else from its value where computing that cannot fail on any row (unguarded: guards built from
+    guards would grow with every operator they nest in); None where neither can be said."""
     if isinstance(term, Column):
         return pc.field(*paths[term.field_id]).is_valid()
     if isinstance(term, Constant):
         return pc.scalar(term.value is not None)
-    if not can_fail(term):
-        return _value(term, paths).expr.is_valid()
     parts = [_set_where(a, paths) for a in term.args] if term.function in NULL_WITH_OPERANDS else [None]
-    return None if any(p is None for p in parts) else functools.reduce(operator.and_, parts)
+    if all(p is not None for p in parts):
+        return functools.reduce(operator.and_, parts)
+    return None if can_fail(term) else _value(term, paths).expr.is_valid()
 
 
 def _is_interval(term: Any) -> bool:
